@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bounded FIFO between two blocks: the model of a valid/ready stream with a skid buffer.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <utility>
+
+#include <systemc>
+
+namespace rnic::hw {
+
+// A channel carries whole transactions (a WQE, a packet) between SC_THREADs. put() blocks while
+// the channel is full (back-pressure, ready low), get() blocks while it is empty (valid low).
+// Waking is by event only: an idle channel costs nothing. Occupancy, valid and ready are plain
+// variables that a VCD trace samples, so tracing costs nothing when it is off.
+template <typename T>
+class channel {
+public:
+    channel(std::string name, size_t depth)
+        : m_name(std::move(name))
+        , m_depth(depth) {}
+
+    const std::string& name() const { return m_name; }
+    size_t depth() const { return m_depth; }
+    size_t size() const { return m_items.size(); }
+    bool empty() const { return m_items.empty(); }
+    bool full() const { return m_items.size() >= m_depth; }
+
+    void put(T item) {
+        while (full()) {
+            ++m_full_waits;
+            sc_core::wait(m_read_event);
+        }
+        m_items.push_back(std::move(item));
+        ++m_total;
+        update();
+        m_write_event.notify(sc_core::SC_ZERO_TIME);
+    }
+
+    T get() {
+        while (empty()) {
+            sc_core::wait(m_write_event);
+        }
+        T item = std::move(m_items.front());
+        m_items.pop_front();
+        update();
+        m_read_event.notify(sc_core::SC_ZERO_TIME);
+        return item;
+    }
+
+    // Non-blocking access for blocks that arbitrate between several inputs.
+    T& front() { return m_items.front(); }
+    void pop() {
+        m_items.pop_front();
+        update();
+        m_read_event.notify(sc_core::SC_ZERO_TIME);
+    }
+
+    const sc_core::sc_event& written_event() const { return m_write_event; }
+    const sc_core::sc_event& read_event() const { return m_read_event; }
+
+    uint64_t total() const { return m_total; }
+    uint64_t full_waits() const { return m_full_waits; }
+    uint32_t max_occupancy() const { return m_max; }
+
+    void trace(sc_core::sc_trace_file* tf, const std::string& prefix) const {
+        sc_core::sc_trace(tf, m_occupancy, prefix + "." + m_name + ".occupancy");
+        sc_core::sc_trace(tf, m_valid, prefix + "." + m_name + ".valid");
+        sc_core::sc_trace(tf, m_ready, prefix + "." + m_name + ".ready");
+    }
+
+private:
+    void update() {
+        m_occupancy = static_cast<uint32_t>(m_items.size());
+        m_valid = !m_items.empty();
+        m_ready = m_items.size() < m_depth;
+        if (m_occupancy > m_max) {
+            m_max = m_occupancy;
+        }
+    }
+
+    std::string m_name;
+    size_t m_depth;
+    std::deque<T> m_items;
+    sc_core::sc_event m_write_event;
+    sc_core::sc_event m_read_event;
+    uint64_t m_total = 0;
+    uint64_t m_full_waits = 0;
+    uint32_t m_max = 0;
+    uint32_t m_occupancy = 0;  // traced
+    bool m_valid = false;      // traced
+    bool m_ready = true;       // traced
+};
+
+}  // namespace rnic::hw

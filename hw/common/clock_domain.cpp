@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// Clock domain helpers.
+#include "hw/common/clock_domain.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace rnic::hw {
+
+clock_domain::clock_domain(std::string name, double freq_mhz)
+    : m_name(std::move(name))
+    , m_freq_mhz(freq_mhz)
+    , m_period_ps(static_cast<uint64_t>(std::llround(1e6 / freq_mhz)))
+    , m_period(sc_core::sc_time::from_value(0)) {
+    if (m_period_ps == 0) {
+        throw std::invalid_argument("clock " + m_name + ": frequency too high");
+    }
+    m_period = sc_core::sc_time(static_cast<double>(m_period_ps), sc_core::SC_PS);
+}
+
+sc_core::sc_time clock_domain::edge_at_or_after(const sc_core::sc_time& t) const {
+    const uint64_t ps = t.value() / (sc_core::sc_time(1, sc_core::SC_PS).value());
+    const uint64_t edge = (ps + m_period_ps - 1) / m_period_ps * m_period_ps;
+    return sc_core::sc_time(static_cast<double>(edge), sc_core::SC_PS);
+}
+
+uint64_t clock_domain::cycle_of(const sc_core::sc_time& t) const {
+    const uint64_t ps = t.value() / (sc_core::sc_time(1, sc_core::SC_PS).value());
+    return (ps + m_period_ps - 1) / m_period_ps;
+}
+
+void clock_domain::wait_cycles(uint64_t n) const {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time target = edge_at_or_after(now) + cycles(n);
+    if (target > now) {
+        sc_core::wait(target - now);
+    }
+}
+
+void clock_domain::wait_until(const sc_core::sc_time& t) const {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time target = edge_at_or_after(t > now ? t : now);
+    if (target > now) {
+        sc_core::wait(target - now);
+    }
+}
+
+}  // namespace rnic::hw

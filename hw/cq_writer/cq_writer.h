@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// CQ writer: writes CQEs into completion rings in host memory, event-queue entries into the
+// EQ, and raises MSI-X interrupts for armed CQs and events.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/channel.h"
+#include "hw/common/clock_domain.h"
+#include "hw/common/config_reader.h"
+#include "hw/common/sim_context.h"
+#include "hw/context/context.h"
+#include "hw/dma_engine/dma_engine.h"
+#include "hw/doorbell/doorbell.h"
+#include "hw/hsi/hsi.h"
+
+namespace rnic::hw {
+
+struct cq_writer_config {
+    uint32_t latency_cycles = 4;     // request to CQE DMA issue: +4 cycles (context read, format)
+    uint32_t fifo_depth = 64;        // completion requests queued
+};
+cq_writer_config parse_cq_writer_config(config::reader r);
+
+struct completion_request {
+    uint32_t cqn = 0;
+    hsi::cqe entry{};                // flags' phase bit is filled in by the CQ writer
+    uint64_t flow_id = 0;            // for the timeline
+};
+
+// One writer thread serves, in this priority: MSI-X messages owed (EQ re-arm, vector unmask),
+// the event queue (all queued events as one batch), then one CQE.
+// Timing per CQE: latency_cycles on the NIC grid (CQ context read, format), then a 32 B DMA
+// write; the next item starts when its last TLP has left. Per event batch: latency_cycles, then
+// one 16 B DMA write per EQE, then the MSI-X message(s) (4 B DMA writes), all in PCIe order,
+// so the host sees the CQE before the EQE and the EQE before the interrupt.
+class cq_writer : public sc_core::sc_module {
+public:
+    cq_writer(sc_core::sc_module_name name, const cq_writer_config& cfg, const clock_domain& clk,
+              context_store& contexts, dma_engine& dma, const bar_registers& regs,
+              sim_context& ctx);
+
+    // From the transmit and receive paths.
+    channel<completion_request>& requests() { return m_requests; }
+    // From the command processor and the data path: an event-queue entry (phase set here).
+    void post_event(uint8_t type, uint32_t data, uint32_t data2 = 0);
+    // From the doorbell block when a CQ doorbell arrives.
+    void cq_doorbell(uint32_t cqn, uint8_t arm, uint32_t consumer);
+    // From the doorbell block when the driver writes REG_EQ_CONSUMER (re-arms the EQ).
+    void eq_consumer(uint32_t consumer);
+    // From the doorbell block after a write to MSI-X table entry `vector`: if the vector is now
+    // unmasked and has a pending message, the message is sent.
+    void msix_control_written(uint32_t vector);
+    // From the command processor when a CQ is created or destroyed: forget per-CQ state.
+    void cq_reset(uint32_t cqn);
+
+    // MSI-X pending bit (PBA) of a vector.
+    bool msix_pending(uint32_t vector) const {
+        return vector < hsi::MSIX_VECTORS && m_msix_pending[vector];
+    }
+    uint32_t eq_producer() const { return m_eq_producer; }
+    bool eq_armed() const { return m_eq_armed; }
+
+    struct stats {
+        uint64_t cqes = 0;
+        uint64_t error_cqes = 0;
+        uint64_t events = 0;
+        uint64_t interrupts = 0;
+        uint64_t overruns = 0;
+        uint64_t dropped = 0;        // CQE for an invalid or dead CQ
+        uint64_t cq_events = 0;      // EVENT_CQ_COMPLETION posted (armed CQ fired)
+        uint64_t events_dropped = 0; // EQ not set up (base 0 or bad size)
+        uint64_t eq_overruns = 0;    // EQ full: event lost
+        uint64_t masked_interrupts = 0;  // message held because the vector is masked
+        uint64_t pending_sent = 0;   // held messages sent on unmask
+        uint64_t bad_vectors = 0;    // vector number outside the table
+    };
+    const stats& get_stats() const { return m_stats; }
+
+private:
+    void writer_thread();
+    void raise_msix(uint32_t vector);
+    void write_cqe(const completion_request& req);
+    void write_events();
+    void fire_cq(uint32_t cqn, cq_context& cq);
+    bool solicited_pending(uint32_t cqn, const cq_context& cq) const;
+
+    struct solicited_mark {
+        bool valid = false;
+        uint32_t end = 0;            // producer index just after the last solicited/error CQE
+    };
+
+    cq_writer_config m_cfg;
+    const clock_domain& m_clk;
+    context_store& m_contexts;
+    dma_engine& m_dma;
+    const bar_registers& m_regs;
+    sim_context& m_ctx;
+    channel<completion_request> m_requests;
+    std::deque<hsi::event_entry> m_events;
+    std::deque<uint32_t> m_irq_owed;     // MSI-X vectors to signal (EQ re-arm, unmask)
+    sc_core::sc_event m_event_posted;
+    uint32_t m_eq_producer = 0;
+    uint32_t m_eq_consumer = 0;
+    bool m_eq_armed = true;
+    std::array<bool, hsi::MSIX_VECTORS> m_msix_pending{};
+    std::vector<solicited_mark> m_solicited;  // per CQN
+    stats m_stats;
+    uint32_t m_events_queued = 0;        // traced
+};
+
+}  // namespace rnic::hw

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// DMA engine.
+#include "hw/dma_engine/dma_engine.h"
+
+namespace rnic::hw {
+
+const char* to_string(dma_client c) {
+    switch (c) {
+        case dma_client::WQE_FETCH: return "wqe_fetch";
+        case dma_client::TX_PAYLOAD: return "tx_payload";
+        case dma_client::RX_PAYLOAD: return "rx_payload";
+        case dma_client::RQ_FETCH: return "rq_fetch";
+        case dma_client::COMPLETION: return "completion";
+        case dma_client::COMMAND: return "command";
+        case dma_client::INTERRUPT: return "interrupt";
+        case dma_client::NETDMA: return "netdma";
+        case dma_client::COUNT: break;
+    }
+    return "?";
+}
+
+dma_engine_config parse_dma_engine_config(config::reader r) {
+    dma_engine_config c;
+    r.get("issue_cycles", c.issue_cycles, 0u, 1000u);
+    r.finish();
+    return c;
+}
+
+dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cfg,
+                       const clock_domain& clk, sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk) {
+    for (size_t i = 0; i < m_stats.size(); ++i) {
+        const std::string c = to_string(static_cast<dma_client>(i));
+        ctx.stats.add(this->name(), c + "_reads", m_stats[i].reads, "count", "DMA reads by " + c);
+        ctx.stats.add(this->name(), c + "_writes", m_stats[i].writes, "count", "DMA writes by " + c);
+        ctx.stats.add(this->name(), c + "_read_bytes", m_stats[i].read_bytes, "bytes",
+                      "bytes read from host memory by " + c);
+        ctx.stats.add(this->name(), c + "_write_bytes", m_stats[i].write_bytes, "bytes",
+                      "bytes written to host memory by " + c);
+    }
+    if (ctx.vcd != nullptr) {
+        sc_core::sc_trace(ctx.vcd, m_reads_in_flight, std::string(this->name()) + ".reads_in_flight");
+    }
+}
+
+sc_core::sc_time dma_engine::transport(tlm::tlm_command cmd, uint64_t addr, void* data,
+                                       uint32_t len) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time issue = m_clk.edge_at_or_after(now) + m_clk.cycles(m_cfg.issue_cycles);
+    tlm::tlm_generic_payload gp;
+    gp.set_command(cmd);
+    gp.set_address(addr);
+    gp.set_data_ptr(static_cast<unsigned char*>(data));
+    gp.set_data_length(len);
+    gp.set_streaming_width(len);
+    sc_core::sc_time delay = issue - now;
+    dma_out->b_transport(gp, delay);
+    return now + delay;
+}
+
+sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len) {
+    auto& s = m_stats[static_cast<int>(who)];
+    ++s.reads;
+    s.read_bytes += len;
+    return transport(tlm::TLM_READ_COMMAND, addr, data, len);
+}
+
+sc_core::sc_time dma_engine::write(dma_client who, uint64_t addr, const void* data, uint32_t len) {
+    auto& s = m_stats[static_cast<int>(who)];
+    ++s.writes;
+    s.write_bytes += len;
+    return transport(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len);
+}
+
+void dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint32_t len) {
+    ++m_reads_in_flight;
+    const sc_core::sc_time done = read(who, addr, data, len);
+    m_clk.wait_until(done);
+    --m_reads_in_flight;
+}
+
+void dma_engine::write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len) {
+    m_clk.wait_until(write(who, addr, data, len));
+}
+
+}  // namespace rnic::hw

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hardware/software interface of the rnicsim RNIC: BAR registers, doorbells, WQE, CQE,
+// command and event formats. The one contract between the driver (ndk_shim/) and the model
+// (hw/); nothing else is shared. All multi-byte fields are little-endian in host memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rnic::hsi {
+
+// ---------------------------------------------------------------------------------------------
+// BAR0 (MMIO, 64 KiB). Registers are 64-bit unless noted; doorbells are posted writes.
+// ---------------------------------------------------------------------------------------------
+constexpr uint64_t BAR0_SIZE = 0x10000;
+constexpr uint64_t REG_CMDQ_BASE = 0x0000;      // bus address of the command ring (64 B aligned)
+constexpr uint64_t REG_CMDQ_LOG_SIZE = 0x0008;  // log2 of the number of 64 B command slots
+constexpr uint64_t REG_CMDQ_DOORBELL = 0x0010;  // u32: command producer index (free-running)
+constexpr uint64_t REG_EQ_BASE = 0x0018;        // bus address of the event queue ring
+constexpr uint64_t REG_EQ_LOG_SIZE = 0x0020;    // log2 of the number of 16 B event entries
+constexpr uint64_t REG_EQ_CONSUMER = 0x0028;    // u32: event consumer index (arms vector 0)
+constexpr uint64_t REG_DEVICE_ID = 0x0030;      // read-only: vendor/device id
+// Send-queue doorbell: bits 0..23 QPN, bits 32..47 SQ producer index (free-running, in WQEs).
+constexpr uint64_t REG_SQ_DOORBELL = 0x0100;
+// Receive-queue doorbell: bits 0..23 QPN (or SRQN with bit 24 set), bits 32..47 producer index.
+constexpr uint64_t REG_RQ_DOORBELL = 0x0108;
+constexpr uint64_t RQ_DOORBELL_SRQ = 1ull << 24;
+// CQ doorbell: bits 0..23 CQN, bits 24..25 arm request (cq_arm), bits 32..63 consumer index.
+constexpr uint64_t REG_CQ_DOORBELL = 0x0110;
+// WQE push ("BlueFlame"): a write-combined 64 B write of the first WQE block; the first 8 bytes
+// of the block carry the doorbell value in the reserved field so no separate doorbell is needed.
+constexpr uint64_t REG_WQE_PUSH = 0x0800;
+constexpr uint64_t WQE_PUSH_SIZE = 64;
+// MSI-X table (PCI layout: 16 B per vector: addr lo/hi, data, vector control).
+constexpr uint64_t REG_MSIX_TABLE = 0x2000;
+constexpr uint32_t MSIX_VECTORS = 64;
+constexpr uint32_t MSIX_VECTOR_ASYNC = 0;  // command completions and async events
+
+enum cq_arm : uint8_t { CQ_ARM_NONE = 0, CQ_ARM_ANY = 1, CQ_ARM_SOLICITED = 2 };
+
+// ---------------------------------------------------------------------------------------------
+// Send-queue WQE: a 64 B control segment followed by data segments, in 64 B basic blocks
+// (WQEBBs). The SQ ring holds `sq_depth` slots of `sq_stride` bytes (a multiple of 64).
+// ---------------------------------------------------------------------------------------------
+enum wqe_opcode : uint8_t {
+    WQE_NOP = 0,
+    WQE_SEND = 1,
+    WQE_SEND_IMM = 2,
+    WQE_SEND_INV = 3,
+    WQE_WRITE = 4,
+    WQE_WRITE_IMM = 5,
+    WQE_READ = 6,
+    WQE_FAST_REG = 7,   // fast-register an MR (fast_reg_segment follows the control segment)
+    WQE_BIND_MW = 8,    // bind a memory window (bind_segment follows)
+    WQE_LOCAL_INV = 9,  // invalidate a local key (imm_or_key)
+};
+
+enum wqe_flags : uint8_t {
+    WQE_FLAG_SIGNALED = 1 << 0,   // write a CQE on success
+    WQE_FLAG_SOLICITED = 1 << 1,  // set SE in the last packet
+    WQE_FLAG_FENCE = 1 << 2,      // wait for earlier READs to complete
+    WQE_FLAG_INLINE = 1 << 3,     // payload is inline after the control segment
+    WQE_FLAG_READ_LOCAL_INV = 1 << 4,  // READ: invalidate first SGE's key on success
+};
+
+struct wqe_ctrl {                 // 64 B
+    uint8_t opcode;               // wqe_opcode
+    uint8_t flags;                // wqe_flags
+    uint8_t num_sge;              // data segments (or 0 with INLINE)
+    uint8_t size_bb;              // WQE size in 64 B basic blocks, >= 1
+    uint16_t wqe_index;           // producer index of this WQE (wraps at 2^16)
+    uint16_t reserved0;
+    uint32_t total_length;        // sum of SGE lengths (or inline bytes)
+    uint32_t imm_or_key;          // immediate data, key to invalidate, or LOCAL_INV key
+    uint64_t remote_va;           // WRITE/READ
+    uint32_t rkey;                // WRITE/READ
+    uint32_t qpn;                 // for WQE push: which QP
+    uint64_t doorbell;            // for WQE push: the SQ doorbell value, else 0
+    uint8_t reserved1[24];
+};
+static_assert(sizeof(wqe_ctrl) == 64);
+
+struct wqe_sge {                  // 16 B data segment
+    uint64_t addr;                // VA within the MR of `lkey`, or a logical (bus) address
+    uint32_t length;
+    uint32_t lkey;                // local key; the privileged key means `addr` is a bus address
+};
+static_assert(sizeof(wqe_sge) == 16);
+
+struct fast_reg_segment {        // 64 B, after the control segment of WQE_FAST_REG
+    uint32_t key;                // key to (re)register
+    uint32_t access;             // access flags (mr_access)
+    uint64_t base_va;            // first byte of the region
+    uint64_t length;             // bytes
+    uint64_t page_list_addr;     // bus address of page_count 8 B page addresses (PAGE_SIZE)
+    uint32_t page_count;
+    uint32_t first_byte_offset;
+    uint8_t reserved[24];
+};
+static_assert(sizeof(fast_reg_segment) == 64);
+
+struct bind_segment {            // 64 B, after the control segment of WQE_BIND_MW
+    uint32_t mw_key;             // window key to bind
+    uint32_t mr_key;             // local key of the MR it windows
+    uint64_t va;                 // window start (within the MR)
+    uint64_t length;
+    uint32_t access;             // remote rights (mr_access)
+    uint8_t reserved[36];
+};
+static_assert(sizeof(bind_segment) == 64);
+
+// Receive WQE: 16 B header then SGEs; slots of `rq_stride` bytes.
+struct rq_wqe_hdr {
+    uint16_t wqe_index;
+    uint8_t num_sge;
+    uint8_t reserved0;
+    uint32_t reserved1;
+    uint64_t reserved2;
+};
+static_assert(sizeof(rq_wqe_hdr) == 16);
+
+// ---------------------------------------------------------------------------------------------
+// Completion queue entry, 32 B. Ownership by phase bit: an entry is valid when its phase bit
+// equals the consumer's current phase (starts at 1, flips at each wrap of the ring).
+// ---------------------------------------------------------------------------------------------
+enum cqe_opcode : uint8_t {
+    CQE_SEND = 1,
+    CQE_WRITE = 2,
+    CQE_READ = 3,
+    CQE_FAST_REG = 4,
+    CQE_BIND_MW = 5,
+    CQE_LOCAL_INV = 6,
+    CQE_RECV = 7,
+    CQE_RECV_IMM = 8,      // receive of SEND with immediate or WRITE with immediate
+    CQE_RECV_INV = 9,      // receive of SEND with invalidate (key in imm_or_key)
+};
+
+// Hardware completion syndromes; ndk_shim maps them to NTSTATUS in one table.
+enum cqe_status : uint8_t {
+    CQE_OK = 0,
+    CQE_LOCAL_LENGTH_ERR = 1,     // receive buffer too small, SGE sum mismatch
+    CQE_LOCAL_PROT_ERR = 2,       // bad lkey, bounds, rights, PD mismatch on a local buffer
+    CQE_LOCAL_QP_OP_ERR = 3,      // malformed WQE
+    CQE_WR_FLUSH_ERR = 4,         // flushed (QP in error / NdkFlush)
+    CQE_MW_BIND_ERR = 5,
+    CQE_REMOTE_ACCESS_ERR = 6,    // NAK remote access error
+    CQE_REMOTE_INVALID_REQ = 7,   // NAK invalid request
+    CQE_REMOTE_OP_ERR = 8,        // NAK remote operational error
+    CQE_RETRY_EXCEEDED = 9,       // transport retry counter exceeded
+    CQE_RNR_RETRY_EXCEEDED = 10,  // RNR retry counter exceeded
+    CQE_FATAL = 11,
+};
+
+enum cqe_flags : uint8_t {
+    CQE_FLAG_SOLICITED = 1 << 0,
+    CQE_FLAG_PHASE = 1 << 7,
+};
+
+struct cqe {                      // 32 B
+    uint32_t qpn;
+    uint16_t wqe_index;           // SQ or RQ index the CQE completes
+    uint8_t opcode;               // cqe_opcode
+    uint8_t status;               // cqe_status
+    uint32_t byte_len;            // received bytes (receives and READ)
+    uint32_t imm_or_key;          // immediate data or invalidated key
+    uint32_t srqn;                // SRQ the receive came from (0 if none), bit 31 = valid
+    uint32_t vendor_err;          // provider diagnostic (ProviderErrorCode)
+    uint32_t reserved;
+    uint8_t reserved1[3];
+    uint8_t flags;                // cqe_flags; written last (the phase bit)
+};
+static_assert(sizeof(cqe) == 32);
+
+// ---------------------------------------------------------------------------------------------
+// Command queue: 64 B slots. The driver fills a slot and rings REG_CMDQ_DOORBELL; the command
+// processor DMA-reads it, executes it and DMA-writes the slot's `status`/`out` fields back,
+// then posts an event (EVENT_CMD_DONE) on the event queue and signals MSI-X vector 0.
+// ---------------------------------------------------------------------------------------------
+enum cmd_opcode : uint8_t {
+    CMD_NOP = 0,
+    CMD_CREATE_CQ = 1,
+    CMD_RESIZE_CQ = 2,
+    CMD_DESTROY_CQ = 3,
+    CMD_CREATE_PD = 4,
+    CMD_DESTROY_PD = 5,
+    CMD_CREATE_QP = 6,
+    CMD_MODIFY_QP = 7,
+    CMD_DESTROY_QP = 8,
+    CMD_CREATE_MR = 9,      // register (page list in host memory) or reserve a fast-reg MR
+    CMD_DESTROY_MR = 10,
+    CMD_CREATE_MW = 11,
+    CMD_DESTROY_MW = 12,
+    CMD_CREATE_SRQ = 13,
+    CMD_MODIFY_SRQ = 14,
+    CMD_DESTROY_SRQ = 15,
+    CMD_QUERY_DEVICE = 16,
+};
+
+enum cmd_status : uint8_t {
+    CMD_OK = 0,
+    CMD_BAD_OPCODE = 1,
+    CMD_BAD_PARAM = 2,
+    CMD_NO_RESOURCES = 3,
+    CMD_BAD_HANDLE = 4,
+    CMD_BUSY = 5,           // object still referenced
+};
+
+enum qp_state : uint8_t { QPS_RESET = 0, QPS_INIT = 1, QPS_RTR = 2, QPS_RTS = 3, QPS_ERROR = 4 };
+
+enum mr_access : uint32_t {
+    ACCESS_LOCAL_WRITE = 1 << 0,
+    ACCESS_REMOTE_READ = 1 << 1,
+    ACCESS_REMOTE_WRITE = 1 << 2,
+    ACCESS_FAST_REG = 1 << 3,       // MR is a fast-register MR (keys change by WQE)
+    ACCESS_REMOTE_ACCESS_OK = 1 << 4,  // fast-reg MR initialised with RemoteAccess
+    ACCESS_MW_BIND = 1 << 5,
+};
+
+struct cmd_create_cq {           // CMD_CREATE_CQ / CMD_RESIZE_CQ
+    uint32_t cqn;
+    uint32_t log_depth;
+    uint64_t ring_addr;          // bus address of depth x 32 B
+    uint32_t msix_vector;
+    uint32_t reserved;
+};
+struct cmd_create_qp {
+    uint32_t qpn;
+    uint32_t pdn;
+    uint32_t send_cqn;
+    uint32_t recv_cqn;
+    uint32_t srqn;               // 0 = none
+    uint16_t sq_log_depth;
+    uint16_t rq_log_depth;
+    uint64_t sq_addr;
+    uint64_t rq_addr;
+    uint16_t sq_stride;          // bytes per SQ slot
+    uint16_t rq_stride;
+    uint16_t max_inline;
+    uint16_t reserved;
+};
+struct cmd_modify_qp {
+    uint32_t qpn;
+    uint8_t state;               // qp_state
+    uint8_t pmtu_log;            // log2 of path MTU bytes (8..12)
+    uint8_t retry_count;
+    uint8_t rnr_retry;
+    uint32_t dest_qpn;
+    uint32_t sq_psn;
+    uint32_t rq_psn;
+    uint32_t dest_ip;            // IPv4, host order
+    uint8_t dest_mac[6];
+    uint8_t timeout_log;         // 4.096 us x 2^timeout_log
+    uint8_t max_rd_atomic;       // ORD
+};
+struct cmd_create_mr {
+    uint32_t key;                // lkey = rkey
+    uint32_t pdn;
+    uint64_t va;                 // base VA of the region
+    uint64_t length;
+    uint64_t page_list_addr;     // bus address of page_count x 8 B page bus addresses
+    uint32_t page_count;         // max pages for a fast-reg MR
+    uint32_t access;             // mr_access
+    uint32_t first_byte_offset;  // offset of va within the first page
+    uint32_t reserved;
+};
+struct cmd_create_srq {
+    uint32_t srqn;
+    uint32_t pdn;
+    uint64_t ring_addr;
+    uint16_t log_depth;
+    uint16_t stride;
+    uint32_t limit;              // SRQ limit event threshold (0 = off)
+};
+struct cmd_object {              // PD, MW, destroy: just a handle
+    uint32_t handle;
+    uint32_t pdn;
+};
+
+struct cmd_slot {                // 64 B
+    uint8_t opcode;              // cmd_opcode
+    uint8_t status;              // cmd_status, written by the NIC
+    uint8_t done;                // 1 when the NIC wrote status (written last)
+    uint8_t reserved0;
+    uint32_t token;              // driver cookie, echoed in the event
+    union {
+        cmd_create_cq cq;
+        cmd_create_qp qp;
+        cmd_modify_qp modify_qp;
+        cmd_create_mr mr;
+        cmd_create_srq srq;
+        cmd_object obj;
+        uint8_t raw[56];
+    } u;
+};
+static_assert(sizeof(cmd_slot) == 64);
+constexpr size_t CMD_STATUS_OFFSET = 1;  // status and done bytes written back
+
+// ---------------------------------------------------------------------------------------------
+// Event queue (16 B entries, phase bit like the CQ), interrupts on MSI-X vector 0.
+// ---------------------------------------------------------------------------------------------
+enum event_type : uint8_t {
+    EVENT_CMD_DONE = 1,          // data = command token
+    EVENT_CQ_COMPLETION = 2,     // data = CQN (armed CQ got a matching completion)
+    EVENT_CQ_ERROR = 3,          // data = CQN (overrun)
+    EVENT_QP_ERROR = 4,          // data = QPN
+    EVENT_SRQ_LIMIT = 5,         // data = SRQN
+};
+struct event_entry {
+    uint8_t type;
+    uint8_t reserved[6];
+    uint8_t flags;               // bit 7 = phase
+    uint32_t data;
+    uint32_t data2;
+};
+static_assert(sizeof(event_entry) == 16);
+
+// Keys: bits 8..31 index the MPT entry, bits 0..7 are a variant tag (changed on re-register).
+constexpr uint32_t key_index(uint32_t key) { return key >> 8; }
+constexpr uint32_t PRIVILEGED_KEY = 0x00000001;  // index 0: logical (bus) addresses, local only
+
+constexpr uint32_t PAGE_SIZE = 4096;
+
+}  // namespace rnic::hsi

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The RNIC top.
+#include "hw/nic/nic.h"
+
+namespace rnic::hw {
+
+nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity& id,
+         fabric::eth_link& link, int link_side, sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_id(id)
+    , m_clk(std::string(this->name()) + ".clk", cfg.clock_mhz)
+    , m_contexts(cfg.limits.max_qps, cfg.limits.max_cqs, cfg.limits.max_srqs, cfg.limits.max_pds,
+                 cfg.limits.max_keys, cfg.limits.max_mtt_pages)
+    , m_dma("dma_engine", cfg.dma, m_clk, ctx)
+    , m_doorbell("doorbell", cfg.doorbell, m_clk, m_contexts, ctx)
+    , m_cq_writer("cq_writer", cfg.cq_writer, m_clk, m_contexts, m_dma, m_doorbell.registers(), ctx)
+    , m_cmd_processor("cmd_processor", cfg.cmd_processor, m_clk, m_contexts, m_dma, m_cfg.limits,
+                      m_doorbell, m_cq_writer, ctx)
+    , m_translation("translation", cfg.translation, m_clk, m_contexts, ctx)
+    , m_wqe_fetch("wqe_fetch", cfg.wqe_fetch, m_clk, m_contexts, m_dma, m_doorbell, id.node_id, ctx)
+    , m_send_path_module(make_send_path("send_path", cfg.send_path, m_clk, link.tx(link_side), ctx,
+                                        m_send_path))
+    , m_tx_engine("tx_engine", cfg.tx_engine, m_clk, id, m_contexts, m_translation, m_dma,
+                  m_wqe_fetch.out(), *m_send_path, m_cq_writer, ctx)
+    , m_recv_path("recv_path", cfg.recv_path, m_clk, id, m_contexts, m_translation, m_dma,
+                  m_tx_engine, m_cq_writer, ctx) {
+    m_doorbell.bind_cq_writer(&m_cq_writer);
+    link.attach(link_side, &m_recv_path);
+}
+
+nic::~nic() = default;
+
+}  // namespace rnic::hw

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// The RNIC top: instantiates every block, binds them, and picks the send-path implementation.
+#pragma once
+
+#include <memory>
+
+#include <systemc>
+#include <tlm>
+
+#include "hw/cmd_processor/cmd_processor.h"
+#include "hw/common/clock_domain.h"
+#include "hw/common/sim_context.h"
+#include "hw/context/context.h"
+#include "hw/cq_writer/cq_writer.h"
+#include "hw/dma_engine/dma_engine.h"
+#include "hw/doorbell/doorbell.h"
+#include "hw/nic/nic_config.h"
+#include "hw/recv_path/recv_path.h"
+#include "hw/send_path/send_path_if.h"
+#include "hw/translation/translation.h"
+#include "hw/tx_engine/tx_engine.h"
+#include "hw/wqe_fetch/wqe_fetch.h"
+#include "tlm/ethernet/eth_link.h"
+
+namespace rnic::hw {
+
+// Block diagram (one SystemC module each):
+//   PCIe BAR0 -> doorbell -> wqe_fetch -> tx_engine -> send_path -> MAC (eth_link)
+//                    |           |            |   ^                      |
+//             cmd_processor  dma_engine  translation |             recv_path <- MAC
+//                    |                        |   responses/ACKs <-----/  |
+//                 cq_writer <-----------------+-------------------------- +
+class nic : public sc_core::sc_module {
+public:
+    nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity& id,
+        fabric::eth_link& link, int link_side, sim_context& ctx);
+    ~nic() override;
+
+    // PCIe attachment: BAR0 target and DMA initiator.
+    tlm::tlm_target_socket<>& mmio_in() { return m_doorbell.mmio_in; }
+    tlm::tlm_initiator_socket<>& dma_out() { return m_dma.dma_out; }
+
+    const nic_config& config() const { return m_cfg; }
+    const nic_identity& identity() const { return m_id; }
+    const clock_domain& clock() const { return m_clk; }
+    context_store& contexts() { return m_contexts; }
+
+private:
+    nic_config m_cfg;
+    nic_identity m_id;
+    clock_domain m_clk;
+    context_store m_contexts;
+    dma_engine m_dma;
+    doorbell m_doorbell;
+    cq_writer m_cq_writer;
+    cmd_processor m_cmd_processor;
+    translation m_translation;
+    wqe_fetch m_wqe_fetch;
+    send_path_if* m_send_path = nullptr;  // set by make_send_path (declared before it)
+    std::unique_ptr<sc_core::sc_module> m_send_path_module;
+    tx_engine m_tx_engine;
+    recv_path m_recv_path;
+};
+
+}  // namespace rnic::hw

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// RNIC parameters: the `rnic` object of a scenario, one child object per block.
+#include "hw/nic/nic_config.h"
+
+namespace rnic::hw {
+
+// Each block owns the keys of its child object; this only walks them in nic_config order, so
+// every error is reported with its full path (rnic.<block>.<key>) and the effective config
+// lists every block, defaults filled in.
+nic_config parse_nic_config(config::reader r) {
+    nic_config c;
+    r.get("clock_mhz", c.clock_mhz, 1.0, 5000.0);
+    c.limits = parse_nic_limits(r.child("limits"));
+    c.pcie = fabric::parse_pcie_config(r.child("pcie"));
+    c.doorbell = parse_doorbell_config(r.child("doorbell"));
+    c.wqe_fetch = parse_wqe_fetch_config(r.child("wqe_fetch"));
+    c.translation = parse_translation_config(r.child("translation"));
+    c.dma = parse_dma_engine_config(r.child("dma"));
+    c.tx_engine = parse_tx_engine_config(r.child("tx_engine"));
+    c.send_path = parse_send_path_config(r.child("send_path"));
+    c.recv_path = parse_recv_path_config(r.child("recv_path"));
+    c.cq_writer = parse_cq_writer_config(r.child("cq_writer"));
+    c.cmd_processor = parse_cmd_processor_config(r.child("cmd_processor"));
+    r.finish();
+    return c;
+}
+
+}  // namespace rnic::hw

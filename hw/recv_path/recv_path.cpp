@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: Apache-2.0
+// Receive path: parser, responder, requester response handling.
+#include "hw/recv_path/recv_path.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hw/hsi/hsi.h"
+
+namespace rnic::hw {
+
+namespace {
+constexpr uint32_t PSN_MASK = 0xFFFFFF;
+constexpr uint8_t AETH_ACK = 0x1F;            // ACK, no credit information
+constexpr uint8_t AETH_RNR = 0x20 | 0x0E;     // RNR NAK, timer code 14 (~1 ms... table value)
+constexpr uint8_t AETH_NAK_PSN = 0x60;
+constexpr uint8_t AETH_NAK_INVALID = 0x61;
+constexpr uint8_t AETH_NAK_ACCESS = 0x62;
+constexpr uint8_t AETH_NAK_OPERATIONAL = 0x63;
+
+uint32_t packets_of(uint32_t len, uint32_t pmtu) { return len == 0 ? 1 : (len + pmtu - 1) / pmtu; }
+
+bool is_send(uint8_t op) {
+    return op <= roce::RC_SEND_ONLY_IMM || op == roce::RC_SEND_LAST_INV ||
+           op == roce::RC_SEND_ONLY_INV;
+}
+bool is_write(uint8_t op) { return op >= roce::RC_WRITE_FIRST && op <= roce::RC_WRITE_ONLY_IMM; }
+bool is_read_response(uint8_t op) {
+    return op >= roce::RC_READ_RESP_FIRST && op <= roce::RC_READ_RESP_ONLY;
+}
+}  // namespace
+
+recv_path_config parse_recv_path_config(config::reader r) {
+    recv_path_config c;
+    r.get("fifo_frames", c.fifo_frames, 1u, 65536u);
+    r.get("parse_cycles", c.parse_cycles, 0u, 1000u);
+    r.get("placement_lag_ns", c.placement_lag_ns, 0.0, 1e6);
+    r.finish();
+    return c;
+}
+
+recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
+                     const clock_domain& clk, const nic_identity& id, context_store& contexts,
+                     translation& xlate, dma_engine& dma, tx_engine& tx, cq_writer& cqw,
+                     sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_id(id)
+    , m_contexts(contexts)
+    , m_xlate(xlate)
+    , m_dma(dma)
+    , m_tx(tx)
+    , m_cq_writer(cqw)
+    , m_ctx(ctx)
+    , m_fifo("rx_fifo", cfg.fifo_frames)
+    , m_recv_segments(contexts.max_qps())
+    , m_write_segments(contexts.max_qps()) {
+    SC_HAS_PROCESS(recv_path);
+    SC_THREAD(rx_thread);
+    const std::string b = this->name();
+    auto& s = ctx.stats;
+    s.add(b, "frames", m_stats.frames, "count", "frames received");
+    s.add(b, "bytes", m_stats.bytes, "bytes", "frame bytes received");
+    s.add(b, "fifo_drops", m_stats.fifo_drops, "count", "frames dropped: receive FIFO full");
+    s.add(b, "parse_errors", m_stats.parse_errors, "count", "frames dropped: malformed");
+    s.add(b, "bad_icrc", m_stats.bad_icrc, "count", "frames dropped: ICRC mismatch");
+    s.add(b, "unknown_qp", m_stats.unknown_qp, "count", "frames dropped: no such QP");
+    s.add(b, "bad_state", m_stats.bad_state, "count", "frames dropped: QP not ready");
+    s.add(b, "duplicates", m_stats.duplicates, "count", "duplicate requests (re-ACKed)");
+    s.add(b, "out_of_sequence", m_stats.out_of_sequence, "count", "requests ahead of the expected PSN");
+    s.add(b, "bad_opcode_sequence", m_stats.bad_opcode_sequence, "count", "First/Middle/Last out of order");
+    s.add(b, "payload_bytes", m_stats.payload_bytes, "bytes", "payload placed in host memory");
+    s.add(b, "messages", m_stats.messages, "count", "request messages completed as responder");
+    s.add(b, "receive_wqes", m_stats.receive_wqes, "count", "receive WQEs consumed");
+    s.add(b, "rnr", m_stats.rnr, "count", "SENDs with no receive posted (RNR NAK)");
+    s.add(b, "naks_sent", m_stats.naks_sent, "count", "NAKs sent");
+    s.add(b, "acks_received", m_stats.acks_received, "count", "ACKs received");
+    s.add(b, "naks_received", m_stats.naks_received, "count", "NAKs received");
+    s.add(b, "read_requests", m_stats.read_requests, "count", "READ requests served");
+    s.add(b, "read_responses", m_stats.read_responses, "count", "READ response packets placed");
+    s.add(b, "protection_errors", m_stats.protection_errors, "count", "key, PD, rights or bounds faults");
+    if (ctx.vcd != nullptr) {
+        m_fifo.trace(ctx.vcd, b);
+    }
+}
+
+void recv_path::receive_frame(fabric::eth_frame&& frame) {
+    if (m_fifo.full()) {
+        ++m_stats.fifo_drops;
+        return;
+    }
+    m_fifo.put(std::move(frame));  // never blocks: not full
+}
+
+void recv_path::rx_thread() {
+    for (;;) {
+        fabric::eth_frame f = m_fifo.get();
+        const sc_core::sc_time arrived = sc_core::sc_time_stamp();
+        ++m_stats.frames;
+        m_stats.bytes += f.data.size();
+        m_clk.wait_cycles(m_cfg.parse_cycles);
+        roce::parsed_frame p;
+        const roce::parse_error e = roce::parse_frame(f.data.data(), f.data.size(), p);
+        if (e != roce::parse_error::NONE) {
+            ++m_stats.parse_errors;
+            if (e == roce::parse_error::BAD_ICRC) {
+                ++m_stats.bad_icrc;
+            }
+            continue;
+        }
+        handle(f, p);
+        if (m_ctx.tracer != nullptr) {
+            m_ctx.tracer->slice(name(), "receive", f.flow_id, arrived, sc_core::sc_time_stamp());
+        }
+    }
+}
+
+void recv_path::handle(const fabric::eth_frame& f, const roce::parsed_frame& p) {
+    const uint32_t qpn = p.hdr.bth_.dest_qp;
+    qp_context* qp = m_contexts.qp(qpn);
+    if (qp == nullptr) {
+        ++m_stats.unknown_qp;
+        return;
+    }
+    const uint8_t op = p.hdr.bth_.opcode;
+    if (is_send(op) || is_write(op) || op == roce::RC_READ_REQUEST) {
+        if (qp->state != hsi::QPS_RTR && qp->state != hsi::QPS_RTS) {
+            ++m_stats.bad_state;
+            return;
+        }
+        handle_request(qpn, *qp, f.data.data(), p, f.flow_id);
+    } else if (op == roce::RC_ACK || is_read_response(op)) {
+        if (qp->state != hsi::QPS_RTS) {
+            ++m_stats.bad_state;
+            return;
+        }
+        handle_response(qpn, *qp, f.data.data(), p);
+    } else {
+        ++m_stats.parse_errors;  // CNP and others: not handled by this model
+    }
+}
+
+void recv_path::throttle(const sc_core::sc_time& sent) {
+    const sc_core::sc_time lag(m_cfg.placement_lag_ns, sc_core::SC_NS);
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (sent > now + lag) {
+        m_clk.wait_until(sent - lag);
+    }
+}
+
+bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, const uint8_t* data,
+                      uint32_t len) {
+    uint64_t seg_start = 0;
+    for (const auto& s : segs) {
+        if (len == 0) {
+            break;
+        }
+        const uint64_t seg_end = seg_start + s.len;
+        if (offset < seg_end) {
+            const uint32_t in = static_cast<uint32_t>(offset - seg_start);
+            const uint32_t n = std::min<uint32_t>(len, s.len - in);
+            throttle(m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n));
+            m_stats.payload_bytes += n;
+            data += n;
+            len -= n;
+            offset += n;
+        }
+        seg_start = seg_end;
+    }
+    return len == 0;
+}
+
+recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
+    uint64_t addr;
+    uint32_t stride;
+    srq_context* srq = nullptr;
+    if (qp.srqn != 0) {
+        srq = m_contexts.srq(qp.srqn);
+        if (srq == nullptr || srq->consumer == srq->producer) {
+            return recv_take::NONE;
+        }
+        stride = srq->stride;
+        addr = srq->ring_addr + static_cast<uint64_t>(srq->consumer & ((1u << srq->log_depth) - 1)) * stride;
+        ++srq->consumer;
+        if (srq->limit != 0 && srq->producer - srq->consumer < srq->limit) {
+            srq->limit = 0;  // one-shot
+            m_cq_writer.post_event(hsi::EVENT_SRQ_LIMIT, qp.srqn);
+        }
+    } else {
+        if (qp.rq_consumer == qp.rq_producer) {
+            return recv_take::NONE;
+        }
+        stride = qp.rq_stride;
+        addr = qp.rq_addr + static_cast<uint64_t>(qp.rq_consumer & ((1u << qp.rq_log_depth) - 1)) * stride;
+        ++qp.rq_consumer;
+    }
+    std::vector<uint8_t> buf(stride);
+    m_dma.read_wait(dma_client::RQ_FETCH, addr, buf.data(), stride);
+    hsi::rq_wqe_hdr h{};
+    std::memcpy(&h, buf.data(), sizeof(h));
+    const uint32_t max_sge = (stride - sizeof(h)) / sizeof(hsi::wqe_sge);
+    const uint32_t n = std::min<uint32_t>(h.num_sge, max_sge);
+    qp.current_recv.wqe_index = h.wqe_index;
+    qp.current_recv.srqn = qp.srqn;
+    qp.current_recv.sges.resize(n);
+    std::memcpy(qp.current_recv.sges.data(), buf.data() + sizeof(h), n * sizeof(hsi::wqe_sge));
+    qp.have_recv = true;
+    qp.recv_offset = 0;
+    ++m_stats.receive_wqes;
+    // Translate the scatter list once for the whole message.
+    auto& segs = m_recv_segments[qpn];
+    segs.clear();
+    for (const auto& sge : qp.current_recv.sges) {
+        if (m_xlate.translate(sge.lkey, qp.pdn, sge.addr, sge.length, XLATE_LOCAL_WRITE, false,
+                              segs) != xlate_status::OK) {
+            segs.clear();
+            return recv_take::FAULT;
+        }
+    }
+    return recv_take::OK;
+}
+
+void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome) {
+    tx_job job;
+    tx_descriptor& d = job.desc;
+    d.kind = tx_kind::ACK;
+    d.src_qpn = qpn;
+    d.dest_qpn = qp.dest_qpn;
+    d.psn = psn & PSN_MASK;
+    d.pmtu = qp.pmtu;
+    d.syndrome = syndrome;
+    d.msn = qp.msn & PSN_MASK;
+    d.src_mac = m_id.mac;
+    d.dst_mac = qp.dest_mac;
+    d.src_ip = m_id.ip;
+    d.dst_ip = qp.dest_ip;
+    if ((syndrome & 0x60) != 0) {
+        ++m_stats.naks_sent;
+    }
+    m_tx.post_response(std::move(job));
+}
+
+void recv_path::post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint8_t status,
+                              uint32_t byte_len, uint32_t imm, bool solicited, uint64_t flow_id) {
+    completion_request r;
+    r.cqn = qp.recv_cqn;
+    r.entry.qpn = qpn;
+    r.entry.wqe_index = qp.current_recv.wqe_index;
+    r.entry.opcode = opcode;
+    r.entry.status = status;
+    r.entry.byte_len = byte_len;
+    r.entry.imm_or_key = imm;
+    r.entry.srqn = qp.current_recv.srqn != 0 ? (qp.current_recv.srqn | 0x80000000u) : 0;
+    r.entry.flags = solicited ? hsi::CQE_FLAG_SOLICITED : 0;
+    r.flow_id = flow_id;
+    qp.have_recv = false;
+    m_cq_writer.requests().put(r);
+}
+
+void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* frame,
+                               const roce::parsed_frame& p, uint64_t flow_id) {
+    const auto& bth = p.hdr.bth_;
+    const uint8_t op = bth.opcode;
+    const uint32_t diff = (bth.psn - qp.expected_psn) & PSN_MASK;
+    if (diff != 0) {
+        if (diff >= 0x800000) {
+            // Duplicate (already executed): acknowledge again so the requester moves on.
+            ++m_stats.duplicates;
+            send_ack(qpn, qp, qp.expected_psn - 1, AETH_ACK);
+        } else {
+            ++m_stats.out_of_sequence;
+            send_ack(qpn, qp, qp.expected_psn, AETH_NAK_PSN);
+        }
+        return;
+    }
+    const roce::opcode_info& oi = roce::info(op);
+    const uint8_t* payload = frame + p.payload_offset;
+    const uint32_t len = static_cast<uint32_t>(p.payload_len);
+
+    if (op == roce::RC_READ_REQUEST) {
+        const auto& reth = p.hdr.reth_;
+        tx_job job;
+        const xlate_status xs = m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length,
+                                                  XLATE_REMOTE_READ, true, job.segments);
+        if (xs != xlate_status::OK) {
+            ++m_stats.protection_errors;
+            send_ack(qpn, qp, bth.psn, AETH_NAK_ACCESS);
+            return;
+        }
+        ++m_stats.read_requests;
+        qp.expected_psn = (qp.expected_psn + packets_of(reth.dma_length, qp.pmtu)) & PSN_MASK;
+        ++qp.msn;
+        tx_descriptor& d = job.desc;
+        d.kind = tx_kind::READ_RESPONSE;
+        d.src_qpn = qpn;
+        d.dest_qpn = qp.dest_qpn;
+        d.psn = bth.psn;
+        d.pmtu = qp.pmtu;
+        d.length = reth.dma_length;
+        d.syndrome = AETH_ACK;
+        d.msn = qp.msn & PSN_MASK;
+        d.src_mac = m_id.mac;
+        d.dst_mac = qp.dest_mac;
+        d.src_ip = m_id.ip;
+        d.dst_ip = qp.dest_ip;
+        d.flow_id = flow_id;
+        m_tx.post_response(std::move(job));
+        return;
+    }
+
+    auto nak = [&](uint8_t syndrome) {
+        send_ack(qpn, qp, bth.psn, syndrome);
+    };
+
+    const bool consumes = is_send(op) ? (oi.is_first || oi.is_only)
+                                      : (op == roce::RC_WRITE_LAST_IMM || op == roce::RC_WRITE_ONLY_IMM);
+    if (is_send(op) && consumes == qp.have_recv) {
+        // A First/Only while a SEND is open, or a Middle/Last with none open.
+        ++m_stats.bad_opcode_sequence;
+        nak(AETH_NAK_INVALID);
+        return;
+    }
+    if (consumes) {
+        const recv_take t = take_receive_wqe(qpn, qp);
+        if (t == recv_take::NONE) {
+            ++m_stats.rnr;
+            ++m_stats.naks_sent;
+            send_ack(qpn, qp, bth.psn, AETH_RNR);
+            return;
+        }
+        if (t == recv_take::FAULT) {
+            // Receive WQE with a bad local key: local protection error on this side.
+            ++m_stats.protection_errors;
+            post_recv_cqe(qpn, qp, hsi::CQE_RECV, hsi::CQE_LOCAL_PROT_ERR, 0, 0, true, flow_id);
+            nak(AETH_NAK_OPERATIONAL);
+            return;
+        }
+    }
+
+    if (is_send(op)) {
+        const auto& segs = m_recv_segments[qpn];
+        uint64_t capacity = 0;
+        for (const auto& s : segs) {
+            capacity += s.len;
+        }
+        if (qp.recv_offset + static_cast<uint64_t>(len) > capacity) {
+            post_recv_cqe(qpn, qp, hsi::CQE_RECV, hsi::CQE_LOCAL_LENGTH_ERR, qp.recv_offset, 0,
+                          true, flow_id);
+            nak(AETH_NAK_INVALID);
+            return;
+        }
+        place(segs, qp.recv_offset, payload, len);
+        qp.recv_offset += len;
+        qp.expected_psn = (qp.expected_psn + 1) & PSN_MASK;
+        if (oi.is_last || oi.is_only) {
+            ++m_stats.messages;
+            ++qp.msn;
+            uint8_t opcode = hsi::CQE_RECV;
+            uint32_t imm = 0;
+            if (oi.has_immdt) {
+                opcode = hsi::CQE_RECV_IMM;
+                imm = p.hdr.immdt;
+            } else if (oi.has_ieth) {
+                opcode = hsi::CQE_RECV_INV;
+                imm = p.hdr.ieth_rkey;
+                mpt_entry* e = m_contexts.mpt(imm);
+                if (e != nullptr && e->pdn == qp.pdn && (e->is_mw || (e->access & hsi::ACCESS_FAST_REG))) {
+                    e->valid = false;
+                }
+            }
+            post_recv_cqe(qpn, qp, opcode, hsi::CQE_OK, qp.recv_offset, imm, bth.se, flow_id);
+        }
+    } else {  // RDMA WRITE
+        auto& segs = m_write_segments[qpn];
+        if (oi.is_first || oi.is_only) {
+            const auto& reth = p.hdr.reth_;
+            std::vector<dma_segment> wsegs;
+            const xlate_status xs = m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length,
+                                                      XLATE_REMOTE_WRITE, true, wsegs);
+            if (xs != xlate_status::OK) {
+                ++m_stats.protection_errors;
+                nak(AETH_NAK_ACCESS);
+                return;
+            }
+            qp.write_va = reth.va;
+            qp.write_rkey = reth.rkey;
+            qp.write_remaining = reth.dma_length;
+            segs.swap(wsegs);
+            qp.write_offset = 0;
+        }
+        if (len > qp.write_remaining) {
+            nak(AETH_NAK_INVALID);
+            return;
+        }
+        place(segs, qp.write_offset, payload, len);
+        qp.write_offset += len;
+        qp.write_remaining -= len;
+        qp.expected_psn = (qp.expected_psn + 1) & PSN_MASK;
+        if (oi.is_last || oi.is_only) {
+            ++m_stats.messages;
+            ++qp.msn;
+            if (oi.has_immdt) {
+                post_recv_cqe(qpn, qp, hsi::CQE_RECV_IMM, hsi::CQE_OK, qp.write_offset,
+                              p.hdr.immdt, bth.se, flow_id);
+            }
+        }
+    }
+    if (bth.ack_req) {
+        send_ack(qpn, qp, bth.psn, AETH_ACK);
+    }
+}
+
+void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* frame,
+                                const roce::parsed_frame& p) {
+    const auto& bth = p.hdr.bth_;
+    if (bth.opcode == roce::RC_ACK) {
+        const uint8_t syn = p.hdr.aeth_.syndrome;
+        switch (syn >> 5) {
+            case 0:
+                ++m_stats.acks_received;
+                m_tx.on_ack(qpn, bth.psn);
+                break;
+            case 1:
+                ++m_stats.naks_received;
+                m_tx.on_nak(qpn, bth.psn, hsi::CQE_RNR_RETRY_EXCEEDED);
+                break;
+            case 3: {
+                ++m_stats.naks_received;
+                static const uint8_t status[] = {hsi::CQE_RETRY_EXCEEDED, hsi::CQE_REMOTE_INVALID_REQ,
+                                                 hsi::CQE_REMOTE_ACCESS_ERR, hsi::CQE_REMOTE_OP_ERR};
+                m_tx.on_nak(qpn, bth.psn, status[std::min<uint8_t>(syn & 0x1F, 3)]);
+                break;
+            }
+            default: ++m_stats.parse_errors; break;
+        }
+        return;
+    }
+    // READ response: place at the offset its PSN implies.
+    const read_target t = m_tx.find_read(qpn, bth.psn);
+    if (!t.found) {
+        ++m_stats.duplicates;
+        return;
+    }
+    const uint64_t offset = static_cast<uint64_t>((bth.psn - t.first_psn) & PSN_MASK) * qp.pmtu;
+    const uint32_t len = static_cast<uint32_t>(p.payload_len);
+    if (offset + len > t.length) {
+        ++m_stats.bad_opcode_sequence;
+        return;
+    }
+    ++m_stats.read_responses;
+    place(t.segments, offset, frame + p.payload_offset, len);
+    const roce::opcode_info& oi = roce::info(bth.opcode);
+    if (oi.is_last || oi.is_only) {
+        m_tx.on_read_done(qpn, t.first_psn);
+    }
+}
+
+}  // namespace rnic::hw

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Receive path: the MAC receive side. Parses and checks every frame (ICRC, lengths, QP, PSN),
+// then runs the responder (SEND into receive WQEs, WRITE into registered memory, READ
+// requests into READ responses, ACK generation) and the requester's response handling (ACK /
+// NAK, READ response placement).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/channel.h"
+#include "hw/common/clock_domain.h"
+#include "hw/common/sim_context.h"
+#include "hw/context/context.h"
+#include "hw/cq_writer/cq_writer.h"
+#include "hw/dma_engine/dma_engine.h"
+#include "hw/nic/nic_identity.h"
+#include "hw/recv_path/recv_path_config.h"
+#include "hw/roce/roce.h"
+#include "hw/translation/translation.h"
+#include "hw/tx_engine/tx_engine.h"
+#include "tlm/ethernet/eth_link.h"
+
+namespace rnic::hw {
+
+class recv_path : public sc_core::sc_module, public fabric::frame_sink_if {
+public:
+    recv_path(sc_core::sc_module_name name, const recv_path_config& cfg, const clock_domain& clk,
+              const nic_identity& id, context_store& contexts, translation& xlate,
+              dma_engine& dma, tx_engine& tx, cq_writer& cqw, sim_context& ctx);
+
+    // From the link, when the frame's last bit is in.
+    void receive_frame(fabric::eth_frame&& frame) override;
+
+    struct stats {
+        uint64_t frames = 0;
+        uint64_t bytes = 0;
+        uint64_t fifo_drops = 0;
+        uint64_t parse_errors = 0;     // any roce::parse_error
+        uint64_t bad_icrc = 0;
+        uint64_t unknown_qp = 0;
+        uint64_t bad_state = 0;        // QP not ready to receive
+        uint64_t duplicates = 0;
+        uint64_t out_of_sequence = 0;
+        uint64_t bad_opcode_sequence = 0;
+        uint64_t payload_bytes = 0;
+        uint64_t messages = 0;
+        uint64_t receive_wqes = 0;
+        uint64_t rnr = 0;              // SEND with no receive WQE posted
+        uint64_t naks_sent = 0;
+        uint64_t acks_received = 0;
+        uint64_t naks_received = 0;
+        uint64_t read_requests = 0;
+        uint64_t read_responses = 0;
+        uint64_t protection_errors = 0;
+    };
+    const stats& get_stats() const { return m_stats; }
+
+private:
+    void rx_thread();
+    void handle(const fabric::eth_frame& f, const roce::parsed_frame& p);
+    void handle_request(uint32_t qpn, qp_context& qp, const uint8_t* frame,
+                        const roce::parsed_frame& p, uint64_t flow_id);
+    void handle_response(uint32_t qpn, qp_context& qp, const uint8_t* frame,
+                         const roce::parsed_frame& p);
+    enum class recv_take { NONE, OK, FAULT };  // FAULT: a scatter entry failed translation
+    recv_take take_receive_wqe(uint32_t qpn, qp_context& qp);
+    // Writes `len` bytes to the scatter list at message offset `offset`; false on overflow.
+    bool place(const std::vector<dma_segment>& segs, uint64_t offset, const uint8_t* data,
+               uint32_t len);
+    void send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome);
+    void post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint8_t status,
+                       uint32_t byte_len, uint32_t imm, bool solicited, uint64_t flow_id);
+    void throttle(const sc_core::sc_time& sent);
+
+    recv_path_config m_cfg;
+    const clock_domain& m_clk;
+    nic_identity m_id;
+    context_store& m_contexts;
+    translation& m_xlate;
+    dma_engine& m_dma;
+    tx_engine& m_tx;
+    cq_writer& m_cq_writer;
+    sim_context& m_ctx;
+    channel<fabric::eth_frame> m_fifo;
+    // Scatter list of the receive WQE in use, per QP (translated at the first packet).
+    std::vector<std::vector<dma_segment>> m_recv_segments;
+    // Target of the RDMA WRITE in progress, per QP (translated at the First/Only packet).
+    std::vector<std::vector<dma_segment>> m_write_segments;
+    stats m_stats;
+};
+
+}  // namespace rnic::hw

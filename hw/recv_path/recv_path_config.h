@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+// Receive path parameters (rnic.recv_path).
+#pragma once
+
+#include <cstdint>
+
+#include "hw/common/config_reader.h"
+
+namespace rnic::hw {
+
+struct recv_path_config {
+    uint32_t fifo_frames = 64;       // receive FIFO; a frame arriving to a full FIFO is dropped
+    uint32_t parse_cycles = 4;       // header parse, ICRC check and QP lookup: +4 cycles per packet
+    double placement_lag_ns = 2000;  // DMA writes may trail the parser by this much before it stalls
+};
+recv_path_config parse_recv_path_config(config::reader r);
+
+}  // namespace rnic::hw

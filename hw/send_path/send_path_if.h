@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// The send path's transaction-level port contract (model and RTL implement it alike):
+// message descriptors and payload in, Ethernet frames out. See rtl/send_path/CONTRACT.md for
+// the pin-level form of the same streams.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <cstdint>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/channel.h"
+#include "hw/common/clock_domain.h"
+#include "hw/common/sim_context.h"
+#include "hw/send_path/send_path_config.h"
+#include "tlm/ethernet/eth_link.h"
+
+namespace rnic::hw {
+
+enum class tx_kind : uint8_t {
+    SEND,            // SEND First/Middle/Last/Only (+Imm / +Inv on the last)
+    WRITE,           // RDMA WRITE First/Middle/Last/Only (+Imm on the last)
+    READ_REQUEST,    // one packet, RETH, no payload; consumes ceil(length/pmtu) PSNs
+    READ_RESPONSE,   // READ Response First/Middle/Last/Only; AETH on First/Last/Only
+    ACK,             // Acknowledge (AETH), no payload
+};
+
+// Everything the send path needs to build a message's packets.
+struct tx_descriptor {
+    tx_kind kind = tx_kind::SEND;
+    bool with_imm = false;        // SEND/WRITE: ImmDt on the last packet
+    bool with_inv = false;        // SEND: IETH on the last packet
+    bool solicited = false;       // SE bit on the last packet
+    bool ack_req = true;          // AckReq on the last packet (requests)
+    uint32_t src_qpn = 0;         // for the UDP source port (entropy)
+    uint32_t dest_qpn = 0;
+    uint32_t psn = 0;             // PSN of the first packet
+    uint32_t pmtu = 1024;         // path MTU, bytes (256..4096)
+    uint32_t length = 0;          // payload bytes of the message (READ_REQUEST: bytes to read)
+    uint64_t remote_va = 0;       // RETH
+    uint32_t rkey = 0;            // RETH
+    uint32_t imm_or_key = 0;      // ImmDt or IETH
+    uint8_t syndrome = 0x1F;      // AETH (ACK, READ_RESPONSE)
+    uint32_t msn = 0;             // AETH
+    std::array<uint8_t, 6> src_mac{};
+    std::array<uint8_t, 6> dst_mac{};
+    uint32_t src_ip = 0;
+    uint32_t dst_ip = 0;
+    uint64_t flow_id = 0;         // WQE id for the timeline trace
+};
+
+// Payload of the current message, in order, as the DMA engine delivers it. `ready` is the time
+// the bytes are in the NIC; the send path must not emit a beat carrying them earlier.
+struct payload_chunk {
+    std::vector<uint8_t> bytes;
+    sc_core::sc_time ready;
+};
+
+// What the transmit engine talks to. put_* block (from an SC_THREAD) while the input FIFOs
+// are full. Descriptors with payload (SEND, WRITE, READ_RESPONSE with length > 0) are followed
+// on the payload stream by exactly `length` bytes, in one or more chunks.
+class send_path_if {
+public:
+    virtual ~send_path_if() = default;
+    virtual void put_descriptor(const tx_descriptor& d) = 0;
+    virtual void put_payload(payload_chunk&& c) = 0;
+};
+
+// Builds the implementation rnic.send_path.impl names ("model", "rtl" or "lockstep") as a
+// module named `name`; `out` receives the interface the transmit engine talks to. Frames go
+// into `mac_tx` (the MAC transmit FIFO of the link).
+std::unique_ptr<sc_core::sc_module> make_send_path(const char* name, const send_path_config& cfg,
+                                                   const clock_domain& clk,
+                                                   channel<fabric::eth_frame>& mac_tx,
+                                                   sim_context& ctx, send_path_if*& out);
+
+}  // namespace rnic::hw

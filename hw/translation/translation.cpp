@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// MR/MTT translation.
+#include "hw/translation/translation.h"
+
+#include <algorithm>
+
+#include "hw/hsi/hsi.h"
+
+namespace rnic::hw {
+
+const char* to_string(xlate_status s) {
+    switch (s) {
+        case xlate_status::OK: return "ok";
+        case xlate_status::BAD_KEY: return "bad_key";
+        case xlate_status::PD_MISMATCH: return "pd_mismatch";
+        case xlate_status::ACCESS: return "access";
+        case xlate_status::BOUNDS: return "bounds";
+    }
+    return "?";
+}
+
+translation_config parse_translation_config(config::reader r) {
+    translation_config c;
+    r.get("mpt_lookup_cycles", c.mpt_lookup_cycles, 0u, 1000u);
+    r.get("mtt_lookup_cycles", c.mtt_lookup_cycles, 0u, 1000u);
+    r.finish();
+    return c;
+}
+
+translation::translation(sc_core::sc_module_name name, const translation_config& cfg,
+                         const clock_domain& clk, context_store& contexts, sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_contexts(contexts) {
+    ctx.stats.add(this->name(), "lookups", m_stats.lookups, "count", "key lookups");
+    ctx.stats.add(this->name(), "pages", m_stats.pages, "count", "MTT pages translated");
+    ctx.stats.add(this->name(), "faults", m_stats.faults, "count",
+                  "lookups refused: bad key, PD, rights or bounds");
+}
+
+xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
+                                    uint32_t access, bool remote, std::vector<dma_segment>& out) {
+    ++m_stats.lookups;
+    // Timing: the lookup pipeline accepts one request per cycle; a request takes the MPT read
+    // then one MTT read per page (pipelined, mtt_lookup_cycles for the first, 1 per page after).
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time start = std::max(m_clk.edge_at_or_after(now), m_free);
+    m_free = start + m_clk.period();
+    auto fail = [&](xlate_status s) {
+        ++m_stats.faults;
+        m_clk.wait_until(start + m_clk.cycles(m_cfg.mpt_lookup_cycles));
+        return s;
+    };
+
+    if (key == hsi::PRIVILEGED_KEY) {
+        // Logical addresses from a LAM: local access only, no translation.
+        if (remote) {
+            return fail(xlate_status::BAD_KEY);
+        }
+        if (len > 0) {
+            out.push_back({va, static_cast<uint32_t>(len)});
+        }
+        m_clk.wait_until(start + m_clk.cycles(m_cfg.mpt_lookup_cycles));
+        return xlate_status::OK;
+    }
+    const mpt_entry* e = m_contexts.mpt(key);
+    if (e == nullptr || !e->valid) {
+        return fail(xlate_status::BAD_KEY);
+    }
+    if (e->pdn != pdn) {
+        return fail(xlate_status::PD_MISMATCH);
+    }
+    if ((access & XLATE_LOCAL_WRITE) && !(e->access & hsi::ACCESS_LOCAL_WRITE)) {
+        return fail(xlate_status::ACCESS);
+    }
+    if ((access & XLATE_REMOTE_READ) && !(e->access & hsi::ACCESS_REMOTE_READ)) {
+        return fail(xlate_status::ACCESS);
+    }
+    if ((access & XLATE_REMOTE_WRITE) && !(e->access & hsi::ACCESS_REMOTE_WRITE)) {
+        return fail(xlate_status::ACCESS);
+    }
+    if (va < e->base_va || len > e->length || va - e->base_va > e->length - len) {
+        return fail(xlate_status::BOUNDS);
+    }
+    // A memory window translates through the MR it is bound to.
+    const mpt_entry* mr = e;
+    if (e->is_mw) {
+        mr = m_contexts.mpt_slot(e->parent_index << 8);
+        if (mr == nullptr || !mr->valid) {
+            return fail(xlate_status::BAD_KEY);
+        }
+    }
+    uint64_t offset = va - mr->base_va + mr->first_byte_offset;
+    uint64_t left = len;
+    uint32_t pages = 0;
+    while (left > 0) {
+        const uint64_t page = offset / hsi::PAGE_SIZE;
+        const uint32_t in_page = static_cast<uint32_t>(offset % hsi::PAGE_SIZE);
+        const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(left, hsi::PAGE_SIZE - in_page));
+        const uint64_t bus = m_contexts.mtt(mr->mtt_base + static_cast<uint32_t>(page)) + in_page;
+        if (!out.empty() && out.back().bus_addr + out.back().len == bus) {
+            out.back().len += n;  // physically contiguous: one DMA segment
+        } else {
+            out.push_back({bus, n});
+        }
+        offset += n;
+        left -= n;
+        ++pages;
+    }
+    m_stats.pages += pages;
+    const uint64_t cycles = m_cfg.mpt_lookup_cycles + (pages > 0 ? m_cfg.mtt_lookup_cycles + pages - 1 : 0);
+    m_clk.wait_until(start + m_clk.cycles(cycles));
+    return xlate_status::OK;
+}
+
+}  // namespace rnic::hw

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: Apache-2.0
+// Transmit engine: requester, transmit scheduler, in-order retirement.
+#include "hw/tx_engine/tx_engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hw/hsi/hsi.h"
+
+namespace rnic::hw {
+
+namespace {
+constexpr uint32_t PSN_MASK = 0xFFFFFF;
+// a <= b in 24-bit serial arithmetic.
+bool psn_le(uint32_t a, uint32_t b) { return ((b - a) & PSN_MASK) < 0x800000; }
+bool psn_in(uint32_t psn, uint32_t first, uint32_t last) {
+    return psn_le(first, psn) && psn_le(psn, last);
+}
+uint32_t packets_of(uint32_t len, uint32_t pmtu) { return len == 0 ? 1 : (len + pmtu - 1) / pmtu; }
+
+uint8_t cqe_opcode_of(uint8_t wqe_opcode) {
+    switch (wqe_opcode) {
+        case hsi::WQE_SEND:
+        case hsi::WQE_SEND_IMM:
+        case hsi::WQE_SEND_INV: return hsi::CQE_SEND;
+        case hsi::WQE_WRITE:
+        case hsi::WQE_WRITE_IMM: return hsi::CQE_WRITE;
+        case hsi::WQE_READ: return hsi::CQE_READ;
+        case hsi::WQE_FAST_REG: return hsi::CQE_FAST_REG;
+        case hsi::WQE_BIND_MW: return hsi::CQE_BIND_MW;
+        case hsi::WQE_LOCAL_INV: return hsi::CQE_LOCAL_INV;
+        default: return hsi::CQE_SEND;
+    }
+}
+}  // namespace
+
+tx_engine_config parse_tx_engine_config(config::reader r) {
+    tx_engine_config c;
+    r.get("wqe_cycles", c.wqe_cycles, 0u, 1000u);
+    r.get("job_fifo_depth", c.job_fifo_depth, 1u, 4096u);
+    r.get("response_fifo_depth", c.response_fifo_depth, 1u, 4096u);
+    r.get("max_outstanding", c.max_outstanding, 1u, 65536u);
+    r.finish();
+    return c;
+}
+
+tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
+                     const clock_domain& clk, const nic_identity& id, context_store& contexts,
+                     translation& xlate, dma_engine& dma, channel<wqe_item>& wqes,
+                     send_path_if& send_path, cq_writer& cqw, sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_id(id)
+    , m_contexts(contexts)
+    , m_xlate(xlate)
+    , m_dma(dma)
+    , m_wqes(wqes)
+    , m_send_path(send_path)
+    , m_cq_writer(cqw)
+    , m_ctx(ctx)
+    , m_requests("requests", cfg.job_fifo_depth)
+    , m_responses("responses", cfg.response_fifo_depth) {
+    SC_HAS_PROCESS(tx_engine);
+    SC_THREAD(requester_thread);
+    SC_THREAD(transmit_thread);
+    auto& s = ctx.stats;
+    const std::string b = this->name();
+    s.add(b, "wqes", m_stats.wqes, "count", "WQEs processed");
+    s.add(b, "messages", m_stats.messages, "count", "request messages handed to the send path");
+    s.add(b, "payload_bytes", m_stats.payload_bytes, "bytes", "payload bytes fetched by DMA");
+    s.add(b, "inline_bytes", m_stats.inline_bytes, "bytes", "payload bytes carried in WQEs");
+    s.add(b, "responses", m_stats.responses, "count", "READ responses sent");
+    s.add(b, "acks_sent", m_stats.acks_sent, "count", "ACK/NAK packets sent");
+    s.add(b, "completions", m_stats.completions, "count", "send-queue CQEs requested");
+    s.add(b, "error_completions", m_stats.error_completions, "count", "send-queue error CQEs");
+    s.add(b, "flushed", m_stats.flushed, "count", "WQEs completed with flush error");
+    s.add(b, "local_ops", m_stats.local_ops, "count", "FAST_REG / BIND / LOCAL_INV executed");
+    s.add(b, "fence_waits", m_stats.fence_waits, "count", "WQEs held by a read fence");
+    s.add(b, "read_limit_waits", m_stats.read_limit_waits, "count", "READs held by the ORD limit");
+    if (ctx.vcd != nullptr) {
+        m_requests.trace(ctx.vcd, b);
+        m_responses.trace(ctx.vcd, b);
+    }
+}
+
+void tx_engine::post_response(tx_job&& job) { m_responses.put(std::move(job)); }
+
+tx_descriptor tx_engine::base_descriptor(const qp_context& qp, uint32_t qpn) const {
+    tx_descriptor d;
+    d.src_qpn = qpn;
+    d.dest_qpn = qp.dest_qpn;
+    d.pmtu = qp.pmtu;
+    d.src_mac = m_id.mac;
+    d.dst_mac = qp.dest_mac;
+    d.src_ip = m_id.ip;
+    d.dst_ip = qp.dest_ip;
+    return d;
+}
+
+void tx_engine::requester_thread() {
+    for (;;) {
+        wqe_item w = m_wqes.get();
+        m_clk.wait_cycles(m_cfg.wqe_cycles);
+        ++m_stats.wqes;
+        process_wqe(w);
+    }
+}
+
+void tx_engine::process_wqe(wqe_item& w) {
+    qp_context* qp = m_contexts.qp(w.qpn);
+    if (qp == nullptr) {
+        return;  // QP destroyed under its WQEs: nothing to complete to
+    }
+    qp_state& st = m_qps[w.qpn];
+    while (st.queue.size() >= m_cfg.max_outstanding) {
+        sc_core::wait(m_progress);
+    }
+    outstanding o;
+    o.wqe_index = w.ctrl.wqe_index;
+    o.cqe_opcode = cqe_opcode_of(w.ctrl.opcode);
+    o.signaled = (w.ctrl.flags & hsi::WQE_FLAG_SIGNALED) != 0;
+    o.flow_id = w.flow_id;
+
+    auto finish_now = [&](uint8_t status) {
+        o.done = true;
+        o.status = status;
+        st.queue.push_back(std::move(o));
+        retire(w.qpn);
+    };
+    if (qp->state == hsi::QPS_ERROR) {
+        ++m_stats.flushed;
+        finish_now(hsi::CQE_WR_FLUSH_ERR);
+        return;
+    }
+    if (w.malformed || qp->state != hsi::QPS_RTS) {
+        finish_now(hsi::CQE_LOCAL_QP_OP_ERR);
+        fail_qp(w.qpn);
+        return;
+    }
+    if (w.ctrl.flags & hsi::WQE_FLAG_FENCE) {
+        if (st.reads_in_flight > 0) {
+            ++m_stats.fence_waits;
+        }
+        while (st.reads_in_flight > 0) {
+            sc_core::wait(m_progress);
+        }
+    }
+    const uint8_t op = w.ctrl.opcode;
+    if (op == hsi::WQE_FAST_REG || op == hsi::WQE_BIND_MW || op == hsi::WQE_LOCAL_INV ||
+        op == hsi::WQE_NOP) {
+        execute_local(w, o);
+        const uint8_t status = o.status;
+        finish_now(status);
+        if (status != hsi::CQE_OK) {
+            fail_qp(w.qpn);
+        }
+        return;
+    }
+
+    // Local buffers: translate every SGE (READ: they are written, so need local write).
+    const bool is_read = op == hsi::WQE_READ;
+    tx_job job;
+    uint64_t length = 0;
+    if (!is_read && (w.ctrl.flags & hsi::WQE_FLAG_INLINE)) {
+        job.inline_data = std::move(w.inline_data);
+        length = job.inline_data.size();
+    } else {
+        for (const auto& sge : w.sges) {
+            const xlate_status xs =
+                m_xlate.translate(sge.lkey, qp->pdn, sge.addr, sge.length,
+                                  is_read ? XLATE_LOCAL_WRITE : XLATE_LOCAL_READ, false,
+                                  is_read ? o.read_segments : job.segments);
+            if (xs != xlate_status::OK) {
+                finish_now(hsi::CQE_LOCAL_PROT_ERR);
+                fail_qp(w.qpn);
+                return;
+            }
+            length += sge.length;
+        }
+    }
+    if (length > 0x7FFFFFFF) {
+        finish_now(hsi::CQE_LOCAL_LENGTH_ERR);
+        fail_qp(w.qpn);
+        return;
+    }
+    if (is_read) {
+        if (st.reads_in_flight >= qp->max_rd_atomic) {
+            ++m_stats.read_limit_waits;
+        }
+        while (st.reads_in_flight >= std::max<uint32_t>(1, qp->max_rd_atomic)) {
+            sc_core::wait(m_progress);
+        }
+    }
+
+    tx_descriptor& d = job.desc;
+    d = base_descriptor(*qp, w.qpn);
+    d.length = static_cast<uint32_t>(length);
+    d.flow_id = w.flow_id;
+    d.solicited = (w.ctrl.flags & hsi::WQE_FLAG_SOLICITED) != 0;
+    d.imm_or_key = w.ctrl.imm_or_key;
+    switch (op) {
+        case hsi::WQE_SEND: d.kind = tx_kind::SEND; break;
+        case hsi::WQE_SEND_IMM: d.kind = tx_kind::SEND; d.with_imm = true; break;
+        case hsi::WQE_SEND_INV: d.kind = tx_kind::SEND; d.with_inv = true; break;
+        case hsi::WQE_WRITE: d.kind = tx_kind::WRITE; break;
+        case hsi::WQE_WRITE_IMM: d.kind = tx_kind::WRITE; d.with_imm = true; break;
+        case hsi::WQE_READ: d.kind = tx_kind::READ_REQUEST; break;
+        default: break;
+    }
+    d.remote_va = w.ctrl.remote_va;
+    d.rkey = w.ctrl.rkey;
+    const uint32_t npk = packets_of(d.length, qp->pmtu);
+    d.psn = qp->next_psn;
+    qp->next_psn = (qp->next_psn + npk) & PSN_MASK;
+    o.first_psn = d.psn;
+    o.last_psn = (d.psn + npk - 1) & PSN_MASK;
+    o.length = d.length;
+    o.is_read = is_read;
+    if (is_read) {
+        ++st.reads_in_flight;
+        ++qp->outstanding_reads;
+    }
+    st.queue.push_back(std::move(o));
+    ++m_stats.messages;
+    m_requests.put(std::move(job));
+}
+
+void tx_engine::execute_local(wqe_item& w, outstanding& o) {
+    ++m_stats.local_ops;
+    o.status = hsi::CQE_OK;
+    qp_context* qp = m_contexts.qp(w.qpn);
+    switch (w.ctrl.opcode) {
+        case hsi::WQE_NOP: break;
+        case hsi::WQE_LOCAL_INV: {
+            mpt_entry* e = m_contexts.mpt(w.ctrl.imm_or_key);
+            if (e == nullptr || e->pdn != qp->pdn ||
+                (!e->is_mw && !(e->access & hsi::ACCESS_FAST_REG))) {
+                o.status = hsi::CQE_LOCAL_PROT_ERR;
+            } else {
+                if (e->is_mw && e->valid) {
+                    if (mpt_entry* mr = m_contexts.mpt_slot(e->parent_index << 8)) {
+                        mr->bind_count -= mr->bind_count > 0 ? 1 : 0;
+                    }
+                }
+                e->valid = false;
+            }
+            break;
+        }
+        case hsi::WQE_FAST_REG: {
+            hsi::fast_reg_segment f{};
+            std::memcpy(&f, w.segment.data(), sizeof(f));
+            mpt_entry* e = m_contexts.mpt_slot(f.key);
+            const bool remote = (f.access & (hsi::ACCESS_REMOTE_READ | hsi::ACCESS_REMOTE_WRITE)) != 0;
+            if (e == nullptr || !e->allocated || e->is_mw || !(e->access & hsi::ACCESS_FAST_REG) ||
+                e->valid || e->pdn != qp->pdn || f.page_count > e->max_pages ||
+                (remote && !(e->access & hsi::ACCESS_REMOTE_ACCESS_OK)) ||
+                f.first_byte_offset >= hsi::PAGE_SIZE ||
+                f.length + f.first_byte_offset > static_cast<uint64_t>(f.page_count) * hsi::PAGE_SIZE) {
+                o.status = hsi::CQE_LOCAL_PROT_ERR;
+                break;
+            }
+            std::vector<uint64_t> pages(f.page_count);
+            if (f.page_count > 0) {
+                m_dma.read_wait(dma_client::WQE_FETCH, f.page_list_addr, pages.data(),
+                                f.page_count * 8);
+            }
+            for (uint32_t i = 0; i < f.page_count; ++i) {
+                m_contexts.mtt(e->mtt_base + i) = pages[i];
+            }
+            e->key = f.key;
+            e->base_va = f.base_va;
+            e->length = f.length;
+            e->first_byte_offset = f.first_byte_offset;
+            e->page_count = f.page_count;
+            e->access = (e->access & (hsi::ACCESS_FAST_REG | hsi::ACCESS_REMOTE_ACCESS_OK)) |
+                        (f.access & (hsi::ACCESS_LOCAL_WRITE | hsi::ACCESS_REMOTE_READ |
+                                     hsi::ACCESS_REMOTE_WRITE | hsi::ACCESS_MW_BIND));
+            e->valid = true;
+            break;
+        }
+        case hsi::WQE_BIND_MW: {
+            hsi::bind_segment b{};
+            std::memcpy(&b, w.segment.data(), sizeof(b));
+            mpt_entry* mw = m_contexts.mpt_slot(b.mw_key);
+            mpt_entry* mr = m_contexts.mpt(b.mr_key);
+            const bool remote_write = (b.access & hsi::ACCESS_REMOTE_WRITE) != 0;
+            if (mw == nullptr || !mw->allocated || !mw->is_mw || mw->pdn != qp->pdn ||
+                mr == nullptr || !mr->valid || mr->is_mw || mr->pdn != qp->pdn ||
+                b.va < mr->base_va || b.length > mr->length ||
+                b.va - mr->base_va > mr->length - b.length ||
+                (remote_write && !(mr->access & hsi::ACCESS_LOCAL_WRITE))) {
+                o.status = hsi::CQE_MW_BIND_ERR;
+                break;
+            }
+            if (mw->valid) {
+                if (mpt_entry* old = m_contexts.mpt_slot(mw->parent_index << 8)) {
+                    old->bind_count -= old->bind_count > 0 ? 1 : 0;
+                }
+            }
+            mw->key = b.mw_key;
+            mw->parent_index = hsi::key_index(b.mr_key);
+            mw->base_va = b.va;
+            mw->length = b.length;
+            mw->access = b.access & (hsi::ACCESS_REMOTE_READ | hsi::ACCESS_REMOTE_WRITE);
+            mw->valid = true;
+            ++mr->bind_count;
+            break;
+        }
+        default: o.status = hsi::CQE_LOCAL_QP_OP_ERR; break;
+    }
+}
+
+void tx_engine::push_cqe(uint32_t qpn, const outstanding& o) {
+    const qp_context* qp = m_contexts.qp_slot(qpn);
+    completion_request r;
+    r.cqn = qp->send_cqn;
+    r.entry.qpn = qpn;
+    r.entry.wqe_index = o.wqe_index;
+    r.entry.opcode = o.cqe_opcode;
+    r.entry.status = o.status;
+    r.entry.byte_len = o.length;
+    r.flow_id = o.flow_id;
+    ++m_stats.completions;
+    if (o.status != hsi::CQE_OK) {
+        ++m_stats.error_completions;
+    }
+    m_cq_writer.requests().put(r);
+}
+
+void tx_engine::retire(uint32_t qpn) {
+    qp_state& st = m_qps[qpn];
+    bool any = false;
+    while (!st.queue.empty() && st.queue.front().done) {
+        outstanding o = std::move(st.queue.front());
+        st.queue.pop_front();
+        if (o.signaled || o.status != hsi::CQE_OK) {
+            push_cqe(qpn, o);
+        }
+        any = true;
+    }
+    if (any) {
+        m_progress.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void tx_engine::fail_qp(uint32_t qpn) {
+    qp_context* qp = m_contexts.qp_slot(qpn);
+    if (qp == nullptr || qp->state == hsi::QPS_ERROR) {
+        return;
+    }
+    qp->state = hsi::QPS_ERROR;
+    qp_state& st = m_qps[qpn];
+    for (auto& o : st.queue) {
+        if (!o.done) {
+            o.done = true;
+            o.status = hsi::CQE_WR_FLUSH_ERR;
+            ++m_stats.flushed;
+            if (o.is_read && st.reads_in_flight > 0) {
+                --st.reads_in_flight;
+            }
+        }
+    }
+    m_cq_writer.post_event(hsi::EVENT_QP_ERROR, qpn);
+    retire(qpn);
+}
+
+void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    for (auto& o : it->second.queue) {
+        if (!psn_le(o.last_psn, psn)) {
+            break;
+        }
+        if (!o.is_read && !o.done) {
+            o.done = true;
+            o.status = hsi::CQE_OK;
+        }
+    }
+    retire(qpn);
+}
+
+void tx_engine::on_nak(uint32_t qpn, uint32_t psn, uint8_t status) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    on_ack(qpn, (psn - 1) & PSN_MASK);  // a NAK acknowledges everything before it
+    for (auto& o : it->second.queue) {
+        if (!o.done && psn_in(psn, o.first_psn, o.last_psn)) {
+            o.done = true;
+            o.status = status;
+            if (o.is_read && it->second.reads_in_flight > 0) {
+                --it->second.reads_in_flight;
+            }
+            break;
+        }
+    }
+    fail_qp(qpn);
+}
+
+read_target tx_engine::find_read(uint32_t qpn, uint32_t psn) {
+    read_target t;
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return t;
+    }
+    for (const auto& o : it->second.queue) {
+        if (o.is_read && !o.done && psn_in(psn, o.first_psn, o.last_psn)) {
+            t.found = true;
+            t.first_psn = o.first_psn;
+            t.length = o.length;
+            t.segments = o.read_segments;
+            t.flow_id = o.flow_id;
+            break;
+        }
+    }
+    return t;
+}
+
+void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    on_ack(qpn, (first_psn - 1) & PSN_MASK);  // responses imply earlier requests arrived
+    for (auto& o : it->second.queue) {
+        if (o.is_read && !o.done && o.first_psn == first_psn) {
+            o.done = true;
+            o.status = hsi::CQE_OK;
+            --it->second.reads_in_flight;
+            if (qp_context* qp = m_contexts.qp_slot(qpn)) {
+                qp->outstanding_reads -= qp->outstanding_reads > 0 ? 1 : 0;
+            }
+            break;
+        }
+    }
+    retire(qpn);
+}
+
+void tx_engine::transmit_thread() {
+    for (;;) {
+        while (m_responses.empty() && m_requests.empty()) {
+            sc_core::wait(m_responses.written_event() | m_requests.written_event());
+        }
+        // Responder traffic first: ACKs and READ responses keep the peer's requester moving.
+        tx_job job = !m_responses.empty() ? m_responses.get() : m_requests.get();
+        send_job(job);
+    }
+}
+
+void tx_engine::send_job(tx_job& job) {
+    const tx_descriptor& d = job.desc;
+    if (d.kind == tx_kind::ACK) {
+        ++m_stats.acks_sent;
+    } else if (d.kind == tx_kind::READ_RESPONSE) {
+        ++m_stats.responses;
+    }
+    m_send_path.put_descriptor(d);
+    const bool has_payload = d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE ||
+                             d.kind == tx_kind::READ_RESPONSE;
+    if (!has_payload || d.length == 0) {
+        return;
+    }
+    if (!job.inline_data.empty() || job.segments.empty()) {
+        m_stats.inline_bytes += job.inline_data.size();
+        m_send_path.put_payload({std::move(job.inline_data), sc_core::sc_time_stamp()});
+        return;
+    }
+    // Payload reads, one per path-MTU chunk so the first packet can start as soon as its
+    // bytes are in; the send path's payload FIFO back-pressures the next read.
+    for (const dma_segment& seg : job.segments) {
+        uint32_t done = 0;
+        while (done < seg.len) {
+            const uint32_t n = std::min(seg.len - done, d.pmtu);
+            payload_chunk c;
+            c.bytes.resize(n);
+            c.ready = m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n);
+            m_stats.payload_bytes += n;
+            m_send_path.put_payload(std::move(c));
+            done += n;
+        }
+    }
+}
+
+}  // namespace rnic::hw

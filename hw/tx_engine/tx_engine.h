@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// Transmit engine: the requester and the transmit scheduler. Turns WQEs into messages for the
+// send path (translating local buffers and fetching payload through the DMA engine), merges in
+// responder traffic (ACKs, READ responses), tracks outstanding requests until they are
+// acknowledged, and retires them in order to the CQ writer.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/channel.h"
+#include "hw/common/clock_domain.h"
+#include "hw/common/sim_context.h"
+#include "hw/context/context.h"
+#include "hw/cq_writer/cq_writer.h"
+#include "hw/dma_engine/dma_engine.h"
+#include "hw/nic/nic_identity.h"
+#include "hw/send_path/send_path_if.h"
+#include "hw/translation/translation.h"
+#include "hw/tx_engine/tx_engine_config.h"
+#include "hw/wqe_fetch/wqe_fetch.h"
+
+namespace rnic::hw {
+
+// A message ready to go: the descriptor and where its payload comes from.
+struct tx_job {
+    tx_descriptor desc;
+    std::vector<dma_segment> segments;  // payload in host memory, in order
+    std::vector<uint8_t> inline_data;   // or inline payload
+};
+
+// Where the payload of an outstanding READ lands (for the receive path).
+struct read_target {
+    bool found = false;
+    uint32_t first_psn = 0;
+    uint32_t length = 0;
+    std::vector<dma_segment> segments;
+    uint64_t flow_id = 0;
+};
+
+class tx_engine : public sc_core::sc_module {
+public:
+    tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg, const clock_domain& clk,
+              const nic_identity& id, context_store& contexts, translation& xlate,
+              dma_engine& dma, channel<wqe_item>& wqes, send_path_if& send_path,
+              cq_writer& cqw, sim_context& ctx);
+
+    // --- from the receive path (responder side) ---
+    // Queue an ACK/NAK or a READ response (blocking while the response FIFO is full).
+    void post_response(tx_job&& job);
+
+    // --- from the receive path (requester side) ---
+    // ACK (syndrome ACK) covering every request up to and including `psn`.
+    void on_ack(uint32_t qpn, uint32_t psn);
+    // NAK: the request at `psn` failed with the hsi::cqe_status given; the QP goes to error.
+    void on_nak(uint32_t qpn, uint32_t psn, uint8_t status);
+    // The outstanding READ whose response PSNs include `psn`.
+    read_target find_read(uint32_t qpn, uint32_t psn);
+    // The READ starting at `first_psn` received its last response packet.
+    void on_read_done(uint32_t qpn, uint32_t first_psn);
+
+    struct stats {
+        uint64_t wqes = 0;
+        uint64_t messages = 0;
+        uint64_t payload_bytes = 0;
+        uint64_t inline_bytes = 0;
+        uint64_t responses = 0;
+        uint64_t acks_sent = 0;
+        uint64_t completions = 0;
+        uint64_t error_completions = 0;
+        uint64_t flushed = 0;
+        uint64_t local_ops = 0;
+        uint64_t fence_waits = 0;
+        uint64_t read_limit_waits = 0;
+    };
+    const stats& get_stats() const { return m_stats; }
+
+private:
+    struct outstanding {
+        uint16_t wqe_index = 0;
+        uint8_t cqe_opcode = 0;
+        bool signaled = false;
+        bool is_read = false;
+        bool done = false;
+        uint8_t status = 0;            // hsi::cqe_status
+        uint32_t first_psn = 0;
+        uint32_t last_psn = 0;         // ACK covering this PSN completes a SEND/WRITE
+        uint32_t length = 0;
+        std::vector<dma_segment> read_segments;
+        uint64_t flow_id = 0;
+    };
+    struct qp_state {
+        std::deque<outstanding> queue;
+        uint32_t reads_in_flight = 0;
+    };
+
+    void requester_thread();
+    void transmit_thread();
+    void process_wqe(wqe_item& w);
+    void execute_local(wqe_item& w, outstanding& o);
+    void retire(uint32_t qpn);
+    void fail_qp(uint32_t qpn);
+    void complete_now(const wqe_item& w, uint8_t opcode, uint8_t status);
+    void push_cqe(uint32_t qpn, const outstanding& o);
+    void send_job(tx_job& job);
+    tx_descriptor base_descriptor(const qp_context& qp, uint32_t qpn) const;
+
+    tx_engine_config m_cfg;
+    const clock_domain& m_clk;
+    nic_identity m_id;
+    context_store& m_contexts;
+    translation& m_xlate;
+    dma_engine& m_dma;
+    channel<wqe_item>& m_wqes;
+    send_path_if& m_send_path;
+    cq_writer& m_cq_writer;
+    sim_context& m_ctx;
+    channel<tx_job> m_requests;
+    channel<tx_job> m_responses;
+    sc_core::sc_event m_progress;      // an outstanding request completed
+    std::unordered_map<uint32_t, qp_state> m_qps;
+    stats m_stats;
+};
+
+}  // namespace rnic::hw

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// WQE fetch: reads WQEs of scheduled send queues from host memory by DMA, in batches, and
+// hands them on parsed to the transmit engine.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/channel.h"
+#include "hw/common/clock_domain.h"
+#include "hw/common/config_reader.h"
+#include "hw/common/sim_context.h"
+#include "hw/context/context.h"
+#include "hw/dma_engine/dma_engine.h"
+#include "hw/doorbell/doorbell.h"
+#include "hw/hsi/hsi.h"
+
+namespace rnic::hw {
+
+struct wqe_fetch_config {
+    uint32_t batch = 8;             // WQEs read per DMA (contiguous slots)
+    uint32_t parse_cycles = 1;      // per WQE basic block
+    uint32_t fifo_depth = 32;       // WQEs queued towards the transmit engine
+};
+wqe_fetch_config parse_wqe_fetch_config(config::reader r);
+
+// A WQE as the transmit engine sees it.
+struct wqe_item {
+    uint32_t qpn = 0;
+    hsi::wqe_ctrl ctrl{};
+    std::vector<hsi::wqe_sge> sges;
+    std::vector<uint8_t> inline_data;
+    std::vector<uint8_t> segment;   // FAST_REG / BIND segment (64 B)
+    bool malformed = false;         // bad size/opcode: completes with LOCAL_QP_OP_ERR
+    uint64_t flow_id = 0;           // unique per WQE (node, qpn, index)
+    sc_core::sc_time doorbell_time; // when the doorbell arrived (for the timeline)
+};
+
+class wqe_fetch : public sc_core::sc_module {
+public:
+    wqe_fetch(sc_core::sc_module_name name, const wqe_fetch_config& cfg, const clock_domain& clk,
+              context_store& contexts, dma_engine& dma, doorbell& db, uint32_t node_id,
+              sim_context& ctx);
+
+    channel<wqe_item>& out() { return m_out; }
+
+    struct stats {
+        uint64_t wqes = 0;
+        uint64_t dma_reads = 0;
+        uint64_t pushed = 0;        // WQEs taken from a doorbell push (no DMA read)
+        uint64_t malformed = 0;
+    };
+    const stats& get_stats() const { return m_stats; }
+
+private:
+    void fetch_thread();
+    wqe_item parse(uint32_t qpn, const uint8_t* slot, uint32_t stride);
+
+    wqe_fetch_config m_cfg;
+    const clock_domain& m_clk;
+    context_store& m_contexts;
+    dma_engine& m_dma;
+    doorbell& m_doorbell;
+    uint32_t m_node_id;
+    sim_context& m_ctx;
+    channel<wqe_item> m_out;
+    stats m_stats;
+};
+
+}  // namespace rnic::hw

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host a provider driver runs on: kernel memory, MDLs, MMIO, MSI-X and the DPC thread.
+#include "ndk_shim/host/host_system.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "hw/hsi/hsi.h"
+
+namespace rnic::ndk {
+
+host_config parse_host_config(config::reader r) {
+    host_config c;
+    r.get("memory_latency_ns", c.memory_latency_ns, 0.0, 100000.0);
+    r.get("post_ns", c.post_ns, 0.0, 100000.0);
+    r.get("mmio_write_ns", c.mmio_write_ns, 0.0, 100000.0);
+    r.get("poll_ns", c.poll_ns, 0.0, 100000.0);
+    r.get("interrupt_ns", c.interrupt_ns, 0.0, 1e7);
+    r.get("async_create", c.async_create);
+    r.get("wqe_push", c.wqe_push);
+    r.get("dram_base", c.dram_base, uint64_t{0}, uint64_t{1} << 52);
+    r.get("seed", c.seed, uint64_t{0}, UINT64_MAX);
+    if (c.dram_base % fabric::host_memory::PAGE_BYTES != 0) {
+        r.error("dram_base", "must be a multiple of 4096");
+    }
+    r.finish();
+    return c;
+}
+
+namespace {
+constexpr uint64_t PAGE = fabric::host_memory::PAGE_BYTES;
+
+bool in_thread() {
+    sc_core::sc_process_handle h = sc_core::sc_get_current_process_handle();
+    return h.valid() && h.proc_kind() == sc_core::SC_THREAD_PROC_;
+}
+}  // namespace
+
+host_system::host_system(sc_core::sc_module_name name, const host_config& cfg,
+                         fabric::host_memory& memory, fabric::pcie_link& pcie,
+                         hw::sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_memory(memory)
+    , m_ctx(ctx)
+    , m_next_page(cfg.dram_base / PAGE)
+    , m_rng(cfg.seed * 0x9E3779B97F4A7C15ull + 0x1234567ull)
+    , m_isr(hsi::MSIX_VECTORS)
+    , m_isr_queued(hsi::MSIX_VECTORS, false) {
+    mmio_out.bind(pcie.host_mmio_in);
+    pcie.set_msi_handler([this](uint64_t addr, uint32_t data) {
+        // The interrupt controller decodes the message data as the vector (msi_address/data
+        // are programmed by the driver); the ISR runs interrupt_ns later in the DPC thread.
+        const uint32_t vector = data;
+        if (vector >= m_isr.size() || !m_isr[vector] || m_isr_queued[vector]) {
+            return;  // spurious, unclaimed, or already pending: one ISR run serves them all
+        }
+        ++m_interrupts;
+        m_isr_queued[vector] = true;
+        queue_dpc(
+            [this, vector] {
+                m_isr_queued[vector] = false;
+                m_isr[vector]();
+            },
+            m_cfg.interrupt_ns);
+    });
+    SC_HAS_PROCESS(host_system);
+    SC_THREAD(dpc_thread);
+    const std::string b = this->name();
+    ctx.stats.add(b, "interrupts", m_interrupts, "count", "MSI-X messages that ran an ISR");
+    ctx.stats.add(b, "dpcs", m_dpc_count, "count", "ISRs and DPCs run by the DPC thread");
+    ctx.stats.add(b, "mmio_writes", m_mmio_writes, "count", "posted MMIO writes to BAR0");
+}
+
+host_system::~host_system() {
+    for (auto& [base, a] : m_allocs) {
+        for (uint64_t p : a.pages) {
+            m_memory.unmap_external(p);
+        }
+        std::free(a.base);
+    }
+}
+
+void* host_system::alloc(size_t bytes, bool contiguous) {
+    const size_t n = std::max<size_t>(1, (bytes + PAGE - 1) / PAGE);
+    auto* base = static_cast<uint8_t*>(std::aligned_alloc(PAGE, n * PAGE));
+    if (base == nullptr) {
+        SC_REPORT_ERROR(name(), "host memory allocation failed");
+        return nullptr;
+    }
+    std::memset(base, 0, n * PAGE);
+    allocation a{base, n * PAGE, std::vector<uint64_t>(n)};
+    if (contiguous || n == 1) {
+        std::iota(a.pages.begin(), a.pages.end(), m_next_page);
+    } else {
+        // Scattered: the block's pages in a random order (Fisher-Yates, xorshift64), as a
+        // long-running kernel's allocator hands out physically discontiguous pages.
+        std::iota(a.pages.begin(), a.pages.end(), m_next_page);
+        for (size_t i = n - 1; i > 0; --i) {
+            m_rng ^= m_rng << 13;
+            m_rng ^= m_rng >> 7;
+            m_rng ^= m_rng << 17;
+            std::swap(a.pages[i], a.pages[m_rng % (i + 1)]);
+        }
+    }
+    m_rng ^= m_rng << 13;
+    m_rng ^= m_rng >> 7;
+    m_rng ^= m_rng << 17;
+    m_next_page += n + (contiguous ? 0 : m_rng % 8);  // a gap keeps blocks apart
+    for (size_t i = 0; i < n; ++i) {
+        m_memory.map_external(a.pages[i], base + i * PAGE);
+    }
+    m_allocs.emplace(reinterpret_cast<uintptr_t>(base), std::move(a));
+    return base;
+}
+
+void host_system::free(void* va) {
+    if (va == nullptr) {
+        return;
+    }
+    auto it = m_allocs.find(reinterpret_cast<uintptr_t>(va));
+    if (it == m_allocs.end()) {
+        SC_REPORT_ERROR(name(), "free of memory not from alloc()");
+        return;
+    }
+    for (uint64_t p : it->second.pages) {
+        m_memory.unmap_external(p);
+    }
+    std::free(it->second.base);
+    m_allocs.erase(it);
+}
+
+uint64_t host_system::phys(const void* va) const {
+    const auto addr = reinterpret_cast<uintptr_t>(va);
+    auto it = m_allocs.upper_bound(addr);
+    if (it != m_allocs.begin()) {
+        --it;
+        const allocation& a = it->second;
+        if (addr < it->first + a.bytes) {
+            const uint64_t off = addr - it->first;
+            return a.pages[off / PAGE] * PAGE + off % PAGE;
+        }
+    }
+    SC_REPORT_ERROR(name(), "phys() of an address outside host_system::alloc() memory");
+    return 0;
+}
+
+MDL* host_system::build_mdl(void* va, size_t len) {
+    const size_t span = ADDRESS_AND_SIZE_TO_SPAN_PAGES(va, len);
+    auto* raw = new uint8_t[sizeof(MDL) + span * sizeof(PFN_NUMBER)]();
+    MDL* mdl = reinterpret_cast<MDL*>(raw);
+    MmInitializeMdl(mdl, va, len);
+    mdl->MdlFlags = MDL_PAGES_LOCKED | MDL_SOURCE_IS_NONPAGED_POOL | MDL_MAPPED_TO_SYSTEM_VA;
+    mdl->MappedSystemVa = va;
+    PFN_NUMBER* pfn = MmGetMdlPfnArray(mdl);
+    auto* page_va = static_cast<uint8_t*>(mdl->StartVa);
+    for (size_t i = 0; i < span; ++i) {
+        pfn[i] = phys(page_va + i * PAGE) / PAGE;
+    }
+    return mdl;
+}
+
+void host_system::free_mdl(MDL* mdl) { delete[] reinterpret_cast<uint8_t*>(mdl); }
+
+void host_system::mmio_write(uint64_t offset, const void* data, uint32_t len) {
+    std::vector<uint8_t> buf(static_cast<const uint8_t*>(data),
+                             static_cast<const uint8_t*>(data) + len);
+    tlm::tlm_generic_payload gp;
+    gp.set_command(tlm::TLM_WRITE_COMMAND);
+    gp.set_address(offset);
+    gp.set_data_ptr(buf.data());
+    gp.set_data_length(len);
+    gp.set_streaming_width(len);
+    gp.set_byte_enable_ptr(nullptr);
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    mmio_out->b_transport(gp, delay);  // posted: the TLP leaves now
+    ++m_mmio_writes;
+    cpu(m_cfg.mmio_write_ns);
+}
+
+void host_system::mmio_write64(uint64_t offset, uint64_t value) {
+    mmio_write(offset, &value, sizeof(value));
+}
+
+void host_system::mmio_write32(uint64_t offset, uint32_t value) {
+    mmio_write(offset, &value, sizeof(value));
+}
+
+uint64_t host_system::mmio_read64(uint64_t offset) {
+    uint64_t value = 0;
+    tlm::tlm_generic_payload gp;
+    gp.set_command(tlm::TLM_READ_COMMAND);
+    gp.set_address(offset);
+    gp.set_data_ptr(reinterpret_cast<unsigned char*>(&value));
+    gp.set_data_length(sizeof(value));
+    gp.set_streaming_width(sizeof(value));
+    gp.set_byte_enable_ptr(nullptr);
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    mmio_out->b_transport(gp, delay);  // non-posted: the CPU stalls for the round trip
+    if (in_thread() && delay > sc_core::SC_ZERO_TIME) {
+        sc_core::wait(delay);
+    }
+    return value;
+}
+
+uint64_t host_system::msi_address(uint32_t vector) const {
+    // Inside the x86 MSI window; the interrupt controller takes the vector from the data.
+    return fabric::pcie_link::MSI_BASE + 0x10ull * vector;
+}
+
+void host_system::connect_interrupt(uint32_t vector, std::function<void()> isr) {
+    if (vector >= m_isr.size()) {
+        SC_REPORT_ERROR(name(), "connect_interrupt: vector out of range");
+        return;
+    }
+    m_isr[vector] = std::move(isr);
+}
+
+void host_system::queue_dpc(std::function<void()> fn, double delay_ns) {
+    const sc_core::sc_time at =
+        sc_core::sc_time_stamp() + sc_core::sc_time(std::max(0.0, delay_ns), sc_core::SC_NS);
+    m_dpcs.emplace(at, std::move(fn));
+    m_irq_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void host_system::cpu(double ns) {
+    if (ns > 0 && in_thread()) {
+        sc_core::wait(sc_core::sc_time(ns, sc_core::SC_NS));
+    }
+}
+
+void host_system::wait_for_dma(double timeout_ns) {
+    if (!in_thread()) {
+        return;
+    }
+    sc_core::wait(sc_core::sc_time(timeout_ns, sc_core::SC_NS), m_memory.dma_write_event());
+}
+
+void host_system::dpc_thread() {
+    // One CPU runs ISRs and DPCs back to back, in due-time order; a DPC may wait() (CPU time,
+    // MMIO) and so delays the ones after it, as DPCs on one core do.
+    for (;;) {
+        if (m_dpcs.empty()) {
+            sc_core::wait(m_irq_event);
+            continue;
+        }
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        auto first = m_dpcs.begin();
+        if (first->first > now) {
+            sc_core::wait(first->first - now, m_irq_event);
+            continue;
+        }
+        std::function<void()> fn = std::move(first->second);
+        m_dpcs.erase(first);
+        ++m_dpc_count;
+        m_in_dpc = true;
+        fn();
+        m_in_dpc = false;
+    }
+}
+
+}  // namespace rnic::ndk

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host a provider driver runs on: CPU time, kernel memory services (physical pages, kernel
+// virtual buffers, MDLs), MMIO to the NIC's BAR0 and MSI-X interrupt dispatch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "hw/common/config_reader.h"
+#include "hw/common/sim_context.h"
+#include "ndk_shim/ndk_types.h"
+#include "tlm/host_memory/host_memory.h"
+#include "tlm/pcie/pcie_link.h"
+
+namespace rnic::ndk {
+
+struct host_config {
+    double memory_latency_ns = 90;   // DRAM access behind the root complex
+    double post_ns = 40;             // CPU time to build and post one work request
+    double mmio_write_ns = 20;       // CPU time of a posted MMIO (doorbell) write
+    double poll_ns = 30;             // CPU time of one CQ poll that finds the ring empty
+    double interrupt_ns = 1000;      // MSI-X arrival to the ISR/DPC running
+    bool async_create = true;        // object creation returns STATUS_PENDING (command queue)
+    bool wqe_push = false;           // single-block WQEs go to REG_WQE_PUSH (no doorbell write)
+    uint64_t dram_base = 0x100000000ull;  // first physical address handed out
+    uint64_t seed = 1;               // physical page scattering
+};
+host_config parse_host_config(config::reader r);
+
+// Every consumer-visible buffer is real process memory (so consumer code dereferences its own
+// pointers) whose pages are also the simulated DRAM pages the NIC DMAs to: one set of bytes.
+class host_system : public sc_core::sc_module {
+public:
+    tlm_utils::simple_initiator_socket<host_system> mmio_out{"mmio_out"};  // to PCIe host side
+
+    // Binds mmio_out to pcie.host_mmio_in and installs itself as the link's MSI handler.
+    host_system(sc_core::sc_module_name name, const host_config& cfg,
+                fabric::host_memory& memory, fabric::pcie_link& pcie, hw::sim_context& ctx);
+    ~host_system() override;
+
+    const host_config& config() const { return m_cfg; }
+    fabric::host_memory& memory() { return m_memory; }
+
+    // Kernel memory: `bytes` of virtually contiguous memory (page aligned), backed by scattered
+    // physical pages (contiguous when `contiguous`, as for DMA rings). Never fails short of
+    // running out of the host's address space.
+    void* alloc(size_t bytes, bool contiguous = false);
+    void free(void* va);
+    // Physical (bus) address of a kernel virtual address (valid for alloc()'d memory).
+    uint64_t phys(const void* va) const;
+    // An MDL (with its PFN array) describing [va, va+len); chain with mdl->Next.
+    MDL* build_mdl(void* va, size_t len);
+    void free_mdl(MDL* mdl);
+
+    // CPU side of MMIO: posted writes to BAR0 offsets (the CPU spends mmio_write_ns).
+    void mmio_write64(uint64_t offset, uint64_t value);
+    void mmio_write32(uint64_t offset, uint32_t value);
+    void mmio_write(uint64_t offset, const void* data, uint32_t len);
+    uint64_t mmio_read64(uint64_t offset);
+
+    // MSI-X: the driver claims a vector; `isr` runs in the host's DPC thread (an SC_THREAD, so
+    // it may call wait()) interrupt_ns after the message arrives.
+    uint64_t msi_address(uint32_t vector) const;
+    void connect_interrupt(uint32_t vector, std::function<void()> isr);
+
+    // Queue a deferred procedure call: `fn` runs in the DPC thread `delay_ns` from now, after
+    // everything already queued for that time (interrupts and DPCs run one at a time, in order).
+    void queue_dpc(std::function<void()> fn, double delay_ns = 0);
+    // True while the DPC thread runs an ISR or DPC (the caller is "at DISPATCH_LEVEL").
+    bool in_dpc() const { return m_in_dpc; }
+
+    // CPU time spent by the calling thread (consumer code or DPC). Outside an SC_THREAD (e.g.
+    // before sc_start) no time passes.
+    void cpu(double ns);
+    // Block the calling thread until the NIC writes host memory (a CPU spinning on a cache
+    // line sees the write through coherence) or `timeout_ns` passes.
+    void wait_for_dma(double timeout_ns = 1e9);
+
+private:
+    void dpc_thread();
+
+    host_config m_cfg;
+    fabric::host_memory& m_memory;
+    hw::sim_context& m_ctx;
+    struct allocation {
+        uint8_t* base;
+        size_t bytes;
+        std::vector<uint64_t> pages;  // physical page numbers
+    };
+    std::map<uintptr_t, allocation> m_allocs;  // by base VA
+    uint64_t m_next_page;
+    uint64_t m_rng;
+    std::vector<std::function<void()>> m_isr;
+    std::vector<bool> m_isr_queued;  // an ISR run for this vector is already queued
+    // DPC queue by due time; equal times keep insertion order (multimap guarantees it).
+    std::multimap<sc_core::sc_time, std::function<void()>> m_dpcs;
+    sc_core::sc_event m_irq_event;
+    bool m_in_dpc = false;
+    uint64_t m_interrupts = 0;
+    uint64_t m_dpc_count = 0;
+    uint64_t m_mmio_writes = 0;
+};
+
+}  // namespace rnic::ndk

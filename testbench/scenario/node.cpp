@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// One simulated machine: assembly and bindings.
+#include "testbench/scenario/node.h"
+
+#include <string>
+
+namespace rnic::scenario {
+
+namespace {
+hw::nic_identity identity_of(size_t index, const node_config& n) {
+    hw::nic_identity id;
+    id.node_id = static_cast<uint32_t>(index);
+    id.mac = n.mac;
+    id.ip = n.ip;
+    return id;
+}
+}  // namespace
+
+node::node(sc_core::sc_module_name name, size_t index, const scenario_config& cfg,
+           fabric::eth_link& link, hw::sim_context& ctx)
+    : sc_module(name)
+    , memory("memory", sc_core::sc_time(cfg.host.memory_latency_ns, sc_core::SC_NS))
+    , pcie("pcie", cfg.rnic.pcie, "", ctx)
+    , nic("nic", cfg.rnic, identity_of(index, cfg.topology.nodes[index]), link,
+          static_cast<int>(index), ctx)
+    , host("host", cfg.host, memory, pcie, ctx)  // binds host.mmio_out -> pcie.host_mmio_in
+    , m_index(index) {
+    nic.dma_out().bind(pcie.dev_dma_in);
+    pcie.bar_out.bind(nic.mmio_in());
+    pcie.mem_out.bind(memory.dma_in);
+
+    // host_memory keeps plain counters; publish them like every other block's.
+    const std::string b = memory.name();
+    const auto& s = memory.get_stats();
+    ctx.stats.add(b, "dma_reads", s.dma_reads, "count", "DMA read transactions served");
+    ctx.stats.add(b, "dma_writes", s.dma_writes, "count", "DMA write transactions served");
+    ctx.stats.add(b, "dma_read_bytes", s.dma_read_bytes, "bytes", "bytes read by DMA");
+    ctx.stats.add(b, "dma_write_bytes", s.dma_write_bytes, "bytes", "bytes written by DMA");
+}
+
+}  // namespace rnic::scenario

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// One simulated machine of a scenario: host DRAM, PCIe link, RNIC and the host (CPU, kernel
+// services) its provider driver runs on.
+#pragma once
+
+#include <cstddef>
+
+#include <systemc>
+
+#include "hw/common/sim_context.h"
+#include "hw/nic/nic.h"
+#include "ndk_shim/host/host_system.h"
+#include "testbench/scenario/scenario_config.h"
+#include "tlm/ethernet/eth_link.h"
+#include "tlm/host_memory/host_memory.h"
+#include "tlm/pcie/pcie_link.h"
+
+namespace rnic::scenario {
+
+//   host (CPU) --mmio_out--> pcie.host_mmio_in   pcie.bar_out --> nic.mmio_in (BAR0)
+//   memory.dma_in <--mem_out-- pcie  <--dev_dma_in-- nic.dma_out (DMA, MSI-X)
+//   nic <--> eth_link side `index`
+class node : public sc_core::sc_module {
+public:
+    fabric::host_memory memory;
+    fabric::pcie_link pcie;
+    hw::nic nic;
+    ndk::host_system host;
+
+    // `index` is the node's position in topology.nodes and its side of `link`.
+    node(sc_core::sc_module_name name, size_t index, const scenario_config& cfg,
+         fabric::eth_link& link, hw::sim_context& ctx);
+
+    size_t index() const { return m_index; }
+
+private:
+    size_t m_index;
+};
+
+}  // namespace rnic::scenario

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// A scenario file (configs/*.json): topology, NIC, host, workload and outputs, typed, with
+// defaults, every error named by its JSON path (configs/README.md documents every key).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hw/common/config_reader.h"
+#include "hw/nic/nic_config.h"
+#include "ndk_shim/host/host_system.h"
+#include "tlm/ethernet/eth_link.h"
+
+namespace rnic::scenario {
+
+inline constexpr size_t NODES = 2;  // the walking skeleton: two nodes, one link
+
+// One node's NIC port (topology.nodes.<i>).
+struct node_config {
+    std::array<uint8_t, 6> mac{};  // "02:00:00:00:00:01"
+    uint32_t ip = 0;               // IPv4, host order ("10.0.0.1")
+    uint32_t mtu = 1024;           // RoCE path MTU the provider uses, bytes
+};
+
+struct topology_config {
+    std::array<node_config, NODES> nodes;  // node 0 initiates, node 1 listens
+    fabric::eth_link_config link;          // the cable between node 0 (side 0) and node 1 (side 1)
+};
+
+enum class operation { WRITE, SEND, READ };
+const char* to_string(operation op);
+
+struct workload_config {
+    operation op = operation::WRITE;  // key "operation": "write" | "send" | "read"
+    uint64_t message_bytes = 65536;   // per work request, one SGE
+    uint64_t messages = 1000;         // in total, spread over the QPs
+    uint32_t qps = 1;                 // connected QP pairs
+    uint32_t queue_depth = 16;        // outstanding work requests per QP
+    uint64_t seed = 1;                // payload pattern
+    uint32_t signal_every = 1;        // one signaled WR in N (others NDK_OP_FLAG_SILENT_SUCCESS)
+    uint32_t inline_threshold = 0;    // WRITE/SEND of at most this many bytes go inline
+    bool use_events = false;          // arm the CQ and sleep instead of polling it
+    double time_limit_ms = 10000;     // simulated; the run fails if the workload is not done
+};
+
+struct outputs_config {
+    std::string dir = "out";  // rnicsim run --out DIR is --set outputs.dir=DIR
+    bool waves = false;       // DIR/waves.vcd
+};
+
+struct scenario_config {
+    topology_config topology;
+    hw::nic_config rnic;
+    ndk::host_config host;
+    workload_config workload;
+    outputs_config outputs;
+    nlohmann::json effective;  // every key, defaults filled in (config.json)
+};
+
+// Parses a whole scenario. Throws config::config_error listing every error found.
+scenario_config parse_scenario(const nlohmann::json& j);
+
+// Applies one `--set PATH=VALUE` to a scenario document. VALUE is parsed as JSON, else taken as
+// a string; PATH is dot-separated, numeric components index arrays. Objects (and arrays) on the
+// way are created as needed. Returns an error message ("" on success).
+std::string apply_override(nlohmann::json& doc, const std::string& assignment);
+
+// Reads the file, applies the overrides in order and parses the result. Throws
+// config::config_error (unreadable file, JSON syntax, bad overrides, invalid values).
+scenario_config load_scenario(const std::string& file, const std::vector<std::string>& overrides);
+
+// "02:00:00:00:00:01" / "10.0.0.1" (exposed for the tests).
+bool parse_mac(const std::string& s, std::array<uint8_t, 6>& out);
+bool parse_ipv4(const std::string& s, uint32_t& out);
+std::string format_mac(const std::array<uint8_t, 6>& mac);
+std::string format_ipv4(uint32_t ip);
+
+}  // namespace rnic::scenario

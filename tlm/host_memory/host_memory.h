@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host DRAM: sparse, real bytes, a 64-bit physical address space that costs only the pages
+// touched. A TLM target for DMA (through the PCIe model) and a direct interface for the CPU.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+namespace rnic::fabric {
+
+class host_memory : public sc_core::sc_module {
+public:
+    static constexpr uint64_t PAGE_BYTES = 4096;
+
+    tlm_utils::simple_target_socket<host_memory> dma_in{"dma_in"};  // from the root complex
+
+    // latency: DRAM access time added to every DMA access (b_transport delay).
+    host_memory(sc_core::sc_module_name name, sc_core::sc_time latency);
+
+    // CPU loads/stores: zero simulated time, as a cached access by the host agent.
+    void read(uint64_t addr, void* data, size_t len) const;
+    void write(uint64_t addr, const void* data, size_t len);
+    void fill(uint64_t addr, uint8_t value, size_t len);
+    template <typename T>
+    T load(uint64_t addr) const {
+        T v{};
+        read(addr, &v, sizeof(T));
+        return v;
+    }
+    template <typename T>
+    void store(uint64_t addr, const T& v) {
+        write(addr, &v, sizeof(T));
+    }
+
+    // Notified (delta) after every DMA write: a CPU spinning on a cache line sees the change
+    // through coherence, so pollers wait on this instead of polling on a timer.
+    const sc_core::sc_event& dma_write_event() const { return m_dma_write_event; }
+
+    // Backs physical page `page_no` with process memory the caller owns (PAGE_BYTES long), so
+    // that a host buffer is the same bytes for the CPU (a real pointer) and for DMA.
+    void map_external(uint64_t page_no, uint8_t* backing);
+    void unmap_external(uint64_t page_no);
+
+    uint64_t pages_touched() const { return m_pages.size(); }
+    const sc_core::sc_time& latency() const { return m_latency; }
+
+    struct stats {
+        uint64_t dma_reads = 0;
+        uint64_t dma_writes = 0;
+        uint64_t dma_read_bytes = 0;
+        uint64_t dma_write_bytes = 0;
+    };
+    const stats& get_stats() const { return m_stats; }
+
+private:
+    void dma_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    unsigned int dma_transport_dbg(tlm::tlm_generic_payload& gp);
+    uint8_t* page_for_write(uint64_t page);
+    const uint8_t* page_for_read(uint64_t page) const;
+
+    using page = std::array<uint8_t, PAGE_BYTES>;
+    std::unordered_map<uint64_t, uint8_t*> m_pages;              // page number -> bytes
+    std::unordered_map<uint64_t, std::unique_ptr<page>> m_owned;  // pages this model allocated
+    sc_core::sc_time m_latency;
+    sc_core::sc_event m_dma_write_event;
+    stats m_stats;
+};
+
+}  // namespace rnic::fabric

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+// PCIe link at TLP level.
+#include "tlm/pcie/pcie_link.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace rnic::fabric {
+
+namespace {
+constexpr double PS_PER_NS = 1000.0;
+
+sc_core::sc_time ps_to_time(double ps) { return sc_core::sc_time(std::ceil(ps), sc_core::SC_PS); }
+double time_to_ps(const sc_core::sc_time& t) { return t.to_seconds() * 1e12; }
+
+// Bytes from addr up to the next `boundary`-aligned address (a TLP must not cross it).
+uint32_t bytes_to_boundary(uint64_t addr, uint32_t boundary) {
+    return static_cast<uint32_t>(boundary - (addr % boundary));
+}
+}  // namespace
+
+pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
+                     const std::string& stats_prefix, hw::sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_byte_ns(1.0 / cfg.tlp_bytes_per_ns())
+    , m_latency_ps(cfg.latency_ns * PS_PER_NS)
+    , m_hdr_mem(24 + (cfg.ecrc ? 4 : 0))
+    , m_hdr_cpl(20 + (cfg.ecrc ? 4 : 0))
+    , m_tag_free_ps(cfg.max_read_tags, 0.0) {
+    dev_dma_in.register_b_transport(this, &pcie_link::dev_b_transport);
+    dev_dma_in.register_transport_dbg(this, &pcie_link::dev_transport_dbg);
+    host_mmio_in.register_b_transport(this, &pcie_link::host_b_transport);
+    SC_HAS_PROCESS(pcie_link);
+    SC_THREAD(upstream_thread);
+    SC_THREAD(downstream_thread);
+
+    const std::string b = stats_prefix.empty() ? std::string(this->name()) : stats_prefix;
+    auto& s = ctx.stats;
+    s.add(b, "up_mwr_tlps", m_up.mwr_tlps, "TLPs", "memory write TLPs device->host (DMA writes, MSI-X)");
+    s.add(b, "up_mrd_tlps", m_up.mrd_tlps, "TLPs", "memory read requests device->host");
+    s.add(b, "up_payload_bytes", m_up.payload_bytes, "bytes", "TLP payload bytes device->host");
+    s.add(b, "up_wire_bytes", m_up.wire_bytes, "bytes", "TLP bytes incl. headers device->host");
+    s.add(b, "up_busy_ps", m_up.busy_ps, "ps", "time the device->host direction was busy");
+    s.add(b, "down_mwr_tlps", m_down.mwr_tlps, "TLPs", "memory write TLPs host->device (MMIO)");
+    s.add(b, "down_cpld_tlps", m_down.cpld_tlps, "TLPs", "completions with data host->device");
+    s.add(b, "down_payload_bytes", m_down.payload_bytes, "bytes", "TLP payload bytes host->device");
+    s.add(b, "down_wire_bytes", m_down.wire_bytes, "bytes", "TLP bytes incl. headers host->device");
+    s.add(b, "down_busy_ps", m_down.busy_ps, "ps", "time the host->device direction was busy");
+    s.add(b, "tag_stall_ps", m_tag_stall_ps, "ps", "time read requests waited for a free tag");
+    s.add(b, "msi_writes", m_msi_writes, "count", "MSI-X interrupt messages");
+    if (ctx.vcd != nullptr) {
+        sc_core::sc_trace(ctx.vcd, m_up_writes_in_flight, std::string(this->name()) + ".up_writes_in_flight");
+    }
+}
+
+double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes) {
+    const double start = std::max(t_ps, free_ps);
+    const double dur = bytes * m_byte_ns * PS_PER_NS;
+    free_ps = start + dur;
+    st.wire_bytes += bytes;
+    st.busy_ps += static_cast<uint64_t>(dur);
+    return free_ps;
+}
+
+double pcie_link::write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
+                               direction_stats& st) {
+    double end = t_ps;
+    uint32_t left = len;
+    do {
+        const uint32_t n = std::min({left, m_cfg.mps, bytes_to_boundary(addr, 4096)});
+        end = send_tlp(free_ps, st, t_ps, m_hdr_mem + n);
+        ++st.mwr_tlps;
+        st.payload_bytes += n;
+        addr += n;
+        left -= n;
+    } while (left > 0);
+    return end;
+}
+
+double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len) {
+    if (m_mem_latency_ps < 0) {
+        // Host memory latency is part of the read round trip; ask the target once.
+        tlm::tlm_generic_payload gp;
+        uint8_t dummy = 0;
+        gp.set_command(tlm::TLM_IGNORE_COMMAND);
+        gp.set_address(0);
+        gp.set_data_ptr(&dummy);
+        gp.set_data_length(0);
+        sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+        mem_out->b_transport(gp, d);
+        m_mem_latency_ps = time_to_ps(d);
+    }
+    double data_arrival = t_ps;
+    uint32_t left = len;
+    do {
+        const uint32_t n = std::min({left, m_cfg.mrrs, bytes_to_boundary(addr, 4096)});
+        // Take the tag that frees first.
+        auto tag = std::min_element(m_tag_free_ps.begin(), m_tag_free_ps.end());
+        const double ready = std::max(t_ps, *tag);
+        if (*tag > t_ps) {
+            m_tag_stall_ps += static_cast<uint64_t>(*tag - t_ps);
+        }
+        const double req_end = send_tlp(m_up_free_ps, m_up, ready, m_hdr_mem);
+        ++m_up.mrd_tlps;
+        const double at_memory = req_end + m_latency_ps + m_mem_latency_ps;
+        // Completions, split at MPS (or at the 64 B read completion boundary).
+        double cpl_end = at_memory;
+        uint64_t a = addr;
+        uint32_t c_left = n;
+        do {
+            const uint32_t unit = m_cfg.rcb_completions ? 64 : m_cfg.mps;
+            const uint32_t c = std::min(c_left, bytes_to_boundary(a, unit));
+            cpl_end = send_tlp(m_down_free_ps, m_down, at_memory, m_hdr_cpl + c);
+            ++m_down.cpld_tlps;
+            m_down.payload_bytes += c;
+            a += c;
+            c_left -= c;
+        } while (c_left > 0);
+        const double arrival = cpl_end + m_latency_ps;
+        *tag = arrival;
+        data_arrival = std::max(data_arrival, arrival);
+        addr += n;
+        left -= n;
+    } while (left > 0);
+    return data_arrival;
+}
+
+void pcie_link::memory_read(uint64_t addr, uint8_t* data, uint32_t len) {
+    tlm::tlm_generic_payload gp;
+    gp.set_command(tlm::TLM_READ_COMMAND);
+    gp.set_address(addr);
+    gp.set_data_ptr(data);
+    gp.set_data_length(len);
+    mem_out->transport_dbg(gp);
+    // Writes still in flight were issued before this read and land before it (ordering).
+    for (const auto& w : m_up_writes) {
+        const uint64_t lo = std::max(addr, w.addr);
+        const uint64_t hi = std::min(addr + len, w.addr + w.data.size());
+        if (lo < hi) {
+            std::memcpy(data + (lo - addr), w.data.data() + (lo - w.addr), hi - lo);
+        }
+    }
+}
+
+void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    const double t_ps = time_to_ps(sc_core::sc_time_stamp() + delay);
+    const uint64_t addr = gp.get_address();
+    const uint32_t len = gp.get_data_length();
+    if (gp.is_read()) {
+        memory_read(addr, gp.get_data_ptr(), len);
+        const double arrival = read_timing(t_ps, addr, len);
+        delay = ps_to_time(arrival) - sc_core::sc_time_stamp();
+    } else if (gp.is_write()) {
+        const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up);
+        const sc_core::sc_time at = ps_to_time(sent + m_latency_ps);
+        const uint8_t* p = gp.get_data_ptr();
+        if (addr >= MSI_BASE && addr < MSI_BASE + MSI_SIZE) {
+            ++m_msi_writes;
+        }
+        m_up_writes.push_back({at, addr, std::vector<uint8_t>(p, p + len)});
+        m_up_writes_in_flight = static_cast<uint32_t>(m_up_writes.size());
+        m_up_event.notify(sc_core::SC_ZERO_TIME);
+        delay = ps_to_time(sent) - sc_core::sc_time_stamp();
+    }
+    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+unsigned int pcie_link::dev_transport_dbg(tlm::tlm_generic_payload& gp) {
+    return mem_out->transport_dbg(gp);
+}
+
+void pcie_link::host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    const double t_ps = time_to_ps(sc_core::sc_time_stamp() + delay);
+    const uint32_t len = gp.get_data_length();
+    if (gp.is_write()) {
+        // Posted MMIO write: the CPU is done once the TLP is handed to the root port.
+        const double sent = write_timing(t_ps, gp.get_address(), len, m_down_free_ps, m_down);
+        const uint8_t* p = gp.get_data_ptr();
+        m_down_mmio.push_back({ps_to_time(sent + m_latency_ps), gp.get_address(),
+                               std::vector<uint8_t>(p, p + len)});
+        m_down_event.notify(sc_core::SC_ZERO_TIME);
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    } else if (gp.is_read()) {
+        // Non-posted MMIO read: request down, completion up; the CPU stalls for the round trip.
+        const double req_end = send_tlp(m_down_free_ps, m_down, t_ps, m_hdr_mem);
+        ++m_down.mrd_tlps;
+        sc_core::sc_time bar_delay = sc_core::SC_ZERO_TIME;
+        bar_out->b_transport(gp, bar_delay);
+        const double cpl_end = send_tlp(m_up_free_ps, m_up, req_end + m_latency_ps +
+                                        time_to_ps(bar_delay), m_hdr_cpl + len);
+        ++m_up.cpld_tlps;
+        delay = ps_to_time(cpl_end + m_latency_ps) - sc_core::sc_time_stamp();
+    }
+}
+
+void pcie_link::upstream_thread() {
+    for (;;) {
+        while (m_up_writes.empty()) {
+            sc_core::wait(m_up_event);
+        }
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        if (m_up_writes.front().at > now) {
+            sc_core::wait(m_up_writes.front().at - now);
+            continue;
+        }
+        pending_write w = std::move(m_up_writes.front());
+        m_up_writes.pop_front();
+        m_up_writes_in_flight = static_cast<uint32_t>(m_up_writes.size());
+        if (w.addr >= MSI_BASE && w.addr < MSI_BASE + MSI_SIZE) {
+            uint32_t data = 0;
+            std::memcpy(&data, w.data.data(), std::min<size_t>(4, w.data.size()));
+            if (m_msi_handler) {
+                m_msi_handler(w.addr, data);
+            }
+            continue;
+        }
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_WRITE_COMMAND);
+        gp.set_address(w.addr);
+        gp.set_data_ptr(w.data.data());
+        gp.set_data_length(static_cast<unsigned>(w.data.size()));
+        sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+        mem_out->b_transport(gp, d);  // memory latency does not delay a posted write's effect
+    }
+}
+
+void pcie_link::downstream_thread() {
+    for (;;) {
+        while (m_down_mmio.empty()) {
+            sc_core::wait(m_down_event);
+        }
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        if (m_down_mmio.front().at > now) {
+            sc_core::wait(m_down_mmio.front().at - now);
+            continue;
+        }
+        pending_mmio w = std::move(m_down_mmio.front());
+        m_down_mmio.pop_front();
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_WRITE_COMMAND);
+        gp.set_address(w.addr);
+        gp.set_data_ptr(w.data.data());
+        gp.set_data_length(static_cast<unsigned>(w.data.size()));
+        sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+        bar_out->b_transport(gp, d);
+    }
+}
+
+}  // namespace rnic::fabric

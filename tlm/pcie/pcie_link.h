@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// PCIe link between the RNIC (endpoint) and the host (root complex + memory), at TLP level.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "hw/common/sim_context.h"
+#include "tlm/pcie/pcie_config.h"
+
+namespace rnic::fabric {
+
+// Timing model (../shared/reference/pcie_and_rnic_figures.md):
+// - Each direction is a serial resource at BW_tlp = raw x (1 - 8/AckLimit - 8/FCUpdate - 4/1538)
+//   bytes per ns. A TLP occupies it for (header + payload) / BW_tlp: MWr/MRd 24 B + payload,
+//   CplD 20 B + payload (+4 B ECRC). TLPs go out back to back; nothing is clocked while idle.
+// - Writes are split at MPS and 4 KiB boundaries, posted: b_transport returns when the last TLP
+//   has left the device; the bytes land in host memory latency_ns later, in issue order.
+// - Reads are split at MRRS and 4 KiB boundaries; each request takes a tag (max_read_tags),
+//   crosses the link, waits for host memory, and returns as CplDs of MPS (or RCB-aligned 64 B)
+//   on the other direction. b_transport returns the time the last completion arrives; the tag
+//   is free from then on. The data is what memory holds at issue plus writes still in flight
+//   ahead of the read (PCIe ordering: a read does not pass a posted write).
+// Bulk transfers are computed in closed form: no event per TLP.
+class pcie_link : public sc_core::sc_module {
+public:
+    // Device side.
+    tlm_utils::simple_target_socket<pcie_link> dev_dma_in{"dev_dma_in"};  // NIC DMA / MSI-X
+    tlm_utils::simple_initiator_socket<pcie_link> bar_out{"bar_out"};     // to the NIC's BAR0
+    // Host side.
+    tlm_utils::simple_target_socket<pcie_link> host_mmio_in{"host_mmio_in"};  // CPU MMIO
+    tlm_utils::simple_initiator_socket<pcie_link> mem_out{"mem_out"};          // host memory
+
+    static constexpr uint64_t MSI_BASE = 0xFEE00000;  // MSI window on x86
+    static constexpr uint64_t MSI_SIZE = 0x100000;
+
+    pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const std::string& stats_prefix,
+              hw::sim_context& ctx);
+
+    // The host's interrupt controller: called at the time an MSI-X write arrives.
+    void set_msi_handler(std::function<void(uint64_t addr, uint32_t data)> fn) {
+        m_msi_handler = std::move(fn);
+    }
+
+    const pcie_config& config() const { return m_cfg; }
+    // Wire time of n bytes in one direction.
+    double byte_ns() const { return m_byte_ns; }
+
+    struct direction_stats {
+        uint64_t mwr_tlps = 0;
+        uint64_t mrd_tlps = 0;
+        uint64_t cpld_tlps = 0;
+        uint64_t payload_bytes = 0;
+        uint64_t wire_bytes = 0;   // TLP headers + payload (DLLP overhead is in the rate)
+        uint64_t busy_ps = 0;
+    };
+    const direction_stats& upstream() const { return m_up; }
+    const direction_stats& downstream() const { return m_down; }
+    uint64_t tag_stall_ps() const { return m_tag_stall_ps; }
+
+private:
+    struct pending_write {
+        sc_core::sc_time at;
+        uint64_t addr;
+        std::vector<uint8_t> data;
+    };
+    struct pending_mmio {
+        sc_core::sc_time at;
+        uint64_t addr;
+        std::vector<uint8_t> data;
+    };
+
+    void dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    void host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    unsigned int dev_transport_dbg(tlm::tlm_generic_payload& gp);
+    void upstream_thread();    // applies posted writes to host memory when they arrive
+    void downstream_thread();  // delivers CPU MMIO writes to the NIC BAR when they arrive
+
+    // Reserves one direction for a TLP of `bytes` no earlier than `t_ps`; returns its end.
+    double send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes);
+    double read_timing(double t_ps, uint64_t addr, uint32_t len);
+    double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
+                        direction_stats& st);
+    void memory_read(uint64_t addr, uint8_t* data, uint32_t len);
+
+    pcie_config m_cfg;
+    double m_byte_ns;
+    double m_latency_ps;
+    double m_mem_latency_ps = -1;
+    uint32_t m_hdr_mem;   // MWr / MRd header + framing + DLL
+    uint32_t m_hdr_cpl;   // CplD header + framing + DLL
+    double m_up_free_ps = 0;
+    double m_down_free_ps = 0;
+    std::vector<double> m_tag_free_ps;
+    std::deque<pending_write> m_up_writes;
+    std::deque<pending_mmio> m_down_mmio;
+    sc_core::sc_event m_up_event;
+    sc_core::sc_event m_down_event;
+    std::function<void(uint64_t, uint32_t)> m_msi_handler;
+    direction_stats m_up;
+    direction_stats m_down;
+    uint64_t m_tag_stall_ps = 0;
+    uint64_t m_msi_writes = 0;
+    // Traced.
+    uint32_t m_up_writes_in_flight = 0;
+};
+
+}  // namespace rnic::fabric
