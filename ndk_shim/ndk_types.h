@@ -8,10 +8,10 @@
 // offsets (pinned by static_asserts next to each type). Source of truth for which types are
 // needed: /work/shared/reference/ndkpi.md (sections 1, 2, 4, 8, 10); the layouts are wdm.h/ntdef.h.
 //
-// Guarding: every macro is #ifndef-guarded, and the numeric ones (TRUE/FALSE, MAX*, PAGE_SIZE,
-// PAGE_SHIFT) are re-checked by static_asserts, so a system header that already defined one
-// (e.g. <sys/user.h> defines PAGE_SIZE) either agrees or breaks the build loudly. GUID uses the
-// Windows GUID_DEFINED guard.
+// Guarding: every macro is #ifndef-guarded, and the numeric ones (TRUE/FALSE, MAX*) and the
+// PAGE_SIZE/PAGE_SHIFT constants are re-checked by static_asserts, so a system header that
+// already defined one (e.g. <sys/user.h> defines PAGE_SIZE) either agrees or breaks the build
+// loudly. GUID uses the Windows GUID_DEFINED guard.
 //
 // Not modelled: SAL annotations are accepted and ignored; IRQLs are plain numbers (the shim runs
 // in SystemC processes, not at an interrupt level); socket address families are Linux's
@@ -208,25 +208,32 @@ static_assert(MAXLONG == INT32_MAX);
 
 // ---------------------------------------------------------------------------------------------
 // Pages (wdm.h, x64): 4 KiB pages. Va may be a pointer or an integer address, as in the WDK.
+//
+// PAGE_SIZE/PAGE_SHIFT are constants, not the WDK's macros: a macro would break other names
+// such as rnic::hsi::PAGE_SIZE. They are `int` like the WDK literal, so ~(PAGE_SIZE - 1) still
+// sign-extends to a 64-bit mask. If a system header (<sys/user.h>) already defined them as
+// macros, those are used; the values are checked either way. The page macros below use their
+// own literal so they mean x64 pages whatever PAGE_SIZE is visible where they expand.
 // ---------------------------------------------------------------------------------------------
 #ifndef PAGE_SIZE
-#define PAGE_SIZE 0x1000
+inline constexpr int PAGE_SIZE = 0x1000;
 #endif
 #ifndef PAGE_SHIFT
-#define PAGE_SHIFT 12
-#endif
-#ifndef BYTE_OFFSET
-#define BYTE_OFFSET(Va) ((ULONG)((LONG_PTR)(Va) & (PAGE_SIZE - 1)))
-#endif
-#ifndef PAGE_ALIGN
-#define PAGE_ALIGN(Va) ((PVOID)((ULONG_PTR)(Va) & ~((ULONG_PTR)PAGE_SIZE - 1)))
-#endif
-#ifndef ADDRESS_AND_SIZE_TO_SPAN_PAGES
-#define ADDRESS_AND_SIZE_TO_SPAN_PAGES(Va, Size) \
-    ((BYTE_OFFSET(Va) + ((SIZE_T)(Size)) + (PAGE_SIZE - 1)) >> PAGE_SHIFT)
+inline constexpr int PAGE_SHIFT = 12;
 #endif
 static_assert(PAGE_SIZE == 4096 && PAGE_SHIFT == 12,
               "PAGE_SIZE/PAGE_SHIFT defined elsewhere differ");
+
+#ifndef BYTE_OFFSET
+#define BYTE_OFFSET(Va) ((ULONG)((LONG_PTR)(Va) & (0x1000 - 1)))
+#endif
+#ifndef PAGE_ALIGN
+#define PAGE_ALIGN(Va) ((PVOID)((ULONG_PTR)(Va) & ~((ULONG_PTR)0x1000 - 1)))
+#endif
+#ifndef ADDRESS_AND_SIZE_TO_SPAN_PAGES
+#define ADDRESS_AND_SIZE_TO_SPAN_PAGES(Va, Size) \
+    ((BYTE_OFFSET(Va) + ((SIZE_T)(Size)) + (0x1000 - 1)) >> 12)
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // 64-bit integers and physical addresses (ntdef.h)

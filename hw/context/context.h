@@ -79,6 +79,7 @@ struct qp_context {
     uint32_t rq_producer = 0;
     uint32_t rq_consumer = 0;
     uint32_t expected_psn = 0;     // next PSN the responder accepts
+    bool nak_sent = false;         // a sequence NAK is out for expected_psn (one per gap)
     uint32_t msn = 0;              // messages completed as responder
     bool have_recv = false;        // a receive WQE is held for a multi-packet SEND
     recv_wqe current_recv;

@@ -14,6 +14,7 @@ const char* to_string(dma_client c) {
         case dma_client::COMMAND: return "command";
         case dma_client::INTERRUPT: return "interrupt";
         case dma_client::NETDMA: return "netdma";
+        case dma_client::CONTEXT: return "context";
         case dma_client::COUNT: break;
     }
     return "?";

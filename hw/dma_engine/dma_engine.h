@@ -25,6 +25,7 @@ enum class dma_client : uint8_t {
     COMMAND,
     INTERRUPT,    // MSI-X
     NETDMA,
+    CONTEXT,      // context cache fills and write-backs
     COUNT
 };
 const char* to_string(dma_client c);

@@ -38,6 +38,8 @@ struct bar_registers {
     uint32_t cmdq_log_size = 0;
     uint64_t eq_base = 0;
     uint32_t eq_log_size = 0;
+    uint64_t icm_base = 0;
+    uint64_t icm_size = 0;
     struct msix_entry {
         uint64_t addr = 0;
         uint32_t data = 0;

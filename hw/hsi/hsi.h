@@ -20,6 +20,12 @@ constexpr uint64_t REG_EQ_BASE = 0x0018;        // bus address of the event queu
 constexpr uint64_t REG_EQ_LOG_SIZE = 0x0020;    // log2 of the number of 16 B event entries
 constexpr uint64_t REG_EQ_CONSUMER = 0x0028;    // u32: event consumer index (arms vector 0)
 constexpr uint64_t REG_DEVICE_ID = 0x0030;      // read-only: vendor/device id
+// Context memory ("ICM"): host memory the driver gives the NIC for its context tables (QP
+// contexts, then MPT, then MTT; sizes from the NIC's limits and context_cache config). The
+// NIC caches entries on chip and reads/writes lines here on misses/evictions. 0 = none: the
+// tables are on chip and never miss.
+constexpr uint64_t REG_ICM_BASE = 0x0038;       // bus address, 4 KiB aligned, contiguous
+constexpr uint64_t REG_ICM_SIZE = 0x0040;       // bytes (read: bytes the NIC needs)
 // Send-queue doorbell: bits 0..23 QPN, bits 32..47 SQ producer index (free-running, in WQEs).
 constexpr uint64_t REG_SQ_DOORBELL = 0x0100;
 // Receive-queue doorbell: bits 0..23 QPN (or SRQN with bit 24 set), bits 32..47 producer index.

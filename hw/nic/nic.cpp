@@ -13,6 +13,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     , m_contexts(cfg.limits.max_qps, cfg.limits.max_cqs, cfg.limits.max_srqs, cfg.limits.max_pds,
                  cfg.limits.max_keys, cfg.limits.max_mtt_pages)
     , m_dma("dma_engine", cfg.dma, m_clk, ctx)
+    , m_context_cache("context_cache", cfg.context_cache, m_clk, m_dma, ctx)
     , m_doorbell("doorbell", cfg.doorbell, m_clk, m_contexts, ctx)
     , m_cq_writer("cq_writer", cfg.cq_writer, m_clk, m_contexts, m_dma, m_doorbell.registers(), ctx)
     , m_cmd_processor("cmd_processor", cfg.cmd_processor, m_clk, m_contexts, m_dma, m_cfg.limits,
@@ -26,6 +27,12 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     , m_recv_path("recv_path", cfg.recv_path, m_clk, id, m_contexts, m_translation, m_dma,
                   m_tx_engine, m_cq_writer, ctx) {
     m_doorbell.bind_cq_writer(&m_cq_writer);
+    m_context_cache.watch_icm_base(&m_doorbell.registers().icm_base, cfg.limits.max_qps,
+                                   cfg.limits.max_keys);
+    m_translation.set_context_cache(&m_context_cache);
+    m_wqe_fetch.set_context_cache(&m_context_cache);
+    m_tx_engine.set_context_cache(&m_context_cache);
+    m_recv_path.set_context_cache(&m_context_cache);
     link.attach(link_side, &m_recv_path);
 }
 

@@ -11,6 +11,7 @@
 #include "hw/common/clock_domain.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
+#include "hw/context_cache/context_cache.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/doorbell/doorbell.h"
@@ -51,6 +52,7 @@ private:
     clock_domain m_clk;
     context_store m_contexts;
     dma_engine m_dma;
+    context_cache m_context_cache;
     doorbell m_doorbell;
     cq_writer m_cq_writer;
     cmd_processor m_cmd_processor;

@@ -9,6 +9,7 @@
 #include "hw/cmd_processor/cmd_processor.h"
 #include "hw/common/config_reader.h"
 #include "hw/context/limits.h"
+#include "hw/context_cache/context_cache.h"
 #include "hw/nic/nic_identity.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
@@ -35,6 +36,7 @@ struct nic_config {
     recv_path_config recv_path;
     cq_writer_config cq_writer;
     cmd_processor_config cmd_processor;
+    context_cache_config context_cache;
 };
 
 nic_config parse_nic_config(config::reader r);

@@ -12,7 +12,12 @@ namespace rnic::hw {
 namespace {
 constexpr uint32_t PSN_MASK = 0xFFFFFF;
 constexpr uint8_t AETH_ACK = 0x1F;            // ACK, no credit information
-constexpr uint8_t AETH_RNR = 0x20 | 0x0E;     // RNR NAK, timer code 14 (~1 ms... table value)
+constexpr uint8_t AETH_RNR = 0x20;           // RNR NAK; low 5 bits: timer code
+// IBA table 45: RNR NAK timer field -> minimum delay, ms.
+constexpr double RNR_TIMER_MS[32] = {655.36, 0.01,  0.02,  0.03,  0.04,  0.06,  0.08,  0.12,
+                                     0.16,   0.24,  0.32,  0.48,  0.64,  0.96,  1.28,  1.92,
+                                     2.56,   3.84,  5.12,  7.68,  10.24, 15.36, 20.48, 30.72,
+                                     40.96,  61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
 constexpr uint8_t AETH_NAK_PSN = 0x60;
 constexpr uint8_t AETH_NAK_INVALID = 0x61;
 constexpr uint8_t AETH_NAK_ACCESS = 0x62;
@@ -35,6 +40,9 @@ recv_path_config parse_recv_path_config(config::reader r) {
     r.get("fifo_frames", c.fifo_frames, 1u, 65536u);
     r.get("parse_cycles", c.parse_cycles, 0u, 1000u);
     r.get("placement_lag_ns", c.placement_lag_ns, 0.0, 1e6);
+    r.get("ack_coalesce", c.ack_coalesce, 1u, 1024u);
+    r.get("ack_delay_ns", c.ack_delay_ns, 0.0, 1e9);
+    r.get("rnr_timer_code", c.rnr_timer_code, 0u, 31u);
     r.finish();
     return c;
 }
@@ -55,9 +63,11 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     , m_ctx(ctx)
     , m_fifo("rx_fifo", cfg.fifo_frames)
     , m_recv_segments(contexts.max_qps())
-    , m_write_segments(contexts.max_qps()) {
+    , m_write_segments(contexts.max_qps())
+    , m_pending_acks(contexts.max_qps()) {
     SC_HAS_PROCESS(recv_path);
     SC_THREAD(rx_thread);
+    SC_THREAD(ack_thread);
     const std::string b = this->name();
     auto& s = ctx.stats;
     s.add(b, "frames", m_stats.frames, "count", "frames received");
@@ -109,6 +119,7 @@ void recv_path::rx_thread() {
             }
             continue;
         }
+        m_current_flow = f.flow_id;
         handle(f, p);
         if (m_ctx.tracer != nullptr) {
             m_ctx.tracer->slice(name(), "receive", f.flow_id, arrived, sc_core::sc_time_stamp());
@@ -118,6 +129,9 @@ void recv_path::rx_thread() {
 
 void recv_path::handle(const fabric::eth_frame& f, const roce::parsed_frame& p) {
     const uint32_t qpn = p.hdr.bth_.dest_qp;
+    if (m_cache != nullptr && qpn < m_contexts.max_qps()) {
+        m_cache->access(ctx_kind::QPC, qpn, true);  // responder state: expected PSN, MSN
+    }
     qp_context* qp = m_contexts.qp(qpn);
     if (qp == nullptr) {
         ++m_stats.unknown_qp;
@@ -160,7 +174,12 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
         if (offset < seg_end) {
             const uint32_t in = static_cast<uint32_t>(offset - seg_start);
             const uint32_t n = std::min<uint32_t>(len, s.len - in);
-            throttle(m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n));
+            const sc_core::sc_time issued = sc_core::sc_time_stamp();
+            const sc_core::sc_time sent = m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
+            if (m_ctx.tracer != nullptr) {
+                m_ctx.tracer->slice(name(), "rx_dma", m_current_flow, issued, sent);
+            }
+            throttle(sent);
             m_stats.payload_bytes += n;
             data += n;
             len -= n;
@@ -223,6 +242,7 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
 
 void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome) {
     tx_job job;
+    job.desc.flow_id = m_current_flow;
     tx_descriptor& d = job.desc;
     d.kind = tx_kind::ACK;
     d.src_qpn = qpn;
@@ -258,6 +278,86 @@ void recv_path::post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint
     m_cq_writer.requests().put(r);
 }
 
+void recv_path::serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_frame& p,
+                           uint64_t flow_id, bool first_time) {
+    const auto& bth = p.hdr.bth_;
+    const auto& reth = p.hdr.reth_;
+    tx_job job;
+    const xlate_status xs = m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length,
+                                              XLATE_REMOTE_READ, true, job.segments);
+    if (xs != xlate_status::OK) {
+        ++m_stats.protection_errors;
+        send_ack(qpn, qp, bth.psn, AETH_NAK_ACCESS);
+        return;
+    }
+    ++m_stats.read_requests;
+    if (first_time) {
+        flush_ack(qpn, qp);  // responses ACK what came before; keep ACKs in order
+        qp.expected_psn = (qp.expected_psn + packets_of(reth.dma_length, qp.pmtu)) & PSN_MASK;
+        ++qp.msn;
+    }
+    tx_descriptor& d = job.desc;
+    d.kind = tx_kind::READ_RESPONSE;
+    d.src_qpn = qpn;
+    d.dest_qpn = qp.dest_qpn;
+    d.psn = bth.psn;
+    d.pmtu = qp.pmtu;
+    d.length = reth.dma_length;
+    d.syndrome = AETH_ACK;
+    d.msn = qp.msn & PSN_MASK;
+    d.src_mac = m_id.mac;
+    d.dst_mac = qp.dest_mac;
+    d.src_ip = m_id.ip;
+    d.dst_ip = qp.dest_ip;
+    d.flow_id = flow_id;
+    m_tx.post_response(std::move(job));
+}
+
+void recv_path::flush_ack(uint32_t qpn, qp_context& qp) {
+    pending_ack& a = m_pending_acks[qpn];
+    if (a.count > 0) {
+        a.count = 0;
+        send_ack(qpn, qp, a.psn, AETH_ACK);
+    }
+}
+
+void recv_path::ack_thread() {
+    // Flushes coalesced ACKs ack_delay_ns after the oldest one was held back.
+    for (;;) {
+        if (m_ack_timers.empty()) {
+            sc_core::wait(m_ack_timer_event);
+            continue;
+        }
+        const auto [deadline, qpn] = m_ack_timers.front();
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        if (deadline > now) {
+            sc_core::wait(deadline - now);
+            continue;
+        }
+        m_ack_timers.pop_front();
+        if (qp_context* qp = m_contexts.qp(qpn)) {
+            pending_ack& a = m_pending_acks[qpn];
+            if (a.count > 0 && a.since <= deadline) {
+                flush_ack(qpn, *qp);
+            }
+        }
+    }
+}
+
+void recv_path::request_ack(uint32_t qpn, qp_context& qp, uint32_t psn) {
+    pending_ack& a = m_pending_acks[qpn];
+    if (a.count == 0) {
+        a.since = sc_core::sc_time_stamp();
+    }
+    a.psn = psn;
+    if (++a.count >= m_cfg.ack_coalesce) {
+        flush_ack(qpn, qp);
+        return;
+    }
+    m_ack_timers.emplace_back(a.since + sc_core::sc_time(m_cfg.ack_delay_ns, sc_core::SC_NS), qpn);
+    m_ack_timer_event.notify(sc_core::SC_ZERO_TIME);
+}
+
 void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* frame,
                                const roce::parsed_frame& p, uint64_t flow_id) {
     const auto& bth = p.hdr.bth_;
@@ -265,51 +365,36 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
     const uint32_t diff = (bth.psn - qp.expected_psn) & PSN_MASK;
     if (diff != 0) {
         if (diff >= 0x800000) {
-            // Duplicate (already executed): acknowledge again so the requester moves on.
             ++m_stats.duplicates;
-            send_ack(qpn, qp, qp.expected_psn - 1, AETH_ACK);
+            if (bth.opcode == roce::RC_READ_REQUEST) {
+                // A READ is re-executed: its responses may be what was lost (IBA 9.7.5.2.1).
+                serve_read(qpn, qp, p, flow_id, false);
+            } else if (bth.ack_req) {
+                // Already executed: acknowledge again so the requester moves on.
+                flush_ack(qpn, qp);
+                send_ack(qpn, qp, qp.expected_psn - 1, AETH_ACK);
+            }
         } else {
             ++m_stats.out_of_sequence;
-            send_ack(qpn, qp, qp.expected_psn, AETH_NAK_PSN);
+            if (!qp.nak_sent) {  // one NAK per gap
+                qp.nak_sent = true;
+                send_ack(qpn, qp, qp.expected_psn, AETH_NAK_PSN);
+            }
         }
         return;
     }
+    qp.nak_sent = false;
     const roce::opcode_info& oi = roce::info(op);
     const uint8_t* payload = frame + p.payload_offset;
     const uint32_t len = static_cast<uint32_t>(p.payload_len);
 
     if (op == roce::RC_READ_REQUEST) {
-        const auto& reth = p.hdr.reth_;
-        tx_job job;
-        const xlate_status xs = m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length,
-                                                  XLATE_REMOTE_READ, true, job.segments);
-        if (xs != xlate_status::OK) {
-            ++m_stats.protection_errors;
-            send_ack(qpn, qp, bth.psn, AETH_NAK_ACCESS);
-            return;
-        }
-        ++m_stats.read_requests;
-        qp.expected_psn = (qp.expected_psn + packets_of(reth.dma_length, qp.pmtu)) & PSN_MASK;
-        ++qp.msn;
-        tx_descriptor& d = job.desc;
-        d.kind = tx_kind::READ_RESPONSE;
-        d.src_qpn = qpn;
-        d.dest_qpn = qp.dest_qpn;
-        d.psn = bth.psn;
-        d.pmtu = qp.pmtu;
-        d.length = reth.dma_length;
-        d.syndrome = AETH_ACK;
-        d.msn = qp.msn & PSN_MASK;
-        d.src_mac = m_id.mac;
-        d.dst_mac = qp.dest_mac;
-        d.src_ip = m_id.ip;
-        d.dst_ip = qp.dest_ip;
-        d.flow_id = flow_id;
-        m_tx.post_response(std::move(job));
+        serve_read(qpn, qp, p, flow_id, true);
         return;
     }
 
     auto nak = [&](uint8_t syndrome) {
+        flush_ack(qpn, qp);
         send_ack(qpn, qp, bth.psn, syndrome);
     };
 
@@ -326,7 +411,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
         if (t == recv_take::NONE) {
             ++m_stats.rnr;
             ++m_stats.naks_sent;
-            send_ack(qpn, qp, bth.psn, AETH_RNR);
+            send_ack(qpn, qp, bth.psn, AETH_RNR | m_cfg.rnr_timer_code);
             return;
         }
         if (t == recv_take::FAULT) {
@@ -407,7 +492,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
         }
     }
     if (bth.ack_req) {
-        send_ack(qpn, qp, bth.psn, AETH_ACK);
+        request_ack(qpn, qp, bth.psn);
     }
 }
 
@@ -423,13 +508,19 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
                 break;
             case 1:
                 ++m_stats.naks_received;
-                m_tx.on_nak(qpn, bth.psn, hsi::CQE_RNR_RETRY_EXCEEDED);
+                m_tx.on_rnr(qpn, bth.psn,
+                            sc_core::sc_time(RNR_TIMER_MS[syn & 0x1F], sc_core::SC_MS));
                 break;
             case 3: {
                 ++m_stats.naks_received;
+                const uint8_t code = syn & 0x1F;
+                if (code == 0) {
+                    m_tx.on_nak_sequence(qpn, bth.psn);
+                    break;
+                }
                 static const uint8_t status[] = {hsi::CQE_RETRY_EXCEEDED, hsi::CQE_REMOTE_INVALID_REQ,
                                                  hsi::CQE_REMOTE_ACCESS_ERR, hsi::CQE_REMOTE_OP_ERR};
-                m_tx.on_nak(qpn, bth.psn, status[std::min<uint8_t>(syn & 0x1F, 3)]);
+                m_tx.on_nak(qpn, bth.psn, status[std::min<uint8_t>(code, 3)]);
                 break;
             }
             default: ++m_stats.parse_errors; break;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include <systemc>
@@ -14,6 +15,7 @@
 #include "hw/common/clock_domain.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
+#include "hw/context_cache/context_cache.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/nic/nic_identity.h"
@@ -33,6 +35,9 @@ public:
 
     // From the link, when the frame's last bit is in.
     void receive_frame(fabric::eth_frame&& frame) override;
+
+    // QP context reads/updates go through this cache when set (else on-chip hits).
+    void set_context_cache(context_cache* cache) { m_cache = cache; }
 
     struct stats {
         uint64_t frames = 0;
@@ -74,6 +79,13 @@ private:
     void post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint8_t status,
                        uint32_t byte_len, uint32_t imm, bool solicited, uint64_t flow_id);
     void throttle(const sc_core::sc_time& sent);
+    // Responder READ: translate and queue the response (again, for a duplicate request).
+    void serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_frame& p, uint64_t flow_id,
+                    bool first_time);
+    // ACK coalescing: hold ACKs for up to ack_coalesce messages or ack_delay_ns.
+    void request_ack(uint32_t qpn, qp_context& qp, uint32_t psn);
+    void flush_ack(uint32_t qpn, qp_context& qp);
+    void ack_thread();
 
     recv_path_config m_cfg;
     const clock_domain& m_clk;
@@ -89,7 +101,17 @@ private:
     std::vector<std::vector<dma_segment>> m_recv_segments;
     // Target of the RDMA WRITE in progress, per QP (translated at the First/Only packet).
     std::vector<std::vector<dma_segment>> m_write_segments;
+    struct pending_ack {
+        uint32_t count = 0;  // messages acknowledged by the held ACK
+        uint32_t psn = 0;
+        sc_core::sc_time since;
+    };
+    std::vector<pending_ack> m_pending_acks;
+    std::deque<std::pair<sc_core::sc_time, uint32_t>> m_ack_timers;  // (deadline, qpn), in order
+    sc_core::sc_event m_ack_timer_event;
     stats m_stats;
+    context_cache* m_cache = nullptr;
+    uint64_t m_current_flow = 0;  // flow of the frame being handled (ACKs inherit it)
 };
 
 }  // namespace rnic::hw

@@ -64,6 +64,9 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
         m_clk.wait_until(start + m_clk.cycles(m_cfg.mpt_lookup_cycles));
         return xlate_status::OK;
     }
+    if (m_cache != nullptr) {
+        m_cache->access(ctx_kind::MPT, hsi::key_index(key));  // stalls on a miss
+    }
     const mpt_entry* e = m_contexts.mpt(key);
     if (e == nullptr || !e->valid) {
         return fail(xlate_status::BAD_KEY);
@@ -94,6 +97,15 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
     uint64_t offset = va - mr->base_va + mr->first_byte_offset;
     uint64_t left = len;
     uint32_t pages = 0;
+    if (m_cache != nullptr && len > 0) {
+        // One MTT cache access per line of page entries the range touches.
+        const uint32_t first = mr->mtt_base + static_cast<uint32_t>(offset / hsi::PAGE_SIZE);
+        const uint32_t last = mr->mtt_base + static_cast<uint32_t>((offset + len - 1) / hsi::PAGE_SIZE);
+        const uint32_t per_line = m_cache->mtt_entries_per_line();
+        for (uint32_t i = first; i <= last; i = (i / per_line + 1) * per_line) {
+            m_cache->access(ctx_kind::MTT, i);
+        }
+    }
     while (left > 0) {
         const uint64_t page = offset / hsi::PAGE_SIZE;
         const uint32_t in_page = static_cast<uint32_t>(offset % hsi::PAGE_SIZE);

@@ -11,6 +11,7 @@
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
+#include "hw/context_cache/context_cache.h"
 
 namespace rnic::hw {
 
@@ -53,6 +54,9 @@ public:
     xlate_status translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
                            uint32_t access, bool remote, std::vector<dma_segment>& out);
 
+    // MPT and MTT reads go through this cache when set (else they are on-chip hits).
+    void set_context_cache(context_cache* cache) { m_cache = cache; }
+
     struct stats {
         uint64_t lookups = 0;
         uint64_t pages = 0;
@@ -65,6 +69,7 @@ private:
     const clock_domain& m_clk;
     context_store& m_contexts;
     sc_core::sc_time m_free;  // next cycle the lookup pipeline accepts a request
+    context_cache* m_cache = nullptr;
     stats m_stats;
 };
 

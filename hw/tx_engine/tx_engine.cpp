@@ -64,6 +64,7 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     SC_HAS_PROCESS(tx_engine);
     SC_THREAD(requester_thread);
     SC_THREAD(transmit_thread);
+    SC_THREAD(timer_thread);
     auto& s = ctx.stats;
     const std::string b = this->name();
     s.add(b, "wqes", m_stats.wqes, "count", "WQEs processed");
@@ -78,6 +79,11 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     s.add(b, "local_ops", m_stats.local_ops, "count", "FAST_REG / BIND / LOCAL_INV executed");
     s.add(b, "fence_waits", m_stats.fence_waits, "count", "WQEs held by a read fence");
     s.add(b, "read_limit_waits", m_stats.read_limit_waits, "count", "READs held by the ORD limit");
+    s.add(b, "timeouts", m_stats.timeouts, "count", "retransmission timer expiries");
+    s.add(b, "retransmits", m_stats.retransmits, "count", "messages retransmitted (go-back-N)");
+    s.add(b, "nak_sequence", m_stats.nak_sequence, "count", "PSN sequence error NAKs acted on");
+    s.add(b, "rnr_naks", m_stats.rnr_naks, "count", "RNR NAKs received");
+    s.add(b, "retry_exceeded", m_stats.retry_exceeded, "count", "QPs failed: retries exhausted");
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         m_responses.trace(ctx.vcd, b);
@@ -108,6 +114,9 @@ void tx_engine::requester_thread() {
 }
 
 void tx_engine::process_wqe(wqe_item& w) {
+    if (m_cache != nullptr) {
+        m_cache->access(ctx_kind::QPC, w.qpn, true);  // requester state: PSN, counters
+    }
     qp_context* qp = m_contexts.qp(w.qpn);
     if (qp == nullptr) {
         return;  // QP destroyed under its WQEs: nothing to complete to
@@ -166,6 +175,7 @@ void tx_engine::process_wqe(wqe_item& w) {
         job.inline_data = std::move(w.inline_data);
         length = job.inline_data.size();
     } else {
+        const sc_core::sc_time xlate_start = sc_core::sc_time_stamp();
         for (const auto& sge : w.sges) {
             const xlate_status xs =
                 m_xlate.translate(sge.lkey, qp->pdn, sge.addr, sge.length,
@@ -177,6 +187,10 @@ void tx_engine::process_wqe(wqe_item& w) {
                 return;
             }
             length += sge.length;
+        }
+        if (m_ctx.tracer != nullptr && !w.sges.empty()) {
+            m_ctx.tracer->slice(name(), "translation", w.flow_id, xlate_start,
+                                sc_core::sc_time_stamp());
         }
     }
     if (length > 0x7FFFFFFF) {
@@ -221,7 +235,13 @@ void tx_engine::process_wqe(wqe_item& w) {
         ++st.reads_in_flight;
         ++qp->outstanding_reads;
     }
+    o.job = job;
     st.queue.push_back(std::move(o));
+    if (st.deadline == sc_core::SC_ZERO_TIME) {
+        st.retries_left = qp->retry_count;
+        st.rnr_left = qp->rnr_retry;
+        arm_timer(w.qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
+    }
     ++m_stats.messages;
     m_requests.put(std::move(job));
 }
@@ -361,6 +381,7 @@ void tx_engine::fail_qp(uint32_t qpn) {
             }
         }
     }
+    arm_timer(qpn, st, sc_core::SC_ZERO_TIME);
     m_cq_writer.post_event(hsi::EVENT_QP_ERROR, qpn);
     retire(qpn);
 }
@@ -370,6 +391,7 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
     if (it == m_qps.end()) {
         return;
     }
+    bool progress = false;
     for (auto& o : it->second.queue) {
         if (!psn_le(o.last_psn, psn)) {
             break;
@@ -377,9 +399,144 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
         if (!o.is_read && !o.done) {
             o.done = true;
             o.status = hsi::CQE_OK;
+            progress = true;
+            if (m_ctx.tracer != nullptr) {
+                m_ctx.tracer->slice(name(), "ack", o.flow_id, sc_core::sc_time_stamp(),
+                                    sc_core::sc_time_stamp() + m_clk.period());
+            }
         }
     }
+    if (progress) {
+        restart_timer(qpn, it->second);
+    }
     retire(qpn);
+}
+
+sc_core::sc_time tx_engine::timeout_of(const qp_context& qp) const {
+    // IBA local ACK timeout: 4.096 us x 2^timeout_log.
+    return sc_core::sc_time(4.096 * static_cast<double>(1ull << std::min<uint8_t>(qp.timeout_log, 31)),
+                            sc_core::SC_US);
+}
+
+void tx_engine::arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline) {
+    if (st.deadline != sc_core::SC_ZERO_TIME) {
+        m_timers.erase({st.deadline, qpn});
+    }
+    st.deadline = deadline;
+    if (deadline != sc_core::SC_ZERO_TIME) {
+        m_timers.insert({deadline, qpn});
+    }
+    m_timer_changed.notify(sc_core::SC_ZERO_TIME);
+}
+
+void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
+    const qp_context* qp = m_contexts.qp_slot(qpn);
+    bool waiting = false;  // anything still waiting for the network?
+    for (const auto& o : st.queue) {
+        waiting = waiting || !o.done;
+    }
+    st.rnr_wait = false;
+    if (qp != nullptr) {
+        st.retries_left = qp->retry_count;  // forward progress resets the retry budget
+    }
+    arm_timer(qpn, st, waiting && qp != nullptr ? sc_core::sc_time_stamp() + timeout_of(*qp)
+                                                : sc_core::SC_ZERO_TIME);
+}
+
+void tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
+    qp_state& st = m_qps[qpn];
+    if (st.retransmits_queued > 0) {
+        return;  // a go-back-N is already on its way
+    }
+    for (auto& o : st.queue) {
+        if (o.done || !psn_le(psn, o.last_psn)) {
+            continue;
+        }
+        // Whole messages go again; the responder drops the packets it already has as
+        // duplicates and resumes at its expected PSN.
+        m_retransmits.push_back(o.job);
+        ++st.retransmits_queued;
+        ++m_stats.retransmits;
+    }
+    m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    ++m_stats.nak_sequence;
+    on_ack(qpn, (psn - 1) & PSN_MASK);
+    go_back_n(qpn, psn);
+}
+
+void tx_engine::on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    ++m_stats.rnr_naks;
+    on_ack(qpn, (psn - 1) & PSN_MASK);
+    qp_state& st = it->second;
+    if (st.rnr_left == 0) {
+        ++m_stats.retry_exceeded;
+        on_nak(qpn, psn, hsi::CQE_RNR_RETRY_EXCEEDED);
+        return;
+    }
+    if (st.rnr_left != 7) {  // 7 = retry forever (IBA)
+        --st.rnr_left;
+    }
+    st.rnr_wait = true;
+    st.rnr_psn = psn;
+    arm_timer(qpn, st, sc_core::sc_time_stamp() + delay);
+}
+
+void tx_engine::timer_thread() {
+    for (;;) {
+        if (m_timers.empty()) {
+            sc_core::wait(m_timer_changed);
+            continue;
+        }
+        const auto [deadline, qpn] = *m_timers.begin();
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        if (deadline > now) {
+            sc_core::wait(deadline - now, m_timer_changed);
+            continue;
+        }
+        m_timers.erase(m_timers.begin());
+        qp_state& st = m_qps[qpn];
+        st.deadline = sc_core::SC_ZERO_TIME;
+        const qp_context* qp = m_contexts.qp(qpn);
+        if (qp == nullptr || qp->state == hsi::QPS_ERROR) {
+            continue;
+        }
+        // The oldest request still waiting for the network.
+        const outstanding* head = nullptr;
+        for (const auto& o : st.queue) {
+            if (!o.done) {
+                head = &o;
+                break;
+            }
+        }
+        if (head == nullptr) {
+            continue;
+        }
+        if (st.rnr_wait) {
+            st.rnr_wait = false;
+            go_back_n(qpn, st.rnr_psn);
+        } else {
+            ++m_stats.timeouts;
+            if (st.retries_left == 0) {
+                ++m_stats.retry_exceeded;
+                on_nak(qpn, head->first_psn, hsi::CQE_RETRY_EXCEEDED);
+                continue;
+            }
+            --st.retries_left;
+            go_back_n(qpn, head->first_psn);
+        }
+        arm_timer(qpn, st, now + timeout_of(*qp));
+    }
 }
 
 void tx_engine::on_nak(uint32_t qpn, uint32_t psn, uint8_t status) {
@@ -442,12 +599,30 @@ void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {
 
 void tx_engine::transmit_thread() {
     for (;;) {
-        while (m_responses.empty() && m_requests.empty()) {
-            sc_core::wait(m_responses.written_event() | m_requests.written_event());
+        while (m_responses.empty() && m_requests.empty() && m_retransmits.empty()) {
+            sc_core::wait(m_responses.written_event() | m_requests.written_event() |
+                          m_retransmit_event);
         }
-        // Responder traffic first: ACKs and READ responses keep the peer's requester moving.
-        tx_job job = !m_responses.empty() ? m_responses.get() : m_requests.get();
-        send_job(job);
+        // Responder traffic first (ACKs and READ responses keep the peer's requester moving),
+        // then retransmissions, which must precede newer requests.
+        if (!m_responses.empty()) {
+            tx_job job = m_responses.get();
+            send_job(job);
+        } else if (!m_retransmits.empty()) {
+            tx_job job = std::move(m_retransmits.front());
+            m_retransmits.pop_front();
+            auto it = m_qps.find(job.desc.src_qpn);
+            if (it != m_qps.end() && it->second.retransmits_queued > 0) {
+                --it->second.retransmits_queued;
+            }
+            const qp_context* qp = m_contexts.qp(job.desc.src_qpn);
+            if (qp != nullptr && qp->state != hsi::QPS_ERROR) {
+                send_job(job);
+            }
+        } else {
+            tx_job job = m_requests.get();
+            send_job(job);
+        }
     }
 }
 
@@ -471,6 +646,8 @@ void tx_engine::send_job(tx_job& job) {
     }
     // Payload reads, one per path-MTU chunk so the first packet can start as soon as its
     // bytes are in; the send path's payload FIFO back-pressures the next read.
+    const sc_core::sc_time dma_start = sc_core::sc_time_stamp();
+    sc_core::sc_time last_ready = dma_start;
     for (const dma_segment& seg : job.segments) {
         uint32_t done = 0;
         while (done < seg.len) {
@@ -478,10 +655,14 @@ void tx_engine::send_job(tx_job& job) {
             payload_chunk c;
             c.bytes.resize(n);
             c.ready = m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n);
+            last_ready = c.ready;
             m_stats.payload_bytes += n;
             m_send_path.put_payload(std::move(c));
             done += n;
         }
+    }
+    if (m_ctx.tracer != nullptr) {
+        m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, dma_start, last_ready);
     }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "hw/common/clock_domain.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
+#include "hw/context_cache/context_cache.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/nic/nic_identity.h"
@@ -58,10 +60,17 @@ public:
     void on_ack(uint32_t qpn, uint32_t psn);
     // NAK: the request at `psn` failed with the hsi::cqe_status given; the QP goes to error.
     void on_nak(uint32_t qpn, uint32_t psn, uint8_t status);
+    // NAK PSN sequence error: the responder expects `psn`; go back N from there.
+    void on_nak_sequence(uint32_t qpn, uint32_t psn);
+    // RNR NAK: no receive posted at the responder for `psn`; retry after `delay`.
+    void on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay);
     // The outstanding READ whose response PSNs include `psn`.
     read_target find_read(uint32_t qpn, uint32_t psn);
     // The READ starting at `first_psn` received its last response packet.
     void on_read_done(uint32_t qpn, uint32_t first_psn);
+
+    // QP context reads/updates go through this cache when set (else on-chip hits).
+    void set_context_cache(context_cache* cache) { m_cache = cache; }
 
     struct stats {
         uint64_t wqes = 0;
@@ -76,6 +85,11 @@ public:
         uint64_t local_ops = 0;
         uint64_t fence_waits = 0;
         uint64_t read_limit_waits = 0;
+        uint64_t timeouts = 0;          // retransmission timer expiries
+        uint64_t retransmits = 0;       // messages sent again (go-back-N)
+        uint64_t nak_sequence = 0;      // PSN sequence error NAKs acted on
+        uint64_t rnr_naks = 0;
+        uint64_t retry_exceeded = 0;    // QPs put in error: retry or RNR retry exhausted
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -92,14 +106,27 @@ private:
         uint32_t length = 0;
         std::vector<dma_segment> read_segments;
         uint64_t flow_id = 0;
+        tx_job job;                    // what went on the wire, kept for retransmission
     };
     struct qp_state {
         std::deque<outstanding> queue;
         uint32_t reads_in_flight = 0;
+        // Reliability (IBA 9.7): one retransmission timer per QP, restarted on progress.
+        sc_core::sc_time deadline = sc_core::SC_ZERO_TIME;  // zero: timer stopped
+        bool rnr_wait = false;         // the timer is an RNR back-off, not a timeout
+        uint32_t rnr_psn = 0;
+        uint8_t retries_left = 7;
+        uint8_t rnr_left = 7;
+        uint32_t retransmits_queued = 0;
     };
 
     void requester_thread();
     void transmit_thread();
+    void timer_thread();
+    void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
+    void restart_timer(uint32_t qpn, qp_state& st);
+    void go_back_n(uint32_t qpn, uint32_t psn);
+    sc_core::sc_time timeout_of(const qp_context& qp) const;
     void process_wqe(wqe_item& w);
     void execute_local(wqe_item& w, outstanding& o);
     void retire(uint32_t qpn);
@@ -121,9 +148,14 @@ private:
     sim_context& m_ctx;
     channel<tx_job> m_requests;
     channel<tx_job> m_responses;
+    std::deque<tx_job> m_retransmits;  // go-back-N resends: after responses, before new work
+    sc_core::sc_event m_retransmit_event;
+    std::set<std::pair<sc_core::sc_time, uint32_t>> m_timers;  // (deadline, qpn)
+    sc_core::sc_event m_timer_changed;
     sc_core::sc_event m_progress;      // an outstanding request completed
     std::unordered_map<uint32_t, qp_state> m_qps;
     stats m_stats;
+    context_cache* m_cache = nullptr;
 };
 
 }  // namespace rnic::hw

@@ -95,6 +95,9 @@ void wqe_fetch::fetch_thread() {
             m_doorbell.reschedule(qpn);
             continue;
         }
+        if (m_cache != nullptr) {
+            m_cache->access(ctx_kind::QPC, qpn, true);  // SQ fetch index update
+        }
         // One batch: contiguous slots from the fetch index, not wrapping, at most `batch`.
         const uint32_t depth = 1u << qp->sq_log_depth;
         const uint32_t first = qp->sq_fetched;

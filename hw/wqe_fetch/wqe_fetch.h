@@ -13,6 +13,7 @@
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
+#include "hw/context_cache/context_cache.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/doorbell/doorbell.h"
 #include "hw/hsi/hsi.h"
@@ -46,6 +47,9 @@ public:
 
     channel<wqe_item>& out() { return m_out; }
 
+    // QP context reads/updates go through this cache when set (else on-chip hits).
+    void set_context_cache(context_cache* cache) { m_cache = cache; }
+
     struct stats {
         uint64_t wqes = 0;
         uint64_t dma_reads = 0;
@@ -67,6 +71,7 @@ private:
     sim_context& m_ctx;
     channel<wqe_item> m_out;
     stats m_stats;
+    context_cache* m_cache = nullptr;
 };
 
 }  // namespace rnic::hw

@@ -112,6 +112,25 @@ TEST(WindowsTypes, PageMacros) {
     EXPECT_EQ(ADDRESS_AND_SIZE_TO_SPAN_PAGES(0x10000FF0, 0x2020), 4u);
 }
 
+// Another layer with its own PAGE_SIZE (like rnic::hsi::PAGE_SIZE): must compile beside the
+// Windows names, and the page macros must keep meaning x64 4 KiB pages inside it.
+namespace other_layer {
+constexpr uint32_t PAGE_SIZE = 8192;
+constexpr ULONG offset_in_x64_page(ULONG_PTR va) {
+    return BYTE_OFFSET(va);
+}
+constexpr SIZE_T x64_pages_spanned(ULONG_PTR va, SIZE_T len) {
+    return ADDRESS_AND_SIZE_TO_SPAN_PAGES(va, len);
+}
+}  // namespace other_layer
+
+TEST(WindowsTypes, PageMacrosIgnoreOtherLayersPageSize) {
+    EXPECT_EQ(other_layer::PAGE_SIZE, 8192u);
+    EXPECT_EQ(::PAGE_SIZE, 4096);
+    EXPECT_EQ(other_layer::offset_in_x64_page(0x1FFF), 0xFFFu);
+    EXPECT_EQ(other_layer::x64_pages_spanned(0x1000, 0x2000), 2u);
+}
+
 TEST(WindowsTypes, FieldOffsetAndContainingRecord) {
     EXPECT_EQ(FIELD_OFFSET(MDL, ByteCount), 40);
     EXPECT_TRUE((std::is_same_v<decltype(FIELD_OFFSET(MDL, ByteCount)), LONG>));

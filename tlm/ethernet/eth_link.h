@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,11 +34,32 @@ public:
     virtual void receive_frame(eth_frame&& frame) = 0;
 };
 
+// Seeded wire faults (issue: reliable transport). Each probability applies per frame, to the
+// frames that match the filters (QP, opcode, time window).
+struct fault_config {
+    double drop = 0;               // frame lost
+    double corrupt = 0;            // one random bit flipped (headers included)
+    double duplicate = 0;          // frame delivered twice
+    double reorder = 0;            // frame held back by reorder_delay_ns (later ones overtake it)
+    double reorder_delay_ns = 2000;
+    double jitter_ns = 0;          // extra delay, uniform in [0, jitter_ns]
+    int64_t qp = -1;               // only frames to this destination QP (-1: all)
+    int32_t opcode = -1;           // only frames with this BTH opcode (-1: all)
+    double window_start_ns = 0;    // only frames sent in [start, end)
+    double window_end_ns = 1e18;
+    std::vector<std::pair<double, double>> link_down_ns;  // frames sent in these are lost
+    uint64_t seed = 1;
+    bool any() const {
+        return drop > 0 || corrupt > 0 || duplicate > 0 || reorder > 0 || jitter_ns > 0 ||
+               !link_down_ns.empty();
+    }
+};
+
 struct eth_link_config {
     double rate_gbps = 100.0;      // line rate
     double propagation_ns = 50.0;  // cable + PHY latency, one way
     uint32_t tx_fifo_frames = 4;   // MAC transmit FIFO depth, frames
-    std::string name;              // for stats
+    fault_config faults;
 };
 eth_link_config parse_eth_link_config(config::reader r);
 
@@ -62,18 +85,30 @@ public:
         uint64_t bytes = 0;       // frame bytes (no FCS)
         uint64_t wire_bytes = 0;  // incl. FCS, preamble, IFG
         uint64_t busy_ps = 0;
+        uint64_t dropped = 0;     // faults injected, by kind
+        uint64_t corrupted = 0;
+        uint64_t duplicated = 0;
+        uint64_t reordered = 0;
+        uint64_t delayed = 0;
+        uint64_t link_down_drops = 0;
     };
     const stats& get_stats(int side) const { return m_stats[side]; }
 
 private:
     void serializer_thread(int side);
     void delivery_thread(int side);
+    // Applies the fault model to a frame leaving side `side`; queues 0, 1 or 2 deliveries.
+    void deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive);
+    bool matches(const eth_frame& f) const;
+    double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(m_rng); }
 
     eth_link_config m_cfg;
     double m_ps_per_byte;
     std::unique_ptr<hw::channel<eth_frame>> m_tx[2];
     frame_sink_if* m_sink[2] = {nullptr, nullptr};
-    std::deque<std::pair<sc_core::sc_time, eth_frame>> m_in_flight[2];
+    std::multimap<sc_core::sc_time, eth_frame> m_in_flight[2];  // by arrival; FIFO on ties
+    std::mt19937_64 m_rng;
+    hw::sim_context& m_ctx;
     sc_core::sc_event m_in_flight_event[2];
     std::function<void(int, const eth_frame&)> m_capture;
     stats m_stats[2];

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+// On-NIC context caches.
+#include "hw/context_cache/context_cache.h"
+
+#include <algorithm>
+
+namespace rnic::hw {
+
+namespace {
+cache_config parse_cache(config::reader r, cache_config c) {
+    r.get("entries", c.entries, 1u, 1u << 24);
+    r.get("ways", c.ways, 1u, 64u);
+    r.get_one_of("policy", c.policy, {"lru", "fifo", "random"});
+    r.get("hit_cycles", c.hit_cycles, 0u, 100u);
+    if (c.entries % c.ways != 0) {
+        r.error("ways", std::to_string(c.ways) + " does not divide entries (" +
+                            std::to_string(c.entries) + ")");
+    }
+    r.finish();
+    return c;
+}
+}  // namespace
+
+context_cache_config parse_context_cache_config(config::reader r) {
+    context_cache_config c;
+    c.qpc = parse_cache(r.child("qpc"), c.qpc);
+    c.mpt = parse_cache(r.child("mpt"), c.mpt);
+    c.mtt = parse_cache(r.child("mtt"), c.mtt);
+    r.get_one_of("qpc_bytes", c.qpc_bytes, {64u, 128u, 256u, 512u, 1024u});
+    r.get_one_of("mpt_bytes", c.mpt_bytes, {32u, 64u, 128u});
+    r.get_one_of("mtt_line_bytes", c.mtt_line_bytes, {8u, 16u, 32u, 64u, 128u});
+    r.get("seed", c.seed, uint64_t{0}, ~uint64_t{0});
+    r.finish();
+    return c;
+}
+
+tag_cache::tag_cache(const cache_config& cfg, uint64_t seed)
+    : m_cfg(cfg)
+    , m_sets(std::max<uint32_t>(1, cfg.entries / std::max<uint32_t>(1, cfg.ways)))
+    , m_lines(static_cast<size_t>(m_sets) * cfg.ways)
+    , m_rng(seed | 1) {}
+
+tag_cache::result tag_cache::access(uint64_t tag, bool write) {
+    result r;
+    const uint32_t set = static_cast<uint32_t>(tag % m_sets);
+    line* first = &m_lines[static_cast<size_t>(set) * m_cfg.ways];
+    line* last = first + m_cfg.ways;
+    ++m_clock;
+    for (line* l = first; l != last; ++l) {
+        if (l->valid && l->tag == tag) {
+            r.hit = true;
+            l->dirty = l->dirty || write;
+            if (m_cfg.policy == "lru") {
+                l->stamp = m_clock;
+            }
+            return r;
+        }
+    }
+    // Miss: an invalid way, else the victim the policy picks.
+    line* victim = std::find_if(first, last, [](const line& l) { return !l.valid; });
+    if (victim == last) {
+        if (m_cfg.policy == "random") {
+            m_rng ^= m_rng << 13;
+            m_rng ^= m_rng >> 7;
+            m_rng ^= m_rng << 17;
+            victim = first + (m_rng % m_cfg.ways);
+        } else {
+            victim = std::min_element(first, last, [](const line& a, const line& b) {
+                return a.stamp < b.stamp;
+            });
+        }
+        r.evicted = true;
+        r.evicted_dirty = victim->dirty;
+        r.evicted_tag = victim->tag;
+    }
+    *victim = {tag, true, write, m_clock};
+    return r;
+}
+
+void tag_cache::invalidate(uint64_t tag) {
+    const uint32_t set = static_cast<uint32_t>(tag % m_sets);
+    line* first = &m_lines[static_cast<size_t>(set) * m_cfg.ways];
+    for (line* l = first; l != first + m_cfg.ways; ++l) {
+        if (l->valid && l->tag == tag) {
+            l->valid = false;
+        }
+    }
+}
+
+context_cache::context_cache(sc_core::sc_module_name name, const context_cache_config& cfg,
+                             const clock_domain& clk, dma_engine& dma, sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_dma(dma)
+    , m_caches{tag_cache(cfg.qpc, cfg.seed), tag_cache(cfg.mpt, cfg.seed + 1),
+               tag_cache(cfg.mtt, cfg.seed + 2)} {
+    static const char* names[] = {"qpc", "mpt", "mtt"};
+    for (int k = 0; k < 3; ++k) {
+        const std::string p = names[k];
+        auto& s = m_stats[k];
+        ctx.stats.add(this->name(), p + "_hits", s.hits, "count", p + " cache hits");
+        ctx.stats.add(this->name(), p + "_misses", s.misses, "count",
+                      p + " cache misses (a DMA read of the line)");
+        ctx.stats.add(this->name(), p + "_evictions", s.evictions, "count", p + " lines evicted");
+        ctx.stats.add(this->name(), p + "_writebacks", s.writebacks, "count",
+                      p + " dirty lines written back to host memory");
+        ctx.stats.add(this->name(), p + "_stall_ps", s.stall_ps, "ps",
+                      "time requesters waited on " + p + " misses");
+    }
+}
+
+uint64_t context_cache::icm_bytes(const context_cache_config& cfg, uint32_t qpcs, uint32_t keys,
+                                  uint32_t mtt_pages) {
+    return static_cast<uint64_t>(qpcs) * cfg.qpc_bytes + static_cast<uint64_t>(keys) * cfg.mpt_bytes +
+           static_cast<uint64_t>(mtt_pages) * 8;
+}
+
+void context_cache::set_icm_base(uint64_t base, uint32_t qpcs, uint32_t keys) {
+    m_base[0] = base;
+    m_base[1] = base == 0 ? 0 : base + static_cast<uint64_t>(qpcs) * m_cfg.qpc_bytes;
+    m_base[2] = base == 0 ? 0 : m_base[1] + static_cast<uint64_t>(keys) * m_cfg.mpt_bytes;
+}
+
+uint32_t context_cache::line_bytes(ctx_kind kind) const {
+    switch (kind) {
+        case ctx_kind::QPC: return m_cfg.qpc_bytes;
+        case ctx_kind::MPT: return m_cfg.mpt_bytes;
+        case ctx_kind::MTT: return m_cfg.mtt_line_bytes;
+    }
+    return 64;
+}
+
+uint64_t context_cache::line_addr(ctx_kind kind, uint64_t tag) const {
+    return m_base[static_cast<int>(kind)] + tag * line_bytes(kind);
+}
+
+void context_cache::access(ctx_kind kind, uint32_t index, bool write) {
+    if (m_icm_reg != nullptr && *m_icm_reg != m_icm_seen) {
+        m_icm_seen = *m_icm_reg;
+        set_icm_base(m_icm_seen, m_qpcs, m_keys);
+    }
+    const int k = static_cast<int>(kind);
+    auto& s = m_stats[k];
+    // MTT lines hold several page entries; the other tables one entry per line.
+    const uint64_t tag = kind == ctx_kind::MTT ? index / (m_cfg.mtt_line_bytes / 8) : index;
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time start = std::max(m_clk.edge_at_or_after(now), m_port_free);
+    m_port_free = start + m_clk.period();
+    const cache_config& cc = k == 0 ? m_cfg.qpc : (k == 1 ? m_cfg.mpt : m_cfg.mtt);
+    if (m_base[k] == 0) {
+        ++s.hits;  // no backing tables: the context is on chip
+        m_clk.wait_until(start + m_clk.cycles(cc.hit_cycles));
+        return;
+    }
+    const tag_cache::result r = m_caches[k].access(tag, write);
+    if (r.hit) {
+        ++s.hits;
+        m_clk.wait_until(start + m_clk.cycles(cc.hit_cycles));
+        return;
+    }
+    ++s.misses;
+    m_line.resize(line_bytes(kind));
+    if (r.evicted) {
+        ++s.evictions;
+        if (r.evicted_dirty) {
+            ++s.writebacks;
+            m_dma.write(dma_client::CONTEXT, line_addr(kind, r.evicted_tag), m_line.data(),
+                        line_bytes(kind));
+        }
+    }
+    m_clk.wait_until(start + m_clk.cycles(cc.hit_cycles));
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    m_dma.read_wait(dma_client::CONTEXT, line_addr(kind, tag), m_line.data(), line_bytes(kind));
+    s.stall_ps += static_cast<uint64_t>((sc_core::sc_time_stamp() - t0).to_seconds() * 1e12 + 0.5);
+}
+
+void context_cache::invalidate(ctx_kind kind, uint32_t index) {
+    const uint64_t tag = kind == ctx_kind::MTT ? index / (m_cfg.mtt_line_bytes / 8) : index;
+    m_caches[static_cast<int>(kind)].invalidate(tag);
+}
+
+}  // namespace rnic::hw

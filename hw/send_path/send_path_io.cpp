@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// The send path's transaction-level edges: input FIFOs, frame output, beat view.
+#include "hw/send_path/send_path_io.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "hw/send_path/send_path_packets.h"
+
+namespace rnic::hw {
+
+namespace {
+uint64_t ps_of(const sc_core::sc_time& t) {
+    return t.value() / sc_core::sc_time(1, sc_core::SC_PS).value();
+}
+}  // namespace
+
+uint64_t edge_after(const clock_domain& clk, const sc_core::sc_time& t) {
+    return ps_of(t) / clk.period_ps() + 1;
+}
+
+sc_core::sc_time time_of_edge(const clock_domain& clk, uint64_t edge) {
+    return sc_core::sc_time::from_value(edge * clk.period_ps() *
+                                        sc_core::sc_time(1, sc_core::SC_PS).value());
+}
+
+void frame_to_beats(const std::vector<uint8_t>& frame, const uint64_t* cycles, uint32_t nbeats,
+                    uint64_t frame_no, const beat_observer& fn) {
+    frame_beat b;
+    b.frame = frame_no;
+    for (uint32_t j = 0; j < nbeats; ++j) {
+        const size_t off = size_t{j} * SEND_PATH_BEAT_BYTES;
+        const size_t n = std::min<size_t>(SEND_PATH_BEAT_BYTES, frame.size() - off);
+        b.data.fill(0);
+        std::memcpy(b.data.data(), frame.data() + off, n);
+        b.keep = n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1);
+        b.last = off + SEND_PATH_BEAT_BYTES >= frame.size();
+        b.cycle = cycles[j];
+        b.index = j;
+        fn(b);
+    }
+}
+
+// --- mac_fifo_output ------------------------------------------------------------------------
+
+uint64_t mac_fifo_output::next_ready(uint64_t edge, bool frame_start) {
+    if (!frame_start) {
+        return edge;  // nothing but this frame enters the FIFO while it streams
+    }
+    if (!m_fifo.full()) {
+        return edge;  // occupancy can only fall between now and `edge`
+    }
+    while (m_fifo.full()) {
+        sc_core::wait(m_fifo.read_event());  // woken at the time of the pop
+    }
+    return std::max(edge, m_clk.cycle_of(sc_core::sc_time_stamp()));
+}
+
+bool mac_fifo_output::ready_at(uint64_t edge, bool frame_start) {
+    if (!m_fifo.full()) {
+        return true;
+    }
+    // A pop at exactly this time may still be pending in this delta: let it run.
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    return !m_fifo.full();
+}
+
+// --- send_path_inputs ------------------------------------------------------------------------
+
+send_path_inputs::send_path_inputs(const std::string& name, const send_path_config& cfg,
+                                   const clock_domain& clk)
+    : m_name(name)
+    , m_cfg(cfg)
+    , m_clk(clk) {
+    update();
+}
+
+void send_path_inputs::put_descriptor(const tx_descriptor& d) {
+    while (m_desc.size() >= m_cfg.desc_fifo_depth) {
+        sc_core::wait(m_space_event);
+    }
+    descriptor_entry e;
+    e.desc = d;
+    e.valid_edge = edge_after(m_clk, sc_core::sc_time_stamp());
+    e.payload_offset = m_desc_payload_end;
+    if (carries_payload(d)) {
+        m_desc_payload_end += d.length;
+    }
+    m_desc.push_back(e);
+    update();
+    m_input_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void send_path_inputs::put_payload(payload_chunk&& c) {
+    size_t done = 0;
+    const size_t total = c.bytes.size();
+    while (done < total) {
+        while (m_pay_end - m_pay_base >= m_cfg.payload_fifo_bytes) {
+            sc_core::wait(m_space_event);
+        }
+        const size_t room = m_cfg.payload_fifo_bytes - (m_pay_end - m_pay_base);
+        const size_t n = std::min(room, total - done);
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        chunk_entry e;
+        e.offset = m_pay_end;
+        e.valid_edge = edge_after(m_clk, c.ready > now ? c.ready : now);
+        if (done == 0 && n == total) {
+            e.bytes = std::move(c.bytes);
+        } else {
+            e.bytes.assign(c.bytes.begin() + static_cast<std::ptrdiff_t>(done),
+                           c.bytes.begin() + static_cast<std::ptrdiff_t>(done + n));
+        }
+        m_chunks.push_back(std::move(e));
+        m_pay_end += n;
+        done += n;
+        update();
+        m_input_event.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+uint64_t send_path_inputs::payload_valid_edge(uint64_t from, uint64_t to) const {
+    uint64_t edge = 0;
+    // Chunks are few and searched from the front: the consumer reads near the oldest bytes.
+    for (const auto& c : m_chunks) {
+        if (c.offset >= to) {
+            break;
+        }
+        if (c.offset + c.bytes.size() > from) {
+            edge = std::max(edge, c.valid_edge);
+        }
+    }
+    return edge;
+}
+
+void send_path_inputs::copy_payload(uint64_t from, size_t n, uint8_t* dst) const {
+    for (const auto& c : m_chunks) {
+        if (n == 0) {
+            break;
+        }
+        const uint64_t end = c.offset + c.bytes.size();
+        if (end <= from) {
+            continue;
+        }
+        const size_t skip = static_cast<size_t>(from - c.offset);
+        const size_t k = std::min(n, c.bytes.size() - skip);
+        std::memcpy(dst, c.bytes.data() + skip, k);
+        dst += k;
+        from += k;
+        n -= k;
+    }
+}
+
+void send_path_inputs::release_descriptor() {
+    m_desc.pop_front();
+    ++m_desc_base;
+    update();
+    m_space_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void send_path_inputs::release_payload(uint64_t n) {
+    if (n == 0) {
+        return;
+    }
+    m_pay_base += n;
+    while (!m_chunks.empty() && m_chunks.front().offset + m_chunks.front().bytes.size() <= m_pay_base) {
+        m_chunks.pop_front();
+    }
+    update();
+    m_space_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void send_path_inputs::clear() {
+    m_desc.clear();
+    m_desc_base = 0;
+    m_desc_payload_end = 0;
+    m_chunks.clear();
+    m_pay_base = 0;
+    m_pay_end = 0;
+    update();
+    m_space_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void send_path_inputs::update() {
+    m_desc_occupancy = static_cast<uint32_t>(m_desc.size());
+    m_payload_occupancy = static_cast<uint32_t>(m_pay_end - m_pay_base);
+    m_desc_ready = m_desc.size() < m_cfg.desc_fifo_depth;
+    m_payload_ready = m_pay_end - m_pay_base < m_cfg.payload_fifo_bytes;
+}
+
+void send_path_inputs::trace(sc_core::sc_trace_file* tf, const std::string& prefix) const {
+    sc_core::sc_trace(tf, m_desc_occupancy, prefix + ".desc_fifo.occupancy");
+    sc_core::sc_trace(tf, m_desc_ready, prefix + ".desc_fifo.ready");
+    sc_core::sc_trace(tf, m_payload_occupancy, prefix + ".payload_fifo.bytes");
+    sc_core::sc_trace(tf, m_payload_ready, prefix + ".payload_fifo.ready");
+}
+
+}  // namespace rnic::hw

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// Send path, SystemC model.
+#include "hw/send_path/send_path_model.h"
+
+#include <algorithm>
+
+namespace rnic::hw {
+
+send_path_model::send_path_model(sc_core::sc_module_name name, const send_path_config& cfg,
+                                 const clock_domain& clk, channel<fabric::eth_frame>& mac_tx,
+                                 sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_mac(std::make_unique<mac_fifo_output>(mac_tx, clk))
+    , m_out(*m_mac)
+    , m_ctx(ctx)
+    , m_in(std::string(this->name()) + ".in", cfg, clk) {
+    init(ctx);
+}
+
+send_path_model::send_path_model(sc_core::sc_module_name name, const send_path_config& cfg,
+                                 const clock_domain& clk, frame_output_if& out, sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_out(out)
+    , m_ctx(ctx)
+    , m_in(std::string(this->name()) + ".in", cfg, clk) {
+    init(ctx);
+}
+
+void send_path_model::init(sim_context& ctx) {
+    SC_HAS_PROCESS(send_path_model);
+    SC_THREAD(run_thread);
+    const std::string b = name();
+    auto& s = ctx.stats;
+    s.add(b, "messages", m_stats.messages, "messages", "message descriptors taken");
+    s.add(b, "packets", m_stats.packets, "packets", "frames sent to the MAC");
+    s.add(b, "frames_send", m_stats.frames_send, "frames", "SEND First/Middle/Last/Only frames");
+    s.add(b, "frames_write", m_stats.frames_write, "frames", "RDMA WRITE frames");
+    s.add(b, "frames_read_request", m_stats.frames_read_request, "frames",
+          "RDMA READ Request frames");
+    s.add(b, "frames_read_response", m_stats.frames_read_response, "frames",
+          "RDMA READ Response frames");
+    s.add(b, "frames_ack", m_stats.frames_ack, "frames", "Acknowledge frames");
+    s.add(b, "beats", m_stats.beats, "beats", "64-byte beats on the frame stream");
+    s.add(b, "bytes", m_stats.bytes, "bytes", "frame bytes sent (no FCS)");
+    s.add(b, "stall_payload_cycles", m_stats.stall_payload_cycles, "cycles",
+          "cycles inside a frame with no beat valid: payload not yet in");
+    s.add(b, "stall_backpressure_cycles", m_stats.stall_backpressure_cycles, "cycles",
+          "cycles with a beat valid that the MAC did not accept");
+    if (ctx.vcd != nullptr) {
+        trace(ctx.vcd);
+    }
+}
+
+void send_path_model::trace(sc_core::sc_trace_file* tf) const {
+    m_in.trace(tf, name());
+    sc_core::sc_trace(tf, m_idle, std::string(name()) + ".idle");
+    sc_core::sc_trace(tf, m_frames_out, std::string(name()) + ".frames_out");
+}
+
+void send_path_model::wait_input() {
+    const uint64_t gen = m_reset_gen;
+    sc_core::wait(m_in.input_event() | m_reset_event);
+    if (m_reset_gen != gen) {
+        throw reset_unwind{};
+    }
+}
+
+void send_path_model::run_thread() {
+    for (;;) {
+        try {
+            run();
+        } catch (const reset_unwind&) {
+            // State was cleared by reset(); start over with descriptor 0.
+        }
+    }
+}
+
+void send_path_model::count_frame(const packet_plan& p) {
+    ++m_stats.packets;
+    ++m_frames_out;
+    m_stats.beats += p.beats;
+    m_stats.bytes += p.frame_bytes;
+    using namespace roce;
+    switch (p.opcode) {
+        case RC_READ_REQUEST:
+            ++m_stats.frames_read_request;
+            break;
+        case RC_ACK:
+            ++m_stats.frames_ack;
+            break;
+        case RC_READ_RESP_FIRST:
+        case RC_READ_RESP_MIDDLE:
+        case RC_READ_RESP_LAST:
+        case RC_READ_RESP_ONLY:
+            ++m_stats.frames_read_response;
+            break;
+        case RC_WRITE_FIRST:
+        case RC_WRITE_MIDDLE:
+        case RC_WRITE_LAST:
+        case RC_WRITE_LAST_IMM:
+        case RC_WRITE_ONLY:
+        case RC_WRITE_ONLY_IMM:
+            ++m_stats.frames_write;
+            break;
+        default:
+            ++m_stats.frames_send;
+            break;
+    }
+}
+
+void send_path_model::run() {
+    const uint64_t gen = m_reset_gen;
+    for (uint64_t seq = 0;; ++seq) {
+        m_idle = true;
+        while (!m_in.has_descriptor(seq)) {
+            wait_input();
+        }
+        m_idle = false;
+        const send_path_inputs::descriptor_entry e = m_in.descriptor(seq);
+        const tx_descriptor& d = e.desc;
+        const std::string why = check_descriptor(d);
+        if (!why.empty()) {
+            SC_REPORT_ERROR(name(), ("bad descriptor: " + why).c_str());
+            return;
+        }
+        ++m_stats.messages;
+        // Descriptor accepted when visible and the sequencer has handed over the previous
+        // message's last packet (same edge allowed).
+        const int64_t valid = static_cast<int64_t>(std::max(e.valid_edge, m_reset_edge));
+        const int64_t s = std::max(valid, m_h_last_msg);
+        const uint32_t npackets = packet_count(d);
+        for (uint32_t p = 0; p < npackets; ++p) {
+            const packet_plan plan = plan_packet(d, p);
+            const uint64_t pay_off = e.payload_offset + plan.payload_offset;
+            m_cur_desc = d;
+            m_cur_plan = plan;
+            m_cur_pay_off = pay_off;
+            // Header register: one edge after the sequencer has the packet, and no earlier than
+            // the edge the previous packet's first beat took the previous header.
+            const int64_t h = std::max(p == 0 ? s + 1 : m_h_prev + 1, m_a0_prev);
+            m_beat_edges.clear();
+            int64_t a0 = 0;
+            for (uint32_t j = 0; j < plan.beats; ++j) {
+                int64_t avail = j == 0 ? h + 1 : NEG;
+                const int32_t k = plan.input_beat_of(j);
+                if (k >= 0) {
+                    const uint64_t from = pay_off + uint64_t{64} * static_cast<uint32_t>(k);
+                    const uint64_t to = std::min<uint64_t>(from + 64, pay_off + plan.payload_len);
+                    while (m_in.payload_end() < to) {
+                        wait_input();
+                    }
+                    avail = std::max(avail,
+                                     static_cast<int64_t>(m_in.payload_valid_edge(from, to)));
+                }
+                const int64_t a = std::max(m_o_prev, avail);      // assembler register
+                const int64_t o = std::max(a + 1, m_t_prev);      // output register
+                const uint64_t t = m_out.next_ready(static_cast<uint64_t>(o + 1), j == 0);
+                m_stats.stall_backpressure_cycles += t - static_cast<uint64_t>(o + 1);
+                if (j > 0) {
+                    m_stats.stall_payload_cycles += static_cast<uint64_t>(o - m_t_prev);
+                } else {
+                    a0 = a;
+                }
+                m_o_prev = o;
+                m_t_prev = static_cast<int64_t>(t);
+                m_beat_edges.push_back(t);
+            }
+            m_h_prev = h;
+            m_a0_prev = a0;
+            if (plan.last) {
+                m_h_last_msg = h;
+            }
+
+            // The frame's bytes; it is complete when its last beat is accepted.
+            build_current_frame();
+            const sc_core::sc_time done = time_of_edge(m_clk, m_beat_edges.back());
+            sc_core::wait(done - sc_core::sc_time_stamp(), m_reset_event);
+            if (m_reset_gen != gen) {
+                throw reset_unwind{};
+            }
+            if (m_observer) {
+                frame_to_beats(m_frame, m_beat_edges.data(), plan.beats, m_frame_no, m_observer);
+            }
+            ++m_frame_no;
+            count_frame(plan);
+            if (m_ctx.tracer != nullptr) {
+                m_ctx.tracer->slice(name(), roce::info(plan.opcode).name, d.flow_id,
+                                    time_of_edge(m_clk, m_beat_edges.front()),
+                                    done + m_clk.period());
+            }
+            m_beat_edges.clear();
+            fabric::eth_frame f;
+            f.data = m_frame;
+            f.flow_id = d.flow_id;
+            m_in.release_payload(plan.payload_len);
+            if (plan.last) {
+                m_in.release_descriptor();
+            }
+            m_out.put_frame(std::move(f));
+        }
+    }
+}
+
+void send_path_model::build_current_frame() {
+    const uint32_t len = m_cur_plan.payload_len;
+    m_payload.assign(len, 0);
+    const uint64_t have =
+        std::min<uint64_t>(len, m_in.payload_end() > m_cur_pay_off
+                                    ? m_in.payload_end() - m_cur_pay_off
+                                    : 0);
+    m_in.copy_payload(m_cur_pay_off, static_cast<size_t>(have), m_payload.data());
+    m_frame.clear();
+    roce::build_frame(make_frame_header(m_cur_desc, m_cur_plan), m_payload.data(), len, m_frame);
+}
+
+void send_path_model::reset(uint32_t cycles) {
+    const uint64_t r = edge_after(m_clk, sc_core::sc_time_stamp());
+    // Beats of the packet in progress accepted before the reset edge did leave.
+    if (m_observer && !m_beat_edges.empty() && m_beat_edges.front() < r) {
+        uint32_t n = 0;
+        while (n < m_beat_edges.size() && m_beat_edges[n] < r) {
+            ++n;
+        }
+        build_current_frame();  // bytes not yet in read as zero; their beats did not leave
+        frame_to_beats(m_frame, m_beat_edges.data(), n, m_frame_no, m_observer);
+    }
+    m_beat_edges.clear();
+    m_frame_no = 0;
+    m_h_last_msg = m_h_prev = m_a0_prev = m_o_prev = m_t_prev = NEG;
+    m_reset_edge = r + cycles;
+    m_in.clear();
+    m_idle = true;
+    ++m_reset_gen;
+    m_reset_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+}  // namespace rnic::hw

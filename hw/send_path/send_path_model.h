@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Send path, SystemC model: message descriptors and payload in, RoCEv2 frames out
+// (segmentation into path-MTU packets, PSNs, Ethernet/IPv4/UDP/BTH/extension headers, payload
+// alignment, pad, ICRC). Timed to the cycle of rtl/send_path/send_path.sv; see README.md.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/channel.h"
+#include "hw/common/clock_domain.h"
+#include "hw/common/sim_context.h"
+#include "hw/send_path/send_path_config.h"
+#include "hw/send_path/send_path_if.h"
+#include "hw/send_path/send_path_io.h"
+#include "hw/send_path/send_path_packets.h"
+#include "tlm/ethernet/eth_link.h"
+
+namespace rnic::hw {
+
+// Cycle timing (64-byte datapath, edges numbered from time 0; see README.md for the pipeline):
+//   descriptor m valid at D (first edge after its put); accepted at s = max(D, h of the last
+//   packet of message m-1); packet headers registered at h = max(s + 1 | h_prev + 1, a0_prev);
+//   beat b of the frame stream enters the assembler at a = max(o_prev, avail) with avail =
+//   h + 1 for a first beat and >= the valid edge of the payload beat it consumes; the output
+//   register at o = max(a + 1, T_prev); it leaves at T = first ready edge >= o + 1.
+// With payload ready and no back-pressure the first beat leaves 4 edges after the descriptor
+// is accepted and frames follow back to back at one beat per cycle.
+class send_path_model : public sc_core::sc_module, public send_path_if {
+public:
+    struct stats {
+        uint64_t messages = 0;                   // descriptors taken
+        uint64_t packets = 0;                    // frames out
+        uint64_t frames_send = 0;                // SEND First..Only (+Imm/Inv)
+        uint64_t frames_write = 0;               // RDMA WRITE First..Only (+Imm)
+        uint64_t frames_read_request = 0;        //
+        uint64_t frames_read_response = 0;       //
+        uint64_t frames_ack = 0;                 //
+        uint64_t beats = 0;                      // 64-byte output beats
+        uint64_t bytes = 0;                      // frame bytes out
+        uint64_t stall_payload_cycles = 0;       // inside a frame, no beat valid (input late)
+        uint64_t stall_backpressure_cycles = 0;  // beat valid, output not ready
+    };
+
+    // Frames go into the MAC transmit FIFO (ready while it has a free frame slot).
+    send_path_model(sc_core::sc_module_name name, const send_path_config& cfg,
+                    const clock_domain& clk, channel<fabric::eth_frame>& mac_tx,
+                    sim_context& ctx);
+    // Frames go to `out` (benches: any ready pattern).
+    send_path_model(sc_core::sc_module_name name, const send_path_config& cfg,
+                    const clock_domain& clk, frame_output_if& out, sim_context& ctx);
+
+    void put_descriptor(const tx_descriptor& d) override { m_in.put_descriptor(d); }
+    void put_payload(payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
+
+    // Hardware reset asserted now, released `cycles` edges later: beats accepted at edges up
+    // to now are kept (reported to the observer, partial frame included), everything in
+    // flight and both input FIFOs are dropped. Call with no put_* blocked.
+    void reset(uint32_t cycles = 2);
+
+    // Every output beat with its edge, in order (lockstep and conformance comparison). Beats
+    // are reported when their frame completes, or at reset for a partial frame.
+    void set_beat_observer(beat_observer fn) { m_observer = std::move(fn); }
+
+    const stats& get_stats() const { return m_stats; }
+    bool idle() const { return m_idle; }
+    void trace(sc_core::sc_trace_file* tf) const;
+
+private:
+    struct reset_unwind {};
+    void init(sim_context& ctx);
+    void run_thread();
+    void run();
+    void wait_input();
+    void build_current_frame();
+    void count_frame(const packet_plan& p);
+
+    const send_path_config m_cfg;
+    const clock_domain& m_clk;
+    std::unique_ptr<mac_fifo_output> m_mac;
+    frame_output_if& m_out;
+    sim_context& m_ctx;
+    send_path_inputs m_in;
+    beat_observer m_observer;
+    stats m_stats;
+    sc_core::sc_event m_reset_event;
+    uint64_t m_reset_gen = 0;
+    uint64_t m_reset_edge = 0;  // first edge after the last reset's release
+
+    // Pipeline state (edges; NEG = never). See the class comment.
+    static constexpr int64_t NEG = -(int64_t{1} << 40);
+    int64_t m_h_last_msg = NEG;  // header edge of the previous message's last packet
+    int64_t m_h_prev = NEG;      // header edge of the previous packet
+    int64_t m_a0_prev = NEG;     // assembler edge of the previous packet's first beat
+    int64_t m_o_prev = NEG;      // output-register edge of the previous beat
+    int64_t m_t_prev = NEG;      // handshake edge of the previous beat
+
+    // The packet being built (kept for reset: its beats before the reset edge are reported).
+    std::vector<uint8_t> m_frame;
+    std::vector<uint8_t> m_payload;
+    std::vector<uint64_t> m_beat_edges;  // handshake edges computed so far
+    tx_descriptor m_cur_desc;
+    packet_plan m_cur_plan;
+    uint64_t m_cur_pay_off = 0;
+    uint64_t m_frame_no = 0;
+    bool m_idle = true;   // traced: no message in progress
+    uint64_t m_frames_out = 0;  // traced
+};
+
+}  // namespace rnic::hw

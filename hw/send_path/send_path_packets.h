@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// Segmentation and header rules of the send path, shared by the SystemC model, the RTL wrapper
+// and the tests: which packets a message becomes, their opcodes, PSNs and headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hw/roce/roce.h"
+#include "hw/send_path/send_path_if.h"
+
+namespace rnic::hw {
+
+// The datapath is 64 bytes (512 bits) wide: one beat per cycle in and out.
+constexpr uint32_t SEND_PATH_BEAT_BYTES = 64;
+
+// One packet of a message, as the segmenter plans it.
+struct packet_plan {
+    uint8_t opcode = 0;
+    uint32_t index = 0;           // packet number within the message
+    uint32_t psn = 0;             // (descriptor psn + index) mod 2^24
+    uint32_t payload_offset = 0;  // first payload byte within the message
+    uint32_t payload_len = 0;
+    bool first = false;
+    bool last = false;
+    uint32_t header_bytes = 0;  // Ethernet .. last extension header
+    uint32_t frame_bytes = 0;   // headers + payload + pad + ICRC (no FCS)
+    uint32_t beats = 0;         // output beats: ceil(frame_bytes / 64)
+    uint32_t input_beats = 0;   // payload beats consumed: ceil(payload_len / 64)
+
+    // Index of the payload input beat (within this packet) that output beat j consumes, or -1.
+    // Output beat j holds frame bytes [64j, 64j+64); payload byte i sits at header_bytes + i.
+    // Since header_bytes mod 64 is never 0, beat j >= header_bytes/64 takes the upper part of
+    // input beat j - header_bytes/64 - 1 (held from the previous cycle) and the lower part of
+    // input beat j - header_bytes/64, which it consumes.
+    int32_t input_beat_of(uint32_t j) const {
+        const uint32_t hb = header_bytes / SEND_PATH_BEAT_BYTES;
+        if (j < hb || j - hb >= input_beats) {
+            return -1;
+        }
+        return static_cast<int32_t>(j - hb);
+    }
+};
+
+// SEND, WRITE and READ_RESPONSE carry `length` payload bytes; READ_REQUEST and ACK none.
+bool carries_payload(const tx_descriptor& d);
+// ceil(length / pmtu) for messages with payload (1 when length is 0); 1 otherwise.
+uint32_t packet_count(const tx_descriptor& d);
+// Packet `index` (< packet_count(d)) of the message.
+packet_plan plan_packet(const tx_descriptor& d, uint32_t index);
+// UDP source port (flow entropy): 0xC000 | 14-bit fold of src_qpn ^ dest_qpn.
+uint16_t udp_source_port(uint32_t src_qpn, uint32_t dest_qpn);
+// Every header field of packet `p` of message `d`, for roce::build_frame.
+roce::frame_header make_frame_header(const tx_descriptor& d, const packet_plan& p);
+// Empty when the send path can build the message, else the reason it cannot.
+std::string check_descriptor(const tx_descriptor& d);
+const char* to_string(tx_kind k);
+
+}  // namespace rnic::hw

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// Simulator-specific entry points of the NDK provider driver. Consumer code uses only the NDK
+// dispatch tables (ndk_shim/ndkpi.h) plus these: open an adapter on a host (the NDIS
+// OpenNDKAdapterHandler role), close it (CloseNDKAdapterHandler: blocking), and a spin-wait
+// primitive for polling consumers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "hw/context/limits.h"
+#include "ndk_shim/host/host_system.h"
+#include "ndk_shim/ndkpi.h"
+#include "ndk_shim/provider/fabric_cm.h"
+
+namespace rnic::ndk {
+
+struct adapter_params {
+    uint32_t node_id = 0;
+    std::array<uint8_t, 6> mac{};
+    uint32_t ip = 0;                 // IPv4, host byte order (SOCKADDR_IN carries it in network order)
+    hw::nic_limits limits;           // must equal the NIC's (QueryAdapterInfo reports them)
+    uint32_t default_mtu = 1024;     // path MTU programmed at connect: 256..4096, power of two
+    NDK_VERSION version{1, 2};       // NDK version requested by the consumer (ndkpi.md 9)
+    uint8_t retry_count = 7;         // transport retries per QP
+    uint8_t rnr_retry = 7;           // RNR retries per QP (7 = infinite in IB)
+    uint8_t timeout_log = 14;        // local ACK timeout 4.096 us x 2^14 = 67 ms
+    uint32_t cmdq_log_size = 8;      // command ring: 256 slots of 64 B
+    uint32_t eq_log_size = 12;       // event queue: 4096 entries of 16 B
+    double command_timeout_ns = 10e6;  // sync waits give up (STATUS_IO_TIMEOUT) after this
+};
+
+// Initialises the NIC through MMIO (command ring, event queue, MSI-X vector 0) and returns the
+// NDK adapter. Must be called from an SC_THREAD. Fails with NDIS_STATUS_BAD_VERSION for an
+// unsupported p.version, STATUS_INVALID_PARAMETER for a bad MTU, STATUS_ADDRESS_ALREADY_EXISTS
+// if another adapter on `cm` owns p.ip.
+NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p,
+                      NDK_ADAPTER** out);
+// Blocking: waits until every child object is closed and every callback has returned
+// (ndkpi.md 5.6), then releases the adapter. From an SC_THREAD, never from a callback.
+void close_adapter(NDK_ADAPTER* adapter);
+// Consumer spin-wait: blocks until the NIC writes host memory (e.g. a CQE) or 1 ms passes.
+void wait_for_completion_activity(host_system& host);
+
+// Driver counters of an adapter (for tests and stats).
+struct adapter_counters {
+    uint64_t commands = 0;
+    uint64_t sq_doorbells = 0;
+    uint64_t rq_doorbells = 0;
+    uint64_t cq_doorbells = 0;
+    uint64_t wqe_pushes = 0;
+    uint64_t wqes_posted = 0;
+    uint64_t cqes_polled = 0;
+    uint64_t interrupts = 0;         // ISR runs on vector 0
+    uint64_t cq_notifications = 0;
+};
+adapter_counters get_adapter_counters(NDK_ADAPTER* adapter);
+
+// The QP number the driver allocated for `qp` (tests, traces).
+uint32_t get_qp_number(NDK_QP* qp);
+
+}  // namespace rnic::ndk

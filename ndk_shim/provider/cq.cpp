@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: Apache-2.0
+// Provider driver: completion queues. The CQ ring is 2^n 32 B hsi::cqe entries in contiguous
+// kernel memory; entries are valid when their phase bit matches the consumer's pass. The
+// consumer index reaches the NIC by REG_CQ_DOORBELL writes, batched (every report_threshold
+// CQEs, and with every arm), so the NIC's overrun check sees the ring space actually free.
+#include <algorithm>
+#include <cstring>
+
+#include "ndk_shim/provider/provider.h"
+#include "ndk_shim/status_map.h"
+
+namespace rnic::ndk::provider {
+
+namespace {
+// Ring of at least twice the requested depth (so a stale consumer index cannot make the NIC
+// see an overrun the consumer did not cause), within the NIC's maximum.
+uint32_t cq_log_size(uint32_t depth, uint32_t max_depth) {
+    const uint32_t max_log = log2_ceil(max_depth);
+    return std::max<uint32_t>(2, std::min(log2_ceil(depth) + 1, max_log));
+}
+
+uint32_t cq_threshold(uint32_t log_size, uint32_t depth) {
+    const uint32_t ring = 1u << log_size;
+    const uint32_t spare = ring > depth ? ring - depth : 0;
+    return std::max<uint32_t>(1, std::min(ring / 4, spare));
+}
+
+bool is_receive(uint8_t opcode) {
+    return opcode == hsi::CQE_RECV || opcode == hsi::CQE_RECV_IMM || opcode == hsi::CQE_RECV_INV;
+}
+
+void fill(NDK_RESULT& r, NTSTATUS st, ULONG bytes, void* qpc, void* req, NDK_OPERATION_TYPE,
+          uint32_t, uint32_t) {
+    r.Status = st;
+    r.BytesTransferred = bytes;
+    r.QPContext = qpc;
+    r.RequestContext = req;
+}
+
+void fill(NDK_RESULT_EX& r, NTSTATUS st, ULONG bytes, void* qpc, void* req,
+          NDK_OPERATION_TYPE type, uint32_t vendor_err, uint32_t inv_key) {
+    r.Status = st;
+    r.BytesTransferred = bytes;
+    r.QPContext = qpc;
+    r.RequestContext = req;
+    r.Type = type;
+    r.ProviderErrorCode = st == STATUS_SUCCESS ? 0 : (vendor_err != 0 ? vendor_err : 1);
+    r.TypeSpecificCompletionOutput = type == NdkOperationTypeReceiveAndInvalidate ? inv_key : 0;
+}
+}  // namespace
+
+bool cq_impl::valid_at(uint32_t index) const {
+    const hsi::cqe& e = ring[index & ((1u << log_size) - 1)];
+    const uint8_t phase = ((index >> log_size) & 1) ? 0 : 1;
+    return ((e.flags >> 7) & 1) == phase;
+}
+
+bool cq_impl::has_match(int type) const {
+    if (type == static_cast<int>(NDK_CQ_NOTIFY_ANY)) {
+        return valid_at(consumer);
+    }
+    if (type == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED)) {
+        const uint32_t mask = (1u << log_size) - 1;
+        for (uint32_t i = consumer; valid_at(i) && i - consumer <= mask; ++i) {
+            const hsi::cqe& e = ring[i & mask];
+            if ((e.flags & hsi::CQE_FLAG_SOLICITED) || e.status != hsi::CQE_OK) {
+                return true;  // errors always match SOLICITED
+            }
+        }
+    }
+    return false;
+}
+
+void cq_impl::write_doorbell(uint8_t hw_arm) {
+    adapter->host.mmio_write64(hsi::REG_CQ_DOORBELL, static_cast<uint64_t>(cqn) |
+                                                         static_cast<uint64_t>(hw_arm) << 24 |
+                                                         static_cast<uint64_t>(consumer) << 32);
+    reported = consumer;
+    ++adapter->counters.cq_doorbells;
+}
+
+void cq_impl::on_event(NTSTATUS status) {
+    if (closing || notify_cb == nullptr || arm < 0) {
+        return;  // an overrun with no arm is reported by the next ArmCq
+    }
+    if (status == STATUS_BUFFER_OVERFLOW) {
+        if (overrun_reported) {
+            return;
+        }
+        overrun_reported = true;
+    }
+    arm = -1;  // one-shot
+    ++adapter->counters.cq_notifications;
+    ++busy;
+    const bool moderated = moderation_interval_us != 0 && moderation_interval_us != MAXULONG &&
+                           status == STATUS_SUCCESS;
+    if (moderated) {
+        // Software interrupt moderation: hold the notification for the interval.
+        adapter->host.queue_dpc(
+            [this, status] {
+                notify_cb(notify_ctx, status);
+                --busy;
+                adapter->progress(this);
+            },
+            moderation_interval_us * 1000.0);
+        return;
+    }
+    notify_cb(notify_ctx, status);
+    --busy;
+    adapter->progress(this);
+}
+
+template <typename R>
+ULONG cq_impl::poll(R* results, ULONG n) {
+    host_system& host = adapter->host;
+    host.cpu(host.config().poll_ns);
+    const uint32_t mask = (1u << log_size) - 1;
+    ULONG count = 0;
+    while (count < n && !overrun && valid_at(consumer)) {
+        const hsi::cqe c = ring[consumer & mask];
+        ++consumer;
+        ++adapter->counters.cqes_polled;
+        qp_impl* qp = c.qpn < adapter->qp_table.size() ? adapter->qp_table[c.qpn] : nullptr;
+        if (qp == nullptr) {
+            continue;  // the QP was destroyed: nobody to report to
+        }
+        const NTSTATUS st = cqe_status_to_ntstatus(c.status);
+        void* req = nullptr;
+        NDK_OPERATION_TYPE type;
+        ULONG bytes = 0;
+        if (is_receive(c.opcode)) {
+            type = c.opcode == hsi::CQE_RECV_INV ? NdkOperationTypeReceiveAndInvalidate
+                                                 : NdkOperationTypeReceive;
+            bytes = c.byte_len;
+            if (c.srqn & 0x80000000u) {
+                const uint32_t sn = c.srqn & 0x00FFFFFFu;
+                srq_impl* s = sn < adapter->srq_table.size() ? adapter->srq_table[sn] : nullptr;
+                if (s == nullptr) {
+                    continue;
+                }
+                req = s->shadow[c.wqe_index & (s->shadow.size() - 1)];
+                s->retire(c.wqe_index);
+            } else {
+                req = qp->rq_shadow[c.wqe_index & (qp->rq_shadow.size() - 1)];
+                qp->retire_rq(c.wqe_index);
+            }
+        } else {
+            const sq_shadow_entry& e = qp->sq_shadow[c.wqe_index & (qp->sq_shadow.size() - 1)];
+            req = e.context;
+            type = e.type;
+            bytes = c.byte_len;
+            qp->retire_sq(c.wqe_index);
+        }
+        fill(results[count], st, bytes, qp->context, req, type, c.vendor_err, c.imm_or_key);
+        ++count;
+    }
+    if (consumer - reported >= report_threshold || (count == 0 && consumer != reported)) {
+        // Keep the current arm when only the consumer index moves.
+        const uint8_t hw = arm == static_cast<int>(NDK_CQ_NOTIFY_ANY)         ? hsi::CQ_ARM_ANY
+                           : arm == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED) ? hsi::CQ_ARM_SOLICITED
+                                                                              : hsi::CQ_ARM_NONE;
+        write_doorbell(hw);
+    }
+    return count;
+}
+
+void cq_impl::teardown(std::function<void()> done) {
+    hsi::cmd_slot c{};
+    c.opcode = hsi::CMD_DESTROY_CQ;
+    c.u.obj.handle = cqn;
+    adapter_impl* ad = adapter;
+    cq_impl* self = this;
+    ad->commands({c}, ad->sync(), [ad, self, done](uint8_t) {
+        ad->cq_table[self->cqn] = nullptr;
+        ad->cqns.free(self->cqn);
+        ad->host.free(self->ring);
+        self->ring = nullptr;
+        done();
+    });
+}
+
+NTSTATUS create_cq(NDK_ADAPTER* a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK notify,
+                   PVOID notify_ctx, GROUP_AFFINITY*, NDK_FN_CREATE_COMPLETION cb, PVOID ctx,
+                   NDK_CQ** out) {
+    adapter_impl* ad = impl(a);
+    if (depth == 0 || depth > ad->params.limits.max_cq_depth) {
+        return STATUS_INVALID_PARAMETER;
+    }
+    const uint32_t cqn = ad->cqns.alloc();
+    if (cqn == 0) {
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    auto* cq = new cq_impl;
+    ad->init_header(cq, NdkObjectTypeCq, &cq_dispatch);
+    cq->adapter = ad;
+    cq->cqn = cqn;
+    cq->depth = depth;
+    cq->log_size = cq_log_size(depth, ad->params.limits.max_cq_depth);
+    cq->report_threshold = cq_threshold(cq->log_size, depth);
+    cq->ring = static_cast<hsi::cqe*>(
+        ad->host.alloc((size_t{1} << cq->log_size) * sizeof(hsi::cqe), true));
+    cq->notify_cb = notify;
+    cq->notify_ctx = notify_ctx;
+    ad->cq_table[cqn] = cq;
+
+    hsi::cmd_slot c{};
+    c.opcode = hsi::CMD_CREATE_CQ;
+    c.u.cq.cqn = cqn;
+    c.u.cq.log_depth = cq->log_size;
+    c.u.cq.ring_addr = ad->host.phys(cq->ring);
+    c.u.cq.msix_vector = hsi::MSIX_VECTOR_ASYNC;  // notifications arrive as EQ events
+    const bool sync = ad->sync();
+    NTSTATUS result = STATUS_PENDING;
+    ad->commands({c}, sync, [ad, cq, cb, ctx, sync, &result](uint8_t st) {
+        const NTSTATUS s = cmd_status_to_ntstatus(st);
+        if (s == STATUS_SUCCESS) {
+            cq->add_antecedent(ad);
+        } else {
+            ad->cq_table[cq->cqn] = nullptr;
+            ad->cqns.free(cq->cqn);
+            ad->host.free(cq->ring);
+            delete cq;
+        }
+        if (sync) {
+            result = s;
+        } else {
+            cb(ctx, s, s == STATUS_SUCCESS ? &cq->Header : nullptr);
+        }
+    });
+    if (sync && result == STATUS_SUCCESS) {
+        *out = cq;
+    }
+    return result;
+}
+
+VOID arm_cq(NDK_CQ* p, ULONG type) {
+    cq_impl* cq = impl(p);
+    if (type > NDK_CQ_NOTIFY_SOLICITED) {
+        return;
+    }
+    // Re-arming before the first arm fired combines (ndkpi.md 7): ANY wins, then SOLICITED.
+    const int t = static_cast<int>(type);
+    if (cq->arm < 0) {
+        cq->arm = t;
+    } else if (cq->arm == static_cast<int>(NDK_CQ_NOTIFY_ANY) || t == NDK_CQ_NOTIFY_ANY) {
+        cq->arm = NDK_CQ_NOTIFY_ANY;
+    } else if (cq->arm == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED) ||
+               t == NDK_CQ_NOTIFY_SOLICITED) {
+        cq->arm = NDK_CQ_NOTIFY_SOLICITED;
+    }
+    const uint8_t hw = cq->arm == static_cast<int>(NDK_CQ_NOTIFY_ANY) ? hsi::CQ_ARM_ANY
+                       : cq->arm == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED)
+                           ? hsi::CQ_ARM_SOLICITED
+                           : hsi::CQ_ARM_NONE;
+    if (hw != hsi::CQ_ARM_NONE || cq->consumer != cq->reported) {
+        cq->write_doorbell(hw);
+    }
+    // Already satisfied (a completion is queued, or an overrun was not reported yet): fire from
+    // a DPC, never from inside ArmCq.
+    const bool overrun_due = cq->overrun && !cq->overrun_reported;
+    if (overrun_due || cq->has_match(cq->arm)) {
+        ++cq->busy;
+        cq->adapter->host.queue_dpc([cq, overrun_due] {
+            --cq->busy;
+            cq->on_event(overrun_due ? STATUS_BUFFER_OVERFLOW : STATUS_SUCCESS);
+            cq->adapter->progress(cq);
+        });
+    }
+}
+
+ULONG get_cq_results(NDK_CQ* p, NDK_RESULT results[], ULONG n) { return impl(p)->poll(results, n); }
+
+ULONG get_cq_results_ex(NDK_CQ* p, NDK_RESULT_EX results[], ULONG n) {
+    return impl(p)->poll(results, n);
+}
+
+NTSTATUS control_cq_moderation(NDK_CQ* p, ULONG interval, ULONG count) {
+    cq_impl* cq = impl(p);
+    const bool interval_off = interval == MAXULONG;
+    const bool count_off = count == MAXULONG || count > cq->depth;
+    if (interval_off && count_off) {
+        return STATUS_INVALID_PARAMETER_MIX;
+    }
+    // Moderation is done by the driver (the NIC interrupts on the first matching CQE): the
+    // notification is held for `interval` us; a count-only setting notifies immediately.
+    cq->moderation_interval_us = interval;
+    cq->moderation_count = count;
+    return STATUS_SUCCESS;
+}
+
+// Resize: a new ring is given to the NIC with CMD_RESIZE_CQ. Entries still queued in the old
+// ring are reported first (the driver drains the old ring before switching).
+NTSTATUS resize_cq(NDK_CQ* p, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
+    cq_impl* cq = impl(p);
+    adapter_impl* ad = cq->adapter;
+    if (depth == 0 || depth > ad->params.limits.max_cq_depth) {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // Entries not yet retrieved must fit into the new depth.
+    uint32_t queued = 0;
+    while (cq->valid_at(cq->consumer + queued) && queued < (1u << cq->log_size)) {
+        ++queued;
+    }
+    if (queued > depth) {
+        return STATUS_INVALID_PARAMETER;
+    }
+    const uint32_t new_log = cq_log_size(depth, ad->params.limits.max_cq_depth);
+    auto* new_ring =
+        static_cast<hsi::cqe*>(ad->host.alloc((size_t{1} << new_log) * sizeof(hsi::cqe), true));
+    hsi::cmd_slot c{};
+    c.opcode = hsi::CMD_RESIZE_CQ;
+    c.u.cq.cqn = cq->cqn;
+    c.u.cq.log_depth = new_log;
+    c.u.cq.ring_addr = ad->host.phys(new_ring);
+    c.u.cq.msix_vector = hsi::MSIX_VECTOR_ASYNC;
+    const bool sync = ad->sync();
+    NTSTATUS result = STATUS_PENDING;
+    ++cq->busy;
+    ad->commands({c}, sync, [ad, cq, new_ring, new_log, depth, cb, ctx, sync,
+                             &result](uint8_t st) {
+        const NTSTATUS s = cmd_status_to_ntstatus(st);
+        if (s == STATUS_SUCCESS) {
+            // Move the unretrieved entries to the start of the new ring (phase of pass 0) and
+            // continue from there: the NIC writes the new ring from index `moved` on.
+            const uint32_t old_mask = (1u << cq->log_size) - 1;
+            uint32_t moved = 0;
+            while (cq->valid_at(cq->consumer)) {
+                hsi::cqe e = cq->ring[cq->consumer & old_mask];
+                e.flags = static_cast<uint8_t>((e.flags & ~hsi::CQE_FLAG_PHASE) |
+                                               hsi::CQE_FLAG_PHASE);
+                new_ring[moved++] = e;
+                ++cq->consumer;
+            }
+            ad->host.free(cq->ring);
+            cq->ring = new_ring;
+            cq->log_size = new_log;
+            cq->depth = depth;
+            cq->consumer = 0;
+            cq->reported = 0;
+            cq->report_threshold = cq_threshold(new_log, depth);
+        } else {
+            ad->host.free(new_ring);
+        }
+        --cq->busy;
+        if (sync) {
+            result = s;
+        } else {
+            cb(ctx, s);
+        }
+        ad->progress(cq);
+    });
+    return result;
+}
+
+}  // namespace rnic::ndk::provider

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// rnicsim command line: run a scenario, validate it, or show its effective config.
+//   rnicsim run SCENARIO.json [--out DIR] [--set PATH=VALUE]...   exit 0 ok, 1 failed, 2 config
+//   rnicsim validate SCENARIO.json [--set PATH=VALUE]...          exit 0 valid, 2 invalid
+//   rnicsim show-config SCENARIO.json [--set PATH=VALUE]...       effective config on stdout
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "hw/common/config_reader.h"
+#include "testbench/output/output_dir.h"
+#include "testbench/output/run_report.h"
+#include "testbench/scenario/runner.h"
+#include "testbench/scenario/scenario_config.h"
+
+namespace {
+
+constexpr int EXIT_OK = 0;
+constexpr int EXIT_RUN_FAILED = 1;
+constexpr int EXIT_CONFIG = 2;  // config or usage error: nothing was written
+
+struct options {
+    std::string scenario;
+    std::string out;
+    std::vector<std::string> sets;
+};
+
+void add_common(CLI::App* cmd, options& o) {
+    cmd->add_option("scenario", o.scenario, "scenario file (JSON)")->required();
+    cmd->add_option("--set", o.sets, "override one config value: PATH=VALUE (VALUE is JSON, "
+                                     "else a string); repeatable")
+        ->type_name("PATH=VALUE")
+        ->allow_extra_args(false);
+}
+
+// Loads the scenario or prints every error (each starting with its JSON path) and returns false.
+bool load(const options& o, rnic::scenario::scenario_config& cfg) {
+    std::vector<std::string> sets = o.sets;
+    if (!o.out.empty()) {
+        sets.push_back("outputs.dir=" + nlohmann::json(o.out).dump());
+    }
+    try {
+        cfg = rnic::scenario::load_scenario(o.scenario, sets);
+        return true;
+    } catch (const rnic::config::config_error& e) {
+        std::cerr << "rnicsim: " << o.scenario << ": " << e.errors.size() << " config error"
+                  << (e.errors.size() == 1 ? "" : "s") << ":\n";
+        for (const auto& err : e.errors) {
+            std::cerr << "  " << err << "\n";
+        }
+        return false;
+    }
+}
+
+int run(const options& o) {
+    rnic::scenario::scenario_config cfg;
+    if (!load(o, cfg)) {
+        return EXIT_CONFIG;
+    }
+    try {
+        rnic::output::output_dir dir(cfg.outputs.dir);
+        const rnic::scenario::run_result r =
+            rnic::scenario::run_scenario(cfg, cfg.outputs.waves ? dir.staged("waves") : "");
+        const std::string summary = rnic::output::make_summary(cfg, r);
+        dir.write("stats.json", rnic::output::to_file_text(rnic::output::make_stats_json(r)));
+        dir.write("summary.txt", summary);
+        dir.write("config.json", rnic::output::to_file_text(cfg.effective));
+        // A finished run keeps its outputs even when a check failed: they say what went wrong.
+        dir.commit();
+        std::cout << summary << std::flush;
+        if (!r.passed()) {
+            std::cerr << "rnicsim: run failed:\n";
+            for (const auto& f : r.failures) {
+                std::cerr << "  " << f << "\n";
+            }
+            return EXIT_RUN_FAILED;
+        }
+        std::cerr << "rnicsim: outputs in " << cfg.outputs.dir << "\n";
+        return EXIT_OK;
+    } catch (const rnic::output::output_dir_error& e) {
+        std::cerr << "rnicsim: " << e.what() << "\n";
+        return EXIT_CONFIG;
+    } catch (const std::exception& e) {
+        // Model errors (sc_report) and I/O errors: the staging folder is removed, nothing kept.
+        std::cerr << "rnicsim: run aborted: " << e.what() << "\n";
+        return EXIT_RUN_FAILED;
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // The SystemC banner would land in the middle of the summary on stdout.
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+
+    CLI::App app{"rnicsim: cycle-accurate RDMA NIC simulator"};
+    app.require_subcommand(1);
+    options o;
+
+    CLI::App* run_cmd = app.add_subcommand("run", "simulate a scenario and write its outputs");
+    add_common(run_cmd, o);
+    run_cmd->add_option("--out,-o", o.out, "output folder (default: outputs.dir of the scenario)");
+
+    CLI::App* validate_cmd =
+        app.add_subcommand("validate", "check a scenario; list every error (exit 2)");
+    add_common(validate_cmd, o);
+
+    CLI::App* show_cmd =
+        app.add_subcommand("show-config", "print the effective config (defaults filled in)");
+    add_common(show_cmd, o);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);  // prints help, or the usage error
+        return code == 0 ? EXIT_OK : EXIT_CONFIG;
+    }
+
+    if (run_cmd->parsed()) {
+        return run(o);
+    }
+    rnic::scenario::scenario_config cfg;
+    if (!load(o, cfg)) {
+        return EXIT_CONFIG;
+    }
+    if (validate_cmd->parsed()) {
+        std::cout << o.scenario << ": ok\n";
+    } else {
+        std::cout << rnic::output::to_file_text(cfg.effective);
+    }
+    return EXIT_OK;
+}

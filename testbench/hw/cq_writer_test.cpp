@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: Apache-2.0
+// CQ writer: CQE placement and phase, overrun, CQ arming, event queue, MSI-X delivery and masking.
+#include "hw/cq_writer/cq_writer.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <gtest/gtest.h>
+
+#include "hw/cmd_processor/cmd_processor.h"
+#include "hw/context/limits.h"
+#include "hw/dma_engine/dma_engine.h"
+#include "hw/doorbell/doorbell.h"
+#include "tlm/host_memory/host_memory.h"
+#include "tlm/pcie/pcie_link.h"
+
+namespace {
+
+using namespace rnic;
+using namespace rnic::hw;
+using sc_core::SC_NS;
+using sc_core::SC_PS;
+using sc_core::sc_time;
+using sc_core::sc_time_stamp;
+
+// ---------------------------------------------------------------------------------------------
+// Bench: host memory + PCIe link + DMA engine + doorbell + CQ writer + command processor on one
+// context store, and a fake driver that does MMIO through the link.
+// ---------------------------------------------------------------------------------------------
+constexpr double CLOCK_MHZ = 500.0;  // 2 ns cycle
+constexpr uint64_t CMDQ_BASE = 0x10000;
+constexpr uint32_t CMDQ_LOG = 4;
+constexpr uint64_t EQ_BASE = 0x20000;
+constexpr uint32_t EQ_LOG = 4;
+constexpr uint64_t MSI_ADDR = fabric::pcie_link::MSI_BASE;
+
+struct msi_record {
+    sc_time at;
+    uint64_t addr;
+    uint32_t data;
+};
+
+class fake_driver : public sc_core::sc_module {
+public:
+    tlm_utils::simple_initiator_socket<fake_driver> mmio{"mmio"};
+    std::function<void()> body;   // the driver (an SC_THREAD)
+    std::function<void()> aux;    // a second thread, e.g. a stand-in for WQE fetch
+    bool finished = false;
+
+    explicit fake_driver(sc_core::sc_module_name n)
+        : sc_module(n) {
+        SC_HAS_PROCESS(fake_driver);
+        SC_THREAD(run);
+        SC_THREAD(run_aux);
+    }
+    // Posted MMIO write: returns at once, arrives at the NIC after the link latency.
+    void write(uint64_t offset, const void* data, unsigned len) {
+        std::vector<uint8_t> buf(static_cast<const uint8_t*>(data),
+                                 static_cast<const uint8_t*>(data) + len);
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_WRITE_COMMAND);
+        gp.set_address(offset);
+        gp.set_data_ptr(buf.data());
+        gp.set_data_length(len);
+        gp.set_streaming_width(len);
+        sc_time d = sc_core::SC_ZERO_TIME;
+        mmio->b_transport(gp, d);
+    }
+    void write64(uint64_t offset, uint64_t v) { write(offset, &v, 8); }
+    void write32(uint64_t offset, uint32_t v) { write(offset, &v, 4); }
+    // Non-posted read: the CPU stalls for the round trip.
+    uint64_t read(uint64_t offset, unsigned len) {
+        uint8_t buf[16] = {};
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_READ_COMMAND);
+        gp.set_address(offset);
+        gp.set_data_ptr(buf);
+        gp.set_data_length(len);
+        gp.set_streaming_width(len);
+        sc_time d = sc_core::SC_ZERO_TIME;
+        mmio->b_transport(gp, d);
+        sc_core::wait(d);
+        uint64_t v = 0;
+        std::memcpy(&v, buf, std::min(len, 8u));
+        return v;
+    }
+
+private:
+    void run() {
+        if (body) {
+            body();
+        }
+        finished = true;
+    }
+    void run_aux() {
+        if (aux) {
+            aux();
+        }
+    }
+};
+
+struct bench_config {
+    doorbell_config db;
+    cq_writer_config cqw;
+    cmd_processor_config cmd;
+    dma_engine_config dma;
+    nic_limits limits;
+    std::string vcd_path;
+};
+
+sim_context make_ctx(const bench_config& c) {
+    sim_context ctx;
+    if (!c.vcd_path.empty()) {
+        ctx.vcd = sc_core::sc_create_vcd_trace_file(c.vcd_path.c_str());
+    }
+    return ctx;
+}
+
+struct bench {
+    bench_config cfg;
+    sim_context ctx;
+    clock_domain clk;
+    nic_limits limits;
+    context_store contexts;
+    fabric::host_memory mem;
+    fabric::pcie_link link;
+    dma_engine dma;
+    doorbell db;
+    cq_writer cqw;
+    cmd_processor cmdp;
+    fake_driver drv;
+    std::vector<msi_record> msis;
+    uint32_t cmd_producer = 0;
+
+    explicit bench(const bench_config& c = {})
+        : cfg(c)
+        , ctx(make_ctx(c))
+        , clk("nic", CLOCK_MHZ)
+        , limits(c.limits)
+        , contexts(limits.max_qps, limits.max_cqs, limits.max_srqs, limits.max_pds,
+                   limits.max_keys, limits.max_mtt_pages)
+        , mem("mem", sc_time(80, SC_NS))
+        , link("link", fabric::pcie_config{}, "", ctx)
+        , dma("dma", c.dma, clk, ctx)
+        , db("db", c.db, clk, contexts, ctx)
+        , cqw("cqw", c.cqw, clk, contexts, dma, db.registers(), ctx)
+        , cmdp("cmdp", c.cmd, clk, contexts, dma, limits, db, cqw, ctx)
+        , drv("drv") {
+        db.bind_cq_writer(&cqw);
+        drv.mmio.bind(link.host_mmio_in);
+        link.bar_out.bind(db.mmio_in);
+        link.mem_out.bind(mem.dma_in);
+        dma.dma_out.bind(link.dev_dma_in);
+        link.set_msi_handler(
+            [this](uint64_t a, uint32_t d) { msis.push_back({sc_time_stamp(), a, d}); });
+    }
+
+    // --- timing helpers (the PCIe model's closed form, for exact expectations) ---
+    double wire_ps(uint32_t bytes) const { return bytes * link.byte_ns() * 1000.0; }
+    double lat_ps() const { return link.config().latency_ns * 1000.0; }
+    static double ps(const sc_time& t) { return t.to_seconds() * 1e12; }
+    static sc_time ceil_ps(double p) { return sc_time(std::ceil(p), SC_PS); }
+    sc_time edge(const sc_time& t) const { return clk.edge_at_or_after(t); }
+    // Arrival at the NIC of an MMIO write of `len` bytes issued now on an idle link.
+    sc_time mmio_arrival(const sc_time& t, unsigned len) const {
+        return ceil_ps(ps(t) + wire_ps(24 + len) + lat_ps());
+    }
+
+    // --- driver helpers (call from the driver thread) ---
+    void settle() { sc_core::wait(sc_time(2, sc_core::SC_US)); }
+    void setup_queues() {
+        drv.write64(hsi::REG_CMDQ_BASE, CMDQ_BASE);
+        drv.write64(hsi::REG_CMDQ_LOG_SIZE, CMDQ_LOG);
+        drv.write64(hsi::REG_EQ_BASE, EQ_BASE);
+        drv.write64(hsi::REG_EQ_LOG_SIZE, EQ_LOG);
+        for (uint32_t v = 0; v < 8; ++v) {
+            set_msix(v, MSI_ADDR + 4 * v, 0x100 + v, 0);
+        }
+        settle();
+    }
+    void set_msix(uint32_t v, uint64_t addr, uint32_t data, uint32_t control) {
+        const uint32_t e[4] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32),
+                               data, control};
+        drv.write(hsi::REG_MSIX_TABLE + 16 * v, e, 16);
+    }
+    static uint64_t sq_db(uint32_t qpn, uint32_t pi) {
+        return qpn | (static_cast<uint64_t>(pi & 0xffff) << 32);
+    }
+    qp_context& make_qp(uint32_t qpn, uint8_t state) {
+        qp_context* q = contexts.qp_slot(qpn);
+        *q = qp_context{};
+        q->valid = true;
+        q->state = state;
+        return *q;
+    }
+};
+
+// Runs the bench until nothing is left to do and checks the driver thread got to its end.
+void run(bench& b) {
+    sc_core::sc_start();
+    EXPECT_TRUE(b.drv.finished) << "driver thread did not finish (waiting for something)";
+}
+
+// ---------------------------------------------------------------------------------------------
+
+constexpr uint64_t CQ_RING = 0x40000;
+
+cq_context& make_cq(bench& b, uint32_t cqn, uint32_t log_depth, uint32_t vector) {
+    cq_context* cq = b.contexts.cq_slot(cqn);
+    *cq = cq_context{};
+    cq->valid = true;
+    cq->log_depth = log_depth;
+    cq->ring_addr = CQ_RING + 0x1000ull * cqn;
+    cq->msix_vector = vector;
+    return *cq;
+}
+
+completion_request make_req(uint32_t cqn, uint16_t index, uint8_t flags = 0,
+                            uint8_t status = hsi::CQE_OK) {
+    completion_request r;
+    r.cqn = cqn;
+    r.entry.qpn = 0x11;
+    r.entry.wqe_index = index;
+    r.entry.opcode = hsi::CQE_SEND;
+    r.entry.status = status;
+    r.entry.byte_len = 100u + index;
+    r.entry.flags = flags;
+    return r;
+}
+
+hsi::cqe cqe_at(bench& b, uint32_t cqn, uint32_t slot) {
+    return b.mem.load<hsi::cqe>(CQ_RING + 0x1000ull * cqn + 32ull * slot);
+}
+
+hsi::event_entry eqe_at(bench& b, uint32_t slot) {
+    return b.mem.load<hsi::event_entry>(EQ_BASE + 16ull * slot);
+}
+
+uint64_t cq_db(uint32_t cqn, uint8_t arm, uint32_t consumer) {
+    return cqn | (uint64_t{arm} << 24) | (uint64_t{consumer} << 32);
+}
+
+// Waits (in the driver thread) until host memory satisfies `pred`; a DMA write wakes it at the
+// time the bytes land.
+template <typename F>
+void wait_mem(bench& b, F pred) {
+    while (!pred()) {
+        sc_core::wait(b.mem.dma_write_event());
+    }
+}
+
+TEST(CqWriter, CqeLandsAfterLatencyAndPcieWithPhaseFlippingAtEachWrap) {
+    bench b;
+    make_cq(b, 3, 2, 1);  // 4 entries
+    sc_time posted;
+    sc_time visible;
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.clk.wait_cycles(0);
+        posted = sc_time_stamp();
+        b.cqw.requests().put(make_req(3, 0));
+        wait_mem(b, [&] { return (cqe_at(b, 3, 0).flags & hsi::CQE_FLAG_PHASE) != 0; });
+        visible = sc_time_stamp();
+        for (uint16_t i = 1; i < 4; ++i) {
+            b.cqw.requests().put(make_req(3, i));
+        }
+        b.settle();
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(3, hsi::CQ_ARM_NONE, 4));
+        b.settle();
+        // Second pass: phase 0. A phase bit set by the producer is overwritten.
+        b.cqw.requests().put(make_req(3, 4, hsi::CQE_FLAG_PHASE));
+        b.cqw.requests().put(make_req(3, 5));
+        b.settle();
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(3, hsi::CQ_ARM_NONE, 6));
+        b.settle();
+        for (uint16_t i = 6; i < 10; ++i) {
+            b.cqw.requests().put(make_req(3, i));
+        }
+        b.settle();
+    };
+    run(b);
+    // Request on an edge: +latency_cycles (4) + DMA issue (2), then a 32 B MWr and the latency.
+    const sc_time issue = posted + b.clk.cycles(4 + 2);
+    EXPECT_EQ(visible, bench::ceil_ps(b.ps(issue) + b.wire_ps(24 + 32) + b.lat_ps()));
+    EXPECT_GT(visible, posted + sc_time(b.link.config().latency_ns, SC_NS));
+    // Slots 0,1: producer 8,9 (third pass, phase 1); slots 2,3: producer 6,7 (second pass).
+    const uint16_t expect_index[4] = {8, 9, 6, 7};
+    for (uint32_t s = 0; s < 4; ++s) {
+        const hsi::cqe e = cqe_at(b, 3, s);
+        EXPECT_EQ(e.wqe_index, expect_index[s]) << "slot " << s;
+        EXPECT_EQ(e.byte_len, 100u + expect_index[s]);
+        EXPECT_EQ(e.qpn, 0x11u);
+        EXPECT_EQ(e.opcode, hsi::CQE_SEND);
+        const bool phase = (e.flags & hsi::CQE_FLAG_PHASE) != 0;
+        EXPECT_EQ(phase, s < 2) << "slot " << s;
+    }
+    EXPECT_EQ(b.contexts.cq(3)->producer, 10u);
+    EXPECT_EQ(b.cqw.get_stats().cqes, 10u);
+    EXPECT_EQ(b.cqw.get_stats().overruns, 0u);
+    EXPECT_EQ(b.dma.get_stats(dma_client::COMPLETION).writes, 10u);
+    EXPECT_TRUE(b.msis.empty());  // nothing armed
+}
+
+TEST(CqWriter, SecondPassEntriesReplaceFirstPassOnesWithPhaseZero) {
+    bench b;
+    make_cq(b, 2, 1, 0);  // 2 entries
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.cqw.requests().put(make_req(2, 0));
+        b.cqw.requests().put(make_req(2, 1));
+        b.settle();
+        EXPECT_NE(cqe_at(b, 2, 0).flags & hsi::CQE_FLAG_PHASE, 0);
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(2, hsi::CQ_ARM_NONE, 1));
+        b.settle();
+        b.cqw.requests().put(make_req(2, 2));
+        wait_mem(b, [&] { return cqe_at(b, 2, 0).wqe_index == 2; });
+        EXPECT_EQ(cqe_at(b, 2, 0).flags & hsi::CQE_FLAG_PHASE, 0);
+        EXPECT_NE(cqe_at(b, 2, 1).flags & hsi::CQE_FLAG_PHASE, 0);  // still first pass
+    };
+    run(b);
+    EXPECT_EQ(b.cqw.get_stats().cqes, 3u);
+}
+
+TEST(CqWriter, OverrunPutsCqInErrorPostsEventAndDropsLaterCqes) {
+    bench b;
+    make_cq(b, 4, 2, 1);
+    b.drv.body = [&] {
+        b.setup_queues();
+        for (uint16_t i = 0; i < 6; ++i) {
+            b.cqw.requests().put(make_req(4, i));
+        }
+        b.cqw.requests().put(make_req(9, 0));  // no such CQ
+        b.settle();
+    };
+    run(b);
+    const cq_context* cq = b.contexts.cq(4);
+    EXPECT_TRUE(cq->error);
+    EXPECT_EQ(cq->producer, 4u);
+    for (uint32_t s = 0; s < 4; ++s) {
+        EXPECT_EQ(cqe_at(b, 4, s).wqe_index, s);
+    }
+    const hsi::event_entry e = eqe_at(b, 0);
+    EXPECT_EQ(e.type, hsi::EVENT_CQ_ERROR);
+    EXPECT_EQ(e.data, 4u);
+    EXPECT_EQ(e.flags, 0x80);
+    EXPECT_EQ(eqe_at(b, 1).type, 0);  // only one event
+    ASSERT_EQ(b.msis.size(), 1u);     // async vector 0
+    EXPECT_EQ(b.msis[0].addr, MSI_ADDR);
+    EXPECT_EQ(b.msis[0].data, 0x100u);
+    EXPECT_EQ(b.cqw.get_stats().cqes, 4u);
+    EXPECT_EQ(b.cqw.get_stats().overruns, 1u);
+    EXPECT_EQ(b.cqw.get_stats().dropped, 2u);  // after the error, and the invalid CQ
+    EXPECT_EQ(b.cqw.get_stats().events, 1u);
+    EXPECT_EQ(b.cqw.get_stats().interrupts, 1u);
+}
+
+TEST(CqWriter, ArmAnyFiresOnceEqeBeforeMsixOnTheCqVectorThenRearm) {
+    bench b;
+    make_cq(b, 5, 4, 3);
+    sc_time cqe_visible;
+    sc_time eqe_visible;
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(5, hsi::CQ_ARM_ANY, 0));
+        b.settle();
+        EXPECT_EQ(b.contexts.cq(5)->armed, hsi::CQ_ARM_ANY);
+        b.cqw.requests().put(make_req(5, 0));
+        wait_mem(b, [&] { return cqe_at(b, 5, 0).flags != 0; });
+        cqe_visible = sc_time_stamp();
+        wait_mem(b, [&] { return eqe_at(b, 0).flags != 0; });
+        eqe_visible = sc_time_stamp();
+        b.settle();
+        EXPECT_EQ(b.contexts.cq(5)->armed, hsi::CQ_ARM_NONE);
+        EXPECT_FALSE(b.cqw.eq_armed());
+        b.cqw.requests().put(make_req(5, 1));  // disarmed: no event
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().events, 1u);
+        // Driver consumed the EQE: re-arm, nothing more to signal.
+        b.drv.write32(hsi::REG_EQ_CONSUMER, 1);
+        b.settle();
+        EXPECT_TRUE(b.cqw.eq_armed());
+        EXPECT_EQ(b.msis.size(), 1u);
+        // Arming over two unconsumed CQEs fires at once.
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(5, hsi::CQ_ARM_ANY, 0));
+        b.settle();
+    };
+    run(b);
+    const hsi::event_entry e = eqe_at(b, 0);
+    EXPECT_EQ(e.type, hsi::EVENT_CQ_COMPLETION);
+    EXPECT_EQ(e.data, 5u);
+    EXPECT_EQ(eqe_at(b, 1).type, hsi::EVENT_CQ_COMPLETION);
+    EXPECT_EQ(eqe_at(b, 1).flags, 0x80);
+    ASSERT_EQ(b.msis.size(), 2u);
+    EXPECT_EQ(b.msis[0].addr, MSI_ADDR + 12);  // vector 3
+    EXPECT_EQ(b.msis[0].data, 0x103u);
+    EXPECT_EQ(b.msis[1].data, 0x103u);
+    // PCIe order: CQE, then EQE, then the interrupt message.
+    EXPECT_LT(cqe_visible, eqe_visible);
+    EXPECT_LT(eqe_visible, b.msis[0].at);
+    EXPECT_EQ(b.cqw.get_stats().cq_events, 2u);
+    EXPECT_EQ(b.cqw.get_stats().interrupts, 2u);
+}
+
+TEST(CqWriter, ArmSolicitedFiresOnSolicitedOrErrorCqeOnly) {
+    bench b;
+    make_cq(b, 6, 4, 1);
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(6, hsi::CQ_ARM_SOLICITED, 0));
+        b.settle();
+        b.cqw.requests().put(make_req(6, 0));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 0u);
+        EXPECT_EQ(b.contexts.cq(6)->armed, hsi::CQ_ARM_SOLICITED);
+        b.cqw.requests().put(make_req(6, 1, hsi::CQE_FLAG_SOLICITED));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 1u);
+        b.drv.write32(hsi::REG_EQ_CONSUMER, 1);
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(6, hsi::CQ_ARM_SOLICITED, 2));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 1u);  // everything consumed: no immediate fire
+        b.cqw.requests().put(make_req(6, 2, 0, hsi::CQE_REMOTE_ACCESS_ERR));
+        b.settle();
+    };
+    run(b);
+    EXPECT_EQ(b.cqw.get_stats().cq_events, 2u);
+    EXPECT_EQ(b.cqw.get_stats().error_cqes, 1u);
+    EXPECT_EQ(cqe_at(b, 6, 2).status, hsi::CQE_REMOTE_ACCESS_ERR);
+    ASSERT_EQ(b.msis.size(), 2u);
+    EXPECT_EQ(b.msis[0].data, 0x101u);
+    EXPECT_EQ(b.msis[1].data, 0x101u);
+}
+
+TEST(CqWriter, ArmRequestsCombineAndFireImmediatelyOverUnconsumedMatches) {
+    bench b;
+    make_cq(b, 7, 4, 2);
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.cqw.requests().put(make_req(7, 0));
+        b.cqw.requests().put(make_req(7, 1));
+        b.settle();
+        // Unconsumed, but none solicited: SOLICITED waits.
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(7, hsi::CQ_ARM_SOLICITED, 0));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 0u);
+        // ANY on top of SOLICITED: ANY, and it fires at once.
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(7, hsi::CQ_ARM_ANY, 0));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 1u);
+        EXPECT_EQ(b.contexts.cq(7)->armed, hsi::CQ_ARM_NONE);
+        // A solicited CQE while disarmed, then SOLICITED with it unconsumed: fires at once.
+        b.cqw.requests().put(make_req(7, 2, hsi::CQE_FLAG_SOLICITED));
+        b.settle();
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(7, hsi::CQ_ARM_SOLICITED, 2));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 2u);
+        // Consumed past it: SOLICITED stays armed.
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(7, hsi::CQ_ARM_SOLICITED, 3));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 2u);
+        EXPECT_EQ(b.contexts.cq(7)->armed, hsi::CQ_ARM_SOLICITED);
+        // ANY while caught up: armed ANY, no fire; a later SOLICITED request keeps ANY.
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(7, hsi::CQ_ARM_ANY, 3));
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(7, hsi::CQ_ARM_SOLICITED, 3));
+        b.settle();
+        EXPECT_EQ(b.cqw.get_stats().cq_events, 2u);
+        EXPECT_EQ(b.contexts.cq(7)->armed, hsi::CQ_ARM_ANY);
+        b.cqw.requests().put(make_req(7, 3));  // plain CQE fires the ANY arm
+        b.settle();
+    };
+    run(b);
+    EXPECT_EQ(b.cqw.get_stats().cq_events, 3u);
+    EXPECT_EQ(b.cqw.get_stats().events, 3u);
+    for (uint32_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(eqe_at(b, i).type, hsi::EVENT_CQ_COMPLETION);
+        EXPECT_EQ(eqe_at(b, i).data, 7u);
+    }
+    // The EQ was never re-armed after the first batch: one message.
+    EXPECT_EQ(b.msis.size(), 1u);
+    EXPECT_EQ(b.cqw.get_stats().interrupts, 1u);
+}
+
+TEST(CqWriter, EqPhaseWrapOverrunAndRearmFiresWhenEntriesAreLeft) {
+    bench b;
+    sc_time batch_posted;
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.drv.write64(hsi::REG_EQ_LOG_SIZE, 1);  // 2 entries
+        b.settle();
+        b.clk.wait_cycles(0);
+        batch_posted = sc_time_stamp();
+        b.cqw.post_event(hsi::EVENT_QP_ERROR, 21, 0xaa);
+        b.cqw.post_event(hsi::EVENT_SRQ_LIMIT, 22, 0xbb);
+        b.cqw.post_event(hsi::EVENT_QP_ERROR, 23);  // EQ full (consumer 0): lost
+        b.settle();
+        EXPECT_EQ(b.msis.size(), 1u);  // one message for the batch
+        b.drv.write32(hsi::REG_EQ_CONSUMER, 2);  // all consumed: re-arm only
+        b.settle();
+        EXPECT_EQ(b.msis.size(), 1u);
+        b.cqw.post_event(hsi::EVENT_QP_ERROR, 24);
+        b.settle();
+        EXPECT_EQ(b.msis.size(), 2u);
+        b.cqw.post_event(hsi::EVENT_QP_ERROR, 25);  // EQ disarmed: no message
+        b.settle();
+        EXPECT_EQ(b.msis.size(), 2u);
+        b.drv.write32(hsi::REG_EQ_CONSUMER, 3);  // one left: fires at once
+        b.settle();
+    };
+    run(b);
+    const hsi::event_entry e0 = eqe_at(b, 0);
+    const hsi::event_entry e1 = eqe_at(b, 1);
+    EXPECT_EQ(e0.data, 24u);  // second pass
+    EXPECT_EQ(e0.flags, 0);
+    EXPECT_EQ(e1.data, 25u);
+    EXPECT_EQ(e1.flags, 0);
+    EXPECT_EQ(b.cqw.eq_producer(), 4u);
+    EXPECT_EQ(b.cqw.get_stats().events, 4u);
+    EXPECT_EQ(b.cqw.get_stats().eq_overruns, 1u);
+    ASSERT_EQ(b.msis.size(), 3u);
+    for (const auto& m : b.msis) {
+        EXPECT_EQ(m.addr, MSI_ADDR);
+        EXPECT_EQ(m.data, 0x100u);
+    }
+    // Batch: latency_cycles, two 16 B EQE writes (issue 2 cycles each), then the 4 B message.
+    const sc_time eqe1_issue = batch_posted + b.clk.cycles(4 + 2);
+    const double eqe1_sent = b.ps(eqe1_issue) + b.wire_ps(24 + 16);
+    const sc_time eqe2_issue = b.edge(bench::ceil_ps(eqe1_sent)) + b.clk.cycles(2);
+    const double eqe2_sent = b.ps(eqe2_issue) + b.wire_ps(24 + 16);
+    const sc_time msi_issue = b.edge(bench::ceil_ps(eqe2_sent)) + b.clk.cycles(2);
+    EXPECT_EQ(b.msis[0].at, bench::ceil_ps(b.ps(msi_issue) + b.wire_ps(24 + 4) + b.lat_ps()));
+}
+
+TEST(CqWriter, MaskedVectorHoldsTheMessageUntilUnmasked) {
+    bench b;
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.drv.write32(hsi::REG_MSIX_TABLE + 12, 1);  // mask vector 0
+        b.settle();
+        b.cqw.post_event(hsi::EVENT_CMD_DONE, 77);
+        b.settle();
+        EXPECT_EQ(eqe_at(b, 0).data, 77u);
+        EXPECT_TRUE(b.msis.empty());
+        EXPECT_TRUE(b.cqw.msix_pending(0));
+        b.drv.write32(hsi::REG_MSIX_TABLE + 16 + 12, 0);  // unmask vector 1: nothing pending
+        b.settle();
+        EXPECT_TRUE(b.msis.empty());
+        b.drv.write32(hsi::REG_MSIX_TABLE + 8, 0x999);    // new data while masked
+        b.drv.write32(hsi::REG_MSIX_TABLE + 12, 0);       // unmask: the held message goes
+        b.settle();
+    };
+    run(b);
+    ASSERT_EQ(b.msis.size(), 1u);
+    EXPECT_EQ(b.msis[0].data, 0x999u);
+    EXPECT_FALSE(b.cqw.msix_pending(0));
+    EXPECT_EQ(b.cqw.get_stats().masked_interrupts, 1u);
+    EXPECT_EQ(b.cqw.get_stats().pending_sent, 1u);
+    EXPECT_EQ(b.cqw.get_stats().interrupts, 1u);
+    EXPECT_EQ(b.dma.get_stats(dma_client::INTERRUPT).writes, 1u);
+}
+
+TEST(CqWriter, EventsAreDroppedWithoutAnEqAndBadVectorsAreCounted) {
+    bench b;
+    cq_context& cq = make_cq(b, 8, 2, 0);
+    b.drv.body = [&] {
+        b.cqw.post_event(hsi::EVENT_CMD_DONE, 1);  // no EQ yet
+        b.settle();
+        b.setup_queues();
+        cq.msix_vector = 100;  // corrupt context: vector outside the table
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(8, hsi::CQ_ARM_ANY, 0));
+        b.settle();
+        b.cqw.requests().put(make_req(8, 0));
+        b.settle();
+    };
+    run(b);
+    EXPECT_EQ(b.cqw.get_stats().events_dropped, 1u);
+    EXPECT_EQ(b.cqw.get_stats().events, 1u);
+    EXPECT_EQ(b.cqw.get_stats().bad_vectors, 1u);
+    EXPECT_TRUE(b.msis.empty());
+    EXPECT_EQ(b.mem.load<uint64_t>(0), 0u);  // nothing written at address 0
+}
+
+}  // namespace

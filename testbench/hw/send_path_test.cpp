@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: Apache-2.0
+// Send path model: segmentation, opcodes, PSNs, headers, payload and ICRC of every frame, and
+// the cycle timing of the 64-byte frame stream (first beat, throughput, stalls, back-pressure,
+// FIFO blocking, reset).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/roce/roce.h"
+#include "hw/send_path/send_path_model.h"
+
+namespace {
+
+using namespace rnic;
+using namespace rnic::hw;
+
+constexpr double CLOCK_MHZ = 500.0;  // 2 ns edges
+
+// Frame output with a programmable ready pattern; records each frame with its completion edge.
+class pattern_output : public frame_output_if {
+public:
+    explicit pattern_output(const clock_domain& clk)
+        : m_clk(clk) {}
+    std::function<bool(uint64_t)> ready = [](uint64_t) { return true; };
+    uint64_t next_ready(uint64_t edge, bool) override {
+        while (!ready(edge)) {
+            ++edge;
+        }
+        return edge;
+    }
+    bool ready_at(uint64_t edge, bool) override { return ready(edge); }
+    void put_frame(fabric::eth_frame&& f) override {
+        frames.push_back(std::move(f));
+        frame_edges.push_back(m_clk.cycle_of(sc_core::sc_time_stamp()));
+    }
+    std::vector<fabric::eth_frame> frames;
+    std::vector<uint64_t> frame_edges;
+
+private:
+    const clock_domain& m_clk;
+};
+
+struct bench {
+    explicit bench(send_path_config cfg = {})
+        : clk("nic", CLOCK_MHZ)
+        , out(clk)
+        , dut("send_path", cfg, clk, out, ctx) {
+        dut.set_beat_observer([this](const frame_beat& b) { beats.push_back(b); });
+    }
+    sim_context ctx;
+    clock_domain clk;
+    pattern_output out;
+    send_path_model dut;
+    std::vector<frame_beat> beats;
+
+    // Runs `fn` as an SC_THREAD, then the simulation to starvation.
+    void run(std::function<void()> fn) {
+        sc_core::sc_spawn(std::move(fn), "driver");
+        sc_core::sc_start();
+    }
+    sc_core::sc_time edge(uint64_t n) const { return time_of_edge(clk, n); }
+};
+
+std::vector<uint8_t> pattern_bytes(size_t n, uint8_t seed) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 8));
+    }
+    return v;
+}
+
+tx_descriptor make_desc(tx_kind kind, uint32_t length, uint32_t psn, uint32_t pmtu = 1024) {
+    tx_descriptor d;
+    d.kind = kind;
+    d.length = length;
+    d.psn = psn;
+    d.pmtu = pmtu;
+    d.src_qpn = 0x12;
+    d.dest_qpn = 0x345;
+    d.remote_va = 0x00007f0012340000ull;
+    d.rkey = 0xabcd;
+    d.imm_or_key = 0x11223344;
+    d.syndrome = roce::AETH_ACK_NO_CREDIT;
+    d.msn = 77;
+    d.src_mac = {0x02, 0, 0, 0, 0, 1};
+    d.dst_mac = {0x02, 0, 0, 0, 0, 2};
+    d.src_ip = 0xc0a80101;
+    d.dst_ip = 0xc0a80102;
+    return d;
+}
+
+// Puts a message: descriptor, then its payload in chunks of `chunk` bytes, ready at once.
+void put_message(send_path_if& sp, const tx_descriptor& d, const std::vector<uint8_t>& payload,
+                 size_t chunk = 1000) {
+    sp.put_descriptor(d);
+    for (size_t off = 0; off < payload.size(); off += chunk) {
+        payload_chunk c;
+        const size_t n = std::min(chunk, payload.size() - off);
+        c.bytes.assign(payload.begin() + static_cast<std::ptrdiff_t>(off),
+                       payload.begin() + static_cast<std::ptrdiff_t>(off + n));
+        c.ready = sc_core::sc_time_stamp();
+        sp.put_payload(std::move(c));
+    }
+}
+
+roce::parsed_frame parse_ok(const fabric::eth_frame& f) {
+    roce::parsed_frame p;
+    const roce::parse_error e = roce::parse_frame(f.data.data(), f.data.size(), p);
+    EXPECT_EQ(e, roce::parse_error::NONE) << roce::to_string(e);
+    return p;
+}
+
+struct expected_message {
+    tx_descriptor d;
+    std::vector<uint8_t> payload;
+};
+
+// Checks every field of the frames of `msgs`, in order, against the segmentation rules.
+void check_frames(const std::vector<fabric::eth_frame>& frames,
+                  const std::vector<expected_message>& msgs) {
+    size_t fi = 0;
+    for (const auto& m : msgs) {
+        const tx_descriptor& d = m.d;
+        const bool payload = d.kind != tx_kind::READ_REQUEST && d.kind != tx_kind::ACK;
+        const uint32_t n = payload && d.length > 0 ? (d.length + d.pmtu - 1) / d.pmtu : 1;
+        for (uint32_t i = 0; i < n; ++i, ++fi) {
+            SCOPED_TRACE(std::string(to_string(d.kind)) + " length " + std::to_string(d.length) +
+                         " packet " + std::to_string(i));
+            ASSERT_LT(fi, frames.size());
+            const roce::parsed_frame p = parse_ok(frames[fi]);
+            const auto& oi = roce::info(p.hdr.bth_.opcode);
+            const bool first = i == 0, last = i + 1 == n;
+            EXPECT_EQ(p.hdr.bth_.psn, (d.psn + i) & 0xFFFFFF);
+            EXPECT_EQ(p.hdr.bth_.dest_qp, d.dest_qpn);
+            EXPECT_EQ(p.hdr.udp_src_port, udp_source_port(d.src_qpn, d.dest_qpn));
+            EXPECT_GE(p.hdr.udp_src_port, 0xC000);
+            EXPECT_EQ(oi.is_only, first && last);
+            EXPECT_EQ(oi.is_first, first && !last);
+            EXPECT_EQ(oi.is_last, last && !first);
+            EXPECT_EQ(oi.is_middle, !first && !last);
+            const bool request = d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE ||
+                                 d.kind == tx_kind::READ_REQUEST;
+            EXPECT_EQ(p.hdr.bth_.ack_req, last && request && d.ack_req);
+            EXPECT_EQ(p.hdr.bth_.se,
+                      last && d.solicited &&
+                          (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE));
+            switch (d.kind) {
+                case tx_kind::SEND:
+                    EXPECT_LE(p.hdr.bth_.opcode, roce::RC_SEND_ONLY_INV);
+                    EXPECT_TRUE(p.hdr.bth_.opcode <= roce::RC_SEND_ONLY_IMM ||
+                                p.hdr.bth_.opcode >= roce::RC_SEND_LAST_INV);
+                    break;
+                case tx_kind::WRITE:
+                    EXPECT_GE(p.hdr.bth_.opcode, roce::RC_WRITE_FIRST);
+                    EXPECT_LE(p.hdr.bth_.opcode, roce::RC_WRITE_ONLY_IMM);
+                    EXPECT_EQ(oi.has_reth, first);
+                    break;
+                case tx_kind::READ_RESPONSE:
+                    EXPECT_GE(p.hdr.bth_.opcode, roce::RC_READ_RESP_FIRST);
+                    EXPECT_LE(p.hdr.bth_.opcode, roce::RC_READ_RESP_ONLY);
+                    EXPECT_EQ(oi.has_aeth, !(!first && !last));
+                    break;
+                case tx_kind::READ_REQUEST:
+                    EXPECT_EQ(p.hdr.bth_.opcode, roce::RC_READ_REQUEST);
+                    break;
+                case tx_kind::ACK:
+                    EXPECT_EQ(p.hdr.bth_.opcode, roce::RC_ACK);
+                    break;
+            }
+            EXPECT_EQ(oi.has_immdt, last && d.with_imm);
+            EXPECT_EQ(oi.has_ieth, last && d.with_inv);
+            if (oi.has_immdt) {
+                EXPECT_EQ(p.hdr.immdt, d.imm_or_key);
+            }
+            if (oi.has_ieth) {
+                EXPECT_EQ(p.hdr.ieth_rkey, d.imm_or_key);
+            }
+            if (oi.has_reth) {
+                EXPECT_EQ(p.hdr.reth_.va, d.remote_va);
+                EXPECT_EQ(p.hdr.reth_.rkey, d.rkey);
+                EXPECT_EQ(p.hdr.reth_.dma_length, d.length);
+            }
+            if (oi.has_aeth) {
+                EXPECT_EQ(p.hdr.aeth_.syndrome, d.syndrome);
+                EXPECT_EQ(p.hdr.aeth_.msn, d.msn);
+            }
+            const size_t off = size_t{i} * d.pmtu;
+            const size_t len = payload ? std::min<size_t>(d.pmtu, d.length - off) : 0;
+            ASSERT_EQ(p.payload_len, len);
+            if (len > 0) {
+                EXPECT_EQ(0, std::memcmp(frames[fi].data.data() + p.payload_offset,
+                                         m.payload.data() + off, len));
+            }
+            EXPECT_EQ(frames[fi].data.size(), roce::frame_bytes(p.hdr.bth_.opcode, len));
+        }
+    }
+    EXPECT_EQ(fi, frames.size());
+}
+
+// Beats: in order, one per edge at most, contents equal to the frames, last flags right.
+void check_beats_match_frames(const std::vector<frame_beat>& beats,
+                              const std::vector<fabric::eth_frame>& frames) {
+    size_t bi = 0;
+    uint64_t prev = 0;
+    for (const auto& f : frames) {
+        const size_t nb = (f.data.size() + 63) / 64;
+        for (size_t j = 0; j < nb; ++j, ++bi) {
+            ASSERT_LT(bi, beats.size());
+            const frame_beat& b = beats[bi];
+            EXPECT_GT(b.cycle, prev);
+            prev = b.cycle;
+            const size_t n = std::min<size_t>(64, f.data.size() - 64 * j);
+            EXPECT_EQ(0, std::memcmp(b.data.data(), f.data.data() + 64 * j, n));
+            EXPECT_EQ(b.keep, n == 64 ? ~0ull : (1ull << n) - 1);
+            EXPECT_EQ(b.last, j + 1 == nb);
+        }
+    }
+    EXPECT_EQ(bi, beats.size());
+}
+
+}  // namespace
+
+TEST(SendPath, SegmentsEverySizeAndOpcode) {
+    bench b;
+    std::vector<expected_message> msgs;
+    const uint32_t pmtu = 256;
+    uint32_t psn = 0xFFFFF0;  // wraps through 2^24
+    uint8_t seed = 1;
+    for (tx_kind k : {tx_kind::SEND, tx_kind::WRITE, tx_kind::READ_RESPONSE}) {
+        for (uint32_t len : {0u, 1u, pmtu - 1, pmtu, pmtu + 1, 3 * pmtu + 5}) {
+            for (int variant = 0; variant < 3; ++variant) {
+                tx_descriptor d = make_desc(k, len, psn, pmtu);
+                if (variant == 1 && k != tx_kind::READ_RESPONSE) {
+                    d.with_imm = true;
+                    d.solicited = true;
+                } else if (variant == 2 && k == tx_kind::SEND) {
+                    d.with_inv = true;
+                    d.ack_req = false;
+                } else if (variant != 0) {
+                    continue;
+                }
+                msgs.push_back({d, pattern_bytes(len, seed++)});
+                psn = (psn + packet_count(d)) & 0xFFFFFF;
+            }
+        }
+    }
+    tx_descriptor rr = make_desc(tx_kind::READ_REQUEST, 3 * pmtu + 5, psn, pmtu);
+    msgs.push_back({rr, {}});
+    psn = (psn + 4) & 0xFFFFFF;
+    tx_descriptor ack = make_desc(tx_kind::ACK, 0, psn, pmtu);
+    ack.syndrome = roce::AETH_NAK_PSN_SEQ_ERROR;
+    msgs.push_back({ack, {}});
+
+    b.run([&] {
+        for (const auto& m : msgs) {
+            put_message(b.dut, m.d, m.payload, 100);
+        }
+    });
+    check_frames(b.out.frames, msgs);
+    check_beats_match_frames(b.beats, b.out.frames);
+    EXPECT_EQ(b.dut.get_stats().packets, b.out.frames.size());
+    EXPECT_EQ(b.dut.get_stats().frames_read_request, 1u);
+    EXPECT_EQ(b.dut.get_stats().frames_ack, 1u);
+    EXPECT_EQ(b.dut.get_stats().messages, msgs.size());
+    EXPECT_EQ(b.dut.get_stats().frames_send + b.dut.get_stats().frames_write +
+                  b.dut.get_stats().frames_read_response + 2,
+              b.out.frames.size());
+}
+
+TEST(SendPath, LargeMtuMessagesAndStatsRegistered) {
+    bench b;
+    std::vector<expected_message> msgs;
+    uint32_t psn = 5;
+    uint8_t seed = 9;
+    for (uint32_t pmtu : {512u, 1024u, 2048u, 4096u}) {
+        for (uint32_t len : {pmtu - 1, pmtu, pmtu + 1, 3 * pmtu + 5}) {
+            tx_descriptor d = make_desc(tx_kind::WRITE, len, psn, pmtu);
+            msgs.push_back({d, pattern_bytes(len, seed++)});
+            psn += packet_count(d);
+        }
+    }
+    b.run([&] {
+        for (const auto& m : msgs) {
+            put_message(b.dut, m.d, m.payload, 4096);
+        }
+    });
+    check_frames(b.out.frames, msgs);
+    const auto v = b.ctx.stats.values();
+    ASSERT_TRUE(v.contains("send_path"));
+    EXPECT_EQ(v["send_path"]["packets"].get<uint64_t>(), b.out.frames.size());
+    EXPECT_EQ(v["send_path"]["beats"].get<uint64_t>(), b.beats.size());
+}
+
+// Descriptor and payload put at time 0 (valid on edge 1): accepted at edge 1, header
+// registered at 2, first beat in the assembler at 3, in the output register at 4, out at 5.
+TEST(SendPath, FirstBeatFourEdgesAfterDescriptorAndOneBeatPerCycle) {
+    bench b;
+    const auto payload = pattern_bytes(1000, 3);
+    const tx_descriptor d = make_desc(tx_kind::SEND, 1000, 0);
+    b.run([&] { put_message(b.dut, d, payload, 1000); });
+    ASSERT_EQ(b.out.frames.size(), 1u);
+    const size_t nbeats = (54 + 1000 + 4 + 63) / 64;  // 17
+    ASSERT_EQ(b.beats.size(), nbeats);
+    for (size_t j = 0; j < nbeats; ++j) {
+        EXPECT_EQ(b.beats[j].cycle, 5 + j);
+    }
+    EXPECT_EQ(b.out.frame_edges[0], 5 + nbeats - 1);
+    EXPECT_EQ(b.dut.get_stats().stall_payload_cycles, 0u);
+    EXPECT_EQ(b.dut.get_stats().stall_backpressure_cycles, 0u);
+}
+
+// Frames of a multi-packet message and of following messages leave back to back.
+TEST(SendPath, BackToBackFramesAcrossPacketsAndMessages) {
+    bench b;
+    std::vector<expected_message> msgs;
+    for (int i = 0; i < 6; ++i) {
+        const uint32_t len = i % 2 ? 4 * 1024 + 100 : 70;
+        msgs.push_back({make_desc(i == 3 ? tx_kind::WRITE : tx_kind::SEND, len, 100 * i),
+                        pattern_bytes(len, static_cast<uint8_t>(i))});
+    }
+    msgs.push_back({make_desc(tx_kind::ACK, 0, 900), {}});
+    msgs.push_back({make_desc(tx_kind::ACK, 0, 901), {}});
+    b.run([&] {
+        for (const auto& m : msgs) {
+            put_message(b.dut, m.d, m.payload, 4096);
+        }
+    });
+    check_frames(b.out.frames, msgs);
+    ASSERT_GT(b.beats.size(), 100u);
+    EXPECT_EQ(b.beats[0].cycle, 5u);
+    for (size_t i = 1; i < b.beats.size(); ++i) {
+        EXPECT_EQ(b.beats[i].cycle, b.beats[i - 1].cycle + 1) << "beat " << i;
+    }
+}
+
+// Payload beat 5 (bytes 320..383) is only in at edge 100: the output beat that consumes it
+// enters the assembler at 100 (valid on the first edge after the ready time 99 * period),
+// the output register at 101 and leaves at 102; the beats after it follow one per cycle.
+TEST(SendPath, StallsWhenPayloadArrivesLate) {
+    bench b;
+    const auto payload = pattern_bytes(1000, 3);
+    const tx_descriptor d = make_desc(tx_kind::SEND, 1000, 0);  // H = 54: beat j takes input j
+    b.run([&] {
+        b.dut.put_descriptor(d);
+        payload_chunk c1;
+        c1.bytes.assign(payload.begin(), payload.begin() + 320);
+        c1.ready = sc_core::SC_ZERO_TIME;
+        b.dut.put_payload(std::move(c1));
+        payload_chunk c2;
+        c2.bytes.assign(payload.begin() + 320, payload.end());
+        c2.ready = b.edge(99);
+        b.dut.put_payload(std::move(c2));
+    });
+    ASSERT_EQ(b.beats.size(), 17u);
+    for (size_t j = 0; j < 5; ++j) {
+        EXPECT_EQ(b.beats[j].cycle, 5 + j);
+    }
+    for (size_t j = 5; j < 17; ++j) {
+        EXPECT_EQ(b.beats[j].cycle, 102 + (j - 5));
+    }
+    // Edges 10..101 had no beat valid inside the frame.
+    EXPECT_EQ(b.dut.get_stats().stall_payload_cycles, 102u - 10u);
+    check_frames(b.out.frames, {{d, payload}});
+}
+
+// Ready low for edges 7..11: the beat due at 7 leaves at 12; the pipeline holds one beat in
+// the output register and one in the assembler, so the rest follow back to back.
+TEST(SendPath, BackPressureHoldsTheStream) {
+    bench b;
+    b.out.ready = [](uint64_t e) { return e < 7 || e >= 12; };
+    const auto payload = pattern_bytes(2000, 4);
+    const tx_descriptor d = make_desc(tx_kind::WRITE, 2000, 0, 4096);
+    b.run([&] { put_message(b.dut, d, payload, 2000); });
+    const size_t nbeats = (70 + 2000 + 4 + 63) / 64;
+    ASSERT_EQ(b.beats.size(), nbeats);
+    EXPECT_EQ(b.beats[0].cycle, 5u);
+    EXPECT_EQ(b.beats[1].cycle, 6u);
+    for (size_t j = 2; j < nbeats; ++j) {
+        EXPECT_EQ(b.beats[j].cycle, 12 + (j - 2));
+    }
+    EXPECT_EQ(b.dut.get_stats().stall_backpressure_cycles, 5u);
+    EXPECT_EQ(b.dut.get_stats().stall_payload_cycles, 0u);
+}
+
+// Frames into a one-deep MAC FIFO that nobody drains until 1 us: the second frame's first beat
+// waits for the pop (ready from the first edge at or after it).
+TEST(SendPath, MacFifoFullStallsFirstBeat) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    channel<fabric::eth_frame> mac("mac_tx", 1);
+    send_path_model dut("send_path", send_path_config{}, clk, mac, ctx);
+    std::vector<frame_beat> beats;
+    dut.set_beat_observer([&](const frame_beat& b) { beats.push_back(b); });
+    std::vector<uint64_t> popped;
+    sc_core::sc_spawn(
+        [&] {
+            dut.put_descriptor(make_desc(tx_kind::ACK, 0, 1));
+            dut.put_descriptor(make_desc(tx_kind::ACK, 0, 2));
+        },
+        "driver");
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(1001, sc_core::SC_NS);  // between edges 500 and 501
+            for (int i = 0; i < 2; ++i) {
+                mac.get();
+                popped.push_back(clk.cycle_of(sc_core::sc_time_stamp()));
+            }
+        },
+        "mac");
+    sc_core::sc_start();
+    ASSERT_EQ(beats.size(), 2u);  // an ACK frame is 62 bytes: one beat
+    EXPECT_EQ(beats[0].cycle, 5u);
+    EXPECT_EQ(beats[1].cycle, 501u);
+    EXPECT_EQ(dut.get_stats().stall_backpressure_cycles, 501u - 6u);
+    ASSERT_EQ(popped.size(), 2u);
+}
+
+// Descriptor FIFO of one: the second put returns when the first message's last frame left
+// (edge 5), so the second descriptor is valid at 6 and its frame leaves at 10.
+TEST(SendPath, DescriptorFifoBlocksUntilMessageLeft) {
+    send_path_config cfg;
+    cfg.desc_fifo_depth = 1;
+    bench b(cfg);
+    sc_core::sc_time second_put;
+    b.run([&] {
+        b.dut.put_descriptor(make_desc(tx_kind::ACK, 0, 1));
+        b.dut.put_descriptor(make_desc(tx_kind::ACK, 0, 2));
+        second_put = sc_core::sc_time_stamp();
+    });
+    EXPECT_EQ(second_put, b.edge(5));
+    ASSERT_EQ(b.beats.size(), 2u);
+    EXPECT_EQ(b.beats[1].cycle, 10u);
+}
+
+// Payload FIFO of 4096 bytes, two 4 KiB packets: the second packet's bytes enter when the
+// first packet has left, and the put returns then.
+TEST(SendPath, PayloadFifoBlocksUntilPacketLeft) {
+    send_path_config cfg;
+    cfg.payload_fifo_bytes = 4096;
+    bench b(cfg);
+    const auto payload = pattern_bytes(8192, 5);
+    const tx_descriptor d = make_desc(tx_kind::SEND, 8192, 0, 4096);
+    sc_core::sc_time done;
+    b.run([&] {
+        put_message(b.dut, d, payload, 8192);
+        done = sc_core::sc_time_stamp();
+    });
+    ASSERT_EQ(b.out.frames.size(), 2u);
+    EXPECT_EQ(done, b.edge(b.out.frame_edges[0]));
+    // Second frame's first payload beat is valid one edge after the release.
+    EXPECT_EQ(b.beats[(54 + 4096 + 4 + 63) / 64].cycle, b.out.frame_edges[0] + 3);
+    check_frames(b.out.frames, {{d, payload}});
+}
+
+// Reset in the middle of a message: beats before the reset edge are reported, the rest of the
+// message is dropped, and traffic after the reset starts from a clean pipeline.
+TEST(SendPath, ResetMidMessageDropsInFlightWork) {
+    bench b;
+    const auto payload = pattern_bytes(3000, 6);
+    b.run([&] {
+        put_message(b.dut, make_desc(tx_kind::SEND, 3000, 0), payload, 3000);
+        sc_core::wait(b.edge(20) + sc_core::sc_time(1, sc_core::SC_NS) - sc_core::sc_time_stamp());
+        b.dut.reset(2);  // edges 21, 22 in reset
+        sc_core::wait(b.edge(30) - sc_core::sc_time_stamp());
+        b.dut.put_descriptor(make_desc(tx_kind::ACK, 0, 9));
+    });
+    // Beats 5..20 of the first frame left; then the ACK: valid 31, out at 35.
+    ASSERT_EQ(b.beats.size(), 17u);
+    for (size_t j = 0; j < 16; ++j) {
+        EXPECT_EQ(b.beats[j].cycle, 5 + j);
+        EXPECT_FALSE(b.beats[j].last);
+    }
+    EXPECT_EQ(b.beats[16].cycle, 35u);
+    EXPECT_TRUE(b.beats[16].last);
+    EXPECT_EQ(b.beats[16].frame, 0u);
+    ASSERT_EQ(b.out.frames.size(), 1u);
+    EXPECT_EQ(roce::info(b.out.frames[0].data[42]).name, std::string("RC_ACK"));
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// Atomic output folder.
+#include "testbench/output/output_dir.h"
+
+#include <stdlib.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+namespace rnic::output {
+
+namespace fs = std::filesystem;
+
+bool output_dir::is_output_file(const std::string& name) {
+    static const std::array<const char*, 7> known = {"stats.json", "summary.txt", "config.json",
+                                                     "waves.vcd",  "rtl.fst",     "wire.pcap",
+                                                     "trace.json"};
+    for (const char* k : known) {
+        if (name == k) {
+            return true;
+        }
+    }
+    return false;
+}
+
+output_dir::output_dir(std::string dir)
+    : m_dir(std::move(dir)) {
+    std::error_code ec;
+    fs::path final_path(m_dir);
+    if (fs::exists(final_path, ec)) {
+        if (!fs::is_directory(final_path, ec)) {
+            throw output_dir_error(m_dir + ": exists and is not a directory");
+        }
+        // Replacing the folder deletes it: only if it holds nothing but an earlier run's files.
+        for (const auto& e : fs::directory_iterator(final_path, ec)) {
+            const std::string name = e.path().filename().string();
+            if (!e.is_regular_file() || !is_output_file(name)) {
+                throw output_dir_error(m_dir + ": holds " + name +
+                                       ", which rnicsim did not write; choose another --out");
+            }
+        }
+    }
+    fs::path parent = final_path.parent_path();
+    if (parent.empty()) {
+        parent = ".";
+    }
+    fs::create_directories(parent, ec);
+    if (ec) {
+        throw output_dir_error(parent.string() + ": cannot create: " + ec.message());
+    }
+    std::string templ =
+        (parent / ("." + final_path.filename().string() + ".tmp-XXXXXX")).string();
+    if (mkdtemp(templ.data()) == nullptr) {
+        throw output_dir_error(templ + ": cannot create staging folder");
+    }
+    m_staging = templ;
+}
+
+output_dir::~output_dir() {
+    if (!m_committed && !m_staging.empty()) {
+        std::error_code ec;
+        fs::remove_all(m_staging, ec);
+    }
+}
+
+std::string output_dir::staged(const std::string& file) const {
+    return (fs::path(m_staging) / file).string();
+}
+
+void output_dir::write(const std::string& file, const std::string& content) const {
+    std::ofstream out(staged(file), std::ios::binary | std::ios::trunc);
+    out << content;
+    out.close();
+    if (!out) {
+        throw output_dir_error(staged(file) + ": write failed");
+    }
+}
+
+void output_dir::commit() {
+    std::error_code ec;
+    fs::path final_path(m_dir);
+    std::string old;
+    if (fs::exists(final_path, ec)) {
+        // Move the previous run aside first: rename() cannot replace a non-empty folder.
+        old = m_staging + ".old";
+        fs::rename(final_path, old, ec);
+        if (ec) {
+            throw output_dir_error(m_dir + ": cannot move the previous run aside: " +
+                                   ec.message());
+        }
+    }
+    fs::rename(m_staging, final_path, ec);
+    if (ec) {
+        if (!old.empty()) {
+            std::error_code ignore;
+            fs::rename(old, final_path, ignore);
+        }
+        throw output_dir_error(m_dir + ": cannot rename the staging folder into place: " +
+                               ec.message());
+    }
+    m_committed = true;
+    if (!old.empty()) {
+        fs::remove_all(old, ec);
+    }
+}
+
+}  // namespace rnic::output

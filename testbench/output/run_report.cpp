@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// stats.json and summary.txt of a run.
+#include "testbench/output/run_report.h"
+
+#include <fmt/format.h>
+
+namespace rnic::output {
+
+nlohmann::json make_stats_json(const scenario::run_result& r) {
+    nlohmann::json j;
+    j["blocks"] = r.blocks;
+    j["summary"] = {
+        {"messages", r.messages},
+        {"bytes", r.bytes},
+        {"duration_ns", r.duration_ns},
+        {"goodput_gbps", r.goodput_gbps},
+        {"msg_rate_mpps", r.msg_rate_mpps},
+        {"latency_ns",
+         {{"samples", r.latency.samples},
+          {"avg", r.latency.avg_ns},
+          {"p50", r.latency.p50_ns},
+          {"p99", r.latency.p99_ns},
+          {"max", r.latency.max_ns}}},
+    };
+    j["integrity"] = {{"bytes_checked", r.bytes_checked}, {"mismatches", r.mismatches}};
+    j["sim"] = {
+        {"simulated_ns", r.simulated_ns},
+        {"wall_s", r.wall_s},
+        {"packets", r.packets},
+        {"packets_per_wall_s", r.wall_s > 0 ? static_cast<double>(r.packets) / r.wall_s : 0.0},
+    };
+    j["result"] = {{"passed", r.passed()}, {"failures", r.failures}};
+    return j;
+}
+
+std::string to_file_text(const nlohmann::json& j) { return j.dump(2) + "\n"; }
+
+namespace {
+const char* test_name(scenario::operation op) {
+    switch (op) {
+        case scenario::operation::WRITE: return "RDMA_Write";
+        case scenario::operation::SEND: return "Send";
+        case scenario::operation::READ: return "RDMA_Read";
+    }
+    return "?";
+}
+}  // namespace
+
+std::string make_summary(const scenario::scenario_config& cfg, const scenario::run_result& r) {
+    const auto& w = cfg.workload;
+    const std::string rule(87, '-');
+    std::string s;
+    s += rule + "\n";
+    s += fmt::format("{:>20}{} BW Test (rnicsim)\n", "", test_name(w.op));
+    s += fmt::format(" {:<16}: {:<14} {:<15}: {}\n", "Number of qps", w.qps, "Transport type",
+                     "RoCEv2");
+    s += fmt::format(" {:<16}: {:<14} {:<15}: {}\n", "Connection type", "RC", "Using SRQ", "OFF");
+    s += fmt::format(" {:<16}: {:<14} {:<15}: {}\n", "TX depth", w.queue_depth, "CQ Moderation",
+                     w.signal_every);
+    s += fmt::format(" {:<16}: {:<14} {:<15}: {}[B]\n", "Mtu",
+                     fmt::format("{}[B]", cfg.topology.nodes[0].mtu), "Max inline data",
+                     w.inline_threshold);
+    s += fmt::format(" {:<16}: {:<14} {:<15}: {}\n", "Link type",
+                     fmt::format("Eth {:g}G", cfg.topology.link.rate_gbps), "PCIe",
+                     fmt::format("Gen{} x{}", cfg.rnic.pcie.gen, cfg.rnic.pcie.lanes));
+    s += fmt::format(" {:<16}: {:<14} {:<15}: {}\n", "Completions",
+                     w.use_events ? "events" : "polled", "Seed", w.seed);
+    s += rule + "\n";
+    s += fmt::format(" {:<10} {:<14} {:<20} {:<14} {:<12} {:<12} {:<12} {}\n", "#bytes",
+                     "#iterations", "BW average[Gb/sec]", "MsgRate[Mpps]", "t_avg[usec]",
+                     "t_p50[usec]", "t_p99[usec]", "t_max[usec]");
+    s += fmt::format(" {:<10} {:<14} {:<20.2f} {:<14.6f} {:<12.3f} {:<12.3f} {:<12.3f} {:.3f}\n",
+                     w.message_bytes, r.messages, r.goodput_gbps, r.msg_rate_mpps,
+                     r.latency.avg_ns / 1e3, r.latency.p50_ns / 1e3, r.latency.p99_ns / 1e3,
+                     r.latency.max_ns / 1e3);
+    s += rule + "\n";
+    s += fmt::format(" {:<16}: {} bytes checked, {} mismatches\n", "Integrity", r.bytes_checked,
+                     r.mismatches);
+    s += fmt::format(" {:<16}: {}\n", "Result", r.passed() ? "PASSED" : "FAILED");
+    for (const auto& f : r.failures) {
+        s += fmt::format("   {}\n", f);
+    }
+    s += fmt::format(" {:<16}: {:.3f} us, {} packets\n", "Simulated", r.simulated_ns / 1e3,
+                     r.packets);
+    // Last line: the only one that changes between two runs of the same config.
+    s += fmt::format(" {:<16}: {:.3f} s wall, {:.0f} packets/s\n", "Simulator speed", r.wall_s,
+                     r.wall_s > 0 ? r.packets / r.wall_s : 0.0);
+    return s;
+}
+
+}  // namespace rnic::output

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// What one scenario run produced: workload metrics, integrity, simulator speed, block counters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rnic::scenario {
+
+struct latency_summary {
+    uint64_t samples = 0;  // signaled work requests, post to completion reaped
+    double avg_ns = 0;
+    uint64_t p50_ns = 0;  // nearest rank
+    uint64_t p99_ns = 0;
+    uint64_t max_ns = 0;
+};
+
+struct run_result {
+    // Why the run failed (integrity mismatch, error completion, time limit...); empty = passed.
+    std::vector<std::string> failures;
+
+    uint64_t messages = 0;     // work requests completed by the initiator
+    uint64_t bytes = 0;        // messages x message_bytes
+    double duration_ns = 0;    // first post to last completion reaped (initiator)
+    double goodput_gbps = 0;   // bytes x 8 / duration
+    double msg_rate_mpps = 0;  // messages / duration
+    latency_summary latency;
+
+    uint64_t bytes_checked = 0;  // payload bytes compared with the pattern at their destination
+    uint64_t mismatches = 0;     // bytes that differed
+
+    uint64_t simulated_ns = 0;  // simulated time at the end of the run (setup and teardown too)
+    double wall_s = 0;          // elaboration + simulation, wall clock
+    uint64_t packets = 0;       // Ethernet frames, both directions
+
+    nlohmann::json blocks = nlohmann::json::object();  // {"<module name>": {"<counter>": v}}
+
+    bool passed() const { return failures.empty(); }
+};
+
+}  // namespace rnic::scenario
