@@ -18,24 +18,24 @@ namespace rnic::ndk {
 struct adapter_params {
     uint32_t node_id = 0;
     std::array<uint8_t, 6> mac{};
-    uint32_t ip = 0;                 // IPv4, host byte order (SOCKADDR_IN carries it in network order)
-    hw::nic_limits limits;           // must equal the NIC's (QueryAdapterInfo reports them)
-    uint32_t default_mtu = 1024;     // path MTU programmed at connect: 256..4096, power of two
-    NDK_VERSION version{1, 2};       // NDK version requested by the consumer (ndkpi.md 9)
-    uint8_t retry_count = 7;         // transport retries per QP
-    uint8_t rnr_retry = 7;           // RNR retries per QP (7 = infinite in IB)
-    uint8_t timeout_log = 14;        // local ACK timeout 4.096 us x 2^14 = 67 ms
-    uint32_t cmdq_log_size = 8;      // command ring: 256 slots of 64 B
-    uint32_t eq_log_size = 12;       // event queue: 4096 entries of 16 B
+    uint32_t ip = 0;              // IPv4, host byte order (SOCKADDR_IN carries it in network order)
+    hw::nic_limits limits;        // must equal the NIC's (QueryAdapterInfo reports them)
+    uint32_t default_mtu = 1024;  // path MTU programmed at connect: 256..4096, power of two
+    NDK_VERSION version{1, 2};    // NDK version requested by the consumer (ndkpi.md 9)
+    uint8_t retry_count = 7;      // transport retries per QP
+    uint8_t rnr_retry = 7;        // RNR retries per QP (7 = infinite in IB)
+    uint8_t timeout_log = 14;     // local ACK timeout 4.096 us x 2^14 = 67 ms
+    uint32_t cmdq_log_size = 8;   // command ring: 256 slots of 64 B
+    uint32_t eq_log_size = 12;    // event queue: 4096 entries of 16 B
     double command_timeout_ns = 10e6;  // sync waits give up (STATUS_IO_TIMEOUT) after this
 };
 
 // Initialises the NIC through MMIO (command ring, event queue, MSI-X vector 0) and returns the
 // NDK adapter. Must be called from an SC_THREAD. Fails with NDIS_STATUS_BAD_VERSION for an
 // unsupported p.version, STATUS_INVALID_PARAMETER for a bad MTU, STATUS_ADDRESS_ALREADY_EXISTS
-// if another adapter on `cm` owns p.ip.
-NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p,
-                      NDK_ADAPTER** out);
+// if another adapter on `cm` owns p.ip, NDIS_STATUS_ADAPTER_NOT_READY if `host` already has an
+// open adapter (one driver instance per NIC: it owns the command and event queues).
+NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p, NDK_ADAPTER** out);
 // Blocking: waits until every child object is closed and every callback has returned
 // (ndkpi.md 5.6), then releases the adapter. From an SC_THREAD, never from a callback.
 void close_adapter(NDK_ADAPTER* adapter);
@@ -51,7 +51,7 @@ struct adapter_counters {
     uint64_t wqe_pushes = 0;
     uint64_t wqes_posted = 0;
     uint64_t cqes_polled = 0;
-    uint64_t interrupts = 0;         // ISR runs on vector 0
+    uint64_t interrupts = 0;  // ISR runs on vector 0
     uint64_t cq_notifications = 0;
 };
 adapter_counters get_adapter_counters(NDK_ADAPTER* adapter);

@@ -5,21 +5,23 @@
 #include <algorithm>
 #include <vector>
 
+#include "hw/context_cache/context_cache.h"
+
 namespace rnic::hw {
 
 namespace {
-constexpr uint32_t MAX_CMDQ_LOG = 16;         // command ring of at most 65536 slots
-constexpr uint32_t MAX_HANDLE = 0xffffff;     // QPN/CQN/... are 24 bits on the wire
+constexpr uint32_t MAX_CMDQ_LOG = 16;      // command ring of at most 65536 slots
+constexpr uint32_t MAX_HANDLE = 0xffffff;  // QPN/CQN/... are 24 bits on the wire
 constexpr uint32_t ACCESS_ALL = hsi::ACCESS_LOCAL_WRITE | hsi::ACCESS_REMOTE_READ |
                                 hsi::ACCESS_REMOTE_WRITE | hsi::ACCESS_FAST_REG |
                                 hsi::ACCESS_REMOTE_ACCESS_OK | hsi::ACCESS_MW_BIND;
-constexpr uint32_t MIN_PMTU_LOG = 8;          // 256 B
-constexpr uint32_t MAX_PMTU_LOG = 12;         // 4096 B
+constexpr uint32_t MIN_PMTU_LOG = 8;   // 256 B
+constexpr uint32_t MAX_PMTU_LOG = 12;  // 4096 B
 constexpr uint32_t MAX_STRIDE = 4096;
 
 const char* status_name(size_t s) {
-    static const char* names[] = {"ok", "bad_opcode", "bad_param", "no_resources", "bad_handle",
-                                  "busy"};
+    static const char* names[] = {"ok",           "bad_opcode", "bad_param",
+                                  "no_resources", "bad_handle", "busy"};
     return names[s];
 }
 
@@ -90,8 +92,8 @@ void cmd_processor::command_thread() {
             }
             m_busy = true;
             const uint64_t slot_addr =
-                regs.cmdq_base + static_cast<uint64_t>(m_consumer & ((1u << log) - 1)) *
-                                     sizeof(hsi::cmd_slot);
+                regs.cmdq_base +
+                static_cast<uint64_t>(m_consumer & ((1u << log) - 1)) * sizeof(hsi::cmd_slot);
             hsi::cmd_slot slot;
             m_dma.read_wait(dma_client::COMMAND, slot_addr, &slot, sizeof(slot));
             // +cycles_per_command: firmware decode and context-table update.
@@ -117,29 +119,69 @@ void cmd_processor::command_thread() {
 
 uint8_t cmd_processor::execute(hsi::cmd_slot& cmd) {
     switch (cmd.opcode) {
-        case hsi::CMD_NOP: return hsi::CMD_OK;
-        case hsi::CMD_CREATE_CQ: return create_cq(cmd.u.cq);
-        case hsi::CMD_RESIZE_CQ: return resize_cq(cmd.u.cq);
-        case hsi::CMD_DESTROY_CQ: return destroy_cq(cmd.u.obj.handle);
-        case hsi::CMD_CREATE_PD: return create_pd(cmd.u.obj.handle);
-        case hsi::CMD_DESTROY_PD: return destroy_pd(cmd.u.obj.handle);
-        case hsi::CMD_CREATE_QP: return create_qp(cmd.u.qp);
-        case hsi::CMD_MODIFY_QP: return modify_qp(cmd.u.modify_qp);
-        case hsi::CMD_DESTROY_QP: return destroy_qp(cmd.u.obj.handle);
-        case hsi::CMD_CREATE_MR: return create_mr(cmd.u.mr);
-        case hsi::CMD_DESTROY_MR: return destroy_mr(cmd.u.obj.handle);
-        case hsi::CMD_CREATE_MW: return create_mw(cmd.u.obj);
-        case hsi::CMD_DESTROY_MW: return destroy_mw(cmd.u.obj.handle);
-        case hsi::CMD_CREATE_SRQ: return create_srq(cmd.u.srq);
-        case hsi::CMD_MODIFY_SRQ: return modify_srq(cmd.u.srq);
-        case hsi::CMD_DESTROY_SRQ: return destroy_srq(cmd.u.obj.handle);
-        case hsi::CMD_QUERY_DEVICE: return hsi::CMD_OK;
-        default: return hsi::CMD_BAD_OPCODE;
+        case hsi::CMD_NOP:
+            return hsi::CMD_OK;
+        case hsi::CMD_CREATE_CQ:
+            return create_cq(cmd.u.cq);
+        case hsi::CMD_RESIZE_CQ:
+            return resize_cq(cmd.u.cq);
+        case hsi::CMD_DESTROY_CQ:
+            return destroy_cq(cmd.u.obj.handle);
+        case hsi::CMD_CREATE_PD:
+            return create_pd(cmd.u.obj.handle);
+        case hsi::CMD_DESTROY_PD:
+            return destroy_pd(cmd.u.obj.handle);
+        case hsi::CMD_CREATE_QP:
+            return create_qp(cmd.u.qp);
+        case hsi::CMD_MODIFY_QP:
+            return modify_qp(cmd.u.modify_qp);
+        case hsi::CMD_DESTROY_QP:
+            return destroy_qp(cmd.u.obj.handle);
+        case hsi::CMD_CREATE_MR:
+            return create_mr(cmd.u.mr);
+        case hsi::CMD_DESTROY_MR:
+            return destroy_mr(cmd.u.obj.handle);
+        case hsi::CMD_CREATE_MW:
+            return create_mw(cmd.u.obj);
+        case hsi::CMD_DESTROY_MW:
+            return destroy_mw(cmd.u.obj.handle);
+        case hsi::CMD_CREATE_SRQ:
+            return create_srq(cmd.u.srq);
+        case hsi::CMD_MODIFY_SRQ:
+            return modify_srq(cmd.u.srq);
+        case hsi::CMD_DESTROY_SRQ:
+            return destroy_srq(cmd.u.obj.handle);
+        case hsi::CMD_QUERY_DEVICE:
+            return hsi::CMD_OK;
+        default:
+            return hsi::CMD_BAD_OPCODE;
     }
 }
 
 bool cmd_processor::depth_ok(uint32_t log_depth, uint32_t limit) const {
     return log_depth < 32 && (1ull << log_depth) <= limit;
+}
+
+void cmd_processor::invalidate_qp(uint32_t qpn) {
+    if (m_context_cache != nullptr) {
+        m_context_cache->invalidate(ctx_kind::QPC, qpn);
+    }
+}
+
+void cmd_processor::invalidate_key(uint32_t key) {
+    if (m_context_cache != nullptr) {
+        m_context_cache->invalidate(ctx_kind::MPT, hsi::key_index(key));
+    }
+}
+
+void cmd_processor::invalidate_mtt(uint32_t base, uint32_t pages) {
+    if (m_context_cache == nullptr || pages == 0) {
+        return;
+    }
+    const uint32_t per_line = std::max(1u, m_context_cache->mtt_entries_per_line());
+    for (uint32_t i = base - base % per_line; i < base + pages; i += per_line) {
+        m_context_cache->invalidate(ctx_kind::MTT, i);
+    }
 }
 
 // --- CQ ---------------------------------------------------------------------------------------
@@ -232,9 +274,8 @@ uint8_t cmd_processor::create_qp(const hsi::cmd_create_qp& c) {
         return hsi::CMD_BAD_PARAM;
     }
     const bool own_rq = c.srqn == 0;
-    if (!depth_ok(c.sq_log_depth, m_limits.max_qp_depth) || c.sq_addr == 0 ||
-        c.sq_stride < 64 || c.sq_stride % 64 != 0 || c.sq_stride > MAX_STRIDE ||
-        c.max_inline > m_limits.max_inline) {
+    if (!depth_ok(c.sq_log_depth, m_limits.max_qp_depth) || c.sq_addr == 0 || c.sq_stride < 64 ||
+        c.sq_stride % 64 != 0 || c.sq_stride > MAX_STRIDE || c.max_inline > m_limits.max_inline) {
         return hsi::CMD_BAD_PARAM;
     }
     if (own_rq && (!depth_ok(c.rq_log_depth, m_limits.max_qp_depth) || c.rq_addr == 0 ||
@@ -262,6 +303,7 @@ uint8_t cmd_processor::create_qp(const hsi::cmd_create_qp& c) {
     qp->sq_stride = c.sq_stride;
     qp->rq_stride = c.rq_stride;
     qp->max_inline = c.max_inline;
+    invalidate_qp(c.qpn);
     ++pd->refcount;
     ++send_cq->refcount;
     ++recv_cq->refcount;  // twice when both are the same CQ; destroy releases twice
@@ -284,6 +326,7 @@ uint8_t cmd_processor::modify_qp(const hsi::cmd_modify_qp& c) {
     if (to == hsi::QPS_ERROR) {
         // From any state; the other fields are ignored. Queued WQEs get fetched and flushed.
         qp->state = hsi::QPS_ERROR;
+        invalidate_qp(c.qpn);
         m_doorbell.kick(c.qpn);
         return hsi::CMD_OK;
     }
@@ -305,6 +348,7 @@ uint8_t cmd_processor::modify_qp(const hsi::cmd_modify_qp& c) {
         fresh.max_inline = qp->max_inline;
         fresh.state = hsi::QPS_RESET;
         *qp = fresh;
+        invalidate_qp(c.qpn);
         return hsi::CMD_OK;
     }
     const bool allowed = (from == hsi::QPS_RESET && to == hsi::QPS_INIT) ||
@@ -335,6 +379,7 @@ uint8_t cmd_processor::modify_qp(const hsi::cmd_modify_qp& c) {
         qp->next_psn = c.sq_psn & 0xffffff;
     }
     qp->state = to;
+    invalidate_qp(c.qpn);
     if (to == hsi::QPS_RTS) {
         m_doorbell.kick(c.qpn);  // WQEs posted before RTS start now
     }
@@ -364,6 +409,7 @@ uint8_t cmd_processor::destroy_qp(uint32_t qpn) {
         }
     }
     *qp = qp_context{};
+    invalidate_qp(qpn);
     return hsi::CMD_OK;
 }
 
@@ -431,6 +477,8 @@ uint8_t cmd_processor::create_mr(const hsi::cmd_create_mr& c) {
     e->mtt_base = mtt_base;
     e->max_pages = c.page_count;  // MTT extent owned by the key (freed on destroy)
     e->page_count = fast_reg ? 0 : c.page_count;
+    invalidate_key(c.key);
+    invalidate_mtt(mtt_base, c.page_count);
     ++pd->refcount;
     return hsi::CMD_OK;
 }
@@ -449,6 +497,8 @@ uint8_t cmd_processor::destroy_mr(uint32_t key) {
         return hsi::CMD_BUSY;
     }
     m_contexts.mtt_free(e->mtt_base, e->max_pages);
+    invalidate_mtt(e->mtt_base, e->max_pages);
+    invalidate_key(key);
     if (pd_context* pd = m_contexts.pd(e->pdn)) {
         release(pd->refcount);
     }
@@ -475,6 +525,7 @@ uint8_t cmd_processor::create_mw(const hsi::cmd_object& c) {
     e->valid = false;  // usable once bound (BIND_MW WQE)
     e->key = c.handle;
     e->pdn = c.pdn;
+    invalidate_key(c.handle);
     ++pd->refcount;
     return hsi::CMD_OK;
 }
@@ -493,12 +544,14 @@ uint8_t cmd_processor::destroy_mw(uint32_t key) {
         mpt_entry* parent = m_contexts.mpt_slot(e->parent_index << 8);
         if (parent != nullptr && parent->allocated && !parent->is_mw) {
             release(parent->bind_count);
+            invalidate_key(e->parent_index << 8);
         }
     }
     if (pd_context* pd = m_contexts.pd(e->pdn)) {
         release(pd->refcount);
     }
     *e = mpt_entry{};
+    invalidate_key(key);
     return hsi::CMD_OK;
 }
 

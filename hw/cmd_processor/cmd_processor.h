@@ -19,9 +19,11 @@
 
 namespace rnic::hw {
 
+class context_cache;
+
 struct cmd_processor_config {
-    uint32_t cycles_per_command = 200;   // firmware execution time per command (0..1000000)
-    uint32_t max_inline_mtt_fetch = 512; // pages read per DMA when loading a page list (1..4096)
+    uint32_t cycles_per_command = 200;    // firmware execution time per command (0..1000000)
+    uint32_t max_inline_mtt_fetch = 512;  // pages read per DMA when loading a page list (1..4096)
 };
 cmd_processor_config parse_cmd_processor_config(config::reader r);
 
@@ -35,6 +37,9 @@ public:
                   const clock_domain& clk, context_store& contexts, dma_engine& dma,
                   const nic_limits& limits, doorbell& db, cq_writer& cqw, sim_context& ctx);
 
+    // Optional: the on-chip context caches. Commands that change a QP context, an MPT entry or
+    // MTT entries invalidate the cached copies (the next data-path access misses).
+    void set_context_cache(context_cache* cc) { m_context_cache = cc; }
     // Command-ring index of the next command to execute (free-running).
     uint32_t consumer() const { return m_consumer; }
 
@@ -42,8 +47,8 @@ public:
         uint64_t commands = 0;
         uint64_t failed = 0;
         uint64_t mtt_pages_loaded = 0;
-        uint64_t mtt_dma_reads = 0;      // page-list DMA reads
-        uint64_t ring_errors = 0;        // doorbells with no usable ring (base 0, bad size/index)
+        uint64_t mtt_dma_reads = 0;  // page-list DMA reads
+        uint64_t ring_errors = 0;    // doorbells with no usable ring (base 0, bad size/index)
         std::array<uint64_t, 6> by_status{};  // indexed by hsi::cmd_status
     };
     const stats& get_stats() const { return m_stats; }
@@ -68,6 +73,9 @@ private:
     uint8_t modify_srq(const hsi::cmd_create_srq& c);
     uint8_t destroy_srq(uint32_t srqn);
     bool depth_ok(uint32_t log_depth, uint32_t limit) const;
+    void invalidate_qp(uint32_t qpn);
+    void invalidate_key(uint32_t key);
+    void invalidate_mtt(uint32_t base, uint32_t pages);
 
     cmd_processor_config m_cfg;
     const clock_domain& m_clk;
@@ -76,6 +84,7 @@ private:
     dma_engine& m_dma;
     doorbell& m_doorbell;
     cq_writer& m_cq_writer;
+    context_cache* m_context_cache = nullptr;
     uint32_t m_consumer = 0;
     stats m_stats;
     bool m_busy = false;  // traced

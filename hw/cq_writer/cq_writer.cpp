@@ -7,9 +7,9 @@
 namespace rnic::hw {
 
 namespace {
-constexpr uint8_t EQE_PHASE = 0x80;     // event_entry.flags bit 7
-constexpr uint32_t MAX_EQ_LOG = 24;     // larger REG_EQ_LOG_SIZE values: EQ not usable
-constexpr uint32_t MSIX_MASKED = 1;     // vector control bit 0
+constexpr uint8_t EQE_PHASE = 0x80;  // event_entry.flags bit 7
+constexpr uint32_t MAX_EQ_LOG = 24;  // larger REG_EQ_LOG_SIZE values: EQ not usable
+constexpr uint32_t MSIX_MASKED = 1;  // vector control bit 0
 }  // namespace
 
 cq_writer_config parse_cq_writer_config(config::reader r) {
@@ -42,19 +42,24 @@ cq_writer::cq_writer(sc_core::sc_module_name name, const cq_writer_config& cfg,
     s.add(b, "events", m_stats.events, "count", "event-queue entries written");
     s.add(b, "interrupts", m_stats.interrupts, "count", "MSI-X messages sent");
     s.add(b, "overruns", m_stats.overruns, "count", "CQ overruns (CQ put in error)");
-    s.add(b, "dropped", m_stats.dropped, "count", "CQEs for an invalid or errored CQ (not written)");
+    s.add(b, "dropped", m_stats.dropped, "count",
+          "CQEs for an invalid or errored CQ (not written)");
     s.add(b, "cq_events", m_stats.cq_events, "count", "armed CQs that fired (EVENT_CQ_COMPLETION)");
     s.add(b, "events_dropped", m_stats.events_dropped, "count",
           "events lost because the EQ is not set up (base 0 or bad size)");
     s.add(b, "eq_overruns", m_stats.eq_overruns, "count", "events lost because the EQ was full");
     s.add(b, "masked_interrupts", m_stats.masked_interrupts, "count",
           "MSI-X messages held pending because the vector was masked");
-    s.add(b, "pending_sent", m_stats.pending_sent, "count", "pending MSI-X messages sent on unmask");
-    s.add(b, "bad_vectors", m_stats.bad_vectors, "count", "interrupts for a vector outside the table");
-    s.add(b, "requests_max", [this] { return nlohmann::json(m_requests.max_occupancy()); }, "count",
-          "peak occupancy of the completion request FIFO");
-    s.add(b, "requests_full_waits", [this] { return nlohmann::json(m_requests.full_waits()); },
-          "count", "times a producer stalled on a full completion request FIFO");
+    s.add(b, "pending_sent", m_stats.pending_sent, "count",
+          "pending MSI-X messages sent on unmask");
+    s.add(b, "bad_vectors", m_stats.bad_vectors, "count",
+          "interrupts for a vector outside the table");
+    s.add(
+        b, "requests_max", [this] { return nlohmann::json(m_requests.max_occupancy()); }, "count",
+        "peak occupancy of the completion request FIFO");
+    s.add(
+        b, "requests_full_waits", [this] { return nlohmann::json(m_requests.full_waits()); },
+        "count", "times a producer stalled on a full completion request FIFO");
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         sc_core::sc_trace(ctx.vcd, m_events_queued, b + ".events_queued");
@@ -171,12 +176,11 @@ void cq_writer::write_cqe(const completion_request& req) {
     hsi::cqe e = req.entry;
     // Phase 1 on the first pass over the ring, 0 on the second, and so on.
     const bool phase = ((cq->producer >> cq->log_depth) & 1) == 0;
-    e.flags = static_cast<uint8_t>((e.flags & ~hsi::CQE_FLAG_PHASE) |
-                                   (phase ? hsi::CQE_FLAG_PHASE : 0));
-    const uint64_t addr = cq->ring_addr + static_cast<uint64_t>(cq->producer & (depth - 1)) *
-                                              sizeof(hsi::cqe);
-    const bool solicited =
-        (e.flags & hsi::CQE_FLAG_SOLICITED) != 0 || e.status != hsi::CQE_OK;
+    e.flags =
+        static_cast<uint8_t>((e.flags & ~hsi::CQE_FLAG_PHASE) | (phase ? hsi::CQE_FLAG_PHASE : 0));
+    const uint64_t addr =
+        cq->ring_addr + static_cast<uint64_t>(cq->producer & (depth - 1)) * sizeof(hsi::cqe);
+    const bool solicited = (e.flags & hsi::CQE_FLAG_SOLICITED) != 0 || e.status != hsi::CQE_OK;
     ++cq->producer;
     if (solicited) {
         m_solicited[req.cqn] = {true, cq->producer};
@@ -187,8 +191,8 @@ void cq_writer::write_cqe(const completion_request& req) {
         ++m_stats.error_cqes;
     }
     // The CQ may have been destroyed while the write was on its way.
-    if (cq->valid && (cq->armed == hsi::CQ_ARM_ANY ||
-                      (cq->armed == hsi::CQ_ARM_SOLICITED && solicited))) {
+    if (cq->valid &&
+        (cq->armed == hsi::CQ_ARM_ANY || (cq->armed == hsi::CQ_ARM_SOLICITED && solicited))) {
         fire_cq(req.cqn, *cq);
     }
     if (m_ctx.tracer != nullptr) {

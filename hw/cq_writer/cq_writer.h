@@ -22,15 +22,15 @@
 namespace rnic::hw {
 
 struct cq_writer_config {
-    uint32_t latency_cycles = 4;     // request to CQE DMA issue: +4 cycles (context read, format)
-    uint32_t fifo_depth = 64;        // completion requests queued
+    uint32_t latency_cycles = 4;  // request to CQE DMA issue: +4 cycles (context read, format)
+    uint32_t fifo_depth = 64;     // completion requests queued
 };
 cq_writer_config parse_cq_writer_config(config::reader r);
 
 struct completion_request {
     uint32_t cqn = 0;
-    hsi::cqe entry{};                // flags' phase bit is filled in by the CQ writer
-    uint64_t flow_id = 0;            // for the timeline
+    hsi::cqe entry{};      // flags' phase bit is filled in by the CQ writer
+    uint64_t flow_id = 0;  // for the timeline
 };
 
 // One writer thread serves, in this priority: MSI-X messages owed (EQ re-arm, vector unmask),
@@ -72,13 +72,13 @@ public:
         uint64_t events = 0;
         uint64_t interrupts = 0;
         uint64_t overruns = 0;
-        uint64_t dropped = 0;        // CQE for an invalid or dead CQ
-        uint64_t cq_events = 0;      // EVENT_CQ_COMPLETION posted (armed CQ fired)
-        uint64_t events_dropped = 0; // EQ not set up (base 0 or bad size)
-        uint64_t eq_overruns = 0;    // EQ full: event lost
+        uint64_t dropped = 0;            // CQE for an invalid or dead CQ
+        uint64_t cq_events = 0;          // EVENT_CQ_COMPLETION posted (armed CQ fired)
+        uint64_t events_dropped = 0;     // EQ not set up (base 0 or bad size)
+        uint64_t eq_overruns = 0;        // EQ full: event lost
         uint64_t masked_interrupts = 0;  // message held because the vector is masked
-        uint64_t pending_sent = 0;   // held messages sent on unmask
-        uint64_t bad_vectors = 0;    // vector number outside the table
+        uint64_t pending_sent = 0;       // held messages sent on unmask
+        uint64_t bad_vectors = 0;        // vector number outside the table
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -92,7 +92,7 @@ private:
 
     struct solicited_mark {
         bool valid = false;
-        uint32_t end = 0;            // producer index just after the last solicited/error CQE
+        uint32_t end = 0;  // producer index just after the last solicited/error CQE
     };
 
     cq_writer_config m_cfg;
@@ -103,7 +103,7 @@ private:
     sim_context& m_ctx;
     channel<completion_request> m_requests;
     std::deque<hsi::event_entry> m_events;
-    std::deque<uint32_t> m_irq_owed;     // MSI-X vectors to signal (EQ re-arm, unmask)
+    std::deque<uint32_t> m_irq_owed;  // MSI-X vectors to signal (EQ re-arm, unmask)
     sc_core::sc_event m_event_posted;
     uint32_t m_eq_producer = 0;
     uint32_t m_eq_consumer = 0;
@@ -111,7 +111,7 @@ private:
     std::array<bool, hsi::MSIX_VECTORS> m_msix_pending{};
     std::vector<solicited_mark> m_solicited;  // per CQN
     stats m_stats;
-    uint32_t m_events_queued = 0;        // traced
+    uint32_t m_events_queued = 0;  // traced
 };
 
 }  // namespace rnic::hw

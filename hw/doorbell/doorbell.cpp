@@ -46,16 +46,21 @@ doorbell_config parse_doorbell_config(config::reader r) {
 // the 32-bit doorbells also accept a 64-bit write (upper half ignored); the base/size CSRs may
 // be written as two 32-bit halves.
 const doorbell::reg_desc doorbell::REGS[] = {
-    {hsi::REG_CMDQ_BASE, 8, true, &doorbell::rd_cmdq_base, &doorbell::wr_cmdq_base},
-    {hsi::REG_CMDQ_LOG_SIZE, 8, true, &doorbell::rd_cmdq_log_size, &doorbell::wr_cmdq_log_size},
-    {hsi::REG_CMDQ_DOORBELL, 4, false, &doorbell::rd_cmdq_doorbell, &doorbell::wr_cmdq_doorbell},
-    {hsi::REG_EQ_BASE, 8, true, &doorbell::rd_eq_base, &doorbell::wr_eq_base},
-    {hsi::REG_EQ_LOG_SIZE, 8, true, &doorbell::rd_eq_log_size, &doorbell::wr_eq_log_size},
-    {hsi::REG_EQ_CONSUMER, 4, false, &doorbell::rd_eq_consumer, &doorbell::wr_eq_consumer},
-    {hsi::REG_DEVICE_ID, 8, true, &doorbell::rd_device_id, nullptr},
-    {hsi::REG_SQ_DOORBELL, 8, false, nullptr, &doorbell::wr_sq_doorbell},
-    {hsi::REG_RQ_DOORBELL, 8, false, nullptr, &doorbell::wr_rq_doorbell},
-    {hsi::REG_CQ_DOORBELL, 8, false, nullptr, &doorbell::wr_cq_doorbell},
+    {hsi::REG_CMDQ_BASE, 8, true, &doorbell::rd_cmdq_base, &doorbell::wr_cmdq_base, nullptr},
+    {hsi::REG_CMDQ_LOG_SIZE, 8, true, &doorbell::rd_cmdq_log_size, &doorbell::wr_cmdq_log_size,
+     nullptr},
+    {hsi::REG_CMDQ_DOORBELL, 4, false, &doorbell::rd_cmdq_doorbell, &doorbell::wr_cmdq_doorbell,
+     nullptr},
+    {hsi::REG_EQ_BASE, 8, true, &doorbell::rd_eq_base, &doorbell::wr_eq_base, nullptr},
+    {hsi::REG_EQ_LOG_SIZE, 8, true, &doorbell::rd_eq_log_size, &doorbell::wr_eq_log_size, nullptr},
+    {hsi::REG_EQ_CONSUMER, 4, false, &doorbell::rd_eq_consumer, &doorbell::wr_eq_consumer, nullptr},
+    {hsi::REG_DEVICE_ID, 8, true, &doorbell::rd_device_id, nullptr, nullptr},
+    {hsi::REG_ICM_BASE, 8, true, &doorbell::rd_icm_base, &doorbell::wr_icm_base, nullptr},
+    {hsi::REG_ICM_SIZE, 8, true, &doorbell::rd_icm_size, &doorbell::wr_icm_size,
+     &doorbell::held_icm_size},
+    {hsi::REG_SQ_DOORBELL, 8, false, nullptr, &doorbell::wr_sq_doorbell, nullptr},
+    {hsi::REG_RQ_DOORBELL, 8, false, nullptr, &doorbell::wr_rq_doorbell, nullptr},
+    {hsi::REG_CQ_DOORBELL, 8, false, nullptr, &doorbell::wr_cq_doorbell, nullptr},
 };
 
 doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
@@ -93,10 +98,12 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
     s.add(b, "scheduled", m_stats.scheduled, "count", "QPs handed to WQE fetch");
     s.add(b, "stale_skipped", m_stats.stale_skipped, "count",
           "scheduled QPs dropped at dispatch (destroyed, left RTS, or no work left)");
-    s.add(b, "sq_ready_max", [this] { return nlohmann::json(m_sq_ready.max_occupancy()); },
-          "count", "peak occupancy of the ready FIFO to WQE fetch");
-    s.add(b, "sq_ready_full_waits", [this] { return nlohmann::json(m_sq_ready.full_waits()); },
-          "count", "times the scheduler stalled on a full ready FIFO");
+    s.add(
+        b, "sq_ready_max", [this] { return nlohmann::json(m_sq_ready.max_occupancy()); }, "count",
+        "peak occupancy of the ready FIFO to WQE fetch");
+    s.add(
+        b, "sq_ready_full_waits", [this] { return nlohmann::json(m_sq_ready.full_waits()); },
+        "count", "times the scheduler stalled on a full ready FIFO");
     if (ctx.vcd != nullptr) {
         m_sq_ready.trace(ctx.vcd, b);
         m_cmd_doorbells.trace(ctx.vcd, b);
@@ -134,8 +141,7 @@ void doorbell::mmio_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
 }
 
 void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) {
-    if (offset >= hsi::REG_MSIX_TABLE &&
-        offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
+    if (offset >= hsi::REG_MSIX_TABLE && offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
         if (!msix_write(offset, data, len)) {
             ++m_stats.bad_doorbells;
         }
@@ -184,7 +190,7 @@ void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) 
         }
     } else if (r->halves && len == 4) {
         // Half of a 64-bit CSR: read-modify-write.
-        const uint64_t old = (this->*(r->read))();
+        const uint64_t old = (this->*(r->held != nullptr ? r->held : r->read))();
         const uint64_t half = load_le(data, 4);
         value = offset == r->offset ? (old & ~0xffffffffull) | half
                                     : (old & 0xffffffffull) | (half << 32);
@@ -196,8 +202,7 @@ void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) 
 }
 
 bool doorbell::handle_read(uint64_t offset, uint8_t* data, unsigned len) {
-    if (offset >= hsi::REG_MSIX_TABLE &&
-        offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
+    if (offset >= hsi::REG_MSIX_TABLE && offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
         return msix_read(offset, data, len);
     }
     const reg_desc* r = find_reg(offset);
@@ -229,10 +234,18 @@ bool doorbell::msix_write(uint64_t offset, const uint8_t* data, unsigned len) {
     for (unsigned i = 0; i < len / 4; ++i) {
         const auto dw = static_cast<uint32_t>(load_le(data + 4 * i, 4));
         switch (first / 4 + i) {
-            case 0: e.addr = (e.addr & ~0xffffffffull) | dw; break;
-            case 1: e.addr = (e.addr & 0xffffffffull) | (static_cast<uint64_t>(dw) << 32); break;
-            case 2: e.data = dw; break;
-            default: e.control = dw; break;
+            case 0:
+                e.addr = (e.addr & ~0xffffffffull) | dw;
+                break;
+            case 1:
+                e.addr = (e.addr & 0xffffffffull) | (static_cast<uint64_t>(dw) << 32);
+                break;
+            case 2:
+                e.data = dw;
+                break;
+            default:
+                e.control = dw;
+                break;
         }
     }
     ++m_stats.msix_writes;
@@ -274,6 +287,21 @@ void doorbell::wr_eq_base(uint64_t v) {
 
 void doorbell::wr_eq_log_size(uint64_t v) {
     m_regs.eq_log_size = static_cast<uint32_t>(v);
+    ++m_stats.csr_writes;
+}
+
+void doorbell::wr_icm_base(uint64_t v) {
+    if ((v & (hsi::PAGE_SIZE - 1)) != 0) {
+        ++m_stats.bad_doorbells;  // must be 4 KiB aligned: ignored
+        return;
+    }
+    m_regs.icm_base = v;
+    ++m_stats.csr_writes;
+}
+
+// The driver writes the size it allocated; a read returns the size the NIC needs.
+void doorbell::wr_icm_size(uint64_t v) {
+    m_regs.icm_size = v;
     ++m_stats.csr_writes;
 }
 
@@ -401,7 +429,9 @@ bool doorbell::take_pushed_wqe(uint32_t qpn, uint32_t index, hsi::wqe_ctrl& out)
     return found;
 }
 
-void doorbell::set_pending_trace() { m_pending_count = static_cast<uint32_t>(m_pending.size()); }
+void doorbell::set_pending_trace() {
+    m_pending_count = static_cast<uint32_t>(m_pending.size());
+}
 
 // One QP per cycle, in the order they became ready (round-robin: a QP that still has work after
 // its fetch batch goes to the back). A QP waits for its doorbell's decode_cycles.
@@ -425,8 +455,8 @@ void doorbell::scheduler_thread() {
         }
         m_sq_ready.put(p.qpn);  // blocks while WQE fetch is behind (back-pressure)
         ++m_stats.scheduled;
-        next_slot = std::max(next_slot,
-                             m_clk.edge_at_or_after(sc_core::sc_time_stamp()) + m_clk.period());
+        next_slot =
+            std::max(next_slot, m_clk.edge_at_or_after(sc_core::sc_time_stamp()) + m_clk.period());
     }
 }
 

@@ -85,6 +85,9 @@ public:
     // `index` is the SQ producer index of the WQE (compared modulo 2^16 with wqe_index).
     // Taking index i also discards older pushed blocks of the same QP.
     bool take_pushed_wqe(uint32_t qpn, uint32_t index, hsi::wqe_ctrl& out);
+    // What a read of REG_ICM_SIZE returns: the bytes of host memory the context tables need
+    // (the top computes it from the limits and the context cache config). 0 = none needed.
+    void set_icm_bytes_needed(uint64_t bytes) { m_icm_bytes_needed = bytes; }
 
     struct stats {
         uint64_t sq_doorbells = 0;
@@ -94,15 +97,15 @@ public:
         uint64_t wqe_pushes = 0;
         uint64_t bad_doorbells = 0;  // unknown QP / register: dropped
         uint64_t eq_doorbells = 0;   // REG_EQ_CONSUMER writes
-        uint64_t csr_writes = 0;     // CMDQ/EQ configuration registers
+        uint64_t csr_writes = 0;     // CMDQ/EQ/ICM configuration registers
         uint64_t msix_writes = 0;    // MSI-X table writes
         uint64_t mmio_reads = 0;
-        uint64_t bad_reads = 0;      // reads of unknown offsets (return 0)
-        uint64_t cmd_coalesced = 0;  // command doorbells not queued (channel full)
-        uint64_t push_overflows = 0; // pushed blocks dropped (buffer full; fetch reads by DMA)
-        uint64_t pushed_taken = 0;   // pushed blocks used by WQE fetch
-        uint64_t scheduled = 0;      // QPs handed to WQE fetch
-        uint64_t stale_skipped = 0;  // pending QPs dropped at dispatch (destroyed / no work)
+        uint64_t bad_reads = 0;       // reads of unknown offsets (return 0)
+        uint64_t cmd_coalesced = 0;   // command doorbells not queued (channel full)
+        uint64_t push_overflows = 0;  // pushed blocks dropped (buffer full; fetch reads by DMA)
+        uint64_t pushed_taken = 0;    // pushed blocks used by WQE fetch
+        uint64_t scheduled = 0;       // QPs handed to WQE fetch
+        uint64_t stale_skipped = 0;   // pending QPs dropped at dispatch (destroyed / no work)
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -110,14 +113,15 @@ private:
     // One BAR0 register: natural width, and the handlers (nullptr = not readable/writable).
     struct reg_desc {
         uint64_t offset;
-        uint32_t size;                        // 4 or 8
-        bool halves;                          // a 64-bit CSR written as two 32-bit halves
+        uint32_t size;  // 4 or 8
+        bool halves;    // a 64-bit CSR written as two 32-bit halves
         uint64_t (doorbell::*read)() const;
         void (doorbell::*write)(uint64_t value);
+        uint64_t (doorbell::*held)() const;  // value a half write merges with (nullptr: read)
     };
     struct pending_qp {
         uint32_t qpn;
-        sc_core::sc_time ready;               // first edge the scheduler may dispatch it
+        sc_core::sc_time ready;  // first edge the scheduler may dispatch it
     };
 
     void mmio_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -139,12 +143,17 @@ private:
     uint64_t rd_eq_log_size() const { return m_regs.eq_log_size; }
     uint64_t rd_eq_consumer() const { return m_eq_consumer; }
     uint64_t rd_device_id() const { return DEVICE_ID_VALUE; }
+    uint64_t rd_icm_base() const { return m_regs.icm_base; }
+    uint64_t rd_icm_size() const { return m_icm_bytes_needed; }
+    uint64_t held_icm_size() const { return m_regs.icm_size; }
     void wr_cmdq_base(uint64_t v);
     void wr_cmdq_log_size(uint64_t v);
     void wr_cmdq_doorbell(uint64_t v);
     void wr_eq_base(uint64_t v);
     void wr_eq_log_size(uint64_t v);
     void wr_eq_consumer(uint64_t v);
+    void wr_icm_base(uint64_t v);
+    void wr_icm_size(uint64_t v);
     void wr_sq_doorbell(uint64_t v) { sq_doorbell(v); }
     void wr_rq_doorbell(uint64_t v);
     void wr_cq_doorbell(uint64_t v);
@@ -160,13 +169,14 @@ private:
     channel<uint32_t> m_cmd_doorbells;
     uint32_t m_cmd_producer = 0;
     uint32_t m_eq_consumer = 0;
-    sc_core::sc_time m_arrival;          // arrival time of the access being decoded
-    std::deque<pending_qp> m_pending;    // QPs rung but not yet in sq_ready
-    std::vector<bool> m_scheduled;       // QP is in m_pending or sq_ready or being fetched
+    uint64_t m_icm_bytes_needed = 0;
+    sc_core::sc_time m_arrival;        // arrival time of the access being decoded
+    std::deque<pending_qp> m_pending;  // QPs rung but not yet in sq_ready
+    std::vector<bool> m_scheduled;     // QP is in m_pending or sq_ready or being fetched
     std::vector<std::pair<uint32_t, hsi::wqe_ctrl>> m_pushed;  // (qpn, first block), oldest first
     sc_core::sc_event m_pending_event;
     stats m_stats;
-    uint32_t m_pending_count = 0;        // traced
+    uint32_t m_pending_count = 0;  // traced
 };
 
 }  // namespace rnic::hw

@@ -41,6 +41,59 @@ void frame_to_beats(const std::vector<uint8_t>& frame, const uint64_t* cycles, u
     }
 }
 
+// --- stats ----------------------------------------------------------------------------------
+
+void send_path_stats::count_frame(uint8_t opcode, size_t frame_bytes) {
+    ++packets;
+    bytes += frame_bytes;
+    beats += (frame_bytes + SEND_PATH_BEAT_BYTES - 1) / SEND_PATH_BEAT_BYTES;
+    using namespace roce;
+    switch (opcode) {
+        case RC_READ_REQUEST:
+            ++frames_read_request;
+            break;
+        case RC_ACK:
+            ++frames_ack;
+            break;
+        case RC_READ_RESP_FIRST:
+        case RC_READ_RESP_MIDDLE:
+        case RC_READ_RESP_LAST:
+        case RC_READ_RESP_ONLY:
+            ++frames_read_response;
+            break;
+        case RC_WRITE_FIRST:
+        case RC_WRITE_MIDDLE:
+        case RC_WRITE_LAST:
+        case RC_WRITE_LAST_IMM:
+        case RC_WRITE_ONLY:
+        case RC_WRITE_ONLY_IMM:
+            ++frames_write;
+            break;
+        default:
+            ++frames_send;
+            break;
+    }
+}
+
+void register_send_path_stats(stats_registry& reg, const std::string& b,
+                              const send_path_stats& s) {
+    reg.add(b, "messages", s.messages, "messages", "message descriptors taken");
+    reg.add(b, "packets", s.packets, "packets", "frames sent to the MAC");
+    reg.add(b, "frames_send", s.frames_send, "frames", "SEND First/Middle/Last/Only frames");
+    reg.add(b, "frames_write", s.frames_write, "frames", "RDMA WRITE frames");
+    reg.add(b, "frames_read_request", s.frames_read_request, "frames",
+            "RDMA READ Request frames");
+    reg.add(b, "frames_read_response", s.frames_read_response, "frames",
+            "RDMA READ Response frames");
+    reg.add(b, "frames_ack", s.frames_ack, "frames", "Acknowledge frames");
+    reg.add(b, "beats", s.beats, "beats", "64-byte beats on the frame stream");
+    reg.add(b, "bytes", s.bytes, "bytes", "frame bytes sent (no FCS)");
+    reg.add(b, "stall_payload_cycles", s.stall_payload_cycles, "cycles",
+            "cycles inside a frame with no beat valid: payload not yet in");
+    reg.add(b, "stall_backpressure_cycles", s.stall_backpressure_cycles, "cycles",
+            "cycles with a beat valid that the MAC did not accept");
+}
+
 // --- mac_fifo_output ------------------------------------------------------------------------
 
 uint64_t mac_fifo_output::next_ready(uint64_t edge, bool frame_start) {
@@ -162,7 +215,8 @@ void send_path_inputs::release_payload(uint64_t n) {
         return;
     }
     m_pay_base += n;
-    while (!m_chunks.empty() && m_chunks.front().offset + m_chunks.front().bytes.size() <= m_pay_base) {
+    while (!m_chunks.empty() &&
+           m_chunks.front().offset + m_chunks.front().bytes.size() <= m_pay_base) {
         m_chunks.pop_front();
     }
     update();

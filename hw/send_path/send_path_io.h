@@ -15,6 +15,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/stats.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/send_path/send_path_if.h"
 #include "tlm/ethernet/eth_link.h"
@@ -28,12 +29,12 @@ sc_core::sc_time time_of_edge(const clock_domain& clk, uint64_t edge);
 
 // One 64-byte beat of the frame stream as it crosses the output handshake.
 struct frame_beat {
-    uint64_t cycle = 0;               // clock edge of the handshake (valid && ready)
-    std::array<uint8_t, 64> data{};   // lane i = frame byte 64 * beat + i
-    uint64_t keep = 0;                // byte enables (lane i = bit i)
-    bool last = false;                // last beat of the frame
-    uint64_t frame = 0;               // frame number since reset (for reports)
-    uint32_t index = 0;               // beat number within the frame
+    uint64_t cycle = 0;              // clock edge of the handshake (valid && ready)
+    std::array<uint8_t, 64> data{};  // lane i = frame byte 64 * beat + i
+    uint64_t keep = 0;               // byte enables (lane i = bit i)
+    bool last = false;               // last beat of the frame
+    uint64_t frame = 0;              // frame number since reset (for reports)
+    uint32_t index = 0;              // beat number within the frame
 };
 using beat_observer = std::function<void(const frame_beat&)>;
 
@@ -49,11 +50,48 @@ public:
     // First edge >= `edge` at which a beat is accepted; `frame_start` for a frame's first beat.
     // Called from the send path's thread at a time no later than that edge; may wait.
     virtual uint64_t next_ready(uint64_t edge, bool frame_start) = 0;
+    // Without waiting: the first edge >= `edge` at which a beat is accepted if nothing else
+    // changes, or UINT64_MAX when that takes an event (ready_event()).
+    virtual uint64_t peek_ready(uint64_t edge, bool frame_start) = 0;
     // Is a beat accepted at `edge`? Called at the time of that edge (RTL wrapper); may wait
     // zero-time deltas to see every change made at that time.
     virtual bool ready_at(uint64_t edge, bool frame_start) = 0;
     // The frame's last beat was accepted at the current time.
     virtual void put_frame(fabric::eth_frame&& f) = 0;
+    // Event on which a not-ready output may become ready, or null when next_ready() computes
+    // the edge without waiting (RTL wrapper: to sleep while the frame stream is held).
+    virtual const sc_core::sc_event* ready_event() { return nullptr; }
+};
+
+// Simulator statistics of a send path (model and RTL wrapper count the same things).
+struct send_path_stats {
+    uint64_t messages = 0;                   // descriptors taken
+    uint64_t packets = 0;                    // frames out
+    uint64_t frames_send = 0;                // SEND First..Only (+Imm/Inv)
+    uint64_t frames_write = 0;               // RDMA WRITE First..Only (+Imm)
+    uint64_t frames_read_request = 0;        //
+    uint64_t frames_read_response = 0;       //
+    uint64_t frames_ack = 0;                 //
+    uint64_t beats = 0;                      // 64-byte output beats
+    uint64_t bytes = 0;                      // frame bytes out
+    uint64_t stall_payload_cycles = 0;       // inside a frame, no beat valid (input late)
+    uint64_t stall_backpressure_cycles = 0;  // beat valid, output not ready
+    // Counts one frame by its opcode class.
+    void count_frame(uint8_t opcode, size_t frame_bytes);
+};
+void register_send_path_stats(stats_registry& reg, const std::string& block,
+                              const send_path_stats& s);
+
+// What the NIC holds: the transaction-level interface plus reset and the beat view.
+class send_path_unit : public send_path_if {
+public:
+    // Hardware reset asserted now, released `cycles` edges later: beats accepted at edges up
+    // to now are kept (reported to the observer), everything in flight and both input FIFOs
+    // are dropped. Call between edges, with no put_* blocked.
+    virtual void reset(uint32_t cycles = 2) = 0;
+    // Every output beat with its edge, in order (lockstep and conformance comparison).
+    virtual void set_beat_observer(beat_observer fn) = 0;
+    virtual const send_path_stats& get_stats() const = 0;
 };
 
 // The MAC transmit FIFO as frame output: ready while it holds fewer frames than its depth,
@@ -66,11 +104,39 @@ public:
         , m_clk(clk) {}
     uint64_t next_ready(uint64_t edge, bool frame_start) override;
     bool ready_at(uint64_t edge, bool frame_start) override;
+    uint64_t peek_ready(uint64_t edge, bool) override { return m_fifo.full() ? UINT64_MAX : edge; }
     void put_frame(fabric::eth_frame&& f) override { m_fifo.put(std::move(f)); }
+    const sc_core::sc_event* ready_event() override { return &m_fifo.read_event(); }
     channel<fabric::eth_frame>& fifo() { return m_fifo; }
 
 private:
     channel<fabric::eth_frame>& m_fifo;
+    const clock_domain& m_clk;
+};
+
+// Frame output with a ready pattern given as a function of the edge (benches, conformance
+// suite); frames go to `on_frame` with the edge of their last beat.
+class pattern_output : public frame_output_if {
+public:
+    explicit pattern_output(const clock_domain& clk)
+        : m_clk(clk) {}
+    std::function<bool(uint64_t)> ready = [](uint64_t) { return true; };
+    std::function<void(fabric::eth_frame&&, uint64_t)> on_frame;
+    uint64_t next_ready(uint64_t edge, bool) override {
+        while (!ready(edge)) {
+            ++edge;
+        }
+        return edge;
+    }
+    uint64_t peek_ready(uint64_t edge, bool fs) override { return next_ready(edge, fs); }
+    bool ready_at(uint64_t edge, bool) override { return ready(edge); }
+    void put_frame(fabric::eth_frame&& f) override {
+        if (on_frame) {
+            on_frame(std::move(f), m_clk.cycle_of(sc_core::sc_time_stamp()));
+        }
+    }
+
+private:
     const clock_domain& m_clk;
 };
 
@@ -82,12 +148,11 @@ class send_path_inputs {
 public:
     struct descriptor_entry {
         tx_descriptor desc;
-        uint64_t valid_edge = 0;        // first edge the descriptor is visible
-        uint64_t payload_offset = 0;    // of its first payload byte in the payload stream
+        uint64_t valid_edge = 0;      // first edge the descriptor is visible
+        uint64_t payload_offset = 0;  // of its first payload byte in the payload stream
     };
 
-    send_path_inputs(const std::string& name, const send_path_config& cfg,
-                     const clock_domain& clk);
+    send_path_inputs(const std::string& name, const send_path_config& cfg, const clock_domain& clk);
 
     // Producer side (from an SC_THREAD): block while full.
     void put_descriptor(const tx_descriptor& d);
@@ -96,7 +161,10 @@ public:
     void put_payload(payload_chunk&& c);
 
     // Consumer side. Descriptors are numbered 0, 1, ... since the last clear().
-    bool has_descriptor(uint64_t seq) const { return seq < m_desc_base + m_desc.size(); }
+    bool has_descriptor(uint64_t seq) const {
+        return seq >= m_desc_base && seq < m_desc_base + m_desc.size();
+    }
+    uint64_t oldest_descriptor() const { return m_desc_base; }
     const descriptor_entry& descriptor(uint64_t seq) const { return m_desc[seq - m_desc_base]; }
     uint64_t payload_end() const { return m_pay_end; }
     // Latest valid edge of the payload stream bytes [from, to); to <= payload_end().

@@ -33,23 +33,7 @@ send_path_model::send_path_model(sc_core::sc_module_name name, const send_path_c
 void send_path_model::init(sim_context& ctx) {
     SC_HAS_PROCESS(send_path_model);
     SC_THREAD(run_thread);
-    const std::string b = name();
-    auto& s = ctx.stats;
-    s.add(b, "messages", m_stats.messages, "messages", "message descriptors taken");
-    s.add(b, "packets", m_stats.packets, "packets", "frames sent to the MAC");
-    s.add(b, "frames_send", m_stats.frames_send, "frames", "SEND First/Middle/Last/Only frames");
-    s.add(b, "frames_write", m_stats.frames_write, "frames", "RDMA WRITE frames");
-    s.add(b, "frames_read_request", m_stats.frames_read_request, "frames",
-          "RDMA READ Request frames");
-    s.add(b, "frames_read_response", m_stats.frames_read_response, "frames",
-          "RDMA READ Response frames");
-    s.add(b, "frames_ack", m_stats.frames_ack, "frames", "Acknowledge frames");
-    s.add(b, "beats", m_stats.beats, "beats", "64-byte beats on the frame stream");
-    s.add(b, "bytes", m_stats.bytes, "bytes", "frame bytes sent (no FCS)");
-    s.add(b, "stall_payload_cycles", m_stats.stall_payload_cycles, "cycles",
-          "cycles inside a frame with no beat valid: payload not yet in");
-    s.add(b, "stall_backpressure_cycles", m_stats.stall_backpressure_cycles, "cycles",
-          "cycles with a beat valid that the MAC did not accept");
+    register_send_path_stats(ctx.stats, name(), m_stats);
     if (ctx.vcd != nullptr) {
         trace(ctx.vcd);
     }
@@ -76,39 +60,6 @@ void send_path_model::run_thread() {
         } catch (const reset_unwind&) {
             // State was cleared by reset(); start over with descriptor 0.
         }
-    }
-}
-
-void send_path_model::count_frame(const packet_plan& p) {
-    ++m_stats.packets;
-    ++m_frames_out;
-    m_stats.beats += p.beats;
-    m_stats.bytes += p.frame_bytes;
-    using namespace roce;
-    switch (p.opcode) {
-        case RC_READ_REQUEST:
-            ++m_stats.frames_read_request;
-            break;
-        case RC_ACK:
-            ++m_stats.frames_ack;
-            break;
-        case RC_READ_RESP_FIRST:
-        case RC_READ_RESP_MIDDLE:
-        case RC_READ_RESP_LAST:
-        case RC_READ_RESP_ONLY:
-            ++m_stats.frames_read_response;
-            break;
-        case RC_WRITE_FIRST:
-        case RC_WRITE_MIDDLE:
-        case RC_WRITE_LAST:
-        case RC_WRITE_LAST_IMM:
-        case RC_WRITE_ONLY:
-        case RC_WRITE_ONLY_IMM:
-            ++m_stats.frames_write;
-            break;
-        default:
-            ++m_stats.frames_send;
-            break;
     }
 }
 
@@ -153,11 +104,11 @@ void send_path_model::run() {
                     while (m_in.payload_end() < to) {
                         wait_input();
                     }
-                    avail = std::max(avail,
-                                     static_cast<int64_t>(m_in.payload_valid_edge(from, to)));
+                    avail =
+                        std::max(avail, static_cast<int64_t>(m_in.payload_valid_edge(from, to)));
                 }
-                const int64_t a = std::max(m_o_prev, avail);      // assembler register
-                const int64_t o = std::max(a + 1, m_t_prev);      // output register
+                const int64_t a = std::max(m_o_prev, avail);  // assembler register
+                const int64_t o = std::max(a + 1, m_t_prev);  // output register
                 const uint64_t t = m_out.next_ready(static_cast<uint64_t>(o + 1), j == 0);
                 m_stats.stall_backpressure_cycles += t - static_cast<uint64_t>(o + 1);
                 if (j > 0) {
@@ -186,7 +137,8 @@ void send_path_model::run() {
                 frame_to_beats(m_frame, m_beat_edges.data(), plan.beats, m_frame_no, m_observer);
             }
             ++m_frame_no;
-            count_frame(plan);
+            m_stats.count_frame(plan.opcode, m_frame.size());
+            ++m_frames_out;
             if (m_ctx.tracer != nullptr) {
                 m_ctx.tracer->slice(name(), roce::info(plan.opcode).name, d.flow_id,
                                     time_of_edge(m_clk, m_beat_edges.front()),
@@ -208,10 +160,8 @@ void send_path_model::run() {
 void send_path_model::build_current_frame() {
     const uint32_t len = m_cur_plan.payload_len;
     m_payload.assign(len, 0);
-    const uint64_t have =
-        std::min<uint64_t>(len, m_in.payload_end() > m_cur_pay_off
-                                    ? m_in.payload_end() - m_cur_pay_off
-                                    : 0);
+    const uint64_t have = std::min<uint64_t>(
+        len, m_in.payload_end() > m_cur_pay_off ? m_in.payload_end() - m_cur_pay_off : 0);
     m_in.copy_payload(m_cur_pay_off, static_cast<size_t>(have), m_payload.data());
     m_frame.clear();
     roce::build_frame(make_frame_header(m_cur_desc, m_cur_plan), m_payload.data(), len, m_frame);

@@ -30,26 +30,13 @@ namespace rnic::hw {
 //   register at o = max(a + 1, T_prev); it leaves at T = first ready edge >= o + 1.
 // With payload ready and no back-pressure the first beat leaves 4 edges after the descriptor
 // is accepted and frames follow back to back at one beat per cycle.
-class send_path_model : public sc_core::sc_module, public send_path_if {
+class send_path_model : public sc_core::sc_module, public send_path_unit {
 public:
-    struct stats {
-        uint64_t messages = 0;                   // descriptors taken
-        uint64_t packets = 0;                    // frames out
-        uint64_t frames_send = 0;                // SEND First..Only (+Imm/Inv)
-        uint64_t frames_write = 0;               // RDMA WRITE First..Only (+Imm)
-        uint64_t frames_read_request = 0;        //
-        uint64_t frames_read_response = 0;       //
-        uint64_t frames_ack = 0;                 //
-        uint64_t beats = 0;                      // 64-byte output beats
-        uint64_t bytes = 0;                      // frame bytes out
-        uint64_t stall_payload_cycles = 0;       // inside a frame, no beat valid (input late)
-        uint64_t stall_backpressure_cycles = 0;  // beat valid, output not ready
-    };
+    using stats = send_path_stats;
 
     // Frames go into the MAC transmit FIFO (ready while it has a free frame slot).
     send_path_model(sc_core::sc_module_name name, const send_path_config& cfg,
-                    const clock_domain& clk, channel<fabric::eth_frame>& mac_tx,
-                    sim_context& ctx);
+                    const clock_domain& clk, channel<fabric::eth_frame>& mac_tx, sim_context& ctx);
     // Frames go to `out` (benches: any ready pattern).
     send_path_model(sc_core::sc_module_name name, const send_path_config& cfg,
                     const clock_domain& clk, frame_output_if& out, sim_context& ctx);
@@ -57,16 +44,11 @@ public:
     void put_descriptor(const tx_descriptor& d) override { m_in.put_descriptor(d); }
     void put_payload(payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
 
-    // Hardware reset asserted now, released `cycles` edges later: beats accepted at edges up
-    // to now are kept (reported to the observer, partial frame included), everything in
-    // flight and both input FIFOs are dropped. Call with no put_* blocked.
-    void reset(uint32_t cycles = 2);
-
-    // Every output beat with its edge, in order (lockstep and conformance comparison). Beats
-    // are reported when their frame completes, or at reset for a partial frame.
-    void set_beat_observer(beat_observer fn) { m_observer = std::move(fn); }
-
-    const stats& get_stats() const { return m_stats; }
+    // See send_path_unit. The model reports a frame's beats when the frame completes, or at
+    // reset for the beats of a partial frame that left before the reset edge.
+    void reset(uint32_t cycles = 2) override;
+    void set_beat_observer(beat_observer fn) override { m_observer = std::move(fn); }
+    const stats& get_stats() const override { return m_stats; }
     bool idle() const { return m_idle; }
     void trace(sc_core::sc_trace_file* tf) const;
 
@@ -77,7 +59,6 @@ private:
     void run();
     void wait_input();
     void build_current_frame();
-    void count_frame(const packet_plan& p);
 
     const send_path_config m_cfg;
     const clock_domain& m_clk;
@@ -107,7 +88,7 @@ private:
     packet_plan m_cur_plan;
     uint64_t m_cur_pay_off = 0;
     uint64_t m_frame_no = 0;
-    bool m_idle = true;   // traced: no message in progress
+    bool m_idle = true;         // traced: no message in progress
     uint64_t m_frames_out = 0;  // traced
 };
 

@@ -7,8 +7,7 @@
 namespace rnic::hw {
 
 bool carries_payload(const tx_descriptor& d) {
-    return d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE ||
-           d.kind == tx_kind::READ_RESPONSE;
+    return d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_RESPONSE;
 }
 
 uint32_t packet_count(const tx_descriptor& d) {
@@ -86,8 +85,8 @@ roce::frame_header make_frame_header(const tx_descriptor& d, const packet_plan& 
     h.src_ip = d.src_ip;
     h.dst_ip = d.dst_ip;
     h.udp_src_port = udp_source_port(d.src_qpn, d.dest_qpn);
-    const bool request = d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE ||
-                         d.kind == tx_kind::READ_REQUEST;
+    const bool request =
+        d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_REQUEST;
     h.bth_.opcode = p.opcode;
     // SE only on the last packet of a SEND/WRITE; AckReq only on the last packet of a request.
     h.bth_.se = p.last && d.solicited && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE);

@@ -40,8 +40,7 @@ bool in_thread() {
 }  // namespace
 
 host_system::host_system(sc_core::sc_module_name name, const host_config& cfg,
-                         fabric::host_memory& memory, fabric::pcie_link& pcie,
-                         hw::sim_context& ctx)
+                         fabric::host_memory& memory, fabric::pcie_link& pcie, hw::sim_context& ctx)
     : sc_module(name)
     , m_cfg(cfg)
     , m_memory(memory)
@@ -163,7 +162,9 @@ MDL* host_system::build_mdl(void* va, size_t len) {
     return mdl;
 }
 
-void host_system::free_mdl(MDL* mdl) { delete[] reinterpret_cast<uint8_t*>(mdl); }
+void host_system::free_mdl(MDL* mdl) {
+    delete[] reinterpret_cast<uint8_t*>(mdl);
+}
 
 void host_system::mmio_write(uint64_t offset, const void* data, uint32_t len) {
     std::vector<uint8_t> buf(static_cast<const uint8_t*>(data),

@@ -23,15 +23,15 @@
 namespace rnic::ndk {
 
 struct host_config {
-    double memory_latency_ns = 90;   // DRAM access behind the root complex
-    double post_ns = 40;             // CPU time to build and post one work request
-    double mmio_write_ns = 20;       // CPU time of a posted MMIO (doorbell) write
-    double poll_ns = 30;             // CPU time of one CQ poll that finds the ring empty
-    double interrupt_ns = 1000;      // MSI-X arrival to the ISR/DPC running
-    bool async_create = true;        // object creation returns STATUS_PENDING (command queue)
-    bool wqe_push = false;           // single-block WQEs go to REG_WQE_PUSH (no doorbell write)
+    double memory_latency_ns = 90;  // DRAM access behind the root complex
+    double post_ns = 40;            // CPU time to build and post one work request
+    double mmio_write_ns = 20;      // CPU time of a posted MMIO (doorbell) write
+    double poll_ns = 30;            // CPU time of one CQ poll that finds the ring empty
+    double interrupt_ns = 1000;     // MSI-X arrival to the ISR/DPC running
+    bool async_create = true;       // object creation returns STATUS_PENDING (command queue)
+    bool wqe_push = false;          // single-block WQEs go to REG_WQE_PUSH (no doorbell write)
     uint64_t dram_base = 0x100000000ull;  // first physical address handed out
-    uint64_t seed = 1;               // physical page scattering
+    uint64_t seed = 1;                    // physical page scattering
 };
 host_config parse_host_config(config::reader r);
 
@@ -42,8 +42,8 @@ public:
     tlm_utils::simple_initiator_socket<host_system> mmio_out{"mmio_out"};  // to PCIe host side
 
     // Binds mmio_out to pcie.host_mmio_in and installs itself as the link's MSI handler.
-    host_system(sc_core::sc_module_name name, const host_config& cfg,
-                fabric::host_memory& memory, fabric::pcie_link& pcie, hw::sim_context& ctx);
+    host_system(sc_core::sc_module_name name, const host_config& cfg, fabric::host_memory& memory,
+                fabric::pcie_link& pcie, hw::sim_context& ctx);
     ~host_system() override;
 
     const host_config& config() const { return m_cfg; }

@@ -45,7 +45,9 @@ uint32_t log2_ceil(uint32_t v) {
     return l;
 }
 
-uint32_t path_mtu_log(uint32_t mtu) { return log2_ceil(std::clamp(mtu, 256u, 4096u)); }
+uint32_t path_mtu_log(uint32_t mtu) {
+    return log2_ceil(std::clamp(mtu, 256u, 4096u));
+}
 
 NTSTATUS mdl_pages(const MDL* mdl, SIZE_T length, std::vector<uint64_t>& pages, ULONG& fbo) {
     if (mdl == nullptr || length == 0) {
@@ -109,17 +111,28 @@ NTSTATUS write_sockaddr(uint32_t ip, uint16_t port, SOCKADDR* a, ULONG* len) {
 
 object_base* base_of(NDK_OBJECT_HEADER* h) {
     switch (h->ObjectType) {
-        case NdkObjectTypeAdapter: return impl(reinterpret_cast<NDK_ADAPTER*>(h));
-        case NdkObjectTypeQp: return impl(reinterpret_cast<NDK_QP*>(h));
-        case NdkObjectTypeCq: return impl(reinterpret_cast<NDK_CQ*>(h));
-        case NdkObjectTypeMr: return impl(reinterpret_cast<NDK_MR*>(h));
-        case NdkObjectTypeMw: return impl(reinterpret_cast<NDK_MW*>(h));
-        case NdkObjectTypePd: return impl(reinterpret_cast<NDK_PD*>(h));
-        case NdkObjectTypeSharedEndpoint: return impl(reinterpret_cast<NDK_SHARED_ENDPOINT*>(h));
-        case NdkObjectTypeConnector: return impl(reinterpret_cast<NDK_CONNECTOR*>(h));
-        case NdkObjectTypeListener: return impl(reinterpret_cast<NDK_LISTENER*>(h));
-        case NdkObjectTypeSrq: return impl(reinterpret_cast<NDK_SRQ*>(h));
-        default: return nullptr;
+        case NdkObjectTypeAdapter:
+            return impl(reinterpret_cast<NDK_ADAPTER*>(h));
+        case NdkObjectTypeQp:
+            return impl(reinterpret_cast<NDK_QP*>(h));
+        case NdkObjectTypeCq:
+            return impl(reinterpret_cast<NDK_CQ*>(h));
+        case NdkObjectTypeMr:
+            return impl(reinterpret_cast<NDK_MR*>(h));
+        case NdkObjectTypeMw:
+            return impl(reinterpret_cast<NDK_MW*>(h));
+        case NdkObjectTypePd:
+            return impl(reinterpret_cast<NDK_PD*>(h));
+        case NdkObjectTypeSharedEndpoint:
+            return impl(reinterpret_cast<NDK_SHARED_ENDPOINT*>(h));
+        case NdkObjectTypeConnector:
+            return impl(reinterpret_cast<NDK_CONNECTOR*>(h));
+        case NdkObjectTypeListener:
+            return impl(reinterpret_cast<NDK_LISTENER*>(h));
+        case NdkObjectTypeSrq:
+            return impl(reinterpret_cast<NDK_SRQ*>(h));
+        default:
+            return nullptr;
     }
 }
 
@@ -154,13 +167,29 @@ adapter_impl::adapter_impl(host_system& h, fabric_cm& c, const adapter_params& p
     adapter = this;
 }
 
+namespace {
+// One driver instance per host (the NIC has one command queue and one event queue).
+std::map<const host_system*, adapter_impl*>& host_owners() {
+    static std::map<const host_system*, adapter_impl*> owners;
+    return owners;
+}
+}  // namespace
+
 adapter_impl::~adapter_impl() {
-    host.connect_interrupt(hsi::MSIX_VECTOR_ASYNC, nullptr);
+    auto& owners = host_owners();
+    auto it = owners.find(&host);
+    if (it != owners.end() && it->second == this) {
+        host.connect_interrupt(hsi::MSIX_VECTOR_ASYNC, nullptr);
+        owners.erase(it);
+    }
     host.free(cmdq);
     host.free(eq);
 }
 
 NTSTATUS adapter_impl::init() {
+    if (!host_owners().emplace(&host, this).second) {
+        return NDIS_STATUS_ADAPTER_NOT_READY;  // this host's NIC already has a driver instance
+    }
     const uint32_t cmd_slots = 1u << params.cmdq_log_size;
     const uint32_t eq_entries = 1u << params.eq_log_size;
     cmdq = static_cast<hsi::cmd_slot*>(host.alloc(cmd_slots * sizeof(hsi::cmd_slot), true));
@@ -469,9 +498,8 @@ NTSTATUS query_adapter_info(NDK_ADAPTER* a, NDK_ADAPTER_INFO* info, ULONG* size)
                      NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
                      NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
                      NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED |
-                     NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
-    // NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED stays clear until hsi.h defines where the NIC
-    // continues writing after CMD_RESIZE_CQ (NdkResizeCq works, assuming index 0 + moved).
+                     NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
+                     NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
     i.RdmaTechnology = NdkRoCEv2;
     std::memcpy(info, &i, sizeof(i));
     *size = sizeof(NDK_ADAPTER_INFO);
@@ -534,8 +562,8 @@ VOID get_privileged_token(NDK_PD*, UINT32* token) {
 
 // LAM: the page list of a locked MDL range as adapter logical addresses (no IOMMU is modelled,
 // so logical = bus = physical). Synchronous.
-NTSTATUS build_lam(NDK_ADAPTER* a, MDL* mdl, SIZE_T length, NDK_FN_REQUEST_COMPLETION,
-                   PVOID, NDK_LOGICAL_ADDRESS_MAPPING* lam, ULONG* lam_size, ULONG* fbo) {
+NTSTATUS build_lam(NDK_ADAPTER* a, MDL* mdl, SIZE_T length, NDK_FN_REQUEST_COMPLETION, PVOID,
+                   NDK_LOGICAL_ADDRESS_MAPPING* lam, ULONG* lam_size, ULONG* fbo) {
     if (mdl == nullptr || lam_size == nullptr || fbo == nullptr || length == 0) {
         return STATUS_INVALID_PARAMETER;
     }
@@ -545,9 +573,9 @@ NTSTATUS build_lam(NDK_ADAPTER* a, MDL* mdl, SIZE_T length, NDK_FN_REQUEST_COMPL
     if (st != STATUS_SUCCESS) {
         return st;
     }
-    const ULONG need = static_cast<ULONG>(FIELD_OFFSET(NDK_LOGICAL_ADDRESS_MAPPING,
-                                                       AdapterPageArray) +
-                                          pages.size() * sizeof(NDK_LOGICAL_ADDRESS));
+    const ULONG need =
+        static_cast<ULONG>(FIELD_OFFSET(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) +
+                           pages.size() * sizeof(NDK_LOGICAL_ADDRESS));
     if (lam == nullptr || *lam_size < need) {
         *lam_size = need;
         return STATUS_BUFFER_TOO_SMALL;
@@ -627,12 +655,16 @@ void close_adapter(NDK_ADAPTER* adapter) {
     delete ad;
 }
 
-void wait_for_completion_activity(host_system& host) { host.wait_for_dma(1e6); }
+void wait_for_completion_activity(host_system& host) {
+    host.wait_for_dma(1e6);
+}
 
 adapter_counters get_adapter_counters(NDK_ADAPTER* adapter) {
     return provider::impl(adapter)->counters;
 }
 
-uint32_t get_qp_number(NDK_QP* qp) { return provider::impl(qp)->qpn; }
+uint32_t get_qp_number(NDK_QP* qp) {
+    return provider::impl(qp)->qpn;
+}
 
 }  // namespace rnic::ndk

@@ -154,6 +154,8 @@ void connector_impl::on_message(const cm_message& m) {
                 detach_qp(false);
                 adapter->conns.erase(conn_id);
                 complete_request(m.reject_status);
+            } else if (state == REQ_RECEIVED) {
+                state = DISCONNECTED;  // the requester gave up before Accept / Reject
             } else if (state == ACCEPTING || state == REPLIED || state == COMPLETING) {
                 state = DISCONNECTED;  // the peer abandoned the connection
                 detach_qp(true);
@@ -298,9 +300,21 @@ void adapter_impl::cm_receive(const cm_message& msg) {
         progress(l);
         return;
     }
+    connector_impl* target = nullptr;
     auto it = conns.find(msg.dst_conn);
     if (it != conns.end()) {
-        it->second->on_message(msg);
+        target = it->second;
+    } else {
+        // A requester that gives up before the reply does not know our id yet: match its own.
+        for (auto& [id, c] : conns) {
+            if (c->peer_conn == msg.src_conn && c->peer_ip == msg.src_ip) {
+                target = c;
+                break;
+            }
+        }
+    }
+    if (target != nullptr) {
+        target->on_message(msg);
     } else if (msg.type == cm_message::DREQ) {
         // The connector is gone: still answer, so the peer's Disconnect completes.
         cm_message rep;
@@ -416,29 +430,28 @@ NTSTATUS finish_connect(connector_impl* c, NDK_FN_DISCONNECT_EVENT_CALLBACK dcb,
     c->req_ctx = ctx;
     ++c->busy;
     const uint32_t ord = std::min(c->my_ord, c->peer.ird);
-    ad->commands(connect_commands(ad, c->qp, c->peer, c->my_psn, ord), false,
-                 [c](uint8_t st) {
-                     if (c->state != connector_impl::COMPLETING) {
-                         c->complete_request(STATUS_CONNECTION_ABORTED);  // peer left meanwhile
-                         return;
-                     }
-                     if (st != hsi::CMD_OK) {
-                         cm_message rej;
-                         rej.type = cm_message::REJ;
-                         rej.reject_status = STATUS_CONNECTION_ABORTED;
-                         c->send(rej);
-                         c->state = connector_impl::DISCONNECTED;
-                         c->detach_qp(true);
-                         c->complete_request(cmd_status_to_ntstatus(st));
-                         return;
-                     }
-                     c->state = connector_impl::CONNECTED;
-                     c->qp->state = qp_impl::CONNECTED;
-                     cm_message rtu;
-                     rtu.type = cm_message::RTU;
-                     c->send(rtu);
-                     c->complete_request(STATUS_SUCCESS);
-                 });
+    ad->commands(connect_commands(ad, c->qp, c->peer, c->my_psn, ord), false, [c](uint8_t st) {
+        if (c->state != connector_impl::COMPLETING) {
+            c->complete_request(STATUS_CONNECTION_ABORTED);  // peer left meanwhile
+            return;
+        }
+        if (st != hsi::CMD_OK) {
+            cm_message rej;
+            rej.type = cm_message::REJ;
+            rej.reject_status = STATUS_CONNECTION_ABORTED;
+            c->send(rej);
+            c->state = connector_impl::DISCONNECTED;
+            c->detach_qp(true);
+            c->complete_request(cmd_status_to_ntstatus(st));
+            return;
+        }
+        c->state = connector_impl::CONNECTED;
+        c->qp->state = qp_impl::CONNECTED;
+        cm_message rtu;
+        rtu.type = cm_message::RTU;
+        c->send(rtu);
+        c->complete_request(STATUS_SUCCESS);
+    });
     return STATUS_PENDING;
 }
 
@@ -516,14 +529,14 @@ NTSTATUS connect(NDK_CONNECTOR* p, NDK_QP* qp, CONST PSOCKADDR src, ULONG src_le
     if (src != nullptr && read_sockaddr(src, src_len, src_ip, src_port) != STATUS_SUCCESS) {
         return STATUS_INVALID_ADDRESS;
     }
-    return start_connect(impl(p), qp, src_ip, src_port, false, dst, dst_len, ird, ord, pdata,
-                         plen, cb, ctx);
+    return start_connect(impl(p), qp, src_ip, src_port, false, dst, dst_len, ird, ord, pdata, plen,
+                         cb, ctx);
 }
 
 NTSTATUS connect_with_shared_endpoint(NDK_CONNECTOR* p, NDK_QP* qp, NDK_SHARED_ENDPOINT* sep,
                                       CONST PSOCKADDR dst, ULONG dst_len, ULONG ird, ULONG ord,
-                                      CONST PVOID pdata, ULONG plen,
-                                      NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
+                                      CONST PVOID pdata, ULONG plen, NDK_FN_REQUEST_COMPLETION cb,
+                                      PVOID ctx) {
     if (sep == nullptr) {
         return STATUS_INVALID_PARAMETER;
     }
@@ -537,14 +550,14 @@ NTSTATUS complete_connect(NDK_CONNECTOR* p, NDK_FN_DISCONNECT_EVENT_CALLBACK dcb
     return finish_connect(impl(p), dcb, nullptr, dctx, cb, ctx);
 }
 
-NTSTATUS complete_connect_ex(NDK_CONNECTOR* p, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dcb,
-                             PVOID dctx, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
+NTSTATUS complete_connect_ex(NDK_CONNECTOR* p, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dcb, PVOID dctx,
+                             NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
     return finish_connect(impl(p), nullptr, dcb, dctx, cb, ctx);
 }
 
-NTSTATUS accept(NDK_CONNECTOR* p, NDK_QP* qp, ULONG ird, ULONG ord, CONST PVOID pdata,
-                ULONG plen, NDK_FN_DISCONNECT_EVENT_CALLBACK dcb, PVOID dctx,
-                NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
+NTSTATUS accept(NDK_CONNECTOR* p, NDK_QP* qp, ULONG ird, ULONG ord, CONST PVOID pdata, ULONG plen,
+                NDK_FN_DISCONNECT_EVENT_CALLBACK dcb, PVOID dctx, NDK_FN_REQUEST_COMPLETION cb,
+                PVOID ctx) {
     return do_accept(impl(p), qp, ird, ord, pdata, plen, dcb, nullptr, dctx, cb, ctx);
 }
 
@@ -700,8 +713,7 @@ NTSTATUS listen(NDK_LISTENER* p, CONST PSOCKADDR addr, ULONG len, NDK_FN_REQUEST
     }
     uint32_t ip = 0;
     uint16_t port = 0;
-    if (read_sockaddr(addr, len, ip, port) != STATUS_SUCCESS ||
-        (ip != 0 && ip != ad->params.ip)) {
+    if (read_sockaddr(addr, len, ip, port) != STATUS_SUCCESS || (ip != 0 && ip != ad->params.ip)) {
         return STATUS_INVALID_ADDRESS;
     }
     const NTSTATUS st = ad->take_port(port);
@@ -722,7 +734,9 @@ NTSTATUS listener_local_address(NDK_LISTENER* p, PSOCKADDR a, ULONG* len) {
     return write_sockaddr(l->adapter->params.ip, l->port, a, len);
 }
 
-VOID control_connect_events(NDK_LISTENER* p, BOOLEAN pause) { impl(p)->paused = pause != FALSE; }
+VOID control_connect_events(NDK_LISTENER* p, BOOLEAN pause) {
+    impl(p)->paused = pause != FALSE;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Shared endpoint: a local address (port) several connectors connect from.
@@ -737,8 +751,7 @@ NTSTATUS create_shared_endpoint(NDK_ADAPTER* a, CONST PSOCKADDR addr, ULONG len,
     adapter_impl* ad = impl(a);
     uint32_t ip = 0;
     uint16_t port = 0;
-    if (read_sockaddr(addr, len, ip, port) != STATUS_SUCCESS ||
-        (ip != 0 && ip != ad->params.ip)) {
+    if (read_sockaddr(addr, len, ip, port) != STATUS_SUCCESS || (ip != 0 && ip != ad->params.ip)) {
         return STATUS_INVALID_ADDRESS;
     }
     const NTSTATUS st = ad->take_port(port);

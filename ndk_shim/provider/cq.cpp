@@ -37,8 +37,8 @@ void fill(NDK_RESULT& r, NTSTATUS st, ULONG bytes, void* qpc, void* req, NDK_OPE
     r.RequestContext = req;
 }
 
-void fill(NDK_RESULT_EX& r, NTSTATUS st, ULONG bytes, void* qpc, void* req,
-          NDK_OPERATION_TYPE type, uint32_t vendor_err, uint32_t inv_key) {
+void fill(NDK_RESULT_EX& r, NTSTATUS st, ULONG bytes, void* qpc, void* req, NDK_OPERATION_TYPE type,
+          uint32_t vendor_err, uint32_t inv_key) {
     r.Status = st;
     r.BytesTransferred = bytes;
     r.QPContext = qpc;
@@ -88,6 +88,10 @@ void cq_impl::on_event(NTSTATUS status) {
             return;
         }
         overrun_reported = true;
+    } else if (!has_match(arm)) {
+        // Stale event (the consumer already polled the CQE, or an ERRORS-only arm): the arm
+        // stays until a matching completion is really queued.
+        return;
     }
     arm = -1;  // one-shot
     ++adapter->counters.cq_notifications;
@@ -156,9 +160,10 @@ ULONG cq_impl::poll(R* results, ULONG n) {
     }
     if (consumer - reported >= report_threshold || (count == 0 && consumer != reported)) {
         // Keep the current arm when only the consumer index moves.
-        const uint8_t hw = arm == static_cast<int>(NDK_CQ_NOTIFY_ANY)         ? hsi::CQ_ARM_ANY
-                           : arm == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED) ? hsi::CQ_ARM_SOLICITED
-                                                                              : hsi::CQ_ARM_NONE;
+        const uint8_t hw = arm == static_cast<int>(NDK_CQ_NOTIFY_ANY) ? hsi::CQ_ARM_ANY
+                           : arm == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED)
+                               ? hsi::CQ_ARM_SOLICITED
+                               : hsi::CQ_ARM_NONE;
         write_doorbell(hw);
     }
     return count;
@@ -268,7 +273,9 @@ VOID arm_cq(NDK_CQ* p, ULONG type) {
     }
 }
 
-ULONG get_cq_results(NDK_CQ* p, NDK_RESULT results[], ULONG n) { return impl(p)->poll(results, n); }
+ULONG get_cq_results(NDK_CQ* p, NDK_RESULT results[], ULONG n) {
+    return impl(p)->poll(results, n);
+}
 
 ULONG get_cq_results_ex(NDK_CQ* p, NDK_RESULT_EX results[], ULONG n) {
     return impl(p)->poll(results, n);
@@ -288,8 +295,9 @@ NTSTATUS control_cq_moderation(NDK_CQ* p, ULONG interval, ULONG count) {
     return STATUS_SUCCESS;
 }
 
-// Resize: a new ring is given to the NIC with CMD_RESIZE_CQ. Entries still queued in the old
-// ring are reported first (the driver drains the old ring before switching).
+// Resize: a new ring is given to the NIC with CMD_RESIZE_CQ. Producer and consumer indices
+// carry over (the NIC writes the next CQE to slot producer & new mask), so the driver copies the
+// CQEs it has not retrieved yet to their slots in the new ring, with the new ring's phase.
 NTSTATUS resize_cq(NDK_CQ* p, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
     cq_impl* cq = impl(p);
     adapter_impl* ad = cq->adapter;
@@ -298,11 +306,14 @@ NTSTATUS resize_cq(NDK_CQ* p, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID c
     }
     // Entries not yet retrieved must fit into the new depth.
     uint32_t queued = 0;
-    while (cq->valid_at(cq->consumer + queued) && queued < (1u << cq->log_size)) {
+    while (queued < (1u << cq->log_size) && cq->valid_at(cq->consumer + queued)) {
         ++queued;
     }
     if (queued > depth) {
         return STATUS_INVALID_PARAMETER;
+    }
+    if (cq->consumer != cq->reported) {
+        cq->write_doorbell(hsi::CQ_ARM_NONE);  // the NIC checks the new size against it
     }
     const uint32_t new_log = cq_log_size(depth, ad->params.limits.max_cq_depth);
     auto* new_ring =
@@ -316,27 +327,22 @@ NTSTATUS resize_cq(NDK_CQ* p, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID c
     const bool sync = ad->sync();
     NTSTATUS result = STATUS_PENDING;
     ++cq->busy;
-    ad->commands({c}, sync, [ad, cq, new_ring, new_log, depth, cb, ctx, sync,
-                             &result](uint8_t st) {
+    ad->commands({c}, sync, [ad, cq, new_ring, new_log, depth, cb, ctx, sync, &result](uint8_t st) {
         const NTSTATUS s = cmd_status_to_ntstatus(st);
         if (s == STATUS_SUCCESS) {
-            // Move the unretrieved entries to the start of the new ring (phase of pass 0) and
-            // continue from there: the NIC writes the new ring from index `moved` on.
             const uint32_t old_mask = (1u << cq->log_size) - 1;
-            uint32_t moved = 0;
-            while (cq->valid_at(cq->consumer)) {
-                hsi::cqe e = cq->ring[cq->consumer & old_mask];
+            const uint32_t new_mask = (1u << new_log) - 1;
+            for (uint32_t i = cq->consumer; cq->valid_at(i) && i - cq->consumer <= old_mask; ++i) {
+                hsi::cqe e = cq->ring[i & old_mask];
+                const bool phase = ((i >> new_log) & 1) == 0;
                 e.flags = static_cast<uint8_t>((e.flags & ~hsi::CQE_FLAG_PHASE) |
-                                               hsi::CQE_FLAG_PHASE);
-                new_ring[moved++] = e;
-                ++cq->consumer;
+                                               (phase ? hsi::CQE_FLAG_PHASE : 0));
+                new_ring[i & new_mask] = e;
             }
             ad->host.free(cq->ring);
             cq->ring = new_ring;
             cq->log_size = new_log;
             cq->depth = depth;
-            cq->consumer = 0;
-            cq->reported = 0;
             cq->report_threshold = cq_threshold(new_log, depth);
         } else {
             ad->host.free(new_ring);

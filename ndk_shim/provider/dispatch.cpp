@@ -10,8 +10,8 @@ const NDK_ADAPTER_DISPATCH adapter_dispatch = {
 };
 
 const NDK_PD_DISPATCH pd_dispatch = {
-    close_any, query_extension,    create_mr,          create_mw,
-    create_srq, create_qp, create_qp_with_srq, get_privileged_token,
+    close_any,  query_extension, create_mr,          create_mw,
+    create_srq, create_qp,       create_qp_with_srq, get_privileged_token,
 };
 
 const NDK_CQ_DISPATCH cq_dispatch = {
@@ -20,16 +20,24 @@ const NDK_CQ_DISPATCH cq_dispatch = {
 };
 
 const NDK_QP_DISPATCH qp_dispatch = {
-    close_any,     query_extension, flush_qp, qp_send,  qp_receive,
-    qp_bind,       qp_fast_register, qp_invalidate, qp_read, qp_write,
+    close_any,
+    query_extension,
+    flush_qp,
+    qp_send,
+    qp_receive,
+    qp_bind,
+    qp_fast_register,
+    qp_invalidate,
+    qp_read,
+    qp_write,
     qp_send_and_invalidate,
 };
 
 const NDK_SRQ_DISPATCH srq_dispatch = {close_any, query_extension, modify_srq, srq_receive};
 
 const NDK_MR_DISPATCH mr_dispatch = {
-    close_any,       query_extension,  register_mr,    deregister_mr,
-    initialize_fast_register_mr, mr_remote_token, mr_local_token,
+    close_any,       query_extension, register_mr, deregister_mr, initialize_fast_register_mr,
+    mr_remote_token, mr_local_token,
 };
 
 const NDK_MW_DISPATCH mw_dispatch = {close_any, query_extension, mw_remote_token};
@@ -55,7 +63,9 @@ const NDK_LISTENER_DISPATCH listener_dispatch = {
 };
 
 const NDK_SHARED_ENDPOINT_DISPATCH shared_endpoint_dispatch = {
-    close_any, query_extension, shared_endpoint_local_address,
+    close_any,
+    query_extension,
+    shared_endpoint_local_address,
 };
 
 }  // namespace rnic::ndk::provider

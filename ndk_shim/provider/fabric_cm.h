@@ -19,17 +19,17 @@ class host_system;
 struct cm_message {
     enum kind : uint8_t { REQ, REP, REJ, RTU, DREQ, DREP };
     kind type = REQ;
-    uint64_t src_conn = 0;           // sender's connection id
-    uint64_t dst_conn = 0;           // receiver's connection id (0 in a REQ)
-    uint32_t src_ip = 0;             // host order
+    uint64_t src_conn = 0;  // sender's connection id
+    uint64_t dst_conn = 0;  // receiver's connection id (0 in a REQ)
+    uint32_t src_ip = 0;    // host order
     uint16_t src_port = 0;
     uint32_t dst_ip = 0;
     uint16_t dst_port = 0;
     // Transport attributes of the sender's QP (REQ, REP).
     uint32_t qpn = 0;
     uint32_t psn = 0;
-    uint32_t ird = 0;                // inbound read limit the sender accepts
-    uint32_t ord = 0;                // outbound reads the sender wants to issue
+    uint32_t ird = 0;  // inbound read limit the sender accepts
+    uint32_t ord = 0;  // outbound reads the sender wants to issue
     std::array<uint8_t, 6> mac{};
     NTSTATUS reject_status = STATUS_CONNECTION_REFUSED;  // REJ
     std::vector<uint8_t> private_data;
@@ -46,7 +46,7 @@ public:
 class fabric_cm {
 public:
     struct config {
-        double delay_ns = 2000;      // one-way delivery time of a CM message
+        double delay_ns = 2000;  // one-way delivery time of a CM message
     };
     fabric_cm() = default;
     explicit fabric_cm(const config& cfg)

@@ -96,8 +96,8 @@ NTSTATUS create_mr(NDK_PD* pdp, BOOLEAN fast_register, NDK_FN_CREATE_COMPLETION,
     return STATUS_SUCCESS;
 }
 
-NTSTATUS register_mr(NDK_MR* p, MDL* mdl, SIZE_T length, ULONG flags,
-                     NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
+NTSTATUS register_mr(NDK_MR* p, MDL* mdl, SIZE_T length, ULONG flags, NDK_FN_REQUEST_COMPLETION cb,
+                     PVOID ctx) {
     mr_impl* mr = impl(p);
     adapter_impl* ad = mr->adapter;
     if (mr->fast_register || mr->registered) {
@@ -158,8 +158,7 @@ NTSTATUS initialize_fast_register_mr(NDK_MR* p, ULONG page_count, BOOLEAN remote
     }
     mr->page_capacity = page_count;
     mr->remote_access = remote_access != FALSE;
-    mr->fr_page_list =
-        static_cast<uint64_t*>(ad->host.alloc(page_count * sizeof(uint64_t), true));
+    mr->fr_page_list = static_cast<uint64_t*>(ad->host.alloc(page_count * sizeof(uint64_t), true));
     mr->variant = ad->new_key(mr->index) & 0xFF;
     hsi::cmd_slot c{};
     c.opcode = hsi::CMD_CREATE_MR;
@@ -177,8 +176,12 @@ NTSTATUS initialize_fast_register_mr(NDK_MR* p, ULONG page_count, BOOLEAN remote
     });
 }
 
-UINT32 mr_remote_token(NDK_MR* p) { return impl(p)->key(); }
-UINT32 mr_local_token(NDK_MR* p) { return impl(p)->key(); }
+UINT32 mr_remote_token(NDK_MR* p) {
+    return impl(p)->key();
+}
+UINT32 mr_local_token(NDK_MR* p) {
+    return impl(p)->key();
+}
 
 // ---------------------------------------------------------------------------------------------
 // Memory windows
@@ -235,6 +238,8 @@ NTSTATUS create_mw(NDK_PD* pdp, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW**
     return result;
 }
 
-UINT32 mw_remote_token(NDK_MW* p) { return impl(p)->key(); }
+UINT32 mw_remote_token(NDK_MW* p) {
+    return impl(p)->key();
+}
 
 }  // namespace rnic::ndk::provider

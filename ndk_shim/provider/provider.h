@@ -50,11 +50,11 @@ struct object_base {
     adapter_impl* adapter = nullptr;
     std::vector<object_base*> antecedents;
     uint32_t children = 0;
-    uint32_t busy = 0;                 // requests whose completion callback is still due
+    uint32_t busy = 0;  // requests whose completion callback is still due
     bool closing = false;
     bool teardown_started = false;
     bool teardown_done = false;
-    bool* closed_inline = nullptr;     // set while NdkCloseObject runs: finish without callback
+    bool* closed_inline = nullptr;  // set while NdkCloseObject runs: finish without callback
     NDK_FN_CLOSE_COMPLETION close_cb = nullptr;
     void* close_ctx = nullptr;
 
@@ -78,16 +78,16 @@ struct pd_impl : NDK_PD, object_base {
 
 struct cq_impl : NDK_CQ, object_base {
     uint32_t cqn = 0;
-    uint32_t depth = 0;              // consumer's CqDepth
-    uint32_t log_size = 0;           // ring of 2^log_size CQEs
+    uint32_t depth = 0;     // consumer's CqDepth
+    uint32_t log_size = 0;  // ring of 2^log_size CQEs
     hsi::cqe* ring = nullptr;
-    uint32_t consumer = 0;           // free-running
-    uint32_t reported = 0;           // consumer index last written to REG_CQ_DOORBELL
-    uint32_t report_threshold = 1;   // CQEs consumed before the consumer index is written
+    uint32_t consumer = 0;          // free-running
+    uint32_t reported = 0;          // consumer index last written to REG_CQ_DOORBELL
+    uint32_t report_threshold = 1;  // CQEs consumed before the consumer index is written
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify_cb = nullptr;
     void* notify_ctx = nullptr;
-    int arm = -1;                    // -1 disarmed, else NDK_CQ_NOTIFY_*
-    bool overrun = false;            // EVENT_CQ_ERROR seen: CQ and its QPs are dead
+    int arm = -1;          // -1 disarmed, else NDK_CQ_NOTIFY_*
+    bool overrun = false;  // EVENT_CQ_ERROR seen: CQ and its QPs are dead
     bool overrun_reported = false;
     // Software interrupt moderation (ControlCqInterruptModeration).
     uint32_t moderation_interval_us = 0;
@@ -113,7 +113,7 @@ struct srq_impl : NDK_SRQ, object_base {
     uint32_t stride = 0;
     uint8_t* ring = nullptr;
     uint32_t producer = 0;
-    uint32_t consumer = 0;           // retired by receive CQEs
+    uint32_t consumer = 0;  // retired by receive CQEs
     std::vector<void*> shadow;
     uint32_t notify_threshold = 0;
     NDK_FN_SRQ_NOTIFICATION_CALLBACK notify_cb = nullptr;
@@ -136,17 +136,17 @@ struct qp_impl : NDK_QP, object_base {
     cq_impl* send_cq = nullptr;
     srq_impl* srq = nullptr;
     void* context = nullptr;
-    uint32_t sq_depth = 0, rq_depth = 0;           // consumer's depths
-    uint32_t sq_log = 0, rq_log = 0;               // ring sizes 2^log
+    uint32_t sq_depth = 0, rq_depth = 0;  // consumer's depths
+    uint32_t sq_log = 0, rq_log = 0;      // ring sizes 2^log
     uint32_t max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
     uint32_t sq_stride = 0, rq_stride = 0;
     uint8_t* sq_ring = nullptr;
     uint8_t* rq_ring = nullptr;
-    uint32_t sq_producer = 0, sq_consumer = 0;     // free-running
+    uint32_t sq_producer = 0, sq_consumer = 0;  // free-running
     uint32_t rq_producer = 0, rq_consumer = 0;
     std::vector<sq_shadow_entry> sq_shadow;
     std::vector<void*> rq_shadow;
-    bool doorbell_pending = false;                 // DEFERred WQEs not yet rung
+    bool doorbell_pending = false;  // DEFERred WQEs not yet rung
     conn_state state = IDLE;
     connector_impl* connector = nullptr;
 
@@ -155,7 +155,7 @@ struct qp_impl : NDK_QP, object_base {
     // Writes one SQ WQE (ctrl + `payload` bytes after it) and rings unless deferred.
     NTSTATUS post_sq(hsi::wqe_ctrl ctrl, const void* payload, uint32_t payload_bytes,
                      void* request_context, NDK_OPERATION_TYPE type, ULONG flags);
-    NTSTATUS fail(NTSTATUS status);     // inline failure: flush deferred doorbells first
+    NTSTATUS fail(NTSTATUS status);  // inline failure: flush deferred doorbells first
     void retire_sq(uint16_t wqe_index);
     void retire_rq(uint16_t wqe_index);
 };
@@ -163,11 +163,11 @@ struct qp_impl : NDK_QP, object_base {
 struct mr_impl : NDK_MR, object_base {
     pd_impl* pd = nullptr;
     bool fast_register = false;
-    uint32_t index = 0;              // key index
-    uint32_t variant = 0;            // key variant byte
-    bool registered = false;         // RegisterMr or InitializeFastRegisterMr completed
-    bool remote_access = false;      // fast-reg: initialised with RemoteAccess
-    uint32_t page_capacity = 0;      // fast-reg
+    uint32_t index = 0;                // key index
+    uint32_t variant = 0;              // key variant byte
+    bool registered = false;           // RegisterMr or InitializeFastRegisterMr completed
+    bool remote_access = false;        // fast-reg: initialised with RemoteAccess
+    uint32_t page_capacity = 0;        // fast-reg
     uint64_t* fr_page_list = nullptr;  // fast-reg page list (driver memory the NIC reads)
     uint32_t key() const { return index << 8 | (variant & 0xFF); }
     void teardown(std::function<void()> done) override;
@@ -198,16 +198,16 @@ struct shared_endpoint_impl : NDK_SHARED_ENDPOINT, object_base {
 struct connector_impl : NDK_CONNECTOR, object_base {
     enum state_t {
         IDLE,
-        CONNECTING,        // active: REQ sent
-        REPLIED,           // active: REP received, Connect completed, CompleteConnect due
-        COMPLETING,        // active: CompleteConnect modifying the QP
-        REQ_RECEIVED,      // passive: handed to the listener's connect event
-        ACCEPTING,         // passive: REP sent, waiting for RTU
+        CONNECTING,    // active: REQ sent
+        REPLIED,       // active: REP received, Connect completed, CompleteConnect due
+        COMPLETING,    // active: CompleteConnect modifying the QP
+        REQ_RECEIVED,  // passive: handed to the listener's connect event
+        ACCEPTING,     // passive: REP sent, waiting for RTU
         CONNECTED,
-        DISCONNECTING,     // local Disconnect: DREQ sent
+        DISCONNECTING,  // local Disconnect: DREQ sent
         PEER_DISCONNECTED,
         DISCONNECTED,
-        REJECTED,          // REJ received (active) or sent (passive)
+        REJECTED,  // REJ received (active) or sent (passive)
     };
     state_t state = IDLE;
     bool passive = false;
@@ -216,10 +216,10 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     qp_impl* qp = nullptr;
     uint32_t local_ip = 0, peer_ip = 0;
     uint16_t local_port = 0, peer_port = 0;
-    bool owns_port = false;          // took a port reference (active, not via shared endpoint)
+    bool owns_port = false;  // took a port reference (active, not via shared endpoint)
     uint32_t my_ird = 0, my_ord = 0;
     uint32_t my_psn = 0;
-    cm_message peer;                 // the peer's REQ (passive) or REP/REJ (active)
+    cm_message peer;  // the peer's REQ (passive) or REP/REJ (active)
     bool have_peer = false;
     // Pending request completions.
     NDK_FN_REQUEST_COMPLETION req_cb = nullptr;
@@ -232,7 +232,7 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     void* disc_ctx = nullptr;
     bool disc_reported = false;
 
-    bool awaiting_peer = false;      // the pending request completes on a peer message
+    bool awaiting_peer = false;  // the pending request completes on a peer message
 
     void teardown(std::function<void()> done) override;
     void cancel() override;
@@ -260,13 +260,13 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
         uint32_t slot = 0;
         std::function<void(uint8_t)> done;
     };
-    std::map<uint32_t, pending_cmd> cmds;    // by token
-    std::vector<uint32_t> slot_token;        // 0 = slot free
+    std::map<uint32_t, pending_cmd> cmds;  // by token
+    std::vector<uint32_t> slot_token;      // 0 = slot free
     hsi::event_entry* eq = nullptr;
     uint32_t eq_consumer = 0;
 
     handle_pool qpns, cqns, pdns, srqns, keys;
-    std::vector<uint8_t> key_variant;        // per key index: last variant byte used
+    std::vector<uint8_t> key_variant;  // per key index: last variant byte used
     std::vector<qp_impl*> qp_table;
     std::vector<cq_impl*> cq_table;
     std::vector<srq_impl*> srq_table;
@@ -286,7 +286,7 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     // wait = true blocks the caller (polling the slots) and calls `done` before returning.
     void commands(std::vector<hsi::cmd_slot> list, bool wait, std::function<void(uint8_t)> done);
     uint32_t post_command(const hsi::cmd_slot& cmd, std::function<void(uint8_t)> done);
-    bool complete_command(uint32_t token);   // false if unknown or not done
+    bool complete_command(uint32_t token);  // false if unknown or not done
     void isr();
 
     // Close machinery.
@@ -297,9 +297,9 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     void init_header(T* obj, NDK_OBJECT_TYPE type, const void* dispatch);
 
     // Ports of this adapter's IP.
-    NTSTATUS take_port(uint16_t& port);   // 0 = ephemeral
+    NTSTATUS take_port(uint16_t& port);  // 0 = ephemeral
     void release_port(uint16_t port);
-    uint32_t new_key(uint32_t index);     // next variant for a key index
+    uint32_t new_key(uint32_t index);  // next variant for a key index
 
     // cm_port
     host_system& cm_host() override { return host; }
@@ -327,15 +327,33 @@ void adapter_impl::init_header(T* obj, NDK_OBJECT_TYPE type, const void* dispatc
 }
 
 // Impl from an NDK object pointer.
-inline adapter_impl* impl(NDK_ADAPTER* p) { return static_cast<adapter_impl*>(p); }
-inline pd_impl* impl(NDK_PD* p) { return static_cast<pd_impl*>(p); }
-inline cq_impl* impl(NDK_CQ* p) { return static_cast<cq_impl*>(p); }
-inline qp_impl* impl(NDK_QP* p) { return static_cast<qp_impl*>(p); }
-inline srq_impl* impl(NDK_SRQ* p) { return static_cast<srq_impl*>(p); }
-inline mr_impl* impl(NDK_MR* p) { return static_cast<mr_impl*>(p); }
-inline mw_impl* impl(NDK_MW* p) { return static_cast<mw_impl*>(p); }
-inline connector_impl* impl(NDK_CONNECTOR* p) { return static_cast<connector_impl*>(p); }
-inline listener_impl* impl(NDK_LISTENER* p) { return static_cast<listener_impl*>(p); }
+inline adapter_impl* impl(NDK_ADAPTER* p) {
+    return static_cast<adapter_impl*>(p);
+}
+inline pd_impl* impl(NDK_PD* p) {
+    return static_cast<pd_impl*>(p);
+}
+inline cq_impl* impl(NDK_CQ* p) {
+    return static_cast<cq_impl*>(p);
+}
+inline qp_impl* impl(NDK_QP* p) {
+    return static_cast<qp_impl*>(p);
+}
+inline srq_impl* impl(NDK_SRQ* p) {
+    return static_cast<srq_impl*>(p);
+}
+inline mr_impl* impl(NDK_MR* p) {
+    return static_cast<mr_impl*>(p);
+}
+inline mw_impl* impl(NDK_MW* p) {
+    return static_cast<mw_impl*>(p);
+}
+inline connector_impl* impl(NDK_CONNECTOR* p) {
+    return static_cast<connector_impl*>(p);
+}
+inline listener_impl* impl(NDK_LISTENER* p) {
+    return static_cast<listener_impl*>(p);
+}
 inline shared_endpoint_impl* impl(NDK_SHARED_ENDPOINT* p) {
     return static_cast<shared_endpoint_impl*>(p);
 }
@@ -389,8 +407,8 @@ VOID flush_qp(NDK_QP*);
 NTSTATUS qp_send(NDK_QP*, PVOID, CONST NDK_SGE*, ULONG, ULONG);
 NTSTATUS qp_receive(NDK_QP*, PVOID, CONST NDK_SGE*, ULONG);
 NTSTATUS qp_bind(NDK_QP*, PVOID, NDK_MR*, NDK_MW*, PVOID, SIZE_T, ULONG);
-NTSTATUS qp_fast_register(NDK_QP*, PVOID, NDK_MR*, ULONG, CONST NDK_LOGICAL_ADDRESS*, ULONG,
-                          SIZE_T, PVOID, ULONG);
+NTSTATUS qp_fast_register(NDK_QP*, PVOID, NDK_MR*, ULONG, CONST NDK_LOGICAL_ADDRESS*, ULONG, SIZE_T,
+                          PVOID, ULONG);
 NTSTATUS qp_invalidate(NDK_QP*, PVOID, NDK_OBJECT_HEADER*, ULONG);
 NTSTATUS qp_read(NDK_QP*, PVOID, CONST NDK_SGE*, ULONG, UINT64, UINT32, ULONG);
 NTSTATUS qp_write(NDK_QP*, PVOID, CONST NDK_SGE*, ULONG, UINT64, UINT32, ULONG);
@@ -431,7 +449,7 @@ VOID control_connect_events(NDK_LISTENER*, BOOLEAN);
 NTSTATUS shared_endpoint_local_address(NDK_SHARED_ENDPOINT*, PSOCKADDR, ULONG*);
 
 // Provider limits not in nic_limits.
-constexpr ULONG MAX_CALLER_DATA = 56;    // RDMA-CM REQ private data over RoCE
-constexpr ULONG MAX_CALLEE_DATA = 148;   // RDMA-CM REJ (REP allows 196): the smaller one
+constexpr ULONG MAX_CALLER_DATA = 56;   // RDMA-CM REQ private data over RoCE
+constexpr ULONG MAX_CALLEE_DATA = 148;  // RDMA-CM REJ (REP allows 196): the smaller one
 
 }  // namespace rnic::ndk::provider

@@ -12,7 +12,9 @@
 namespace rnic::ndk::provider {
 
 namespace {
-uint32_t round64(uint32_t v) { return (v + 63) & ~63u; }
+uint32_t round64(uint32_t v) {
+    return (v + 63) & ~63u;
+}
 
 uint8_t wqe_flags(ULONG f) {
     uint8_t w = 0;
@@ -140,9 +142,8 @@ void srq_impl::retire(uint16_t wqe_index) {
 
 namespace {
 // Send, SendAndInvalidate, Write, Read.
-NTSTATUS post_data(NDK_QP* p, void* rc, const NDK_SGE* sgl, ULONG nsge, ULONG flags,
-                   uint8_t opcode, uint64_t remote_va, uint32_t rkey, uint32_t imm,
-                   NDK_OPERATION_TYPE type) {
+NTSTATUS post_data(NDK_QP* p, void* rc, const NDK_SGE* sgl, ULONG nsge, ULONG flags, uint8_t opcode,
+                   uint64_t remote_va, uint32_t rkey, uint32_t imm, NDK_OPERATION_TYPE type) {
     qp_impl* qp = impl(p);
     adapter_impl* ad = qp->adapter;
     ad->host.cpu(ad->host.config().post_ns);
@@ -244,15 +245,14 @@ NTSTATUS qp_receive(NDK_QP* p, PVOID rc, CONST NDK_SGE* sgl, ULONG n) {
     qp->rq_shadow[slot] = rc;
     ++qp->rq_producer;
     ++ad->counters.wqes_posted;
-    ad->host.mmio_write64(hsi::REG_RQ_DOORBELL,
-                          static_cast<uint64_t>(qp->qpn) |
-                              static_cast<uint64_t>(qp->rq_producer & 0xFFFF) << 32);
+    ad->host.mmio_write64(
+        hsi::REG_RQ_DOORBELL,
+        static_cast<uint64_t>(qp->qpn) | static_cast<uint64_t>(qp->rq_producer & 0xFFFF) << 32);
     ++ad->counters.rq_doorbells;
     return STATUS_SUCCESS;
 }
 
-NTSTATUS qp_bind(NDK_QP* p, PVOID rc, NDK_MR* mrp, NDK_MW* mwp, PVOID va, SIZE_T len,
-                 ULONG flags) {
+NTSTATUS qp_bind(NDK_QP* p, PVOID rc, NDK_MR* mrp, NDK_MW* mwp, PVOID va, SIZE_T len, ULONG flags) {
     qp_impl* qp = impl(p);
     adapter_impl* ad = qp->adapter;
     ad->host.cpu(ad->host.config().post_ns);
@@ -264,8 +264,8 @@ NTSTATUS qp_bind(NDK_QP* p, PVOID rc, NDK_MR* mrp, NDK_MW* mwp, PVOID va, SIZE_T
     }
     mr_impl* mr = impl(mrp);
     mw_impl* mw = impl(mwp);
-    const uint32_t access = op_access(flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ |
-                                               NDK_OP_FLAG_ALLOW_REMOTE_WRITE));
+    const uint32_t access =
+        op_access(flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE));
     if (!mr->registered) {
         return qp->fail(STATUS_INVALID_PARAMETER);
     }
@@ -283,8 +283,8 @@ NTSTATUS qp_bind(NDK_QP* p, PVOID rc, NDK_MR* mrp, NDK_MW* mwp, PVOID va, SIZE_T
 }
 
 NTSTATUS qp_fast_register(NDK_QP* p, PVOID rc, NDK_MR* mrp, ULONG page_count,
-                          CONST NDK_LOGICAL_ADDRESS* pages, ULONG fbo, SIZE_T length,
-                          PVOID base_va, ULONG flags) {
+                          CONST NDK_LOGICAL_ADDRESS* pages, ULONG fbo, SIZE_T length, PVOID base_va,
+                          ULONG flags) {
     qp_impl* qp = impl(p);
     adapter_impl* ad = qp->adapter;
     ad->host.cpu(ad->host.config().post_ns);
@@ -388,8 +388,8 @@ NTSTATUS make_qp(NDK_PD* pdp, NDK_CQ* rcq, NDK_CQ* icq, NDK_SRQ* srqp, PVOID qpc
     adapter_impl* ad = pd->adapter;
     const hw::nic_limits& l = ad->params.limits;
     if (rcq == nullptr || icq == nullptr || sq_depth == 0 || sq_depth > l.max_qp_depth ||
-        (srqp == nullptr && (rq_depth == 0 || rq_depth > l.max_qp_depth)) ||
-        max_isge > l.max_sge || max_rsge > l.max_sge || inline_size > l.max_inline) {
+        (srqp == nullptr && (rq_depth == 0 || rq_depth > l.max_qp_depth)) || max_isge > l.max_sge ||
+        max_rsge > l.max_sge || inline_size > l.max_inline) {
         return STATUS_INVALID_PARAMETER;
     }
     const uint32_t qpn = ad->qpns.alloc();
@@ -416,10 +416,10 @@ NTSTATUS make_qp(NDK_PD* pdp, NDK_CQ* rcq, NDK_CQ* icq, NDK_SRQ* srqp, PVOID qpc
     // 64 B fast-register / bind segment).
     qp->sq_stride = 64 + round64(std::max<uint32_t>({max_isge * 16u, inline_size, 64u}));
     qp->rq_stride = 16 + 16 * std::max<uint32_t>(1, max_rsge);
-    qp->sq_ring = static_cast<uint8_t*>(
-        ad->host.alloc((size_t{1} << qp->sq_log) * qp->sq_stride, true));
-    qp->rq_ring = static_cast<uint8_t*>(
-        ad->host.alloc((size_t{1} << qp->rq_log) * qp->rq_stride, true));
+    qp->sq_ring =
+        static_cast<uint8_t*>(ad->host.alloc((size_t{1} << qp->sq_log) * qp->sq_stride, true));
+    qp->rq_ring =
+        static_cast<uint8_t*>(ad->host.alloc((size_t{1} << qp->rq_log) * qp->rq_stride, true));
     qp->sq_shadow.resize(size_t{1} << qp->sq_log);
     qp->rq_shadow.resize(size_t{1} << qp->rq_log);
     ad->qp_table[qpn] = qp;
@@ -475,11 +475,11 @@ NTSTATUS make_qp(NDK_PD* pdp, NDK_CQ* rcq, NDK_CQ* icq, NDK_SRQ* srqp, PVOID qpc
 }
 }  // namespace
 
-NTSTATUS create_qp(NDK_PD* pd, NDK_CQ* rcq, NDK_CQ* icq, PVOID qpc, ULONG rq_depth,
-                   ULONG sq_depth, ULONG max_rsge, ULONG max_isge, ULONG inline_size,
-                   NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_QP** out) {
-    return make_qp(pd, rcq, icq, nullptr, qpc, rq_depth, sq_depth, max_rsge, max_isge,
-                   inline_size, cb, ctx, out);
+NTSTATUS create_qp(NDK_PD* pd, NDK_CQ* rcq, NDK_CQ* icq, PVOID qpc, ULONG rq_depth, ULONG sq_depth,
+                   ULONG max_rsge, ULONG max_isge, ULONG inline_size, NDK_FN_CREATE_COMPLETION cb,
+                   PVOID ctx, NDK_QP** out) {
+    return make_qp(pd, rcq, icq, nullptr, qpc, rq_depth, sq_depth, max_rsge, max_isge, inline_size,
+                   cb, ctx, out);
 }
 
 NTSTATUS create_qp_with_srq(NDK_PD* pd, NDK_CQ* rcq, NDK_CQ* icq, NDK_SRQ* srq, PVOID qpc,
@@ -531,8 +531,8 @@ NTSTATUS create_srq(NDK_PD* pdp, ULONG depth, ULONG max_sge, ULONG threshold,
     srq->log_size = log2_ceil(l.max_srq_depth);
     srq->max_sge = max_sge;
     srq->stride = 16 + 16 * std::max<uint32_t>(1, max_sge);
-    srq->ring = static_cast<uint8_t*>(
-        ad->host.alloc((size_t{1} << srq->log_size) * srq->stride, true));
+    srq->ring =
+        static_cast<uint8_t*>(ad->host.alloc((size_t{1} << srq->log_size) * srq->stride, true));
     srq->shadow.resize(size_t{1} << srq->log_size);
     srq->notify_threshold = notify != nullptr ? threshold : 0;
     srq->notify_cb = notify;

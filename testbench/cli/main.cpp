@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <systemc>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -94,10 +96,8 @@ int run(const options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    // The SystemC banner would land in the middle of the summary on stdout.
-    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-
+// SystemC calls this from sc_elab_and_sim (below): the whole command runs inside it.
+int sc_main(int argc, char** argv) {
     CLI::App app{"rnicsim: cycle-accurate RDMA NIC simulator"};
     app.require_subcommand(1);
     options o;
@@ -134,4 +134,10 @@ int main(int argc, char** argv) {
         std::cout << rnic::output::to_file_text(cfg.effective);
     }
     return EXIT_OK;
+}
+
+int main(int argc, char** argv) {
+    // The SystemC banner would land in the middle of the summary on stdout.
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+    return sc_core::sc_elab_and_sim(argc, argv);
 }

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "hw/context/limits.h"
+#include "hw/context_cache/context_cache.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/doorbell/doorbell.h"
@@ -52,8 +53,8 @@ struct msi_record {
 class fake_driver : public sc_core::sc_module {
 public:
     tlm_utils::simple_initiator_socket<fake_driver> mmio{"mmio"};
-    std::function<void()> body;   // the driver (an SC_THREAD)
-    std::function<void()> aux;    // a second thread, e.g. a stand-in for WQE fetch
+    std::function<void()> body;  // the driver (an SC_THREAD)
+    std::function<void()> aux;   // a second thread, e.g. a stand-in for WQE fetch
     bool finished = false;
 
     explicit fake_driver(sc_core::sc_module_name n)
@@ -146,8 +147,8 @@ struct bench {
         , ctx(make_ctx(c))
         , clk("nic", CLOCK_MHZ)
         , limits(c.limits)
-        , contexts(limits.max_qps, limits.max_cqs, limits.max_srqs, limits.max_pds,
-                   limits.max_keys, limits.max_mtt_pages)
+        , contexts(limits.max_qps, limits.max_cqs, limits.max_srqs, limits.max_pds, limits.max_keys,
+                   limits.max_mtt_pages)
         , mem("mem", sc_time(80, SC_NS))
         , link("link", fabric::pcie_config{}, "", ctx)
         , dma("dma", c.dma, clk, ctx)
@@ -160,8 +161,9 @@ struct bench {
         link.bar_out.bind(db.mmio_in);
         link.mem_out.bind(mem.dma_in);
         dma.dma_out.bind(link.dev_dma_in);
-        link.set_msi_handler(
-            [this](uint64_t a, uint32_t d) { msis.push_back({sc_time_stamp(), a, d}); });
+        link.set_msi_handler([this](uint64_t a, uint32_t d) {
+            msis.push_back({sc_time_stamp(), a, d});
+        });
     }
 
     // --- timing helpers (the PCIe model's closed form, for exact expectations) ---
@@ -188,8 +190,8 @@ struct bench {
         settle();
     }
     void set_msix(uint32_t v, uint64_t addr, uint32_t data, uint32_t control) {
-        const uint32_t e[4] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32),
-                               data, control};
+        const uint32_t e[4] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), data,
+                               control};
         drv.write(hsi::REG_MSIX_TABLE + 16 * v, e, 16);
     }
     static uint64_t sq_db(uint32_t qpn, uint32_t pi) {
@@ -314,7 +316,9 @@ uint32_t post_cmd(bench& b, hsi::cmd_slot s) {
     b.mem.write(slot_addr(index), &s, sizeof(s));
     return index;
 }
-void ring_cmd(bench& b) { b.drv.write32(hsi::REG_CMDQ_DOORBELL, b.cmd_producer); }
+void ring_cmd(bench& b) {
+    b.drv.write32(hsi::REG_CMDQ_DOORBELL, b.cmd_producer);
+}
 uint8_t wait_cmd(bench& b, uint32_t index) {
     wait_mem(b, [&] { return b.mem.load<uint8_t>(slot_addr(index) + 2) == 1; });
     return b.mem.load<uint8_t>(slot_addr(index) + 1);
@@ -353,8 +357,7 @@ TEST(CmdProcessor, NopCompletesAfterReadRoundTripExecutionAndWriteThenSignalsEve
     // Doorbell MWr (4 B) down; slot MRd up; host memory; CplD (64 B) down; 50 cycles; 2 B MWr up.
     const sc_time arrival = b.mmio_arrival(rung, 4);
     const sc_time rd_issue = b.edge(arrival) + b.clk.cycles(2);
-    const double at_mem =
-        b.ps(rd_issue) + b.wire_ps(24) + b.lat_ps() + bench::ps(b.mem.latency());
+    const double at_mem = b.ps(rd_issue) + b.wire_ps(24) + b.lat_ps() + bench::ps(b.mem.latency());
     const sc_time rd_done = bench::ceil_ps(at_mem + b.wire_ps(20 + 64) + b.lat_ps());
     const sc_time exec_end = b.edge(rd_done) + b.clk.cycles(50);
     const double wr_sent = b.ps(exec_end + b.clk.cycles(2)) + b.wire_ps(24 + 2);
@@ -505,8 +508,8 @@ TEST(CmdProcessor, ObjectGraphReferencesMakeDestroysBusyUntilReleased) {
         norq.u.qp.rq_addr = 0;
         x("qp no rq ring", norq);
         x("qp13", qp_cmd(13, 1, 1, 1));
-        EXPECT_EQ(b.contexts.pd(1)->refcount, 3u);   // SRQ + 2 QPs
-        EXPECT_EQ(b.contexts.cq(1)->refcount, 3u);   // send of QP 10, send+recv of QP 13
+        EXPECT_EQ(b.contexts.pd(1)->refcount, 3u);  // SRQ + 2 QPs
+        EXPECT_EQ(b.contexts.cq(1)->refcount, 3u);  // send of QP 10, send+recv of QP 13
         EXPECT_EQ(b.contexts.cq(2)->refcount, 1u);
         EXPECT_EQ(b.contexts.srq(3)->refcount, 1u);
         x("destroy cq busy", obj_cmd(hsi::CMD_DESTROY_CQ, 1));
@@ -730,7 +733,7 @@ TEST(CmdProcessor, ModifyQpFollowsStateMachineSetsPsnsAndSchedulesOnRtsAndError)
     const qp_context* q21 = b.contexts.qp(21);
     ASSERT_NE(q21, nullptr);
     EXPECT_EQ(q21->state, hsi::QPS_INIT);
-    EXPECT_EQ(q21->sq_producer, 0u);  // RESET cleared the queue state
+    EXPECT_EQ(q21->sq_producer, 0u);                           // RESET cleared the queue state
     EXPECT_EQ(q21->sq_addr, RING_AREA + 0x100000 + 0x150000);  // creation parameters kept
     EXPECT_EQ(b.contexts.pd(1)->refcount, 1u);
     EXPECT_EQ(b.contexts.cq(1)->refcount, 2u);
@@ -910,9 +913,9 @@ TEST(CmdProcessor, FastRegMrAndWindowAreAllocatedButNotValid) {
     b.drv.body = [&] {
         b.setup_queues();
         EXPECT_EQ(exec(b, obj_cmd(hsi::CMD_CREATE_PD, 3)), hsi::CMD_OK);
-        EXPECT_EQ(exec(b, mr_cmd(0x1000, 3, 40, 0, 0,
-                                 hsi::ACCESS_FAST_REG | hsi::ACCESS_REMOTE_WRITE)),
-                  hsi::CMD_OK);
+        EXPECT_EQ(
+            exec(b, mr_cmd(0x1000, 3, 40, 0, 0, hsi::ACCESS_FAST_REG | hsi::ACCESS_REMOTE_WRITE)),
+            hsi::CMD_OK);
         EXPECT_EQ(exec(b, obj_cmd(hsi::CMD_CREATE_MW, 0x2000, 3)), hsi::CMD_OK);
     };
     run(b);
@@ -974,7 +977,9 @@ TEST(CmdProcessor, UnknownOpcodeQueryDeviceAndGarbageCommandsNeverCrash) {
     EXPECT_EQ(b.cmdp.get_stats().commands, 303u);
     EXPECT_GT(b.cmdp.get_stats().by_status[hsi::CMD_BAD_OPCODE], 1u);
     EXPECT_EQ(b.cmdp.consumer(), 303u);
-    EXPECT_EQ(b.cqw.get_stats().events, 303u);
+    // The driver never consumed the 16-entry EQ: the rest of the EVENT_CMD_DONEs were lost.
+    EXPECT_EQ(b.cqw.get_stats().events, 16u);
+    EXPECT_EQ(b.cqw.get_stats().eq_overruns, 303u - 16u);
 }
 
 TEST(CmdProcessor, BackToBackDoorbellsAreCoalescedAndCommandsRunInOrder) {
@@ -1023,6 +1028,54 @@ TEST(CmdProcessor, DoorbellsWithoutAUsableRingAreIgnoredUntilItIsSetUp) {
     EXPECT_EQ(b.cmdp.get_stats().commands, 1u);
 }
 
+TEST(CmdProcessor, CommandsInvalidateCachedContexts) {
+    bench b(cmd_config());
+    context_cache cache("cache", context_cache_config{}, b.clk, b.dma, b.ctx);
+    cache.watch_icm_base(&b.db.registers().icm_base, b.limits.max_qps, b.limits.max_keys);
+    b.cmdp.set_context_cache(&cache);
+    constexpr uint64_t PAGE_LIST = 0x80000;
+    uint32_t mtt_base = 0;
+    std::vector<uint64_t> qpc_misses;
+    std::vector<uint64_t> mpt_misses;
+    std::vector<uint64_t> mtt_misses;
+    auto snap = [&] {
+        qpc_misses.push_back(cache.get_stats(ctx_kind::QPC).misses);
+        mpt_misses.push_back(cache.get_stats(ctx_kind::MPT).misses);
+        mtt_misses.push_back(cache.get_stats(ctx_kind::MTT).misses);
+    };
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.drv.write64(hsi::REG_ICM_BASE, 0x1000'0000);
+        b.settle();
+        b.mem.store<uint64_t>(PAGE_LIST, 0xabc000);
+        b.mem.store<uint64_t>(PAGE_LIST + 8, 0xdef000);
+        exec(b, obj_cmd(hsi::CMD_CREATE_PD, 1));
+        exec(b, cq_cmd(hsi::CMD_CREATE_CQ, 1, 4));
+        exec(b, qp_cmd(7, 1, 1, 1));
+        exec(b, mr_cmd(0x0300, 1, 2, PAGE_LIST, 8192, hsi::ACCESS_LOCAL_WRITE));
+        mtt_base = b.contexts.mpt(0x0300)->mtt_base;
+        cache.access(ctx_kind::QPC, 7);  // miss, then hits
+        cache.access(ctx_kind::QPC, 7);
+        cache.access(ctx_kind::MPT, 3);
+        cache.access(ctx_kind::MTT, mtt_base + 1);
+        cache.access(ctx_kind::MPT, 3);
+        cache.access(ctx_kind::MTT, mtt_base);
+        snap();
+        exec(b, modify_cmd(7, hsi::QPS_ERROR));
+        cache.access(ctx_kind::QPC, 7);  // invalidated: miss again
+        cache.access(ctx_kind::MPT, 3);  // untouched: hit
+        snap();
+        exec(b, obj_cmd(hsi::CMD_DESTROY_MR, 0x0300));
+        cache.access(ctx_kind::MPT, 3);
+        cache.access(ctx_kind::MTT, mtt_base);
+        snap();
+    };
+    run(b);
+    EXPECT_EQ(qpc_misses, (std::vector<uint64_t>{1, 2, 2}));
+    EXPECT_EQ(mpt_misses, (std::vector<uint64_t>{1, 1, 2}));
+    EXPECT_EQ(mtt_misses, (std::vector<uint64_t>{1, 1, 2}));
+}
+
 TEST(NicLimits, ParsesRangesAndRejectsUnknownKeys) {
     config::parse_context ctx;
     const nlohmann::json j = {{"max_qps", 64}, {"max_mtu", 2048}};
@@ -1034,8 +1087,8 @@ TEST(NicLimits, ParsesRangesAndRejectsUnknownKeys) {
     EXPECT_EQ(ctx.effective["rnic"]["limits"]["max_keys"], 8192);
 
     config::parse_context bad;
-    const nlohmann::json jb = {{"max_qps", 0}, {"max_mtu", 1000}, {"max_qp", 1},
-                               {"max_sge", "many"}};
+    const nlohmann::json jb = {
+        {"max_qps", 0}, {"max_mtu", 1000}, {"max_qp", 1}, {"max_sge", "many"}};
     parse_nic_limits(config::reader(jb, "rnic.limits", bad));
     ASSERT_EQ(bad.errors.size(), 4u);
     EXPECT_NE(bad.errors[0].find("rnic.limits.max_qps: 0 out of range"), std::string::npos);
@@ -1046,10 +1099,10 @@ TEST(NicLimits, ParsesRangesAndRejectsUnknownKeys) {
 
 TEST(BlockConfigs, ParseDefaultsRangesAndUnknownKeys) {
     config::parse_context ctx;
-    const auto db = parse_doorbell_config(config::reader(
-        {{"decode_cycles", 5}, {"push_buffers", 4}}, "rnic.doorbell", ctx));
-    const auto cqw = parse_cq_writer_config(
-        config::reader({{"latency_cycles", 7}}, "rnic.cq_writer", ctx));
+    const auto db = parse_doorbell_config(
+        config::reader({{"decode_cycles", 5}, {"push_buffers", 4}}, "rnic.doorbell", ctx));
+    const auto cqw =
+        parse_cq_writer_config(config::reader({{"latency_cycles", 7}}, "rnic.cq_writer", ctx));
     const auto cmd = parse_cmd_processor_config(
         config::reader({{"cycles_per_command", 1000}}, "rnic.cmd_processor", ctx));
     ctx.throw_if_errors();

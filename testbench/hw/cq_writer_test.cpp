@@ -50,8 +50,8 @@ struct msi_record {
 class fake_driver : public sc_core::sc_module {
 public:
     tlm_utils::simple_initiator_socket<fake_driver> mmio{"mmio"};
-    std::function<void()> body;   // the driver (an SC_THREAD)
-    std::function<void()> aux;    // a second thread, e.g. a stand-in for WQE fetch
+    std::function<void()> body;  // the driver (an SC_THREAD)
+    std::function<void()> aux;   // a second thread, e.g. a stand-in for WQE fetch
     bool finished = false;
 
     explicit fake_driver(sc_core::sc_module_name n)
@@ -144,8 +144,8 @@ struct bench {
         , ctx(make_ctx(c))
         , clk("nic", CLOCK_MHZ)
         , limits(c.limits)
-        , contexts(limits.max_qps, limits.max_cqs, limits.max_srqs, limits.max_pds,
-                   limits.max_keys, limits.max_mtt_pages)
+        , contexts(limits.max_qps, limits.max_cqs, limits.max_srqs, limits.max_pds, limits.max_keys,
+                   limits.max_mtt_pages)
         , mem("mem", sc_time(80, SC_NS))
         , link("link", fabric::pcie_config{}, "", ctx)
         , dma("dma", c.dma, clk, ctx)
@@ -158,8 +158,9 @@ struct bench {
         link.bar_out.bind(db.mmio_in);
         link.mem_out.bind(mem.dma_in);
         dma.dma_out.bind(link.dev_dma_in);
-        link.set_msi_handler(
-            [this](uint64_t a, uint32_t d) { msis.push_back({sc_time_stamp(), a, d}); });
+        link.set_msi_handler([this](uint64_t a, uint32_t d) {
+            msis.push_back({sc_time_stamp(), a, d});
+        });
     }
 
     // --- timing helpers (the PCIe model's closed form, for exact expectations) ---
@@ -186,8 +187,8 @@ struct bench {
         settle();
     }
     void set_msix(uint32_t v, uint64_t addr, uint32_t data, uint32_t control) {
-        const uint32_t e[4] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32),
-                               data, control};
+        const uint32_t e[4] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), data,
+                               control};
         drv.write(hsi::REG_MSIX_TABLE + 16 * v, e, 16);
     }
     static uint64_t sq_db(uint32_t qpn, uint32_t pi) {
@@ -500,7 +501,7 @@ TEST(CqWriter, EqPhaseWrapOverrunAndRearmFiresWhenEntriesAreLeft) {
         b.cqw.post_event(hsi::EVENT_SRQ_LIMIT, 22, 0xbb);
         b.cqw.post_event(hsi::EVENT_QP_ERROR, 23);  // EQ full (consumer 0): lost
         b.settle();
-        EXPECT_EQ(b.msis.size(), 1u);  // one message for the batch
+        EXPECT_EQ(b.msis.size(), 1u);            // one message for the batch
         b.drv.write32(hsi::REG_EQ_CONSUMER, 2);  // all consumed: re-arm only
         b.settle();
         EXPECT_EQ(b.msis.size(), 1u);
@@ -551,8 +552,8 @@ TEST(CqWriter, MaskedVectorHoldsTheMessageUntilUnmasked) {
         b.drv.write32(hsi::REG_MSIX_TABLE + 16 + 12, 0);  // unmask vector 1: nothing pending
         b.settle();
         EXPECT_TRUE(b.msis.empty());
-        b.drv.write32(hsi::REG_MSIX_TABLE + 8, 0x999);    // new data while masked
-        b.drv.write32(hsi::REG_MSIX_TABLE + 12, 0);       // unmask: the held message goes
+        b.drv.write32(hsi::REG_MSIX_TABLE + 8, 0x999);  // new data while masked
+        b.drv.write32(hsi::REG_MSIX_TABLE + 12, 0);     // unmask: the held message goes
         b.settle();
     };
     run(b);

@@ -52,8 +52,8 @@ struct msi_record {
 class fake_driver : public sc_core::sc_module {
 public:
     tlm_utils::simple_initiator_socket<fake_driver> mmio{"mmio"};
-    std::function<void()> body;   // the driver (an SC_THREAD)
-    std::function<void()> aux;    // a second thread, e.g. a stand-in for WQE fetch
+    std::function<void()> body;  // the driver (an SC_THREAD)
+    std::function<void()> aux;   // a second thread, e.g. a stand-in for WQE fetch
     bool finished = false;
 
     explicit fake_driver(sc_core::sc_module_name n)
@@ -146,8 +146,8 @@ struct bench {
         , ctx(make_ctx(c))
         , clk("nic", CLOCK_MHZ)
         , limits(c.limits)
-        , contexts(limits.max_qps, limits.max_cqs, limits.max_srqs, limits.max_pds,
-                   limits.max_keys, limits.max_mtt_pages)
+        , contexts(limits.max_qps, limits.max_cqs, limits.max_srqs, limits.max_pds, limits.max_keys,
+                   limits.max_mtt_pages)
         , mem("mem", sc_time(80, SC_NS))
         , link("link", fabric::pcie_config{}, "", ctx)
         , dma("dma", c.dma, clk, ctx)
@@ -160,8 +160,9 @@ struct bench {
         link.bar_out.bind(db.mmio_in);
         link.mem_out.bind(mem.dma_in);
         dma.dma_out.bind(link.dev_dma_in);
-        link.set_msi_handler(
-            [this](uint64_t a, uint32_t d) { msis.push_back({sc_time_stamp(), a, d}); });
+        link.set_msi_handler([this](uint64_t a, uint32_t d) {
+            msis.push_back({sc_time_stamp(), a, d});
+        });
     }
 
     // --- timing helpers (the PCIe model's closed form, for exact expectations) ---
@@ -188,8 +189,8 @@ struct bench {
         settle();
     }
     void set_msix(uint32_t v, uint64_t addr, uint32_t data, uint32_t control) {
-        const uint32_t e[4] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32),
-                               data, control};
+        const uint32_t e[4] = {static_cast<uint32_t>(addr), static_cast<uint32_t>(addr >> 32), data,
+                               control};
         drv.write(hsi::REG_MSIX_TABLE + 16 * v, e, 16);
     }
     static uint64_t sq_db(uint32_t qpn, uint32_t pi) {
@@ -454,13 +455,13 @@ TEST(Doorbell, BadDoorbellsAreCountedAndIgnored) {
         b.drv.write64(hsi::REG_RQ_DOORBELL, bench::sq_db(42, 1));        // invalid QP
         b.drv.write64(hsi::REG_RQ_DOORBELL, 3 | hsi::RQ_DOORBELL_SRQ);   // invalid SRQ
         uint8_t block[64] = {};
-        b.drv.write(hsi::REG_WQE_PUSH, block, 32);                       // short push
-        b.drv.write(hsi::REG_WQE_PUSH, block, 64);                       // push for QP 0
-        b.drv.write64(hsi::REG_DEVICE_ID, v);                            // read-only
-        b.drv.write(hsi::REG_MSIX_TABLE, &v, 2);                         // bad width
-        b.drv.write(hsi::REG_MSIX_TABLE + 12, &v, 8);                    // crosses an entry
-        b.drv.write64(hsi::BAR0_SIZE + 0x100, v);                        // outside BAR0
-        b.drv.write(hsi::REG_CMDQ_BASE + 2, &v, 4);                      // misaligned half
+        b.drv.write(hsi::REG_WQE_PUSH, block, 32);     // short push
+        b.drv.write(hsi::REG_WQE_PUSH, block, 64);     // push for QP 0
+        b.drv.write64(hsi::REG_DEVICE_ID, v);          // read-only
+        b.drv.write(hsi::REG_MSIX_TABLE, &v, 2);       // bad width
+        b.drv.write(hsi::REG_MSIX_TABLE + 12, &v, 8);  // crosses an entry
+        b.drv.write64(hsi::BAR0_SIZE + 0x100, v);      // outside BAR0
+        b.drv.write(hsi::REG_CMDQ_BASE + 2, &v, 4);    // misaligned half
         b.settle();
         unknown_read = b.drv.read(0x0600, 8);
     };
@@ -490,7 +491,7 @@ TEST(Doorbell, CsrsAndMsixTableReadBackWithRegisterReadLatency) {
         b.drv.write64(hsi::REG_EQ_LOG_SIZE, 9);
         b.set_msix(5, 0xfee01234, 0x55, 0);
         const uint64_t lo_hi[2] = {0xfee00010ull, 0x66ull | (uint64_t{1} << 32)};
-        b.drv.write(hsi::REG_MSIX_TABLE + 16 * 6, &lo_hi[0], 8);  // addr
+        b.drv.write(hsi::REG_MSIX_TABLE + 16 * 6, &lo_hi[0], 8);      // addr
         b.drv.write(hsi::REG_MSIX_TABLE + 16 * 6 + 8, &lo_hi[1], 8);  // data, control
         b.drv.write32(hsi::REG_MSIX_TABLE + 16 * 7 + 0, 0xfee00020u);
         b.drv.write32(hsi::REG_MSIX_TABLE + 16 * 7 + 4, 0);
@@ -540,6 +541,29 @@ TEST(Doorbell, CsrsAndMsixTableReadBackWithRegisterReadLatency) {
     const double down = b.ps(read_start) + b.wire_ps(24);
     const double up = down + b.lat_ps() + b.ps(b.clk.cycles(5)) + b.wire_ps(20 + 8);
     EXPECT_EQ(read_end, bench::ceil_ps(up + b.lat_ps()));
+}
+
+TEST(Doorbell, IcmBaseMustBePageAlignedAndSizeReadsWhatTheNicNeeds) {
+    bench b;
+    b.db.set_icm_bytes_needed(0x123000);
+    std::vector<uint64_t> reads;
+    b.drv.body = [&] {
+        b.drv.write64(hsi::REG_ICM_BASE, 0x5000'0000);
+        b.drv.write64(hsi::REG_ICM_BASE, 0x6000'0010);  // not 4 KiB aligned: ignored
+        b.drv.write32(hsi::REG_ICM_SIZE, 0x200000);     // size allocated, in two halves
+        b.drv.write32(hsi::REG_ICM_SIZE + 4, 1);
+        b.settle();
+        reads.push_back(b.drv.read(hsi::REG_ICM_BASE, 8));
+        reads.push_back(b.drv.read(hsi::REG_ICM_SIZE, 8));
+    };
+    run(b);
+    ASSERT_EQ(reads.size(), 2u);
+    EXPECT_EQ(reads[0], 0x5000'0000u);
+    EXPECT_EQ(reads[1], 0x123000u);  // what the NIC needs, not what was written
+    EXPECT_EQ(b.db.registers().icm_base, 0x5000'0000u);
+    EXPECT_EQ(b.db.registers().icm_size, 0x1'0020'0000u);
+    EXPECT_EQ(b.db.get_stats().bad_doorbells, 1u);
+    EXPECT_EQ(b.db.get_stats().csr_writes, 3u);
 }
 
 TEST(Doorbell, CqAndEqDoorbellsReachTheCqWriter) {

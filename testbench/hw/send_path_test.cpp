@@ -2,13 +2,13 @@
 // Send path model: segmentation, opcodes, PSNs, headers, payload and ICRC of every frame, and
 // the cycle timing of the 64-byte frame stream (first beat, throughput, stalls, back-pressure,
 // FIFO blocking, reset).
-#include <gtest/gtest.h>
-
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include <systemc>
+
+#include <gtest/gtest.h>
 
 #include "hw/roce/roce.h"
 #include "hw/send_path/send_path_model.h"
@@ -21,9 +21,9 @@ using namespace rnic::hw;
 constexpr double CLOCK_MHZ = 500.0;  // 2 ns edges
 
 // Frame output with a programmable ready pattern; records each frame with its completion edge.
-class pattern_output : public frame_output_if {
+class recording_output : public frame_output_if {
 public:
-    explicit pattern_output(const clock_domain& clk)
+    explicit recording_output(const clock_domain& clk)
         : m_clk(clk) {}
     std::function<bool(uint64_t)> ready = [](uint64_t) { return true; };
     uint64_t next_ready(uint64_t edge, bool) override {
@@ -33,6 +33,7 @@ public:
         return edge;
     }
     bool ready_at(uint64_t edge, bool) override { return ready(edge); }
+    uint64_t peek_ready(uint64_t edge, bool fs) override { return next_ready(edge, fs); }
     void put_frame(fabric::eth_frame&& f) override {
         frames.push_back(std::move(f));
         frame_edges.push_back(m_clk.cycle_of(sc_core::sc_time_stamp()));
@@ -53,7 +54,7 @@ struct bench {
     }
     sim_context ctx;
     clock_domain clk;
-    pattern_output out;
+    recording_output out;
     send_path_model dut;
     std::vector<frame_beat> beats;
 
@@ -146,8 +147,7 @@ void check_frames(const std::vector<fabric::eth_frame>& frames,
                                  d.kind == tx_kind::READ_REQUEST;
             EXPECT_EQ(p.hdr.bth_.ack_req, last && request && d.ack_req);
             EXPECT_EQ(p.hdr.bth_.se,
-                      last && d.solicited &&
-                          (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE));
+                      last && d.solicited && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE));
             switch (d.kind) {
                 case tx_kind::SEND:
                     EXPECT_LE(p.hdr.bth_.opcode, roce::RC_SEND_ONLY_INV);
@@ -479,4 +479,23 @@ TEST(SendPath, ResetMidMessageDropsInFlightWork) {
     EXPECT_EQ(b.beats[16].frame, 0u);
     ASSERT_EQ(b.out.frames.size(), 1u);
     EXPECT_EQ(roce::info(b.out.frames[0].data[42]).name, std::string("RC_ACK"));
+}
+
+TEST(SendPathConfig, ParsesAndRejectsWithJsonPath) {
+    config::parse_context ctx;
+    const auto c = parse_send_path_config(config::reader(
+        nlohmann::json{{"impl", "lockstep"}, {"desc_fifo_depth", 4}}, "rnic.send_path", ctx));
+    EXPECT_TRUE(ctx.errors.empty());
+    EXPECT_EQ(c.impl, "lockstep");
+    EXPECT_EQ(c.desc_fifo_depth, 4u);
+    EXPECT_EQ(c.payload_fifo_bytes, 16384u);
+    config::parse_context bad;
+    parse_send_path_config(config::reader(
+        nlohmann::json{{"impl", "verilog"}, {"payload_fifo_bytes", 100}, {"depth", 1}},
+        "rnic.send_path", bad));
+    ASSERT_EQ(bad.errors.size(), 3u);
+    EXPECT_NE(bad.errors[0].find("rnic.send_path.impl"), std::string::npos);
+    EXPECT_NE(bad.errors[1].find("rnic.send_path.payload_fifo_bytes: 100 out of range"),
+              std::string::npos);
+    EXPECT_NE(bad.errors[2].find("rnic.send_path.depth: unknown key"), std::string::npos);
 }

@@ -33,6 +33,14 @@ nlohmann::json make_stats_json(const scenario::run_result& r) {
     return j;
 }
 
+nlohmann::json without_wall_fields(nlohmann::json stats) {
+    if (stats.contains("sim") && stats["sim"].is_object()) {
+        stats["sim"].erase("wall_s");
+        stats["sim"].erase("packets_per_wall_s");
+    }
+    return stats;
+}
+
 std::string to_file_text(const nlohmann::json& j) { return j.dump(2) + "\n"; }
 
 namespace {

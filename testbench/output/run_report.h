@@ -16,8 +16,9 @@ namespace rnic::output {
 // depend on the machine; everything else is a function of the config.
 nlohmann::json make_stats_json(const scenario::run_result& r);
 
-// The fields of stats.json that differ between two runs of the same config.
-inline constexpr const char* WALL_FIELDS[] = {"/sim/wall_s", "/sim/packets_per_wall_s"};
+// stats.json minus the fields that depend on the machine (sim.wall_s, sim.packets_per_wall_s):
+// what two runs of the same config agree on byte for byte.
+nlohmann::json without_wall_fields(nlohmann::json stats);
 
 // summary.txt: perftest-like table of the workload and its results; the last line holds the
 // simulator speed (wall time) and is the only line that varies between identical runs.

@@ -131,7 +131,6 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
                                 i);
     }
     t.link = fabric::parse_eth_link_config(r.child("link"));
-    t.link.name = "link";
     for (size_t i = 1; i < NODES; ++i) {
         if (t.nodes[i].mac == t.nodes[0].mac) {
             r.error("nodes." + std::to_string(i) + ".mac",
@@ -175,6 +174,13 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
          w.op == operation::SEND ? "(x2 receives for send) rnic.limits.max_qp_depth"
                                  : "rnic.limits.max_qp_depth");
     over("inline_threshold", w.inline_threshold, lim.max_inline, "rnic.limits.max_inline");
+    // One CQ per node holds every completion that can be outstanding on it.
+    const uint64_t per_qp = (w.op == operation::SEND ? 2ull : 1ull) * w.queue_depth;
+    if (uint64_t{w.qps} * per_qp > lim.max_cq_depth) {
+        r.error("qps", std::to_string(w.qps) + " QPs x " + std::to_string(per_qp) +
+                           " completions = " + std::to_string(uint64_t{w.qps} * per_qp) +
+                           " exceed rnic.limits.max_cq_depth " + std::to_string(lim.max_cq_depth));
+    }
     // Send-queue slots are only returned by signaled completions: a window of queue_depth
     // posted WRs must contain a signaled one.
     over("signal_every", w.signal_every, w.queue_depth, "workload.queue_depth");

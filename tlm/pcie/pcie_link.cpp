@@ -191,6 +191,7 @@ void pcie_link::host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&
         const double cpl_end = send_tlp(m_up_free_ps, m_up, req_end + m_latency_ps +
                                         time_to_ps(bar_delay), m_hdr_cpl + len);
         ++m_up.cpld_tlps;
+        m_up.payload_bytes += len;  // the completion carries the register value
         delay = ps_to_time(cpl_end + m_latency_ps) - sc_core::sc_time_stamp();
     }
 }

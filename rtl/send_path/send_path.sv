@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: Apache-2.0
+// RoCEv2 send path: message descriptors and 64-byte payload beats in, Ethernet frames out in
+// 64-byte beats. Port contract and cycle-level protocol: CONTRACT.md.
+//
+// Pipeline (one beat per cycle, every register advances with a valid/ready handshake):
+//   S  sequencer   holds the accepted message; hands one packet command per edge to H
+//   H  header      all headers of the next packet (Ethernet .. last extension header, IPv4
+//                  checksum), registered one edge after S has the packet
+//   A  assembler   frame beat j: header bytes, then the payload shifted behind the header
+//                  (header length mod 64 is 6, 10, 54 or 58), pad zero; consumes one payload
+//                  beat per output beat while the packet has payload left
+//   O  output      ICRC over the beat (64 table lookups per beat; the final CRC beat is
+//                  right-aligned so any length works) and inserted behind the pad
+// Descriptor accepted at edge s: header at s+1, first beat in A at s+2, in O at s+3, out at s+4.
+
+module send_path
+  import send_path_crc_pkg::*;
+#(
+  // Conformance-suite fault injection (never set in a product build): 1 adds a register stage
+  // on the frame output (one cycle late), 2 flips the ICRC's first byte.
+  parameter int unsigned BREAK = 0
+) (
+  input  logic         clk_i,
+  input  logic         rst_ni,
+
+  // Message descriptor stream
+  input  logic         desc_valid_i,
+  output logic         desc_ready_o,
+  input  logic [2:0]   desc_kind_i,       // 0 SEND, 1 WRITE, 2 READ_REQUEST, 3 READ_RESPONSE, 4 ACK
+  input  logic         desc_with_imm_i,
+  input  logic         desc_with_inv_i,
+  input  logic         desc_solicited_i,
+  input  logic         desc_ack_req_i,
+  input  logic [23:0]  desc_src_qpn_i,
+  input  logic [23:0]  desc_dest_qpn_i,
+  input  logic [23:0]  desc_psn_i,
+  input  logic [12:0]  desc_pmtu_i,       // 256, 512, 1024, 2048 or 4096
+  input  logic [31:0]  desc_length_i,
+  input  logic [63:0]  desc_remote_va_i,
+  input  logic [31:0]  desc_rkey_i,
+  input  logic [31:0]  desc_imm_or_key_i,
+  input  logic [7:0]   desc_syndrome_i,
+  input  logic [23:0]  desc_msn_i,
+  input  logic [47:0]  desc_src_mac_i,    // first byte on the wire in [47:40]
+  input  logic [47:0]  desc_dst_mac_i,
+  input  logic [31:0]  desc_src_ip_i,
+  input  logic [31:0]  desc_dst_ip_i,
+
+  // Payload stream: the message's bytes in order, lane i = byte 64k + i of the message
+  input  logic         pl_valid_i,
+  output logic         pl_ready_o,
+  input  logic [511:0] pl_data_i,
+  input  logic [63:0]  pl_keep_i,
+  input  logic         pl_last_i,
+
+  // Frame stream: lane i = byte 64j + i of the frame (Ethernet header .. ICRC, no FCS)
+  output logic         fr_valid_o,
+  input  logic         fr_ready_i,
+  output logic [511:0] fr_data_o,
+  output logic [63:0]  fr_keep_o,
+  output logic         fr_last_o
+);
+
+  localparam logic [2:0] KIND_SEND = 3'd0;
+  localparam logic [2:0] KIND_WRITE = 3'd1;
+  localparam logic [2:0] KIND_READ_REQ = 3'd2;
+  localparam logic [2:0] KIND_READ_RESP = 3'd3;
+
+  // ---------------------------------------------------------------------------------------
+  // S: sequencer
+  // ---------------------------------------------------------------------------------------
+  logic        msg_valid_q;
+  logic [2:0]  m_kind_q;
+  logic        m_imm_q, m_inv_q, m_se_q, m_ackreq_q;
+  logic [23:0] m_dest_qpn_q, m_psn_q, m_msn_q;
+  logic [15:0] m_udp_port_q;
+  logic [12:0] m_pmtu_q;
+  logic [31:0] m_length_q, m_rem_q;
+  logic [63:0] m_va_q;
+  logic [31:0] m_rkey_q, m_imm_q32, m_src_ip_q, m_dst_ip_q;
+  logic [7:0]  m_syndrome_q;
+  logic [47:0] m_src_mac_q, m_dst_mac_q;
+  logic        m_first_q;
+
+  logic        hdr_valid_q;
+  logic        hdr_load, hdr_take;
+  logic        desc_take;
+
+  // Packet command for the packet S holds.
+  logic        s_has_payload, s_last, s_first;
+  logic [12:0] s_len;
+  logic [7:0]  s_opcode;
+  logic        s_reth, s_aeth, s_immdt, s_ieth;
+
+  always_comb begin
+    s_has_payload = (m_kind_q == KIND_SEND) || (m_kind_q == KIND_WRITE) ||
+                    (m_kind_q == KIND_READ_RESP);
+    s_first = m_first_q;
+    s_last = !s_has_payload || (m_rem_q <= {19'd0, m_pmtu_q});
+    s_len = !s_has_payload ? 13'd0 : (s_last ? m_rem_q[12:0] : m_pmtu_q);
+    s_opcode = 8'h04;
+    unique case (m_kind_q)
+      KIND_SEND: begin
+        if (s_first && s_last) s_opcode = m_imm_q ? 8'h05 : (m_inv_q ? 8'h17 : 8'h04);
+        else if (s_last) s_opcode = m_imm_q ? 8'h03 : (m_inv_q ? 8'h16 : 8'h02);
+        else s_opcode = s_first ? 8'h00 : 8'h01;
+      end
+      KIND_WRITE: begin
+        if (s_first && s_last) s_opcode = m_imm_q ? 8'h0B : 8'h0A;
+        else if (s_last) s_opcode = m_imm_q ? 8'h09 : 8'h08;
+        else s_opcode = s_first ? 8'h06 : 8'h07;
+      end
+      KIND_READ_REQ: s_opcode = 8'h0C;
+      KIND_READ_RESP: begin
+        if (s_first && s_last) s_opcode = 8'h10;
+        else if (s_last) s_opcode = 8'h0F;
+        else s_opcode = s_first ? 8'h0D : 8'h0E;
+      end
+      default: s_opcode = 8'h11;  // ACK
+    endcase
+    s_reth = (m_kind_q == KIND_WRITE && s_first) || (m_kind_q == KIND_READ_REQ);
+    s_aeth = (m_kind_q == KIND_READ_RESP && (s_first || s_last)) ||
+             !(m_kind_q inside {KIND_SEND, KIND_WRITE, KIND_READ_REQ, KIND_READ_RESP});
+    s_immdt = s_last && m_imm_q;
+    s_ieth = s_last && m_inv_q;
+  end
+
+  // Header bytes of the packet S holds, lane i = frame byte i.
+  logic [127:0][7:0] s_hdr;
+  logic [6:0]        s_hlen;
+  logic [15:0]       s_ip_total;
+  logic [1:0]        s_pad;
+  logic [19:0]       s_sum;
+  logic [16:0]       s_fold;
+  logic [15:0]       s_csum;
+
+  always_comb begin
+    s_hlen = 7'd54 + (s_reth ? 7'd16 : 7'd0) + ((s_aeth || s_immdt || s_ieth) ? 7'd4 : 7'd0);
+    s_pad = 2'(3'd4 - {1'b0, s_len[1:0]});
+    s_ip_total = 16'({9'd0, s_hlen} - 16'd14 + {3'd0, s_len} + {14'd0, s_pad} + 16'd4);
+    // IPv4 header checksum: 0x4502 + total + 0 + 0x4000 + 0x4011 + 0 + addresses.
+    s_sum = 20'h04502 + 20'h04000 + 20'h04011 + {4'd0, s_ip_total} +
+            {4'd0, m_src_ip_q[31:16]} + {4'd0, m_src_ip_q[15:0]} +
+            {4'd0, m_dst_ip_q[31:16]} + {4'd0, m_dst_ip_q[15:0]};
+    s_fold = {1'b0, s_sum[15:0]} + {13'd0, s_sum[19:16]};
+    s_csum = ~(s_fold[15:0] + {15'd0, s_fold[16]});
+    s_hdr = '0;
+    for (int i = 0; i < 6; i++) begin
+      s_hdr[i] = m_dst_mac_q[8*(5-i) +: 8];
+      s_hdr[6+i] = m_src_mac_q[8*(5-i) +: 8];
+    end
+    s_hdr[12] = 8'h08;
+    s_hdr[13] = 8'h00;
+    s_hdr[14] = 8'h45;
+    s_hdr[15] = 8'h02;                   // TOS: DSCP 0, ECT(0)
+    s_hdr[16] = s_ip_total[15:8];
+    s_hdr[17] = s_ip_total[7:0];
+    s_hdr[20] = 8'h40;                   // DF
+    s_hdr[22] = 8'd64;                   // TTL
+    s_hdr[23] = 8'd17;                   // UDP
+    s_hdr[24] = s_csum[15:8];
+    s_hdr[25] = s_csum[7:0];
+    for (int i = 0; i < 4; i++) begin
+      s_hdr[26+i] = m_src_ip_q[8*(3-i) +: 8];
+      s_hdr[30+i] = m_dst_ip_q[8*(3-i) +: 8];
+    end
+    s_hdr[34] = m_udp_port_q[15:8];
+    s_hdr[35] = m_udp_port_q[7:0];
+    s_hdr[36] = 8'h12;                   // 4791
+    s_hdr[37] = 8'hB7;
+    s_hdr[38] = 8'((s_ip_total - 16'd20) >> 8);
+    s_hdr[39] = 8'(s_ip_total - 16'd20);
+    s_hdr[42] = s_opcode;
+    s_hdr[43] = {s_last && m_se_q, 1'b0, s_pad, 4'd0};
+    s_hdr[44] = 8'hFF;                   // P_Key
+    s_hdr[45] = 8'hFF;
+    for (int i = 0; i < 3; i++) begin
+      s_hdr[47+i] = m_dest_qpn_q[8*(2-i) +: 8];
+      s_hdr[51+i] = m_psn_q[8*(2-i) +: 8];
+    end
+    s_hdr[50] = {s_last && m_ackreq_q, 7'd0};
+    if (s_reth) begin
+      for (int i = 0; i < 8; i++) s_hdr[54+i] = m_va_q[8*(7-i) +: 8];
+      for (int i = 0; i < 4; i++) begin
+        s_hdr[62+i] = m_rkey_q[8*(3-i) +: 8];
+        s_hdr[66+i] = m_length_q[8*(3-i) +: 8];
+      end
+      if (s_immdt) for (int i = 0; i < 4; i++) s_hdr[70+i] = m_imm_q32[8*(3-i) +: 8];
+    end else if (s_aeth) begin
+      s_hdr[54] = m_syndrome_q;
+      for (int i = 0; i < 3; i++) s_hdr[55+i] = m_msn_q[8*(2-i) +: 8];
+    end else if (s_immdt || s_ieth) begin
+      for (int i = 0; i < 4; i++) s_hdr[54+i] = m_imm_q32[8*(3-i) +: 8];
+    end
+  end
+
+  // ---------------------------------------------------------------------------------------
+  // H: header register (per-packet geometry precomputed for A and O)
+  // ---------------------------------------------------------------------------------------
+  logic [127:0][7:0] hdr_q;
+  logic [6:0]        hdr_hlen_q;
+  logic [12:0]       hdr_len_q;
+  logic [13:0]       hdr_end_q;    // E: CRC end = header + payload + pad
+  logic [6:0]        hdr_beats_q;  // frame beats: ceil((E + 4) / 64)
+  logic [6:0]        hdr_inbeats_q;
+
+  // ---------------------------------------------------------------------------------------
+  // A: assembler
+  // ---------------------------------------------------------------------------------------
+  logic              act_q;        // a packet is being assembled (beat j_q next)
+  logic [6:0]        j_q;
+  logic [127:0][7:0] cur_hdr_q;
+  logic [6:0]        cur_hlen_q;
+  logic [12:0]       cur_len_q;
+  logic [13:0]       cur_end_q;
+  logic [6:0]        cur_beats_q, cur_inbeats_q;
+  logic [511:0]      carry_q;      // previous payload beat
+
+  logic              a_valid_q, a_first_q, a_end_q, a_spill_q, a_last_q;
+  logic [5:0]        a_n_q;        // E mod 64 on the beat holding the CRC end
+  logic [511:0]      a_data_q;
+  logic [63:0]       a_keep_q;
+
+  logic              o_valid_q, o_last_q;
+  logic [511:0]      o_data_q;
+  logic [63:0]       o_keep_q;
+  logic [31:0]       crc_q;        // running CRC register (raw, not inverted)
+  logic [15:0]       icrc_hi_q;    // ICRC bytes 2, 3 when they spill into the next beat
+
+  logic              o_free, a_free, have_beat, needs_in, a_load, o_load;
+  logic              o_ready;      // the O register's beat leaves at this edge if valid
+
+  // Geometry of the beat A produces next (current packet, or beat 0 of the header register).
+  logic [127:0][7:0] p_hdr;
+  logic [6:0]        p_hlen, p_beats, p_inbeats, p_j, p_hb;
+  logic [12:0]       p_len;
+  logic [13:0]       p_end;
+
+  always_comb begin
+    p_hdr = act_q ? cur_hdr_q : hdr_q;
+    p_hlen = act_q ? cur_hlen_q : hdr_hlen_q;
+    p_len = act_q ? cur_len_q : hdr_len_q;
+    p_end = act_q ? cur_end_q : hdr_end_q;
+    p_beats = act_q ? cur_beats_q : hdr_beats_q;
+    p_inbeats = act_q ? cur_inbeats_q : hdr_inbeats_q;
+    p_j = act_q ? j_q : 7'd0;
+    p_hb = {6'd0, p_hlen[6]};
+    have_beat = act_q || hdr_valid_q;
+    needs_in = (p_j >= p_hb) && ((p_j - p_hb) < p_inbeats);
+    o_free = !o_valid_q || o_ready;
+    a_free = !a_valid_q || o_free;
+    a_load = a_free && have_beat && (!needs_in || pl_valid_i);
+    pl_ready_o = a_free && have_beat && needs_in;
+    o_load = a_valid_q && o_free;
+    hdr_take = a_load && !act_q;
+    hdr_load = msg_valid_q && (!hdr_valid_q || hdr_take);
+    desc_take = desc_valid_i && (!msg_valid_q || (hdr_load && s_last));
+    desc_ready_o = !msg_valid_q || (hdr_load && s_last);
+  end
+
+  // Beat p_j of the packet: header, payload shifted behind it, zero pad.
+  logic [511:0]  b_data, b_hmask, b_pmask, b_pay;
+  logic [63:0]   b_keep;
+  logic [13:0]   b_off;      // frame offset of lane 0
+  logic [14:0]   b_pend;     // payload end relative to lane 0
+  logic [14:0]   b_fend;     // frame end relative to lane 0
+
+  always_comb begin
+    b_off = {p_j, 6'd0} + 14'd0;
+    b_pay = 512'({pl_data_i, carry_q} >> {(10'd64 - {4'd0, p_hlen[5:0]}), 3'd0});
+    if (p_j == 7'd0) b_hmask = p_hlen[6] ? '1 : ~('1 << {p_hlen[5:0], 3'd0});
+    else if (p_j == 7'd1 && p_hlen[6]) b_hmask = ~('1 << {p_hlen[5:0], 3'd0});
+    else b_hmask = '0;
+    b_pend = 15'({8'd0, p_hlen} + {2'd0, p_len}) - 15'(b_off);
+    if ($signed(b_pend) <= 0) b_pmask = '0;
+    else if (b_pend >= 15'd64) b_pmask = '1;
+    else b_pmask = ~('1 << {b_pend[5:0], 3'd0});
+    b_fend = 15'(p_end + 14'd4) - 15'(b_off);
+    b_keep = (b_fend >= 15'd64) ? '1 : ~(64'hFFFF_FFFF_FFFF_FFFF << b_fend[5:0]);
+    b_data = ((p_j[0] ? p_hdr[127:64] : p_hdr[63:0]) & b_hmask) | (b_pay & b_pmask & ~b_hmask);
+  end
+
+  // ---------------------------------------------------------------------------------------
+  // CRC: lane-table CRC of a 64-byte block from state 0; byte-serial step for the last two
+  // bytes before a right-aligned final block.
+  // ---------------------------------------------------------------------------------------
+  function automatic logic [31:0] crc_block(input logic [511:0] blk);
+    logic [31:0] r = '0;
+    for (int i = 0; i < 64; i++) r ^= CRC_TAB[i][blk[8*i +: 8]];
+    return r;
+  endfunction
+
+  function automatic logic [31:0] crc_byte(input logic [31:0] s, input logic [7:0] b);
+    return (s >> 8) ^ CRC_TAB[63][s[7:0] ^ b];
+  endfunction
+
+  logic [511:0] c_blk, c_m, c_sh;
+  logic [31:0]  c_s, c_s2, c_next, c_icrc;
+  logic [511:0] o_data_d;
+
+  always_comb begin
+    c_blk = a_data_q;
+    if (a_first_q) begin
+      // LRH stand-in (8 x 0xFF at offsets 6..13) with the 0xFFFFFFFF initial value folded
+      // into its first four bytes; the Ethernet header is outside the ICRC.
+      c_blk[79:0] = '0;
+      c_blk[111:80] = '1;
+      c_blk[15*8 +: 8] = 8'hFF;   // TOS
+      c_blk[22*8 +: 8] = 8'hFF;   // TTL
+      c_blk[24*8 +: 16] = '1;     // IP checksum
+      c_blk[40*8 +: 16] = '1;     // UDP checksum
+      c_blk[46*8 +: 8] = 8'hFF;   // BTH FECN/BECN/reserved
+    end
+    c_s = a_first_q ? 32'd0 : crc_q;
+    c_s2 = '0;
+    c_m = '0;
+    c_sh = '0;
+    if (!a_end_q) begin
+      c_next = crc_block({c_blk[511:32], c_blk[31:0] ^ c_s});
+    end else begin
+      c_s2 = crc_byte(crc_byte(c_s, c_blk[7:0]), c_blk[15:8]);
+      if (a_n_q == 6'd2) begin
+        c_next = c_s2;
+      end else begin
+        c_m = c_blk & ~('1 << {a_n_q, 3'd0});
+        c_m[15:0] = '0;
+        c_sh = c_m << {(7'd64 - {1'b0, a_n_q}), 3'd0};
+        c_sh = c_sh ^ ({480'd0, c_s2} << {(7'd66 - {1'b0, a_n_q}), 3'd0});
+        c_next = crc_block(c_sh);
+      end
+    end
+    c_icrc = ~c_next;
+    if (BREAK == 2) c_icrc[7:0] = ~c_icrc[7:0];
+    if (a_spill_q) o_data_d = {a_data_q[511:16], icrc_hi_q};
+    else if (a_end_q) o_data_d = a_data_q | 512'({480'd0, c_icrc} << {a_n_q, 3'd0});
+    else o_data_d = a_data_q;
+  end
+
+  // ---------------------------------------------------------------------------------------
+  // Registers
+  // ---------------------------------------------------------------------------------------
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      msg_valid_q <= 1'b0;
+      hdr_valid_q <= 1'b0;
+      act_q <= 1'b0;
+      a_valid_q <= 1'b0;
+      o_valid_q <= 1'b0;
+    end else begin
+      // S
+      if (desc_take) begin
+        msg_valid_q <= 1'b1;
+        m_kind_q <= desc_kind_i;
+        m_imm_q <= desc_with_imm_i;
+        m_inv_q <= desc_with_inv_i;
+        m_se_q <= desc_solicited_i && (desc_kind_i == KIND_SEND || desc_kind_i == KIND_WRITE);
+        m_ackreq_q <= desc_ack_req_i && (desc_kind_i inside {KIND_SEND, KIND_WRITE, KIND_READ_REQ});
+        m_dest_qpn_q <= desc_dest_qpn_i;
+        m_udp_port_q <= {2'b11, 14'(desc_src_qpn_i ^ desc_dest_qpn_i) ^
+                                14'((desc_src_qpn_i ^ desc_dest_qpn_i) >> 14)};
+        m_psn_q <= desc_psn_i;
+        m_pmtu_q <= desc_pmtu_i;
+        m_length_q <= desc_length_i;
+        m_rem_q <= desc_length_i;
+        m_va_q <= desc_remote_va_i;
+        m_rkey_q <= desc_rkey_i;
+        m_imm_q32 <= desc_imm_or_key_i;
+        m_syndrome_q <= desc_syndrome_i;
+        m_msn_q <= desc_msn_i;
+        m_src_mac_q <= desc_src_mac_i;
+        m_dst_mac_q <= desc_dst_mac_i;
+        m_src_ip_q <= desc_src_ip_i;
+        m_dst_ip_q <= desc_dst_ip_i;
+        m_first_q <= 1'b1;
+      end else if (hdr_load) begin
+        if (s_last) begin
+          msg_valid_q <= 1'b0;
+        end else begin
+          m_rem_q <= m_rem_q - {19'd0, m_pmtu_q};
+          m_psn_q <= m_psn_q + 24'd1;
+          m_first_q <= 1'b0;
+        end
+      end
+      // H
+      if (hdr_load) begin
+        hdr_valid_q <= 1'b1;
+        hdr_q <= s_hdr;
+        hdr_hlen_q <= s_hlen;
+        hdr_len_q <= s_len;
+        hdr_end_q <= {7'd0, s_hlen} + {1'b0, s_len} + {12'd0, s_pad};
+        hdr_beats_q <= 7'(({7'd0, s_hlen} + {1'b0, s_len} + {12'd0, s_pad} + 14'd4 + 14'd63) >> 6);
+        hdr_inbeats_q <= 7'(({1'b0, s_len} + 14'd63) >> 6);
+      end else if (hdr_take) begin
+        hdr_valid_q <= 1'b0;
+      end
+      // A
+      if (a_load) begin
+        if (!act_q) begin
+          cur_hdr_q <= hdr_q;
+          cur_hlen_q <= hdr_hlen_q;
+          cur_len_q <= hdr_len_q;
+          cur_end_q <= hdr_end_q;
+          cur_beats_q <= hdr_beats_q;
+          cur_inbeats_q <= hdr_inbeats_q;
+        end
+        act_q <= (p_j + 7'd1) < p_beats;
+        j_q <= p_j + 7'd1;
+        if (needs_in) carry_q <= pl_data_i;
+        a_valid_q <= 1'b1;
+        a_data_q <= b_data;
+        a_keep_q <= b_keep;
+        a_last_q <= (p_j + 7'd1) == p_beats;
+        a_first_q <= p_j == 7'd0;
+        a_end_q <= p_j == p_end[12:6];
+        a_spill_q <= (p_end[5:0] == 6'd62) && (p_j == p_end[12:6] + 7'd1);
+        a_n_q <= p_end[5:0];
+      end else if (o_load) begin
+        a_valid_q <= 1'b0;
+      end
+      // O
+      if (o_load) begin
+        o_valid_q <= 1'b1;
+        o_data_q <= o_data_d;
+        o_keep_q <= a_keep_q;
+        o_last_q <= a_last_q;
+        if (!a_spill_q) crc_q <= c_next;
+        if (a_end_q) icrc_hi_q <= c_icrc[31:16];
+      end else if (o_ready) begin
+        o_valid_q <= 1'b0;
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------------------------------
+  // Output (BREAK == 1: one more register stage, a deliberate one-cycle delay)
+  // ---------------------------------------------------------------------------------------
+  if (BREAK == 1) begin : g_late
+    logic         l_valid_q, l_last_q;
+    logic [511:0] l_data_q;
+    logic [63:0]  l_keep_q;
+    assign o_ready = !l_valid_q || fr_ready_i;
+    always_ff @(posedge clk_i or negedge rst_ni) begin
+      if (!rst_ni) begin
+        l_valid_q <= 1'b0;
+      end else if (o_ready) begin
+        l_valid_q <= o_valid_q;
+        l_data_q <= o_data_q;
+        l_keep_q <= o_keep_q;
+        l_last_q <= o_last_q;
+      end
+    end
+    assign fr_valid_o = l_valid_q;
+    assign fr_data_o = l_data_q;
+    assign fr_keep_o = l_keep_q;
+    assign fr_last_o = l_last_q;
+  end else begin : g_out
+    assign o_ready = fr_ready_i;
+    assign fr_valid_o = o_valid_q;
+    assign fr_data_o = o_data_q;
+    assign fr_keep_o = o_keep_q;
+    assign fr_last_o = o_last_q;
+  end
+
+endmodule

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: Apache-2.0
+// RTL wrapper of the send path.
+#include "rtl/send_path/send_path_rtl.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "hw/send_path/send_path.h"
+#include "hw/send_path/send_path_packets.h"
+
+namespace rnic::rtl {
+
+namespace {
+constexpr uint64_t NONE = std::numeric_limits<uint64_t>::max();
+}
+
+send_path_rtl::send_path_rtl(sc_core::sc_module_name name, const hw::send_path_config& cfg,
+                             const hw::clock_domain& clk, hw::frame_output_if& out,
+                             hw::sim_context& ctx, const send_path_core_factory& core,
+                             const std::string& fst_path)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_out(out)
+    , m_in(std::string(this->name()) + ".in", cfg, clk)
+    , m_fst_path(fst_path) {
+    init(ctx, core);
+}
+
+send_path_rtl::send_path_rtl(sc_core::sc_module_name name, const hw::send_path_config& cfg,
+                             const hw::clock_domain& clk, hw::channel<fabric::eth_frame>& mac_tx,
+                             hw::sim_context& ctx, const send_path_core_factory& core,
+                             const std::string& fst_path)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_clk(clk)
+    , m_mac(std::make_unique<hw::mac_fifo_output>(mac_tx, clk))
+    , m_out(*m_mac)
+    , m_in(std::string(this->name()) + ".in", cfg, clk)
+    , m_fst_path(fst_path) {
+    init(ctx, core);
+}
+
+send_path_rtl::~send_path_rtl() {
+    if (m_core) {
+        m_core->trace_close();
+    }
+}
+
+void send_path_rtl::init(hw::sim_context& ctx, const send_path_core_factory& core) {
+    m_core = core(!m_fst_path.empty());
+    m_half_ps = m_clk.period_ps() / 2;
+    SC_HAS_PROCESS(send_path_rtl);
+    SC_THREAD(clock_thread);
+    hw::register_send_path_stats(ctx.stats, name(), m_stats);
+    ctx.stats.add(name(), "clocked_edges", m_clocked, "cycles",
+                  "edges the RTL was evaluated on (idle edges are skipped)");
+    if (ctx.vcd != nullptr) {
+        m_in.trace(ctx.vcd, name());
+    }
+}
+
+void send_path_rtl::end_of_simulation() {
+    m_core->trace_close();
+}
+
+void send_path_rtl::reset(uint32_t cycles) {
+    const uint64_t r = hw::edge_after(m_clk, sc_core::sc_time_stamp());
+    m_in.clear();
+    m_desc_seq = m_pl_msg = m_out_msg = 0;
+    m_pl_beat = m_out_pkt = m_out_beat = 0;
+    m_frame.clear();
+    m_frame_no = 0;
+    m_desc_shown = m_pl_shown = false;
+    m_reset_pending = true;
+    m_reset_edge = r;
+    m_reset_cycles = cycles;
+    m_release_edge = r + cycles;
+    m_reset_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void send_path_rtl::apply_reset() {
+    // Asynchronous reset, held over the reset edges (the clock is stopped meanwhile).
+    const uint64_t t = m_reset_edge * m_clk.period_ps();
+    m_core->set_clk(false);
+    m_core->set_rst_n(false);
+    m_core->set_desc_valid(false);
+    m_core->set_payload_valid(false);
+    m_core->eval();
+    m_core->trace_dump(t);
+    m_core->set_rst_n(true);
+    m_core->eval();
+    m_reset_pending = false;
+    m_fr_valid_after = m_core->fr_valid();
+    m_last_edge = m_release_edge - 1;
+}
+
+bool send_path_rtl::next_payload_beat(uint64_t& valid_edge) {
+    for (;;) {
+        if (m_pl_msg < m_in.oldest_descriptor()) {
+            m_pl_msg = m_in.oldest_descriptor();
+            m_pl_beat = 0;
+        }
+        if (!m_in.has_descriptor(m_pl_msg)) {
+            return false;
+        }
+        const auto& de = m_in.descriptor(m_pl_msg);
+        if (!hw::carries_payload(de.desc) || uint64_t{m_pl_beat} * 64 >= de.desc.length) {
+            ++m_pl_msg;
+            m_pl_beat = 0;
+            continue;
+        }
+        const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
+        const uint64_t to = std::min<uint64_t>(from + 64, de.payload_offset + de.desc.length);
+        if (m_in.payload_end() < to) {
+            return false;
+        }
+        valid_edge = m_in.payload_valid_edge(from, to);
+        return true;
+    }
+}
+
+uint64_t send_path_rtl::wait_for_change(uint64_t e) {
+    for (;;) {
+        uint64_t cand = NONE;
+        if (m_reset_pending) {
+            cand = std::max(m_reset_edge, e);
+        }
+        if (!m_desc_shown && m_in.has_descriptor(m_desc_seq)) {
+            const uint64_t v = std::max(m_in.descriptor(m_desc_seq).valid_edge, m_release_edge);
+            cand = std::min(cand, std::max(v, e));
+        }
+        uint64_t v = 0;
+        if (!m_pl_shown && next_payload_beat(v)) {
+            cand = std::min(cand, std::max(v, e));
+        }
+        const sc_core::sc_event* ready_ev = nullptr;
+        if (m_fr_valid_after) {
+            const uint64_t r = m_out.peek_ready(e, m_out_beat == 0);
+            if (r != NONE) {
+                cand = std::min(cand, r);
+            } else {
+                ready_ev = m_out.ready_event();
+            }
+        }
+        sc_core::sc_event_or_list evs;
+        evs |= m_in.input_event();
+        evs |= m_reset_event;
+        if (ready_ev != nullptr) {
+            evs |= *ready_ev;
+        }
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        if (cand != NONE) {
+            const sc_core::sc_time t = hw::time_of_edge(m_clk, cand);
+            if (t <= now) {
+                return cand;
+            }
+            sc_core::wait(t - now, evs);
+            if (sc_core::sc_time_stamp() == t) {
+                return cand;
+            }
+        } else {
+            sc_core::wait(evs);
+        }
+        // Woken by an event: something may be usable from the edge at or after now.
+        e = std::max(e, m_clk.cycle_of(sc_core::sc_time_stamp()));
+        if (m_fr_valid_after && ready_ev != nullptr &&
+            m_out.peek_ready(e, m_out_beat == 0) != NONE) {
+            return e;
+        }
+    }
+}
+
+void send_path_rtl::clock_thread() {
+    if (!m_fst_path.empty()) {
+        m_core->trace_open(m_fst_path);
+    }
+    // Power-on reset before edge 1.
+    m_core->set_clk(false);
+    m_core->set_rst_n(false);
+    m_core->set_desc_valid(false);
+    m_core->set_payload_valid(false);
+    m_core->set_fr_ready(true);
+    m_core->eval();
+    m_core->trace_dump(0);
+    m_core->set_rst_n(true);
+    m_core->eval();
+    m_quiet = QUIESCENT_EDGES;
+    uint64_t e = 1;
+    for (;;) {
+        if (m_quiet >= QUIESCENT_EDGES) {
+            e = wait_for_change(e);
+        } else {
+            const sc_core::sc_time t = hw::time_of_edge(m_clk, e);
+            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            if (t > now) {
+                sc_core::wait(t - now);
+            }
+        }
+        if (m_reset_pending && e >= m_reset_edge) {
+            const uint64_t at = e;
+            m_reset_edge = at;  // the first edge the stopped clock reaches
+            apply_reset();
+            e = std::max(at + 1, m_release_edge);
+            m_quiet = QUIESCENT_EDGES;
+            continue;
+        }
+        edge(e);
+        ++e;
+    }
+}
+
+void send_path_rtl::edge(uint64_t e) {
+    // Edges skipped since the last evaluated one had its outputs and inputs unchanged.
+    const uint64_t skipped = e - m_last_edge - 1;
+    if (skipped > 0) {
+        if (m_fr_valid_after) {
+            m_stats.stall_backpressure_cycles += skipped;
+        } else if (m_out_beat > 0) {
+            m_stats.stall_payload_cycles += skipped;
+        }
+    }
+
+    // Inputs for this edge.
+    bool dv = false;
+    if (m_in.has_descriptor(m_desc_seq)) {
+        const auto& de = m_in.descriptor(m_desc_seq);
+        if (std::max(de.valid_edge, m_release_edge) <= e) {
+            dv = true;
+            if (!m_desc_shown) {
+                m_core->set_desc(true, de.desc);
+                m_desc_shown = true;
+            }
+        }
+    }
+    m_core->set_desc_valid(dv);
+    bool pv = false;
+    uint64_t v = 0;
+    if (next_payload_beat(v) && v <= e) {
+        pv = true;
+        if (!m_pl_shown) {
+            const auto& de = m_in.descriptor(m_pl_msg);
+            const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
+            const uint64_t end = de.payload_offset + de.desc.length;
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
+            m_pl_data.fill(0);
+            m_in.copy_payload(from, n, m_pl_data.data());
+            m_core->set_payload(true, m_pl_data.data(),
+                                n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1, from + n == end);
+            m_pl_shown = true;
+        }
+    }
+    m_core->set_payload_valid(pv);
+    m_core->set_clk(false);
+    m_core->eval();
+    const bool fr = m_out.ready_at(e, m_out_beat == 0);
+    m_core->set_fr_ready(fr);
+    m_core->eval();
+    const uint64_t t_ps = e * m_clk.period_ps();
+    m_core->trace_dump(t_ps - m_half_ps);
+
+    const bool hs_d = dv && m_core->desc_ready();
+    const bool hs_p = pv && m_core->pl_ready();
+    const bool fv = m_core->fr_valid();
+    const bool hs_f = fv && fr;
+    if (fv && !fr) {
+        ++m_stats.stall_backpressure_cycles;
+    } else if (!fv && m_out_beat > 0) {
+        ++m_stats.stall_payload_cycles;
+    }
+    hw::frame_beat b;
+    if (hs_f) {
+        m_core->fr_beat(b.data.data(), b.keep, b.last);
+    }
+
+    m_core->set_clk(true);
+    m_core->eval();
+    ++m_clocked;
+    m_core->trace_dump(t_ps);
+    m_fr_valid_after = m_core->fr_valid();
+    m_last_edge = e;
+
+    if (hs_d) {
+        ++m_desc_seq;
+        m_desc_shown = false;
+        ++m_stats.messages;
+    }
+    if (hs_p) {
+        m_pl_shown = false;
+        ++m_pl_beat;
+        const auto& de = m_in.descriptor(m_pl_msg);
+        if (uint64_t{m_pl_beat} * 64 >= de.desc.length) {
+            ++m_pl_msg;
+            m_pl_beat = 0;
+        }
+    }
+    if (hs_f) {
+        b.cycle = e;
+        b.frame = m_frame_no;
+        b.index = m_out_beat++;
+        const int n = __builtin_popcountll(b.keep);
+        m_frame.insert(m_frame.end(), b.data.begin(), b.data.begin() + n);
+        if (m_observer) {
+            m_observer(b);
+        }
+        if (b.last) {
+            complete_frame(e);
+        }
+    }
+    m_quiet = (hs_d || hs_p || hs_f) ? 0 : m_quiet + 1;
+}
+
+void send_path_rtl::complete_frame(uint64_t e) {
+    fabric::eth_frame f;
+    f.data = std::move(m_frame);
+    m_frame.clear();
+    m_out_beat = 0;
+    ++m_frame_no;
+    if (!m_in.has_descriptor(m_out_msg)) {
+        SC_REPORT_ERROR(name(), "the RTL sent a frame for no outstanding message");
+        return;
+    }
+    const auto& de = m_in.descriptor(m_out_msg);
+    const hw::packet_plan plan = hw::plan_packet(de.desc, m_out_pkt);
+    f.flow_id = de.desc.flow_id;
+    m_stats.count_frame(f.data.size() > 42 ? f.data[42] : 0, f.data.size());
+    m_in.release_payload(plan.payload_len);
+    if (plan.last) {
+        m_in.release_descriptor();
+        ++m_out_msg;
+        m_out_pkt = 0;
+    } else {
+        ++m_out_pkt;
+    }
+    m_out.put_frame(std::move(f));
+}
+
+}  // namespace rnic::rtl
+
+namespace rnic::hw {
+
+std::unique_ptr<send_path_unit> make_send_path_rtl(const char* name, const send_path_config& cfg,
+                                                   const clock_domain& clk,
+                                                   channel<fabric::eth_frame>& mac_tx,
+                                                   sim_context& ctx, const std::string& rtl_fst) {
+    return std::make_unique<rtl::send_path_rtl>(name, cfg, clk, mac_tx, ctx,
+                                                rtl::make_send_path_core, rtl_fst);
+}
+
+std::unique_ptr<send_path_unit> make_send_path_rtl(const char* name, const send_path_config& cfg,
+                                                   const clock_domain& clk, frame_output_if& out,
+                                                   sim_context& ctx, const std::string& rtl_fst) {
+    return std::make_unique<rtl::send_path_rtl>(name, cfg, clk, out, ctx,
+                                                rtl::make_send_path_core, rtl_fst);
+}
+
+}  // namespace rnic::hw

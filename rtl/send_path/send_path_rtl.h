@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// RTL wrapper: the Verilated send path behind the transaction-level send_path_unit. Bridges
+// descriptors and payload bytes to the valid/ready pins, collects frame beats into frames
+// stamped with their edge, and runs the clock only while the block has work.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/clock_domain.h"
+#include "hw/common/sim_context.h"
+#include "hw/send_path/send_path_config.h"
+#include "hw/send_path/send_path_io.h"
+#include "rtl/send_path/send_path_core.h"
+
+namespace rnic::rtl {
+
+// Contract (CONTRACT.md): after this many edges without a handshake on any stream, the RTL's
+// state does not change until one of its inputs does; the wrapper then stops the clock.
+constexpr uint32_t QUIESCENT_EDGES = 8;
+
+class send_path_rtl : public sc_core::sc_module, public hw::send_path_unit {
+public:
+    send_path_rtl(sc_core::sc_module_name name, const hw::send_path_config& cfg,
+                  const hw::clock_domain& clk, hw::frame_output_if& out, hw::sim_context& ctx,
+                  const send_path_core_factory& core, const std::string& fst_path = "");
+    send_path_rtl(sc_core::sc_module_name name, const hw::send_path_config& cfg,
+                  const hw::clock_domain& clk, hw::channel<fabric::eth_frame>& mac_tx,
+                  hw::sim_context& ctx, const send_path_core_factory& core,
+                  const std::string& fst_path = "");
+    ~send_path_rtl() override;
+
+    void put_descriptor(const hw::tx_descriptor& d) override { m_in.put_descriptor(d); }
+    void put_payload(hw::payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
+    void reset(uint32_t cycles = 2) override;
+    void set_beat_observer(hw::beat_observer fn) override { m_observer = std::move(fn); }
+    const hw::send_path_stats& get_stats() const override { return m_stats; }
+
+    // Clock edges the RTL was evaluated on (the rest were skipped as idle).
+    uint64_t clocked_edges() const { return m_clocked; }
+    void end_of_simulation() override;
+
+private:
+    void init(hw::sim_context& ctx, const send_path_core_factory& core);
+    void clock_thread();
+    void edge(uint64_t e);
+    uint64_t wait_for_change(uint64_t e);
+    bool next_payload_beat(uint64_t& valid_edge);
+    void apply_reset();
+    void complete_frame(uint64_t e);
+
+    const hw::send_path_config m_cfg;
+    const hw::clock_domain& m_clk;
+    std::unique_ptr<hw::mac_fifo_output> m_mac;
+    hw::frame_output_if& m_out;
+    hw::send_path_inputs m_in;
+    std::unique_ptr<send_path_core> m_core;
+    std::string m_fst_path;
+    hw::beat_observer m_observer;
+    hw::send_path_stats m_stats;
+    sc_core::sc_event m_reset_event;
+
+    // Stream cursors (descriptor numbers are send_path_inputs sequence numbers).
+    uint64_t m_desc_seq = 0;     // next descriptor to present
+    uint64_t m_pl_msg = 0;       // message whose payload is being presented
+    uint32_t m_pl_beat = 0;      // its next payload beat
+    uint64_t m_out_msg = 0;      // message of the frame being received
+    uint32_t m_out_pkt = 0;      // its packet number
+    uint32_t m_out_beat = 0;     // beats of the current frame received
+    std::vector<uint8_t> m_frame;
+    uint64_t m_frame_no = 0;
+    std::array<uint8_t, 64> m_pl_data{};
+
+    // Clocking state.
+    uint64_t m_last_edge = 0;       // last edge evaluated
+    uint32_t m_quiet = 0;           // edges since the last handshake
+    bool m_fr_valid_after = false;  // frame valid after the last edge (for skipped edges)
+    bool m_desc_shown = false;      // the descriptor at m_desc_seq was on the pins
+    bool m_pl_shown = false;        // the payload beat at the cursor was on the pins
+    uint64_t m_release_edge = 0;    // first edge after the last reset
+    bool m_reset_pending = false;
+    uint64_t m_reset_edge = 0;
+    uint32_t m_reset_cycles = 0;
+    uint64_t m_clocked = 0;
+    uint64_t m_half_ps = 0;
+};
+
+}  // namespace rnic::rtl

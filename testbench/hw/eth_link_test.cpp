@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: Apache-2.0
+// Ethernet link: wire bytes per frame, serialization at the line rate, arrival after
+// serialization + propagation, back-to-back frames at exactly line rate, MAC FIFO
+// back-pressure, capture at tx_start, full duplex, and the stats counters.
+#include "tlm/ethernet/eth_link.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include <gtest/gtest.h>
+
+#include "hw/common/sim_context.h"
+
+namespace {
+
+using rnic::fabric::eth_frame;
+using rnic::fabric::eth_link;
+using rnic::fabric::eth_link_config;
+using rnic::fabric::eth_wire_bytes;
+using sc_core::SC_NS;
+using sc_core::SC_PS;
+using sc_core::sc_time;
+
+sc_time ps(double v) { return sc_time(v, SC_PS); }
+
+// The MAC receive side of a NIC: records each frame and when its last bit arrived.
+struct sink : rnic::fabric::frame_sink_if {
+    struct rx {
+        sc_time at;
+        eth_frame frame;
+    };
+    std::vector<rx> frames;
+    void receive_frame(eth_frame&& f) override {
+        frames.push_back({sc_core::sc_time_stamp(), std::move(f)});
+    }
+};
+
+// A RoCEv2-shaped frame: BTH opcode at byte 42, destination QP at bytes 47..49.
+eth_frame roce_frame(size_t len, uint64_t flow, uint8_t opcode, uint32_t dest_qp) {
+    eth_frame f;
+    f.data.assign(len, 0x5A);
+    f.data[42] = opcode;
+    f.data[47] = static_cast<uint8_t>(dest_qp >> 16);
+    f.data[48] = static_cast<uint8_t>(dest_qp >> 8);
+    f.data[49] = static_cast<uint8_t>(dest_qp);
+    f.flow_id = flow;
+    return f;
+}
+
+eth_frame make_frame(size_t len, uint64_t flow, uint8_t seed = 0) {
+    eth_frame f;
+    f.data.resize(len);
+    for (size_t i = 0; i < len; ++i) {
+        f.data[i] = static_cast<uint8_t>(seed + i);
+    }
+    f.flow_id = flow;
+    return f;
+}
+
+struct bench {
+    rnic::hw::sim_context ctx;
+    eth_link link;
+    sink rx[2];
+    explicit bench(const eth_link_config& cfg, const char* name = "eth")
+        : link(name, cfg, ctx) {
+        link.attach(0, &rx[0]);
+        link.attach(1, &rx[1]);
+    }
+    // ps on the wire for a frame of `len` bytes (without FCS).
+    double wire_ps(size_t len) const { return eth_wire_bytes(len) * 8000.0 / link.config().rate_gbps; }
+    // Last bit of the frame (its FCS) after tx_start: wire time less the inter-frame gap.
+    double last_bit_ps(size_t len) const {
+        return (eth_wire_bytes(len) - 12) * 8000.0 / link.config().rate_gbps;
+    }
+    nlohmann::json stat(int side, const std::string& key) const {
+        return ctx.stats.values()[std::string(link.name()) + ".dir" + std::to_string(side)][key];
+    }
+};
+
+TEST(EthLink, WireBytesIncludeFcsPreambleIfgAndMinimumFrame) {
+    EXPECT_EQ(eth_wire_bytes(0), 84u);     // padded to 64 B with FCS
+    EXPECT_EQ(eth_wire_bytes(60), 84u);    // 60 + 4 FCS = 64: the minimum frame
+    EXPECT_EQ(eth_wire_bytes(61), 85u);
+    EXPECT_EQ(eth_wire_bytes(1000), 1024u);
+    EXPECT_EQ(eth_wire_bytes(1514), 1538u);  // full 1500 B MTU frame: 1538 B slot
+    EXPECT_EQ(eth_wire_bytes(9014), 9038u);
+    eth_link_config c;
+    EXPECT_DOUBLE_EQ(c.rate_gbps, 100.0);
+    EXPECT_DOUBLE_EQ(c.propagation_ns, 50.0);
+}
+
+// 100 Gb/s = 80 ps per byte: a 1000 B frame occupies 1024 x 80 = 81.92 ns of the wire and is
+// in at the peer 1012 x 80 ps + 50 ns after its first bit left.
+TEST(EthLink, SerializationAndArrivalTime) {
+    eth_link_config cfg;
+    bench b(cfg);
+    EXPECT_DOUBLE_EQ(b.link.ps_per_byte(), 80.0);
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(10, SC_NS));
+            b.link.tx(0).put(make_frame(1000, 7, 3));
+            sc_core::wait(sc_time(1, sc_core::SC_US));
+            b.link.tx(0).put(make_frame(40, 8));  // runt: padded to the minimum slot
+        },
+        "mac0");
+    sc_core::sc_start();
+    ASSERT_EQ(b.rx[1].frames.size(), 2u);
+    EXPECT_TRUE(b.rx[0].frames.empty());
+    const auto& f = b.rx[1].frames[0];
+    EXPECT_EQ(f.frame.tx_start, sc_time(10, SC_NS));
+    EXPECT_EQ(f.at, sc_time(10, SC_NS) + ps(1012 * 80) + sc_time(50, SC_NS));
+    EXPECT_EQ(f.frame.data, make_frame(1000, 7, 3).data);
+    EXPECT_EQ(f.frame.flow_id, 7u);
+    const auto& g = b.rx[1].frames[1];
+    EXPECT_EQ(g.frame.data.size(), 40u);  // padding is wire cost only
+    EXPECT_EQ(g.at - g.frame.tx_start, ps(72 * 80) + sc_time(50, SC_NS));
+    EXPECT_EQ(b.link.get_stats(0).busy_ps, 1024u * 80 + 84u * 80);
+}
+
+// Frames queued back to back leave exactly one wire time apart (line rate), whatever their
+// sizes, and arrive with the same spacing; at 25 Gb/s a byte is 320 ps.
+TEST(EthLink, BackToBackFramesRunAtLineRate) {
+    eth_link_config cfg;
+    cfg.rate_gbps = 25;
+    cfg.propagation_ns = 500;
+    cfg.tx_fifo_frames = 16;
+    bench b(cfg);
+    const std::vector<size_t> sizes = {1514, 60, 1000, 100, 9014, 64, 64, 300};
+    sc_core::sc_spawn(
+        [&] {
+            for (size_t i = 0; i < sizes.size(); ++i) {
+                b.link.tx(1).put(make_frame(sizes[i], i));
+            }
+        },
+        "mac1");
+    sc_core::sc_start();
+    const auto& rx = b.rx[0].frames;
+    ASSERT_EQ(rx.size(), sizes.size());
+    double start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        EXPECT_EQ(rx[i].frame.flow_id, i);
+        EXPECT_EQ(rx[i].frame.tx_start, ps(std::round(start))) << i;
+        EXPECT_EQ(rx[i].at, ps(std::round(start)) + ps(std::round(b.last_bit_ps(sizes[i]))) +
+                                sc_time(500, SC_NS))
+            << i;
+        start += b.wire_ps(sizes[i]);
+    }
+    // Throughput: all frame bytes over the busy time is the line rate times the frame share.
+    uint64_t wire = 0;
+    for (size_t s : sizes) {
+        wire += eth_wire_bytes(s);
+    }
+    EXPECT_EQ(b.link.get_stats(1).wire_bytes, wire);
+    EXPECT_EQ(b.link.get_stats(1).busy_ps, wire * 320);
+    EXPECT_EQ(b.link.get_stats(0).frames, 0u);
+}
+
+// The MAC FIFO holds tx_fifo_frames; the producer's put() blocks until the serializer takes a
+// frame, so a full FIFO releases one slot per wire time.
+TEST(EthLink, FifoBackPressure) {
+    eth_link_config cfg;
+    cfg.tx_fifo_frames = 4;
+    bench b(cfg);
+    std::vector<sc_time> put_done;
+    sc_core::sc_spawn(
+        [&] {
+            for (int i = 0; i < 10; ++i) {
+                b.link.tx(0).put(make_frame(1514, i));
+                put_done.push_back(sc_core::sc_time_stamp());
+            }
+        },
+        "producer");
+    sc_core::sc_start();
+    ASSERT_EQ(put_done.size(), 10u);
+    const sc_time slot = ps(1538 * 80);  // 123.04 ns
+    // Frame 0 goes straight to the wire; 1..4 fill the FIFO; 5 waits until frame 1 leaves
+    // the FIFO at the end of frame 0 ... (the serializer takes the next frame per slot).
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(put_done[i], sc_core::SC_ZERO_TIME) << i;
+    }
+    for (int i = 5; i < 10; ++i) {
+        EXPECT_EQ(put_done[i], slot * static_cast<double>(i - 4)) << i;
+    }
+    EXPECT_EQ(b.link.tx(0).max_occupancy(), 4u);
+    EXPECT_GT(b.link.tx(0).full_waits(), 0u);
+    ASSERT_EQ(b.rx[1].frames.size(), 10u);
+    EXPECT_EQ(b.rx[1].frames[9].frame.tx_start, slot * 9.0);  // still back to back
+}
+
+TEST(EthLink, CaptureSeesEveryFrameAtTxStartBothDirections) {
+    eth_link_config cfg;
+    bench b(cfg);
+    struct cap {
+        int side;
+        sc_time now;
+        sc_time tx_start;
+        size_t len;
+        uint64_t flow;
+    };
+    std::vector<cap> caps;
+    b.link.set_capture([&](int side, const eth_frame& f) {
+        caps.push_back({side, sc_core::sc_time_stamp(), f.tx_start, f.data.size(), f.flow_id});
+    });
+    // Full duplex: both sides send at once, neither waits for the other.
+    sc_core::sc_spawn(
+        [&] {
+            b.link.tx(0).put(make_frame(500, 1));
+            b.link.tx(0).put(make_frame(500, 2));
+        },
+        "a");
+    sc_core::sc_spawn([&] { b.link.tx(1).put(make_frame(200, 3)); }, "z");
+    sc_core::sc_start();
+    ASSERT_EQ(caps.size(), 3u);
+    int side0 = 0;
+    for (const auto& c : caps) {
+        EXPECT_EQ(c.now, c.tx_start) << "capture not at the first bit";
+        side0 += c.side == 0;
+        if (c.flow == 3) {
+            EXPECT_EQ(c.side, 1);
+            EXPECT_EQ(c.tx_start, sc_core::SC_ZERO_TIME);
+            EXPECT_EQ(c.len, 200u);
+        }
+        if (c.flow == 2) {
+            EXPECT_EQ(c.tx_start, ps(524 * 80));
+        }
+    }
+    EXPECT_EQ(side0, 2);
+    ASSERT_EQ(b.rx[0].frames.size(), 1u);
+    ASSERT_EQ(b.rx[1].frames.size(), 2u);
+    EXPECT_EQ(b.rx[0].frames[0].at, ps(212 * 80) + sc_time(50, SC_NS));
+}
+
+TEST(EthLink, StatsCounters) {
+    eth_link_config cfg;
+    cfg.rate_gbps = 400;  // 20 ps per byte
+    bench b(cfg);
+    sc_core::sc_spawn(
+        [&] {
+            b.link.tx(0).put(make_frame(60, 0));
+            b.link.tx(0).put(make_frame(1514, 1));
+            b.link.tx(1).put(make_frame(100, 2));
+        },
+        "traffic");
+    sc_core::sc_start();
+    const auto& s0 = b.link.get_stats(0);
+    const auto& s1 = b.link.get_stats(1);
+    EXPECT_EQ(s0.frames, 2u);
+    EXPECT_EQ(s0.bytes, 1574u);
+    EXPECT_EQ(s0.wire_bytes, 84u + 1538u);
+    EXPECT_EQ(s0.busy_ps, (84u + 1538u) * 20u);
+    EXPECT_EQ(s1.frames, 1u);
+    EXPECT_EQ(s1.bytes, 100u);
+    EXPECT_EQ(s1.wire_bytes, 124u);
+    EXPECT_EQ(b.stat(0, "frames").get<uint64_t>(), 2u);
+    EXPECT_EQ(b.stat(0, "wire_bytes").get<uint64_t>(), 1622u);
+    EXPECT_EQ(b.stat(1, "bytes").get<uint64_t>(), 100u);
+    EXPECT_EQ(b.stat(1, "busy_ps").get<uint64_t>(), 124u * 20u);
+}
+
+// ---- Fault injection (seeded, filtered by time window, opcode and QP) ----------------------
+
+TEST(EthLink, FaultDropFilterAndLinkDownWindow) {
+    eth_link_config down;
+    down.faults.link_down_ns = {{1000, 2000}};
+    eth_link_config drop;
+    drop.faults.drop = 1.0;
+    drop.faults.opcode = 0x11;  // only this opcode
+    bench a(down, "eth_down");
+    bench b(drop, "eth_drop");
+    sc_core::sc_spawn(
+        [&] {
+            a.link.tx(0).put(roce_frame(100, 0, 0x04, 1));  // sent at 0: delivered
+            sc_core::wait(sc_time(1500, SC_NS));
+            a.link.tx(0).put(roce_frame(100, 1, 0x04, 1));  // sent at 1.5 us: lost
+            sc_core::wait(sc_time(1000, SC_NS));
+            a.link.tx(0).put(roce_frame(100, 2, 0x04, 1));  // sent at 2.5 us: delivered
+        },
+        "a_tx");
+    sc_core::sc_spawn(
+        [&] {
+            b.link.tx(1).put(roce_frame(100, 10, 0x11, 1));
+            b.link.tx(1).put(roce_frame(100, 11, 0x04, 1));
+            b.link.tx(1).put(roce_frame(100, 12, 0x11, 1));
+            b.link.tx(1).put(roce_frame(30, 13, 0x00, 0));  // too short to have a BTH: kept
+        },
+        "b_tx");
+    sc_core::sc_start();
+    ASSERT_EQ(a.rx[1].frames.size(), 2u);
+    EXPECT_EQ(a.rx[1].frames[0].frame.flow_id, 0u);
+    EXPECT_EQ(a.rx[1].frames[1].frame.flow_id, 2u);
+    EXPECT_EQ(a.link.get_stats(0).link_down_drops, 1u);
+    EXPECT_EQ(a.link.get_stats(0).frames, 3u);  // the lost frame still used the wire
+    ASSERT_EQ(b.rx[0].frames.size(), 2u);
+    EXPECT_EQ(b.rx[0].frames[0].frame.flow_id, 11u);
+    EXPECT_EQ(b.rx[0].frames[1].frame.flow_id, 13u);
+    EXPECT_EQ(b.link.get_stats(1).dropped, 2u);
+    EXPECT_EQ(b.stat(1, "faults_dropped").get<uint64_t>(), 2u);
+}
+
+TEST(EthLink, FaultCorruptDuplicateReorderAndJitter) {
+    eth_link_config dup;
+    dup.faults.corrupt = 1.0;
+    dup.faults.duplicate = 1.0;
+    dup.faults.qp = 0x123;  // only frames to this QP
+    eth_link_config reo;
+    reo.faults.reorder = 1.0;
+    reo.faults.reorder_delay_ns = 1000;
+    reo.faults.window_start_ns = 0;
+    reo.faults.window_end_ns = 10;  // only the first frame
+    eth_link_config jit;
+    jit.faults.jitter_ns = 100;
+    bench a(dup, "eth_dup");
+    bench b(reo, "eth_reo");
+    bench c(jit, "eth_jit");
+    sc_core::sc_spawn(
+        [&] {
+            a.link.tx(0).put(roce_frame(200, 1, 0x04, 0x123));
+            a.link.tx(0).put(roce_frame(200, 2, 0x04, 0x124));
+            b.link.tx(0).put(roce_frame(200, 1, 0x04, 1));
+            b.link.tx(0).put(roce_frame(200, 2, 0x04, 1));
+            for (int i = 0; i < 20; ++i) {
+                c.link.tx(0).put(roce_frame(100, i, 0x04, 1));
+            }
+        },
+        "tx");
+    sc_core::sc_start();
+    // Corrupt + duplicate: the QP's frame arrives twice, one bit flipped, at the same time.
+    ASSERT_EQ(a.rx[1].frames.size(), 3u);
+    const auto clean = roce_frame(200, 1, 0x04, 0x123).data;
+    int dups = 0;
+    for (const auto& r : a.rx[1].frames) {
+        if (r.frame.flow_id != 1) {
+            EXPECT_EQ(r.frame.data, roce_frame(200, 2, 0x04, 0x124).data);
+            continue;
+        }
+        ++dups;
+        int bits = 0;
+        for (size_t i = 0; i < clean.size(); ++i) {
+            bits += __builtin_popcount(static_cast<unsigned>(clean[i] ^ r.frame.data[i]));
+        }
+        EXPECT_EQ(bits, 1);
+        EXPECT_EQ(r.at, ps(std::round(a.last_bit_ps(200))) + sc_time(50, SC_NS));
+    }
+    EXPECT_EQ(dups, 2);
+    EXPECT_EQ(a.link.get_stats(0).corrupted, 1u);
+    EXPECT_EQ(a.link.get_stats(0).duplicated, 1u);
+    // Reorder: the first frame is held back 1 us and the second overtakes it.
+    ASSERT_EQ(b.rx[1].frames.size(), 2u);
+    EXPECT_EQ(b.rx[1].frames[0].frame.flow_id, 2u);
+    EXPECT_EQ(b.rx[1].frames[1].frame.flow_id, 1u);
+    EXPECT_EQ(b.rx[1].frames[1].at,
+              ps(std::round(b.last_bit_ps(200))) + sc_time(50 + 1000, SC_NS));
+    EXPECT_EQ(b.link.get_stats(0).reordered, 1u);
+    // Jitter: each frame up to 100 ns late, never early.
+    ASSERT_EQ(c.rx[1].frames.size(), 20u);
+    bool any_late = false;
+    for (const auto& r : c.rx[1].frames) {
+        const sc_time nominal =
+            r.frame.tx_start + ps(std::round(c.last_bit_ps(100))) + sc_time(50, SC_NS);
+        EXPECT_GE(r.at, nominal);
+        EXPECT_LE(r.at, nominal + sc_time(100, SC_NS));
+        any_late = any_late || r.at > nominal;
+    }
+    EXPECT_TRUE(any_late);
+    EXPECT_EQ(c.link.get_stats(0).delayed, 20u);
+}
+
+// Same seed, same faults: a run is reproducible frame by frame.
+TEST(EthLink, FaultsAreReproducibleForASeed) {
+    eth_link_config cfg;
+    cfg.faults.drop = 0.3;
+    cfg.faults.corrupt = 0.2;
+    cfg.faults.seed = 42;
+    eth_link_config other = cfg;
+    other.faults.seed = 43;
+    bench a(cfg, "eth_a");
+    bench b(cfg, "eth_b");
+    bench c(other, "eth_c");
+    sc_core::sc_spawn(
+        [&] {
+            for (int i = 0; i < 200; ++i) {
+                a.link.tx(0).put(roce_frame(100, i, 0x04, 1));
+                b.link.tx(0).put(roce_frame(100, i, 0x04, 1));
+                c.link.tx(0).put(roce_frame(100, i, 0x04, 1));
+            }
+        },
+        "tx");
+    sc_core::sc_start();
+    ASSERT_EQ(a.rx[1].frames.size(), b.rx[1].frames.size());
+    for (size_t i = 0; i < a.rx[1].frames.size(); ++i) {
+        EXPECT_EQ(a.rx[1].frames[i].frame.flow_id, b.rx[1].frames[i].frame.flow_id);
+        EXPECT_EQ(a.rx[1].frames[i].frame.data, b.rx[1].frames[i].frame.data);
+        EXPECT_EQ(a.rx[1].frames[i].at, b.rx[1].frames[i].at);
+    }
+    // About 30 % dropped; another seed drops other frames.
+    EXPECT_GT(a.link.get_stats(0).dropped, 30u);
+    EXPECT_LT(a.link.get_stats(0).dropped, 90u);
+    bool differs = c.rx[1].frames.size() != a.rx[1].frames.size();
+    for (size_t i = 0; !differs && i < a.rx[1].frames.size(); ++i) {
+        differs = a.rx[1].frames[i].frame.flow_id != c.rx[1].frames[i].frame.flow_id;
+    }
+    EXPECT_TRUE(differs);
+}
+
+}  // namespace

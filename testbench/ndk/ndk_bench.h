@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: Apache-2.0
+// Driver-only test bench for the NDK provider: host memory + PCIe link + host_system, and a fake
+// BAR0 target that records MMIO writes and plays the NIC (executes commands by answering them,
+// writes CQEs and EQ entries into host memory by DMA, raises MSI-X). No hw/ model involved.
+#pragma once
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "hw/common/sim_context.h"
+#include "hw/hsi/hsi.h"
+#include "ndk_shim/host/host_system.h"
+#include "ndk_shim/ndk_sim.h"
+#include "tlm/host_memory/host_memory.h"
+#include "tlm/pcie/pcie_link.h"
+
+namespace rnic::ndk::test {
+
+class fake_nic : public sc_core::sc_module {
+public:
+    tlm_utils::simple_target_socket<fake_nic> bar{"bar"};
+    tlm_utils::simple_initiator_socket<fake_nic> dma{"dma"};
+
+    struct mmio_write {
+        uint64_t offset;
+        std::vector<uint8_t> data;
+        sc_core::sc_time at;
+        uint64_t value() const {
+            uint64_t v = 0;
+            std::memcpy(&v, data.data(), std::min<size_t>(8, data.size()));
+            return v;
+        }
+    };
+    struct cq_state {
+        uint64_t ring = 0;
+        uint32_t log = 0;
+        uint32_t producer = 0;
+        uint32_t consumer = 0;
+        uint8_t arm = 0;
+    };
+    struct qp_state {
+        hsi::cmd_create_qp create{};
+        hsi::cmd_modify_qp last_modify{};
+        std::vector<uint8_t> states;
+    };
+    struct msix_entry {
+        uint64_t addr = 0;
+        uint32_t data = 0;
+        uint32_t control = 1;
+    };
+
+    std::vector<mmio_write> writes;
+    std::vector<hsi::cmd_slot> commands;  // as read from the ring, in execution order
+    std::map<uint8_t, uint8_t> fail;      // opcode -> status to answer with
+    bool answer = true;                   // false: never complete commands
+    double cmd_ns = 400;                  // command execution time
+    uint64_t cmdq_base = 0, eq_base = 0;
+    uint32_t cmdq_log = 0, eq_log = 0;
+    msix_entry msix[hsi::MSIX_VECTORS];
+    uint32_t eq_producer = 0;
+    uint32_t eq_consumer = 0;
+    bool eq_armed = false;
+    uint32_t msis = 0;
+    std::map<uint32_t, cq_state> cqs;
+    std::map<uint32_t, qp_state> qps;
+
+    fake_nic(sc_core::sc_module_name name, fabric::host_memory& mem)
+        : sc_module(name)
+        , m_mem(mem) {
+        bar.register_b_transport(this, &fake_nic::bar_b_transport);
+        SC_HAS_PROCESS(fake_nic);
+        SC_THREAD(cmd_thread);
+    }
+
+    // All values written to BAR offset `off`, in order.
+    std::vector<uint64_t> values(uint64_t off) const {
+        std::vector<uint64_t> v;
+        for (const auto& w : writes) {
+            if (w.offset == off) {
+                v.push_back(w.value());
+            }
+        }
+        return v;
+    }
+    std::vector<hsi::cmd_slot> commands_of(uint8_t opcode) const {
+        std::vector<hsi::cmd_slot> v;
+        for (const auto& c : commands) {
+            if (c.opcode == opcode) {
+                v.push_back(c);
+            }
+        }
+        return v;
+    }
+    // Bytes of SQ slot `index` of `qpn` (as the NIC would fetch them).
+    std::vector<uint8_t> sq_slot(uint32_t qpn, uint32_t index, uint32_t bytes) const {
+        const auto& q = qps.at(qpn).create;
+        std::vector<uint8_t> b(bytes);
+        const uint64_t addr =
+            q.sq_addr + static_cast<uint64_t>(index & ((1u << q.sq_log_depth) - 1)) * q.sq_stride;
+        m_mem.read(addr, b.data(), bytes);
+        return b;
+    }
+    std::vector<uint8_t> rq_slot(uint32_t qpn, uint32_t index, uint32_t bytes) const {
+        const auto& q = qps.at(qpn).create;
+        std::vector<uint8_t> b(bytes);
+        const uint64_t addr =
+            q.rq_addr + static_cast<uint64_t>(index & ((1u << q.rq_log_depth) - 1)) * q.rq_stride;
+        m_mem.read(addr, b.data(), bytes);
+        return b;
+    }
+
+    void dma_write(uint64_t addr, const void* data, unsigned len) {
+        std::vector<uint8_t> buf(static_cast<const uint8_t*>(data),
+                                 static_cast<const uint8_t*>(data) + len);
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_WRITE_COMMAND);
+        gp.set_address(addr);
+        gp.set_data_ptr(buf.data());
+        gp.set_data_length(len);
+        gp.set_streaming_width(len);
+        sc_core::sc_time d = sc_core::SC_ZERO_TIME;
+        dma->b_transport(gp, d);
+    }
+
+    void post_event(uint8_t type, uint32_t data) {
+        hsi::event_entry e{};
+        e.type = type;
+        e.data = data;
+        const uint32_t mask = (1u << eq_log) - 1;
+        e.flags = static_cast<uint8_t>((((eq_producer >> eq_log) & 1) ? 0 : 1) << 7);
+        dma_write(eq_base + (eq_producer & mask) * sizeof(e), &e, sizeof(e));
+        ++eq_producer;
+        if (eq_armed && (msix[0].control & 1) == 0) {
+            eq_armed = false;
+            ++msis;
+            dma_write(msix[0].addr, &msix[0].data, 4);
+        }
+    }
+
+    // Writes a CQE (phase filled in) and, when the CQ is armed for it, an EQ event.
+    void post_cqe(uint32_t cqn, hsi::cqe e) {
+        cq_state& c = cqs.at(cqn);
+        const uint32_t mask = (1u << c.log) - 1;
+        e.flags =
+            static_cast<uint8_t>((e.flags & 0x7F) | ((((c.producer >> c.log) & 1) ? 0 : 1) << 7));
+        dma_write(c.ring + (c.producer & mask) * sizeof(e), &e, sizeof(e));
+        ++c.producer;
+        const bool match = c.arm == hsi::CQ_ARM_ANY ||
+                           (c.arm == hsi::CQ_ARM_SOLICITED &&
+                            ((e.flags & hsi::CQE_FLAG_SOLICITED) || e.status != hsi::CQE_OK));
+        if (match) {
+            c.arm = hsi::CQ_ARM_NONE;
+            post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+        }
+    }
+
+private:
+    void bar_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&) {
+        const uint64_t off = gp.get_address();
+        const uint8_t* p = gp.get_data_ptr();
+        if (!gp.is_write()) {
+            std::memset(gp.get_data_ptr(), 0, gp.get_data_length());
+            gp.set_response_status(tlm::TLM_OK_RESPONSE);
+            return;
+        }
+        mmio_write w{off, std::vector<uint8_t>(p, p + gp.get_data_length()),
+                     sc_core::sc_time_stamp()};
+        writes.push_back(w);
+        const uint64_t v = w.value();
+        if (off == hsi::REG_CMDQ_BASE) {
+            cmdq_base = v;
+        } else if (off == hsi::REG_CMDQ_LOG_SIZE) {
+            cmdq_log = static_cast<uint32_t>(v);
+        } else if (off == hsi::REG_EQ_BASE) {
+            eq_base = v;
+        } else if (off == hsi::REG_EQ_LOG_SIZE) {
+            eq_log = static_cast<uint32_t>(v);
+        } else if (off == hsi::REG_EQ_CONSUMER) {
+            eq_consumer = static_cast<uint32_t>(v);
+            eq_armed = true;
+            if (eq_consumer != eq_producer && (msix[0].control & 1) == 0) {
+                // Entries the driver has not seen yet: interrupt again right away.
+                eq_armed = false;
+                ++msis;
+                dma_write(msix[0].addr, &msix[0].data, 4);
+            }
+        } else if (off == hsi::REG_CMDQ_DOORBELL) {
+            m_cmd_db = static_cast<uint32_t>(v);
+            m_db_event.notify(sc_core::SC_ZERO_TIME);
+        } else if (off == hsi::REG_CQ_DOORBELL) {
+            const uint32_t cqn = v & 0xFFFFFF;
+            auto it = cqs.find(cqn);
+            if (it != cqs.end()) {
+                it->second.consumer = static_cast<uint32_t>(v >> 32);
+                const uint8_t arm = (v >> 24) & 3;
+                if (arm != hsi::CQ_ARM_NONE) {
+                    it->second.arm = arm;
+                    // Armed behind CQEs already written: notify now (like a real NIC).
+                    if (arm == hsi::CQ_ARM_ANY && it->second.producer != it->second.consumer) {
+                        it->second.arm = hsi::CQ_ARM_NONE;
+                        post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+                    }
+                }
+            }
+        } else if (off >= hsi::REG_MSIX_TABLE && off < hsi::REG_MSIX_TABLE + 16 * 64) {
+            const uint32_t vec = static_cast<uint32_t>((off - hsi::REG_MSIX_TABLE) / 16);
+            const uint32_t field = static_cast<uint32_t>((off - hsi::REG_MSIX_TABLE) % 16);
+            if (field == 0) {
+                msix[vec].addr = v;
+            } else if (field == 8) {
+                msix[vec].data = static_cast<uint32_t>(v);
+            } else if (field == 12) {
+                msix[vec].control = static_cast<uint32_t>(v);
+            }
+        }
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    }
+
+    void cmd_thread() {
+        for (;;) {
+            while (m_cmd_consumer == m_cmd_db) {
+                sc_core::wait(m_db_event);
+            }
+            sc_core::wait(sc_core::sc_time(cmd_ns, sc_core::SC_NS));
+            const uint32_t mask = (1u << cmdq_log) - 1;
+            const uint64_t addr = cmdq_base + (m_cmd_consumer & mask) * sizeof(hsi::cmd_slot);
+            hsi::cmd_slot c{};
+            m_mem.read(addr, &c, sizeof(c));
+            ++m_cmd_consumer;
+            commands.push_back(c);
+            if (!answer) {
+                continue;
+            }
+            uint8_t st = hsi::CMD_OK;
+            auto f = fail.find(c.opcode);
+            if (f != fail.end()) {
+                st = f->second;
+            } else {
+                execute(c);
+            }
+            const uint8_t back[2] = {st, 1};
+            dma_write(addr + hsi::CMD_STATUS_OFFSET, back, 2);
+            post_event(hsi::EVENT_CMD_DONE, c.token);
+        }
+    }
+
+    void execute(const hsi::cmd_slot& c) {
+        switch (c.opcode) {
+            case hsi::CMD_CREATE_CQ:
+                cqs[c.u.cq.cqn] = cq_state{c.u.cq.ring_addr, c.u.cq.log_depth};
+                break;
+            case hsi::CMD_DESTROY_CQ:
+                cqs.erase(c.u.obj.handle);
+                break;
+            case hsi::CMD_CREATE_QP:
+                qps[c.u.qp.qpn].create = c.u.qp;
+                break;
+            case hsi::CMD_MODIFY_QP:
+                qps[c.u.modify_qp.qpn].last_modify = c.u.modify_qp;
+                qps[c.u.modify_qp.qpn].states.push_back(c.u.modify_qp.state);
+                break;
+            default:
+                break;
+        }
+    }
+
+    fabric::host_memory& m_mem;
+    uint32_t m_cmd_db = 0;
+    uint32_t m_cmd_consumer = 0;
+    sc_core::sc_event m_db_event;
+};
+
+// One host with its PCIe link, a fake NIC and the driver's host_system.
+struct node {
+    fabric::host_memory mem;
+    fabric::pcie_link pcie;
+    host_system host;
+    fake_nic nic;
+    node(const std::string& name, const host_config& cfg, hw::sim_context& ctx)
+        : mem((name + "_mem").c_str(), sc_core::sc_time(90, sc_core::SC_NS))
+        , pcie((name + "_pcie").c_str(), fabric::pcie_config{}, "", ctx)
+        , host((name + "_host").c_str(), cfg, mem, pcie, ctx)
+        , nic((name + "_nic").c_str(), mem) {
+        pcie.mem_out.bind(mem.dma_in);
+        pcie.bar_out.bind(nic.bar);
+        nic.dma.bind(pcie.dev_dma_in);
+    }
+};
+
+inline adapter_params params_for(uint32_t node_id) {
+    adapter_params p;
+    p.node_id = node_id;
+    p.mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(node_id)};
+    p.ip = 0x0A000000u | node_id;  // 10.0.0.<id>
+    p.limits.max_qps = 64;
+    p.limits.max_cqs = 64;
+    p.limits.max_pds = 8;
+    p.limits.max_srqs = 8;
+    p.limits.max_keys = 64;
+    return p;
+}
+
+// Runs `body` in an SC_THREAD, then stops the simulation.
+inline void run(std::function<void()> body) {
+    sc_core::sc_spawn([body] {
+        body();
+        sc_core::sc_stop();
+    });
+    sc_core::sc_start();
+}
+
+// Waits (simulated time) until `cond` holds or `ns` pass; returns cond().
+inline bool wait_until(const std::function<bool()>& cond, double ns = 1e6) {
+    const sc_core::sc_time end = sc_core::sc_time_stamp() + sc_core::sc_time(ns, sc_core::SC_NS);
+    while (!cond() && sc_core::sc_time_stamp() < end) {
+        sc_core::wait(sc_core::sc_time(50, sc_core::SC_NS));
+    }
+    return cond();
+}
+
+// Lets posted MMIO writes (doorbells) reach the NIC: a PCIe one-way latency and then some.
+inline void settle() {
+    sc_core::wait(sc_core::sc_time(1, sc_core::SC_US));
+}
+
+// Callback recorders (NDK callbacks are C function pointers with a context).
+struct create_log {
+    int calls = 0;
+    NTSTATUS status = STATUS_PENDING;
+    NDK_OBJECT_HEADER* object = nullptr;
+    static VOID fn(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER* obj) {
+        auto* l = static_cast<create_log*>(ctx);
+        ++l->calls;
+        l->status = st;
+        l->object = obj;
+    }
+};
+struct request_log {
+    int calls = 0;
+    NTSTATUS status = STATUS_PENDING;
+    static VOID fn(PVOID ctx, NTSTATUS st) {
+        auto* l = static_cast<request_log*>(ctx);
+        ++l->calls;
+        l->status = st;
+    }
+};
+struct close_log {
+    int calls = 0;
+    std::vector<std::string>* order = nullptr;
+    std::string name;
+    static VOID fn(PVOID ctx) {
+        auto* l = static_cast<close_log*>(ctx);
+        ++l->calls;
+        if (l->order != nullptr) {
+            l->order->push_back(l->name);
+        }
+    }
+};
+struct notify_log {
+    int calls = 0;
+    NTSTATUS status = STATUS_PENDING;
+    static VOID fn(PVOID ctx, NTSTATUS st) {
+        auto* l = static_cast<notify_log*>(ctx);
+        ++l->calls;
+        l->status = st;
+    }
+};
+
+}  // namespace rnic::ndk::test

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: Apache-2.0
+// rnicsim command line (exit codes, nothing written on a config error, validate, show-config)
+// and the output folder writers. The CLI tests run the built binary ($RNICSIM_BINARY_DIR).
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testbench/output/output_dir.h"
+#include "testbench/output/run_report.h"
+#include "testbench/scenario/scenario_config.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string env_or(const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : fallback;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Shell quoting for paths and arguments.
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) {
+        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    return q + "'";
+}
+
+struct scratch {
+    std::string dir;
+    scratch() {
+        std::string t = (fs::temp_directory_path() / "rnic_cli_test_XXXXXX").string();
+        dir = mkdtemp(t.data());
+    }
+    ~scratch() { fs::remove_all(dir); }
+    std::string write(const std::string& name, const std::string& text) const {
+        const std::string p = dir + "/" + name;
+        std::ofstream(p) << text;
+        return p;
+    }
+    std::vector<std::string> entries(const std::string& sub = "") const {
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(dir + (sub.empty() ? "" : "/" + sub))) {
+            names.push_back(e.path().filename().string());
+        }
+        std::sort(names.begin(), names.end());
+        return names;
+    }
+};
+
+struct cli_result {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// Runs `rnicsim args...` with stdout and stderr captured in the scratch folder.
+cli_result rnicsim(const scratch& s, const std::vector<std::string>& args) {
+    const std::string bin = env_or("RNICSIM_BINARY_DIR", ".") + "/rnicsim";
+    EXPECT_TRUE(fs::exists(bin)) << bin << " is not built (ninja rnicsim)";
+    std::string cmd = quote(bin);
+    for (const auto& a : args) {
+        cmd += " " + quote(a);
+    }
+    const std::string out = s.dir + "/.stdout";
+    const std::string err = s.dir + "/.stderr";
+    cmd += " >" + quote(out) + " 2>" + quote(err);
+    const int status = std::system(cmd.c_str());
+    cli_result r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+}
+
+std::string quickstart() {
+    return env_or("RNICSIM_SOURCE_DIR", ".") + std::string("/configs/quickstart.json");
+}
+
+const char* INVALID = R"({
+  "workload": {"operation": "atomic", "queue_depth": 0},
+  "rnic": {"pcie": {"lanes": 12}},
+  "colour": "blue"
+})";
+
+TEST(Cli, ValidateAcceptsQuickstart) {
+    scratch s;
+    const cli_result r = rnicsim(s, {"validate", quickstart()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, quickstart() + ": ok\n");
+}
+
+TEST(Cli, ValidateListsEveryErrorAndExits2) {
+    scratch s;
+    const std::string file = s.write("bad.json", INVALID);
+    const cli_result r = rnicsim(s, {"validate", file});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "rnicsim: " + file + ": 4 config errors:\n"
+                     "  rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16\n"
+                     "  workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\"\n"
+                     "  workload.queue_depth: 0 out of range [1, 1048576]\n"
+                     "  colour: unknown key\n");
+}
+
+TEST(Cli, ValidateAppliesOverrides) {
+    scratch s;
+    cli_result r = rnicsim(s, {"validate", quickstart(), "--set", "rnic.pcie.lanes=12"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("  rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16\n"), std::string::npos)
+        << r.err;
+    r = rnicsim(s, {"validate", quickstart(), "--set", "rnic.pcie.lanes=8", "--set",
+                    "workload.operation=read"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = rnicsim(s, {"validate", quickstart(), "--set", "no-equals-sign"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--set no-equals-sign: expected PATH=VALUE"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ShowConfigPrintsTheEffectiveConfig) {
+    scratch s;
+    const cli_result r = rnicsim(s, {"show-config", quickstart(), "--set", "workload.qps=2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json shown = json::parse(r.out);
+    const auto expected = rnic::scenario::load_scenario(quickstart(), {"workload.qps=2"});
+    EXPECT_EQ(shown, expected.effective);
+    EXPECT_EQ(shown["workload"]["qps"], 2);
+    EXPECT_TRUE(shown["rnic"].contains("limits"));  // defaults filled in
+    EXPECT_EQ(r.out, rnic::output::to_file_text(expected.effective));
+
+    const cli_result bad = rnicsim(s, {"show-config", s.write("bad.json", INVALID)});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_EQ(bad.out, "");
+}
+
+TEST(Cli, RunWithConfigErrorWritesNothing) {
+    scratch s;
+    const std::string file = s.write("bad.json", INVALID);
+    const std::string out = s.dir + "/results/run1";
+    cli_result r = rnicsim(s, {"run", file, "--out", out});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("  colour: unknown key\n"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_FALSE(fs::exists(s.dir + "/results"));
+
+    // A bad override of a good file: same.
+    r = rnicsim(s, {"run", quickstart(), "--out", out, "--set", "rnic.pcie.lanes=12"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16"), std::string::npos);
+    EXPECT_FALSE(fs::exists(s.dir + "/results"));
+    EXPECT_EQ(s.entries(), std::vector<std::string>{"bad.json"});
+}
+
+TEST(Cli, RunRefusesAFolderWithForeignFiles) {
+    scratch s;
+    s.write("notes.txt", "mine");
+    const cli_result r = rnicsim(s, {"run", quickstart(), "--out", s.dir});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("holds notes.txt, which rnicsim did not write"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(read_file(s.dir + "/notes.txt"), "mine");
+    EXPECT_EQ(s.entries(), std::vector<std::string>{"notes.txt"});
+}
+
+TEST(Cli, UsageErrorsExit2) {
+    scratch s;
+    EXPECT_EQ(rnicsim(s, {}).exit_code, 2);                              // no subcommand
+    EXPECT_EQ(rnicsim(s, {"simulate", quickstart()}).exit_code, 2);      // unknown subcommand
+    EXPECT_EQ(rnicsim(s, {"run"}).exit_code, 2);                         // no scenario
+    EXPECT_EQ(rnicsim(s, {"run", quickstart(), "--bogus"}).exit_code, 2);  // unknown option
+    const cli_result missing = rnicsim(s, {"validate", s.dir + "/absent.json"});
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find(s.dir + "/absent.json: cannot open"), std::string::npos)
+        << missing.err;
+    const cli_result help = rnicsim(s, {"--help"});
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("show-config"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output folder and report writers (no simulation)
+// ---------------------------------------------------------------------------------------------
+
+TEST(OutputDir, CommitPutsTheFilesInPlaceAtOnce) {
+    scratch s;
+    const std::string final_dir = s.dir + "/out/run";
+    {
+        rnic::output::output_dir d(final_dir);
+        d.write("stats.json", "{}\n");
+        EXPECT_FALSE(fs::exists(final_dir));  // nothing visible before commit
+        EXPECT_TRUE(fs::exists(d.staged("stats.json")));
+        d.commit();
+    }
+    EXPECT_EQ(read_file(final_dir + "/stats.json"), "{}\n");
+    EXPECT_EQ(s.entries("out"), std::vector<std::string>{"run"});  // no staging left over
+
+    // A second run replaces the first one's files wholesale.
+    {
+        rnic::output::output_dir d(final_dir);
+        d.write("summary.txt", "second\n");
+        d.commit();
+    }
+    EXPECT_FALSE(fs::exists(final_dir + "/stats.json"));
+    EXPECT_EQ(read_file(final_dir + "/summary.txt"), "second\n");
+    EXPECT_EQ(s.entries("out"), std::vector<std::string>{"run"});
+}
+
+TEST(OutputDir, AbandonedRunLeavesNothing) {
+    scratch s;
+    const std::string final_dir = s.dir + "/run";
+    {
+        rnic::output::output_dir d(final_dir);
+        d.write("stats.json", "{}\n");
+    }  // no commit: a failed run
+    EXPECT_FALSE(fs::exists(final_dir));
+    EXPECT_TRUE(s.entries().empty());
+}
+
+TEST(OutputDir, RefusesFoldersItDidNotWrite) {
+    scratch s;
+    s.write("data.csv", "x");
+    EXPECT_THROW(rnic::output::output_dir d(s.dir), rnic::output::output_dir_error);
+    const std::string file = s.write("plain", "x");
+    EXPECT_THROW(rnic::output::output_dir d(file), rnic::output::output_dir_error);
+    EXPECT_TRUE(rnic::output::output_dir::is_output_file("waves.vcd"));
+    EXPECT_FALSE(rnic::output::output_dir::is_output_file("data.csv"));
+}
+
+TEST(RunReport, StatsJsonHasEveryDocumentedKey) {
+    rnic::scenario::run_result r;
+    r.messages = 10;
+    r.bytes = 10 * 4096;
+    r.duration_ns = 4000;
+    r.goodput_gbps = 81.92;
+    r.msg_rate_mpps = 2.5;
+    r.latency = {10, 1500.5, 1400, 2900, 3100};
+    r.bytes_checked = 40960;
+    r.simulated_ns = 12345;
+    r.wall_s = 0.5;
+    r.packets = 50;
+    r.blocks = {{"node0.nic.doorbell", {{"sq_doorbells", 10}}}};
+    const json j = rnic::output::make_stats_json(r);
+    EXPECT_EQ(j["blocks"]["node0.nic.doorbell"]["sq_doorbells"], 10);
+    EXPECT_EQ(j["summary"]["messages"], 10);
+    EXPECT_EQ(j["summary"]["bytes"], 40960);
+    EXPECT_EQ(j["summary"]["goodput_gbps"], 81.92);
+    EXPECT_EQ(j["summary"]["msg_rate_mpps"], 2.5);
+    EXPECT_EQ(j["summary"]["latency_ns"]["avg"], 1500.5);
+    EXPECT_EQ(j["summary"]["latency_ns"]["p50"], 1400);
+    EXPECT_EQ(j["summary"]["latency_ns"]["p99"], 2900);
+    EXPECT_EQ(j["summary"]["latency_ns"]["max"], 3100);
+    EXPECT_EQ(j["integrity"]["bytes_checked"], 40960);
+    EXPECT_EQ(j["integrity"]["mismatches"], 0);
+    EXPECT_EQ(j["sim"]["simulated_ns"], 12345);
+    EXPECT_EQ(j["sim"]["wall_s"], 0.5);
+    EXPECT_EQ(j["sim"]["packets"], 50);
+    EXPECT_EQ(j["sim"]["packets_per_wall_s"], 100.0);
+    EXPECT_EQ(j["result"]["passed"], true);
+    // Without the wall-clock fields, the rest is what two identical runs agree on.
+    const json stripped = rnic::output::without_wall_fields(j);
+    EXPECT_FALSE(stripped["sim"].contains("wall_s"));
+    EXPECT_FALSE(stripped["sim"].contains("packets_per_wall_s"));
+    EXPECT_EQ(stripped["sim"]["packets"], 50);
+    json again = j;
+    again["sim"]["wall_s"] = 7.0;
+    again["sim"]["packets_per_wall_s"] = 1.0;
+    EXPECT_EQ(rnic::output::without_wall_fields(again), stripped);
+}
+
+TEST(RunReport, SummaryIsAPerftestTable) {
+    const auto cfg = rnic::scenario::parse_scenario(
+        {{"workload", {{"operation", "send"}, {"message_bytes", 4096}, {"qps", 2}}}});
+    rnic::scenario::run_result r;
+    r.messages = 1000;
+    r.goodput_gbps = 91.234;
+    r.msg_rate_mpps = 2.78;
+    r.latency = {1000, 2500, 2400, 4100, 5000};
+    r.bytes_checked = 4096000;
+    r.wall_s = 2;
+    r.packets = 4000;
+    std::string s = rnic::output::make_summary(cfg, r);
+    EXPECT_NE(s.find("Send BW Test"), std::string::npos) << s;
+    EXPECT_NE(s.find(" Number of qps   : 2 "), std::string::npos) << s;
+    EXPECT_NE(s.find(" #bytes     #iterations    BW average[Gb/sec]"), std::string::npos) << s;
+    EXPECT_NE(s.find(" 4096       1000           91.23                2.780000       2.500"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("Result          : PASSED"), std::string::npos) << s;
+    EXPECT_NE(s.find("2.000 s wall, 2000 packets/s\n"), std::string::npos) << s;
+    // Only the last line depends on wall time.
+    EXPECT_EQ(s.rfind("wall"), s.find("wall"));
+    EXPECT_GT(s.find("wall"), s.rfind('\n', s.size() - 2));
+
+    r.failures = {"integrity: 3 of 4096000 bytes checked differ from what the sender wrote"};
+    s = rnic::output::make_summary(cfg, r);
+    EXPECT_NE(s.find("Result          : FAILED\n   integrity: 3 of"), std::string::npos) << s;
+}
+
+}  // namespace

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: Apache-2.0
+// Scenario config loading: defaults, every error path (with its JSON path), --set overrides.
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "hw/common/config_reader.h"
+#include "testbench/scenario/scenario_config.h"
+
+namespace {
+
+using nlohmann::json;
+using rnic::config::config_error;
+using rnic::scenario::apply_override;
+using rnic::scenario::load_scenario;
+using rnic::scenario::parse_scenario;
+using rnic::scenario::scenario_config;
+
+// The errors parse_scenario reports for `doc` (empty when it parses).
+std::vector<std::string> errors_of(const json& doc) {
+    try {
+        parse_scenario(doc);
+    } catch (const config_error& e) {
+        return e.errors;
+    }
+    return {};
+}
+
+// The single error for `doc`; fails the test when there are none or several.
+std::string error_of(const json& doc) {
+    const auto errs = errors_of(doc);
+    EXPECT_EQ(errs.size(), 1u) << doc.dump();
+    return errs.empty() ? "" : errs.front();
+}
+
+std::string source_dir() {
+    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
+    return d != nullptr ? d : ".";
+}
+
+// A scratch folder removed at the end of the test.
+struct scratch {
+    std::string dir;
+    scratch() {
+        std::string t = (std::filesystem::temp_directory_path() / "rnic_config_test_XXXXXX").string();
+        dir = mkdtemp(t.data());
+    }
+    ~scratch() { std::filesystem::remove_all(dir); }
+    std::string write(const std::string& name, const std::string& text) const {
+        const std::string p = dir + "/" + name;
+        std::ofstream(p) << text;
+        return p;
+    }
+};
+
+TEST(ScenarioConfig, EmptyDocumentGivesDocumentedDefaults) {
+    const scenario_config c = parse_scenario(json::object());
+    EXPECT_EQ(c.workload.op, rnic::scenario::operation::WRITE);
+    EXPECT_EQ(c.workload.message_bytes, 65536u);
+    EXPECT_EQ(c.workload.messages, 1000u);
+    EXPECT_EQ(c.workload.qps, 1u);
+    EXPECT_EQ(c.workload.queue_depth, 16u);
+    EXPECT_EQ(c.workload.signal_every, 1u);
+    EXPECT_FALSE(c.outputs.waves);
+    EXPECT_EQ(c.outputs.dir, "out");
+    EXPECT_EQ(c.topology.nodes[0].ip, 0x0A000001u);
+    EXPECT_EQ(c.topology.nodes[1].ip, 0x0A000002u);
+    EXPECT_EQ(c.topology.nodes[1].mac[5], 2);
+    EXPECT_EQ(c.rnic.pcie.lanes, 16u);
+
+    // The effective config names every section and every default.
+    const json& e = c.effective;
+    EXPECT_EQ(e["workload"]["operation"], "write");
+    EXPECT_EQ(e["workload"]["queue_depth"], 16);
+    EXPECT_EQ(e["outputs"]["waves"], false);
+    EXPECT_EQ(e["topology"]["nodes"][0]["ip"], "10.0.0.1");
+    EXPECT_EQ(e["topology"]["nodes"][1]["mac"], "02:00:00:00:00:02");
+    EXPECT_EQ(e["topology"]["link"]["rate_gbps"], 100.0);
+    EXPECT_EQ(e["rnic"]["pcie"]["lanes"], 16);
+    EXPECT_TRUE(e["rnic"].contains("limits"));
+    EXPECT_TRUE(e["host"].contains("memory_latency_ns"));
+}
+
+TEST(ScenarioConfig, EffectiveConfigParsesToItself) {
+    json doc = {{"workload", {{"operation", "read"}, {"message_bytes", 4096}, {"qps", 2}}},
+                {"rnic", {{"pcie", {{"lanes", 8}}}}}};
+    const scenario_config c = parse_scenario(doc);
+    const scenario_config again = parse_scenario(c.effective);
+    EXPECT_EQ(again.effective, c.effective);
+    EXPECT_EQ(again.workload.op, rnic::scenario::operation::READ);
+    EXPECT_EQ(again.rnic.pcie.lanes, 8u);
+}
+
+TEST(ScenarioConfig, QuickstartLoads) {
+    const scenario_config c = load_scenario(source_dir() + "/configs/quickstart.json", {});
+    EXPECT_EQ(c.topology.nodes.size(), 2u);
+    EXPECT_GT(c.workload.messages, 0u);
+    EXPECT_EQ(c.outputs.dir, "out/quickstart");
+}
+
+TEST(ScenarioConfig, UnknownKeysAtEveryDepth) {
+    EXPECT_EQ(error_of({{"bogus", 1}}), "bogus: unknown key");
+    EXPECT_EQ(error_of({{"workload", {{"msgs", 1}}}}), "workload.msgs: unknown key");
+    EXPECT_EQ(error_of({{"rnic", {{"pcie", {{"width", 16}}}}}}), "rnic.pcie.width: unknown key");
+    EXPECT_EQ(error_of({{"topology", {{"link", {{"speed", 1}}}}}}),
+              "topology.link.speed: unknown key");
+    json nodes = json::array({json::object(), {{"gw", "10.0.0.254"}}});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", nodes}}}}), "topology.nodes.1.gw: unknown key");
+}
+
+TEST(ScenarioConfig, WrongTypes) {
+    EXPECT_EQ(error_of({{"workload", {{"messages", "many"}}}}),
+              "workload.messages: \"many\" is not an integer");
+    EXPECT_EQ(error_of({{"workload", {{"messages", 1.5}}}}),
+              "workload.messages: 1.5 is not an integer");
+    EXPECT_EQ(error_of({{"outputs", {{"waves", 1}}}}), "outputs.waves: 1 is not true or false");
+    EXPECT_EQ(error_of({{"outputs", {{"dir", 7}}}}), "outputs.dir: 7 is not a string");
+    EXPECT_EQ(error_of({{"topology", {{"link", {{"rate_gbps", "fast"}}}}}}),
+              "topology.link.rate_gbps: \"fast\" is not a number");
+    json nodes = json::array({{{"mac", 5}}, json::object()});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", nodes}}}}),
+              "topology.nodes.0.mac: 5 is not a string");
+}
+
+TEST(ScenarioConfig, OutOfRange) {
+    EXPECT_EQ(error_of({{"workload", {{"queue_depth", 0}}}}),
+              "workload.queue_depth: 0 out of range [1, 1048576]");
+    EXPECT_EQ(error_of({{"workload", {{"messages", -3}}}}),
+              "workload.messages: -3 out of range [1, 1099511627776]");
+    EXPECT_EQ(error_of({{"rnic", {{"pcie", {{"gen", 6}}}}}}), "rnic.pcie.gen: 6 out of range [1, 5]");
+    EXPECT_EQ(error_of({{"topology", {{"link", {{"rate_gbps", 0.5}}}}}}),
+              "topology.link.rate_gbps: 0.5 out of range [1.0, 1600.0]");
+}
+
+TEST(ScenarioConfig, NotOneOf) {
+    EXPECT_EQ(error_of({{"rnic", {{"pcie", {{"lanes", 12}}}}}}),
+              "rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16");
+    EXPECT_EQ(error_of({{"workload", {{"operation", "atomic"}}}}),
+              "workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\"");
+    json nodes = json::array({{{"mtu", 1500}}, json::object()});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", nodes}}}}),
+              "topology.nodes.0.mtu: 1500 is not one of 256, 512, 1024, 2048, 4096");
+}
+
+TEST(ScenarioConfig, NonObjects) {
+    EXPECT_EQ(error_of(json::array()), "(top level): an array is not an object");
+    EXPECT_EQ(error_of(5), "(top level): 5 is not an object");
+    EXPECT_EQ(error_of({{"rnic", 5}}), "rnic: 5 is not an object");
+    EXPECT_EQ(error_of({{"workload", "write"}}), "workload: \"write\" is not an object");
+    EXPECT_EQ(error_of({{"rnic", {{"pcie", json::array()}}}}),
+              "rnic.pcie: an array is not an object");
+    json nodes = json::array({json::object(), 7});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", nodes}}}}), "topology.nodes.1: 7 is not an object");
+}
+
+TEST(ScenarioConfig, TopologyNodes) {
+    EXPECT_EQ(error_of({{"topology", {{"nodes", json::array({json::object()})}}}}),
+              "topology.nodes: 1 nodes given, exactly 2 are modelled");
+    EXPECT_EQ(error_of({{"topology", {{"nodes", "two"}}}}),
+              "topology.nodes: \"two\" is not an array of 2 nodes");
+    json bad_mac = json::array({{{"mac", "02:00:00:00:00"}}, json::object()});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", bad_mac}}}}),
+              "topology.nodes.0.mac: \"02:00:00:00:00\" is not a MAC address like "
+              "02:00:00:00:00:01");
+    json bad_ip = json::array({json::object(), {{"ip", "10.0.0.256"}}});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", bad_ip}}}}),
+              "topology.nodes.1.ip: \"10.0.0.256\" is not an IPv4 address like 10.0.0.1");
+    json same = json::array({{{"ip", "10.1.1.1"}}, {{"ip", "10.1.1.1"}}});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", same}}}}),
+              "topology.nodes.1.ip: \"10.1.1.1\" is also node 0's IP");
+    json same_mac = json::array({{{"mac", "02:00:00:00:00:09"}}, {{"mac", "02:00:00:00:00:09"}}});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", same_mac}}}}),
+              "topology.nodes.1.mac: \"02:00:00:00:00:09\" is also node 0's MAC");
+
+    json custom = json::array({{{"mac", "AA:bb:cc:00:11:22"}, {"ip", "192.168.7.9"}},
+                               json::object()});
+    const scenario_config c = parse_scenario({{"topology", {{"nodes", custom}}}});
+    EXPECT_EQ(c.topology.nodes[0].mac[0], 0xAA);
+    EXPECT_EQ(c.topology.nodes[0].mac[5], 0x22);
+    EXPECT_EQ(c.topology.nodes[0].ip, (192u << 24) | (168u << 16) | (7u << 8) | 9u);
+}
+
+TEST(ScenarioConfig, CrossChecksAgainstAdapterLimits) {
+    EXPECT_EQ(error_of({{"workload", {{"queue_depth", 8}, {"signal_every", 9}}}}),
+              "workload.signal_every: 9 exceeds workload.queue_depth 8");
+    EXPECT_EQ(error_of({{"workload", {{"inline_threshold", 512}}}}),
+              "workload.inline_threshold: 512 exceeds rnic.limits.max_inline 256");
+    EXPECT_EQ(error_of({{"workload", {{"qps", 2000}}}}),
+              "workload.qps: 2000 exceeds rnic.limits.max_qps 1024");
+    EXPECT_EQ(error_of({{"workload", {{"queue_depth", 5000}, {"signal_every", 1}}}}),
+              "workload.queue_depth: 5000 exceeds rnic.limits.max_qp_depth 4096");
+    EXPECT_EQ(
+        error_of({{"workload", {{"operation", "send"}, {"queue_depth", 4096}}}}),
+        "workload.queue_depth: 8192 exceeds (x2 receives for send) rnic.limits.max_qp_depth 4096");
+    EXPECT_EQ(error_of({{"workload", {{"qps", 64}, {"queue_depth", 2048}}}}),
+              "workload.qps: 64 QPs x 2048 completions = 131072 exceed rnic.limits.max_cq_depth "
+              "65536");
+    // A raised limit lifts the cross-check.
+    EXPECT_TRUE(errors_of({{"workload", {{"inline_threshold", 512}}},
+                           {"rnic", {{"limits", {{"max_inline", 1024}}}}}})
+                    .empty());
+    json mtu = json::array({{{"mtu", 4096}}, json::object()});
+    EXPECT_EQ(error_of({{"topology", {{"nodes", mtu}}}, {"rnic", {{"limits", {{"max_mtu", 2048}}}}}}),
+              "topology.nodes.0.mtu: 4096 exceeds rnic.limits.max_mtu 2048");
+}
+
+TEST(ScenarioConfig, ReportsEveryErrorTogether) {
+    json doc = {{"bogus", true},
+                {"workload", {{"operation", "atomic"}, {"queue_depth", 0}}},
+                {"rnic", {{"pcie", {{"lanes", 12}}}}},
+                {"outputs", {{"waves", "yes"}}}};
+    try {
+        parse_scenario(doc);
+        FAIL() << "parse_scenario accepted an invalid config";
+    } catch (const config_error& e) {
+        const std::vector<std::string> expected = {
+            "rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16",
+            "workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\"",
+            "workload.queue_depth: 0 out of range [1, 1048576]",
+            "outputs.waves: \"yes\" is not true or false",
+            "bogus: unknown key",
+        };
+        EXPECT_EQ(e.errors, expected);
+        // what() holds them all, one per line.
+        std::string joined;
+        for (const auto& s : expected) {
+            joined += (joined.empty() ? "" : "\n") + s;
+        }
+        EXPECT_EQ(std::string(e.what()), joined);
+    }
+}
+
+TEST(ScenarioOverrides, ValuesAreJsonElseStrings) {
+    json doc = json::object();
+    EXPECT_EQ(apply_override(doc, "workload.messages=20"), "");
+    EXPECT_EQ(apply_override(doc, "workload.operation=send"), "");
+    EXPECT_EQ(apply_override(doc, "outputs.waves=true"), "");
+    EXPECT_EQ(apply_override(doc, "outputs.dir=\"123\""), "");
+    EXPECT_EQ(apply_override(doc, "topology.link={\"rate_gbps\": 25}"), "");
+    EXPECT_EQ(apply_override(doc, "topology.nodes.1.ip=10.9.9.9"), "");
+    EXPECT_EQ(doc["workload"]["messages"], 20);
+    EXPECT_EQ(doc["workload"]["operation"], "send");
+    EXPECT_EQ(doc["outputs"]["waves"], true);
+    EXPECT_EQ(doc["outputs"]["dir"], "123");
+    EXPECT_EQ(doc["topology"]["link"]["rate_gbps"], 25);
+    ASSERT_TRUE(doc["topology"]["nodes"].is_array());
+    EXPECT_EQ(doc["topology"]["nodes"][1]["ip"], "10.9.9.9");
+    EXPECT_TRUE(doc["topology"]["nodes"][0].is_null());  // node 0 keeps its defaults
+
+    const scenario_config c = parse_scenario(doc);
+    EXPECT_EQ(c.workload.messages, 20u);
+    EXPECT_EQ(c.workload.op, rnic::scenario::operation::SEND);
+    EXPECT_TRUE(c.outputs.waves);
+    EXPECT_EQ(c.topology.link.rate_gbps, 25.0);
+    EXPECT_EQ(c.topology.nodes[0].ip, 0x0A000001u);
+    EXPECT_EQ(c.topology.nodes[1].ip, (10u << 24) | (9u << 16) | (9u << 8) | 9u);
+}
+
+TEST(ScenarioOverrides, MalformedAssignments) {
+    json doc = {{"workload", {{"messages", 5}}}, {"topology", {{"nodes", json::array()}}}};
+    EXPECT_EQ(apply_override(doc, "workload.messages"), "--set workload.messages: expected PATH=VALUE");
+    EXPECT_EQ(apply_override(doc, "=5"), "--set =5: expected PATH=VALUE");
+    EXPECT_EQ(apply_override(doc, "workload..messages=5"),
+              "--set workload..messages=5: empty component in \"workload..messages\"");
+    EXPECT_EQ(apply_override(doc, "workload.messages.x=1"),
+              "--set workload.messages.x=1: workload.messages is 5, which has no member \"x\"");
+    EXPECT_EQ(apply_override(doc, "topology.nodes.ip=1"),
+              "--set topology.nodes.ip=1: topology.nodes is an array, which has no member \"ip\"");
+    EXPECT_EQ(doc["workload"]["messages"], 5);  // failed overrides change nothing
+}
+
+TEST(ScenarioOverrides, LoadValidatesOverriddenValues) {
+    scratch s;
+    const std::string file = s.write("s.json", R"({"workload": {"messages": 10}})");
+    const scenario_config c = load_scenario(file, {"workload.messages=7", "rnic.pcie.lanes=8"});
+    EXPECT_EQ(c.workload.messages, 7u);
+    EXPECT_EQ(c.rnic.pcie.lanes, 8u);
+    EXPECT_EQ(c.effective["workload"]["messages"], 7);
+
+    try {
+        load_scenario(file, {"rnic.pcie.lanes=12", "workload.bogus=1", "workload.qps=many"});
+        FAIL() << "bad overrides accepted";
+    } catch (const config_error& e) {
+        const std::vector<std::string> expected = {
+            "rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16",
+            "workload.qps: \"many\" is not an integer",
+            "workload.bogus: unknown key",
+        };
+        EXPECT_EQ(e.errors, expected);
+    }
+    try {
+        load_scenario(file, {"nonsense", "workload.messages.deep=1"});
+        FAIL() << "malformed overrides accepted";
+    } catch (const config_error& e) {
+        ASSERT_EQ(e.errors.size(), 2u);
+        EXPECT_EQ(e.errors[0], "--set nonsense: expected PATH=VALUE");
+        EXPECT_EQ(e.errors[1],
+                  "--set workload.messages.deep=1: workload.messages is 10, which has no member "
+                  "\"deep\"");
+    }
+}
+
+TEST(ScenarioFiles, MissingAndMalformedFiles) {
+    scratch s;
+    try {
+        load_scenario(s.dir + "/absent.json", {});
+        FAIL() << "missing file accepted";
+    } catch (const config_error& e) {
+        ASSERT_EQ(e.errors.size(), 1u);
+        EXPECT_EQ(e.errors[0], s.dir + "/absent.json: cannot open");
+    }
+    const std::string bad = s.write("bad.json", "{\"workload\": {\"messages\": }");
+    try {
+        load_scenario(bad, {});
+        FAIL() << "malformed JSON accepted";
+    } catch (const config_error& e) {
+        ASSERT_EQ(e.errors.size(), 1u);
+        EXPECT_EQ(e.errors[0].rfind(bad + ": ", 0), 0u) << e.errors[0];
+        EXPECT_NE(e.errors[0].find("parse error"), std::string::npos) << e.errors[0];
+    }
+    // Comments are allowed in scenario files.
+    const std::string commented =
+        s.write("c.json", "{\n  // a comment\n  \"workload\": {\"messages\": 3}\n}");
+    EXPECT_EQ(load_scenario(commented, {}).workload.messages, 3u);
+}
+
+TEST(ScenarioConfig, AddressHelpers) {
+    std::array<uint8_t, 6> mac{};
+    EXPECT_TRUE(rnic::scenario::parse_mac("0a:1B:2c:3D:4e:5F", mac));
+    EXPECT_EQ(rnic::scenario::format_mac(mac), "0a:1b:2c:3d:4e:5f");
+    EXPECT_FALSE(rnic::scenario::parse_mac("0a-1b-2c-3d-4e-5f", mac));
+    EXPECT_FALSE(rnic::scenario::parse_mac("0a:1b:2c:3d:4e:5g", mac));
+    EXPECT_FALSE(rnic::scenario::parse_mac("0a:1b:2c:3d:4e:5f:", mac));
+    uint32_t ip = 0;
+    EXPECT_TRUE(rnic::scenario::parse_ipv4("255.0.10.1", ip));
+    EXPECT_EQ(rnic::scenario::format_ipv4(ip), "255.0.10.1");
+    EXPECT_FALSE(rnic::scenario::parse_ipv4("1.2.3", ip));
+    EXPECT_FALSE(rnic::scenario::parse_ipv4("1.2.3.4.5", ip));
+    EXPECT_FALSE(rnic::scenario::parse_ipv4("1.2.3.1000", ip));
+    EXPECT_FALSE(rnic::scenario::parse_ipv4("1..3.4", ip));
+}
+
+}  // namespace
