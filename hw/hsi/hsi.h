@@ -18,8 +18,11 @@ constexpr uint64_t REG_CMDQ_LOG_SIZE = 0x0008;  // log2 of the number of 64 B co
 constexpr uint64_t REG_CMDQ_DOORBELL = 0x0010;  // u32: command producer index (free-running)
 constexpr uint64_t REG_EQ_BASE = 0x0018;        // bus address of the event queue ring
 constexpr uint64_t REG_EQ_LOG_SIZE = 0x0020;    // log2 of the number of 16 B event entries
-constexpr uint64_t REG_EQ_CONSUMER = 0x0028;    // u32: event consumer index (arms vector 0)
-constexpr uint64_t REG_DEVICE_ID = 0x0030;      // read-only: vendor/device id
+// u32: event consumer index. The NIC signals once per arm (after a batch of EQEs) and then
+// stays quiet; writing this re-arms the EQ and signals vector 0 at once if entries are left.
+constexpr uint64_t REG_EQ_CONSUMER = 0x0028;
+// Read-only: 0x0000_0001_15b3_1017 (device 0x1017, vendor 0x15b3, bits 32..47 revision 1).
+constexpr uint64_t REG_DEVICE_ID = 0x0030;
 // Context memory ("ICM"): host memory the driver gives the NIC for its context tables (QP
 // contexts, then MPT, then MTT; sizes from the NIC's limits and context_cache config). The
 // NIC caches entries on chip and reads/writes lines here on misses/evictions. 0 = none: the
@@ -32,9 +35,13 @@ constexpr uint64_t REG_SQ_DOORBELL = 0x0100;
 constexpr uint64_t REG_RQ_DOORBELL = 0x0108;
 constexpr uint64_t RQ_DOORBELL_SRQ = 1ull << 24;
 // CQ doorbell: bits 0..23 CQN, bits 24..25 arm request (cq_arm), bits 32..63 consumer index.
+// An arm combines with a pending one (ANY wins; 3 = ANY) and fires at once if a matching CQE
+// is already unconsumed. Doorbells are single 64-bit writes; the CSRs above also accept two
+// 32-bit halves.
 constexpr uint64_t REG_CQ_DOORBELL = 0x0110;
 // WQE push ("BlueFlame"): a write-combined 64 B write of the first WQE block; the first 8 bytes
 // of the block carry the doorbell value in the reserved field so no separate doorbell is needed.
+// The block's `qpn` must equal the doorbell's QPN; it stands for the WQE at `wqe_index`.
 constexpr uint64_t REG_WQE_PUSH = 0x0800;
 constexpr uint64_t WQE_PUSH_SIZE = 64;
 // MSI-X table (PCI layout: 16 B per vector: addr lo/hi, data, vector control).
@@ -210,6 +217,13 @@ enum cmd_status : uint8_t {
     CMD_BAD_HANDLE = 4,
     CMD_BUSY = 5,           // object still referenced
 };
+// BAD_PARAM: handle out of range (or SRQN 0, key index 0), create on an existing object, bad
+// depth/stride/address/vector/access, illegal QP transition. BAD_HANDLE: the object to modify or
+// destroy, or an object referenced (PD, CQ, SRQ), does not exist.
+// MODIFY_QP: RESET->INIT, INIT->INIT/RTR, RTR->RTR/RTS, RTS->RTS apply and check all fields;
+// ERROR and RESET are allowed from any state and ignore the other fields. Entering RTR takes
+// rq_psn, entering RTS takes sq_psn. RESIZE_CQ keeps the indices (next CQE at producer & new
+// mask, phase from producer >> new log) and the vector. DESTROY_MR/MW match the key's index only.
 
 enum qp_state : uint8_t { QPS_RESET = 0, QPS_INIT = 1, QPS_RTR = 2, QPS_RTS = 3, QPS_ERROR = 4 };
 
@@ -277,7 +291,7 @@ struct cmd_create_srq {
     uint16_t stride;
     uint32_t limit;              // SRQ limit event threshold (0 = off)
 };
-struct cmd_object {              // PD, MW, destroy: just a handle
+struct cmd_object {              // PD, MW, destroy: just a handle (MR/MW: the key)
     uint32_t handle;
     uint32_t pdn;
 };

@@ -29,6 +29,9 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     m_doorbell.bind_cq_writer(&m_cq_writer);
     m_context_cache.watch_icm_base(&m_doorbell.registers().icm_base, cfg.limits.max_qps,
                                    cfg.limits.max_keys);
+    m_doorbell.set_icm_bytes_needed(context_cache::icm_bytes(
+        cfg.context_cache, cfg.limits.max_qps, cfg.limits.max_keys, cfg.limits.max_mtt_pages));
+    m_cmd_processor.set_context_cache(&m_context_cache);
     m_translation.set_context_cache(&m_context_cache);
     m_wqe_fetch.set_context_cache(&m_context_cache);
     m_tx_engine.set_context_cache(&m_context_cache);

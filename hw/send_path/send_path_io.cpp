@@ -110,7 +110,9 @@ uint64_t mac_fifo_output::next_ready(uint64_t edge, bool frame_start) {
 }
 
 bool mac_fifo_output::ready_at(uint64_t edge, bool frame_start) {
-    if (!m_fifo.full()) {
+    // Inside a frame ready stays high (see the class comment). This also keeps a lockstep
+    // RTL from seeing the model's copy of the same frame, put at this very edge.
+    if (!frame_start || !m_fifo.full()) {
         return true;
     }
     // A pop at exactly this time may still be pending in this delta: let it run.
@@ -132,14 +134,33 @@ void send_path_inputs::put_descriptor(const tx_descriptor& d) {
     while (m_desc.size() >= m_cfg.desc_fifo_depth) {
         sc_core::wait(m_space_event);
     }
+    const uint64_t valid_edge = edge_after(m_clk, sc_core::sc_time_stamp());
+    mirror_descriptor(d, valid_edge);
+    if (on_descriptor) {
+        on_descriptor(d, valid_edge);
+    }
+}
+
+void send_path_inputs::mirror_descriptor(const tx_descriptor& d, uint64_t valid_edge) {
     descriptor_entry e;
     e.desc = d;
-    e.valid_edge = edge_after(m_clk, sc_core::sc_time_stamp());
+    e.valid_edge = valid_edge;
     e.payload_offset = m_desc_payload_end;
     if (carries_payload(d)) {
         m_desc_payload_end += d.length;
     }
     m_desc.push_back(e);
+    update();
+    m_input_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void send_path_inputs::mirror_payload(const uint8_t* p, size_t n, uint64_t valid_edge) {
+    chunk_entry e;
+    e.offset = m_pay_end;
+    e.valid_edge = valid_edge;
+    e.bytes.assign(p, p + n);
+    m_chunks.push_back(std::move(e));
+    m_pay_end += n;
     update();
     m_input_event.notify(sc_core::SC_ZERO_TIME);
 }
@@ -162,6 +183,9 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
         } else {
             e.bytes.assign(c.bytes.begin() + static_cast<std::ptrdiff_t>(done),
                            c.bytes.begin() + static_cast<std::ptrdiff_t>(done + n));
+        }
+        if (on_payload) {
+            on_payload(e.bytes.data(), e.bytes.size(), e.valid_edge);
         }
         m_chunks.push_back(std::move(e));
         m_pay_end += n;

@@ -63,6 +63,8 @@ public:
     virtual const sc_core::sc_event* ready_event() { return nullptr; }
 };
 
+class send_path_inputs;
+
 // Simulator statistics of a send path (model and RTL wrapper count the same things).
 struct send_path_stats {
     uint64_t messages = 0;                   // descriptors taken
@@ -92,6 +94,11 @@ public:
     // Every output beat with its edge, in order (lockstep and conformance comparison).
     virtual void set_beat_observer(beat_observer fn) = 0;
     virtual const send_path_stats& get_stats() const = 0;
+    // The input FIFOs (lockstep mirrors one unit's inputs into another's).
+    virtual send_path_inputs& inputs() = 0;
+    // RTL wrapper only: evaluate edges ahead of simulated time where nothing unknown can
+    // change them (default on; the model has nothing to switch).
+    virtual void set_run_ahead(bool) {}
 };
 
 // The MAC transmit FIFO as frame output: ready while it holds fewer frames than its depth,
@@ -104,7 +111,9 @@ public:
         , m_clk(clk) {}
     uint64_t next_ready(uint64_t edge, bool frame_start) override;
     bool ready_at(uint64_t edge, bool frame_start) override;
-    uint64_t peek_ready(uint64_t edge, bool) override { return m_fifo.full() ? UINT64_MAX : edge; }
+    uint64_t peek_ready(uint64_t edge, bool frame_start) override {
+        return frame_start && m_fifo.full() ? UINT64_MAX : edge;
+    }
     void put_frame(fabric::eth_frame&& f) override { m_fifo.put(std::move(f)); }
     const sc_core::sc_event* ready_event() override { return &m_fifo.read_event(); }
     channel<fabric::eth_frame>& fifo() { return m_fifo; }
@@ -178,6 +187,14 @@ public:
     void release_payload(uint64_t n);
     // Reset: drop everything (blocked producers resume into the emptied FIFOs).
     void clear();
+
+    // Lockstep: every accepted descriptor / payload part is reported, so that a second
+    // send path can be fed the same entries with the same valid edges (mirror_*, which do
+    // not block: the mirror's space follows the original's as long as both agree).
+    std::function<void(const tx_descriptor&, uint64_t valid_edge)> on_descriptor;
+    std::function<void(const uint8_t*, size_t, uint64_t valid_edge)> on_payload;
+    void mirror_descriptor(const tx_descriptor& d, uint64_t valid_edge);
+    void mirror_payload(const uint8_t* p, size_t n, uint64_t valid_edge);
 
     void trace(sc_core::sc_trace_file* tf, const std::string& prefix) const;
     uint64_t payload_bytes_held() const { return m_pay_end - m_pay_base; }

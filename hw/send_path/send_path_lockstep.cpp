@@ -143,29 +143,34 @@ void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& c
     m_model = std::make_unique<send_path_model>("model", cfg, clk, m_out, m_model_ctx);
     register_send_path_stats(ctx.stats, name(), m_model->get_stats());
     m_rtl = make_send_path_rtl("rtl", cfg, clk, m_shadow, ctx, rtl_fst);
+    // The RTL's ready comes from an output the model fills at its own pace: no running ahead.
+    m_rtl->set_run_ahead(false);
     m_model->set_beat_observer([this](const frame_beat& b) {
+        if (b.last) {
+            m_shadow.model_put_edge = b.cycle;  // reported just before the model's put
+        }
         m_cmp.expected(b);
         if (m_observer) {
             m_observer(b);
         }
     });
     m_rtl->set_beat_observer([this](const frame_beat& b) { m_cmp.actual(b); });
+    // The RTL gets exactly what the model's FIFOs accept, when they accept it.
+    m_model->inputs().on_descriptor = [this](const tx_descriptor& d, uint64_t v) {
+        m_rtl->inputs().mirror_descriptor(d, v);
+    };
+    m_model->inputs().on_payload = [this](const uint8_t* p, size_t n, uint64_t v) {
+        m_rtl->inputs().mirror_payload(p, n, v);
+    };
     m_cmp.on_divergence = [this](const beat_divergence& d) {
         SC_REPORT_ERROR(name(), ("model and RTL diverge: " + d.describe()).c_str());
         sc_core::sc_stop();
     };
 }
 
-void send_path_lockstep::put_descriptor(const tx_descriptor& d) {
-    m_model->put_descriptor(d);
-    m_rtl->put_descriptor(d);
-}
+void send_path_lockstep::put_descriptor(const tx_descriptor& d) { m_model->put_descriptor(d); }
 
-void send_path_lockstep::put_payload(payload_chunk&& c) {
-    payload_chunk copy{c.bytes, c.ready};
-    m_model->put_payload(std::move(c));
-    m_rtl->put_payload(std::move(copy));
-}
+void send_path_lockstep::put_payload(payload_chunk&& c) { m_model->put_payload(std::move(c)); }
 
 void send_path_lockstep::reset(uint32_t cycles) {
     m_model->reset(cycles);

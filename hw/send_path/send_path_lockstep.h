@@ -53,16 +53,20 @@ private:
 };
 
 // Frame output for the RTL of a lockstep pair: ready comes from the real output (which the
-// model fills), frames are dropped (the beats are compared instead).
+// model fills), frames are dropped (the beats are compared instead). A frame the model puts at
+// edge e is not yet in the RTL's view at e (the RTL's copy of it is crossing at e): the model
+// found the output ready for it, and only pops happened since, so ready is high.
 class shadow_output : public frame_output_if {
 public:
     explicit shadow_output(frame_output_if& real)
         : m_real(real) {}
+    uint64_t model_put_edge = UINT64_MAX;  // edge of the model's latest frame
     uint64_t next_ready(uint64_t edge, bool frame_start) override {
         return m_real.next_ready(edge, frame_start);
     }
     bool ready_at(uint64_t edge, bool frame_start) override {
-        return m_real.ready_at(edge, frame_start);
+        const bool r = m_real.ready_at(edge, frame_start);
+        return r || model_put_edge == edge;
     }
     uint64_t peek_ready(uint64_t edge, bool frame_start) override {
         return m_real.peek_ready(edge, frame_start);
@@ -90,6 +94,7 @@ public:
     void reset(uint32_t cycles = 2) override;
     void set_beat_observer(beat_observer fn) override { m_observer = std::move(fn); }
     const send_path_stats& get_stats() const override { return m_model->get_stats(); }
+    send_path_inputs& inputs() override { return m_model->inputs(); }
 
     // Default on divergence: SC_REPORT_ERROR naming the beat (the run stops). Replace to
     // inspect it instead (tests).

@@ -49,6 +49,7 @@ public:
     void reset(uint32_t cycles = 2) override;
     void set_beat_observer(beat_observer fn) override { m_observer = std::move(fn); }
     const stats& get_stats() const override { return m_stats; }
+    send_path_inputs& inputs() override { return m_in; }
     bool idle() const { return m_idle; }
     void trace(sc_core::sc_trace_file* tf) const;
 

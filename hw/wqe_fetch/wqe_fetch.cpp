@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hw/wqe_fetch/wqe_decode.h"
+
 namespace rnic::hw {
 
 wqe_fetch_config parse_wqe_fetch_config(config::reader r) {
@@ -43,45 +45,10 @@ wqe_fetch::wqe_fetch(sc_core::sc_module_name name, const wqe_fetch_config& cfg,
 }
 
 wqe_item wqe_fetch::parse(uint32_t qpn, const uint8_t* slot, uint32_t stride) {
-    wqe_item w;
+    wqe_item w = parse_wqe(slot, stride);  // hw/wqe_fetch/wqe_decode.h
     w.qpn = qpn;
-    std::memcpy(&w.ctrl, slot, sizeof(w.ctrl));
-    const auto& c = w.ctrl;
-    const uint32_t bytes = static_cast<uint32_t>(c.size_bb) * 64;
     w.flow_id = (static_cast<uint64_t>(m_node_id) << 56) | (static_cast<uint64_t>(qpn) << 32) |
                 m_stats.wqes;
-    if (c.size_bb == 0 || bytes > stride || c.opcode > hsi::WQE_LOCAL_INV) {
-        w.malformed = true;
-        return w;
-    }
-    const uint8_t* body = slot + sizeof(hsi::wqe_ctrl);
-    const uint32_t body_bytes = bytes - static_cast<uint32_t>(sizeof(hsi::wqe_ctrl));
-    switch (c.opcode) {
-        case hsi::WQE_FAST_REG:
-        case hsi::WQE_BIND_MW:
-            if (body_bytes < 64) {
-                w.malformed = true;
-            } else {
-                w.segment.assign(body, body + 64);
-            }
-            break;
-        default:
-            if (c.flags & hsi::WQE_FLAG_INLINE) {
-                if (c.total_length > body_bytes) {
-                    w.malformed = true;
-                } else {
-                    w.inline_data.assign(body, body + c.total_length);
-                }
-            } else {
-                if (c.num_sge * sizeof(hsi::wqe_sge) > body_bytes) {
-                    w.malformed = true;
-                    break;
-                }
-                w.sges.resize(c.num_sge);
-                std::memcpy(w.sges.data(), body, c.num_sge * sizeof(hsi::wqe_sge));
-            }
-            break;
-    }
     return w;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Provider driver: adapter bring-up, command queue, event queue ISR, close machinery, PD, LAM,
-// QueryAdapterInfo and the simulator entry points (ndk_sim.h).
+// QueryAdapterInfo.
 #include <algorithm>
 #include <cstring>
 
@@ -598,73 +598,5 @@ VOID release_lam(NDK_ADAPTER*, NDK_LOGICAL_ADDRESS_MAPPING* lam) {
 }
 
 }  // namespace provider
-
-// ---------------------------------------------------------------------------------------------
-// Simulator entry points
-// ---------------------------------------------------------------------------------------------
-NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p,
-                      NDK_ADAPTER** out) {
-    using namespace provider;
-    const auto neg = negotiate_ndk_version(p.version, NDK_VERSION_1_2);
-    if (neg.status != NDIS_STATUS_SUCCESS) {
-        return neg.status;
-    }
-    if (p.default_mtu < 256 || p.default_mtu > 4096 || (p.default_mtu & (p.default_mtu - 1)) ||
-        p.default_mtu > p.limits.max_mtu || p.cmdq_log_size < 1 || p.cmdq_log_size > 16 ||
-        p.eq_log_size < 4 || p.eq_log_size > 20 || out == nullptr) {
-        return STATUS_INVALID_PARAMETER;
-    }
-    auto* ad = new adapter_impl(host, cm, p);
-    ad->version = neg.version;
-    ad->init_header(ad, NdkObjectTypeAdapter, &adapter_dispatch);
-    if (!cm.attach(p.ip, ad)) {
-        delete ad;
-        return STATUS_ADDRESS_ALREADY_EXISTS;
-    }
-    const NTSTATUS st = ad->init();
-    if (st != STATUS_SUCCESS) {
-        cm.detach(p.ip, ad);
-        delete ad;
-        return st;
-    }
-    *out = ad;
-    return STATUS_SUCCESS;
-}
-
-void close_adapter(NDK_ADAPTER* adapter) {
-    auto* ad = provider::impl(adapter);
-    while (ad->children > 0) {
-        sc_core::wait(ad->children_gone);
-    }
-    // Outstanding commands (e.g. a Flush's modify) finish before the rings go away.
-    while (!ad->cmds.empty()) {
-        const uint32_t before = static_cast<uint32_t>(ad->cmds.size());
-        for (auto it = ad->cmds.begin(); it != ad->cmds.end();) {
-            const uint32_t t = it->first;
-            ++it;
-            ad->complete_command(t);
-        }
-        if (ad->cmds.size() == before) {
-            ad->host.wait_for_dma(ad->params.command_timeout_ns);
-            if (ad->cmds.size() == before) {
-                break;  // the NIC stopped answering: give up
-            }
-        }
-    }
-    ad->cm.detach(ad->params.ip, ad);
-    delete ad;
-}
-
-void wait_for_completion_activity(host_system& host) {
-    host.wait_for_dma(1e6);
-}
-
-adapter_counters get_adapter_counters(NDK_ADAPTER* adapter) {
-    return provider::impl(adapter)->counters;
-}
-
-uint32_t get_qp_number(NDK_QP* qp) {
-    return provider::impl(qp)->qpn;
-}
 
 }  // namespace rnic::ndk

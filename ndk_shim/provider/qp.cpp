@@ -438,11 +438,10 @@ NTSTATUS make_qp(NDK_PD* pdp, NDK_CQ* rcq, NDK_CQ* icq, NDK_SRQ* srqp, PVOID qpc
     c.u.qp.sq_stride = static_cast<uint16_t>(qp->sq_stride);
     c.u.qp.rq_stride = static_cast<uint16_t>(qp->rq_stride);
     c.u.qp.max_inline = static_cast<uint16_t>(inline_size);
-    // RESET -> INIT right away, so receives can be posted before the connection exists.
-    const hsi::cmd_slot init = modify_cmd(qpn, hsi::QPS_INIT);
+    // The NIC creates the QP in INIT: receives can be posted before the connection exists.
     const bool sync = ad->sync();
     NTSTATUS result = STATUS_PENDING;
-    ad->commands({c, init}, sync, [ad, qp, cb, ctx, sync, &result](uint8_t st) {
+    ad->commands({c}, sync, [ad, qp, cb, ctx, sync, &result](uint8_t st) {
         const NTSTATUS s = cmd_status_to_ntstatus(st);
         if (s == STATUS_SUCCESS) {
             qp->add_antecedent(qp->pd);

@@ -125,74 +125,79 @@ module send_path
     s_ieth = s_last && m_inv_q;
   end
 
-  // Header bytes of the packet S holds, lane i = frame byte i.
-  logic [127:0][7:0] s_hdr;
+  // Header geometry of the packet S holds.
   logic [6:0]        s_hlen;
   logic [15:0]       s_ip_total;
   logic [1:0]        s_pad;
-  logic [19:0]       s_sum;
-  logic [16:0]       s_fold;
-  logic [15:0]       s_csum;
 
   always_comb begin
     s_hlen = 7'd54 + (s_reth ? 7'd16 : 7'd0) + ((s_aeth || s_immdt || s_ieth) ? 7'd4 : 7'd0);
     s_pad = 2'(3'd4 - {1'b0, s_len[1:0]});
     s_ip_total = 16'({9'd0, s_hlen} - 16'd14 + {3'd0, s_len} + {14'd0, s_pad} + 16'd4);
-    // IPv4 header checksum: 0x4502 + total + 0 + 0x4000 + 0x4011 + 0 + addresses.
-    s_sum = 20'h04502 + 20'h04000 + 20'h04011 + {4'd0, s_ip_total} +
-            {4'd0, m_src_ip_q[31:16]} + {4'd0, m_src_ip_q[15:0]} +
-            {4'd0, m_dst_ip_q[31:16]} + {4'd0, m_dst_ip_q[15:0]};
-    s_fold = {1'b0, s_sum[15:0]} + {13'd0, s_sum[19:16]};
-    s_csum = ~(s_fold[15:0] + {15'd0, s_fold[16]});
-    s_hdr = '0;
-    for (int i = 0; i < 6; i++) begin
-      s_hdr[i] = m_dst_mac_q[8*(5-i) +: 8];
-      s_hdr[6+i] = m_src_mac_q[8*(5-i) +: 8];
-    end
-    s_hdr[12] = 8'h08;
-    s_hdr[13] = 8'h00;
-    s_hdr[14] = 8'h45;
-    s_hdr[15] = 8'h02;                   // TOS: DSCP 0, ECT(0)
-    s_hdr[16] = s_ip_total[15:8];
-    s_hdr[17] = s_ip_total[7:0];
-    s_hdr[20] = 8'h40;                   // DF
-    s_hdr[22] = 8'd64;                   // TTL
-    s_hdr[23] = 8'd17;                   // UDP
-    s_hdr[24] = s_csum[15:8];
-    s_hdr[25] = s_csum[7:0];
-    for (int i = 0; i < 4; i++) begin
-      s_hdr[26+i] = m_src_ip_q[8*(3-i) +: 8];
-      s_hdr[30+i] = m_dst_ip_q[8*(3-i) +: 8];
-    end
-    s_hdr[34] = m_udp_port_q[15:8];
-    s_hdr[35] = m_udp_port_q[7:0];
-    s_hdr[36] = 8'h12;                   // 4791
-    s_hdr[37] = 8'hB7;
-    s_hdr[38] = 8'((s_ip_total - 16'd20) >> 8);
-    s_hdr[39] = 8'(s_ip_total - 16'd20);
-    s_hdr[42] = s_opcode;
-    s_hdr[43] = {s_last && m_se_q, 1'b0, s_pad, 4'd0};
-    s_hdr[44] = 8'hFF;                   // P_Key
-    s_hdr[45] = 8'hFF;
-    for (int i = 0; i < 3; i++) begin
-      s_hdr[47+i] = m_dest_qpn_q[8*(2-i) +: 8];
-      s_hdr[51+i] = m_psn_q[8*(2-i) +: 8];
-    end
-    s_hdr[50] = {s_last && m_ackreq_q, 7'd0};
-    if (s_reth) begin
-      for (int i = 0; i < 8; i++) s_hdr[54+i] = m_va_q[8*(7-i) +: 8];
-      for (int i = 0; i < 4; i++) begin
-        s_hdr[62+i] = m_rkey_q[8*(3-i) +: 8];
-        s_hdr[66+i] = m_length_q[8*(3-i) +: 8];
-      end
-      if (s_immdt) for (int i = 0; i < 4; i++) s_hdr[70+i] = m_imm_q32[8*(3-i) +: 8];
-    end else if (s_aeth) begin
-      s_hdr[54] = m_syndrome_q;
-      for (int i = 0; i < 3; i++) s_hdr[55+i] = m_msn_q[8*(2-i) +: 8];
-    end else if (s_immdt || s_ieth) begin
-      for (int i = 0; i < 4; i++) s_hdr[54+i] = m_imm_q32[8*(3-i) +: 8];
-    end
   end
+
+  // Header bytes of the packet S holds, lane i = frame byte i. A function of the S registers,
+  // evaluated where the H register loads (so a simulator computes it once per packet).
+  function automatic logic [127:0][7:0] build_header();
+    logic [127:0][7:0] h = '0;
+    logic [19:0]       sum;
+    logic [16:0]       fold;
+    logic [15:0]       csum;
+    // IPv4 header checksum: 0x4502 + total + 0 + 0x4000 + 0x4011 + 0 + addresses.
+    sum = 20'h04502 + 20'h04000 + 20'h04011 + {4'd0, s_ip_total} +
+          {4'd0, m_src_ip_q[31:16]} + {4'd0, m_src_ip_q[15:0]} +
+          {4'd0, m_dst_ip_q[31:16]} + {4'd0, m_dst_ip_q[15:0]};
+    fold = {1'b0, sum[15:0]} + {13'd0, sum[19:16]};
+    csum = ~(fold[15:0] + {15'd0, fold[16]});
+    for (int i = 0; i < 6; i++) begin
+      h[i] = m_dst_mac_q[8*(5-i) +: 8];
+      h[6+i] = m_src_mac_q[8*(5-i) +: 8];
+    end
+    h[12] = 8'h08;
+    h[13] = 8'h00;
+    h[14] = 8'h45;
+    h[15] = 8'h02;                   // TOS: DSCP 0, ECT(0)
+    h[16] = s_ip_total[15:8];
+    h[17] = s_ip_total[7:0];
+    h[20] = 8'h40;                   // DF
+    h[22] = 8'd64;                   // TTL
+    h[23] = 8'd17;                   // UDP
+    h[24] = csum[15:8];
+    h[25] = csum[7:0];
+    for (int i = 0; i < 4; i++) begin
+      h[26+i] = m_src_ip_q[8*(3-i) +: 8];
+      h[30+i] = m_dst_ip_q[8*(3-i) +: 8];
+    end
+    h[34] = m_udp_port_q[15:8];
+    h[35] = m_udp_port_q[7:0];
+    h[36] = 8'h12;                   // 4791
+    h[37] = 8'hB7;
+    h[38] = 8'((s_ip_total - 16'd20) >> 8);
+    h[39] = 8'(s_ip_total - 16'd20);
+    h[42] = s_opcode;
+    h[43] = {s_last && m_se_q, 1'b0, s_pad, 4'd0};
+    h[44] = 8'hFF;                   // P_Key
+    h[45] = 8'hFF;
+    for (int i = 0; i < 3; i++) begin
+      h[47+i] = m_dest_qpn_q[8*(2-i) +: 8];
+      h[51+i] = m_psn_q[8*(2-i) +: 8];
+    end
+    h[50] = {s_last && m_ackreq_q, 7'd0};
+    if (s_reth) begin
+      for (int i = 0; i < 8; i++) h[54+i] = m_va_q[8*(7-i) +: 8];
+      for (int i = 0; i < 4; i++) begin
+        h[62+i] = m_rkey_q[8*(3-i) +: 8];
+        h[66+i] = m_length_q[8*(3-i) +: 8];
+      end
+      if (s_immdt) for (int i = 0; i < 4; i++) h[70+i] = m_imm_q32[8*(3-i) +: 8];
+    end else if (s_aeth) begin
+      h[54] = m_syndrome_q;
+      for (int i = 0; i < 3; i++) h[55+i] = m_msn_q[8*(2-i) +: 8];
+    end else if (s_immdt || s_ieth) begin
+      for (int i = 0; i < 4; i++) h[54+i] = m_imm_q32[8*(3-i) +: 8];
+    end
+    return h;
+  endfunction
 
   // ---------------------------------------------------------------------------------------
   // H: header register (per-packet geometry precomputed for A and O)
@@ -258,27 +263,28 @@ module send_path
     desc_ready_o = !msg_valid_q || (hdr_load && s_last);
   end
 
-  // Beat p_j of the packet: header, payload shifted behind it, zero pad.
-  logic [511:0]  b_data, b_hmask, b_pmask, b_pay;
-  logic [63:0]   b_keep;
-  logic [13:0]   b_off;      // frame offset of lane 0
-  logic [14:0]   b_pend;     // payload end relative to lane 0
-  logic [14:0]   b_fend;     // frame end relative to lane 0
+  // Beat p_j of the packet: header, payload shifted behind it, zero pad (evaluated where the
+  // A register loads).
+  function automatic logic [511:0] assemble_beat();
+    logic [511:0] hmask, pmask, pay;
+    logic [13:0]  off = {p_j, 6'd0} + 14'd0;  // frame offset of lane 0
+    logic [14:0]  pend;                      // payload end relative to lane 0
+    pay = 512'({pl_data_i, carry_q} >> {(10'd64 - {4'd0, p_hlen[5:0]}), 3'd0});
+    if (p_j == 7'd0) hmask = p_hlen[6] ? '1 : ~('1 << {p_hlen[5:0], 3'd0});
+    else if (p_j == 7'd1 && p_hlen[6]) hmask = ~('1 << {p_hlen[5:0], 3'd0});
+    else hmask = '0;
+    pend = 15'({8'd0, p_hlen} + {2'd0, p_len}) - 15'(off);
+    if ($signed(pend) <= 0) pmask = '0;
+    else if (pend >= 15'd64) pmask = '1;
+    else pmask = ~('1 << {pend[5:0], 3'd0});
+    return ((p_j[0] ? p_hdr[127:64] : p_hdr[63:0]) & hmask) | (pay & pmask & ~hmask);
+  endfunction
 
-  always_comb begin
-    b_off = {p_j, 6'd0} + 14'd0;
-    b_pay = 512'({pl_data_i, carry_q} >> {(10'd64 - {4'd0, p_hlen[5:0]}), 3'd0});
-    if (p_j == 7'd0) b_hmask = p_hlen[6] ? '1 : ~('1 << {p_hlen[5:0], 3'd0});
-    else if (p_j == 7'd1 && p_hlen[6]) b_hmask = ~('1 << {p_hlen[5:0], 3'd0});
-    else b_hmask = '0;
-    b_pend = 15'({8'd0, p_hlen} + {2'd0, p_len}) - 15'(b_off);
-    if ($signed(b_pend) <= 0) b_pmask = '0;
-    else if (b_pend >= 15'd64) b_pmask = '1;
-    else b_pmask = ~('1 << {b_pend[5:0], 3'd0});
-    b_fend = 15'(p_end + 14'd4) - 15'(b_off);
-    b_keep = (b_fend >= 15'd64) ? '1 : ~(64'hFFFF_FFFF_FFFF_FFFF << b_fend[5:0]);
-    b_data = ((p_j[0] ? p_hdr[127:64] : p_hdr[63:0]) & b_hmask) | (b_pay & b_pmask & ~b_hmask);
-  end
+  // Byte enables of beat p_j: lanes before the frame end (end = CRC end + 4).
+  function automatic logic [63:0] beat_keep();
+    logic [14:0] fend = 15'(p_end + 14'd4) - 15'({p_j, 6'd0});
+    return (fend >= 15'd64) ? '1 : ~(64'hFFFF_FFFF_FFFF_FFFF << fend[5:0]);
+  endfunction
 
   // ---------------------------------------------------------------------------------------
   // CRC: lane-table CRC of a 64-byte block from state 0; byte-serial step for the last two
@@ -294,47 +300,50 @@ module send_path
     return (s >> 8) ^ CRC_TAB[63][s[7:0] ^ b];
   endfunction
 
-  logic [511:0] c_blk, c_m, c_sh;
-  logic [31:0]  c_s, c_s2, c_next, c_icrc;
-  logic [511:0] o_data_d;
-
-  always_comb begin
-    c_blk = a_data_q;
+  // The A beat as it goes to O: CRC register update and ICRC insertion (evaluated where the O
+  // register loads). Returns {data, new CRC register, ICRC bytes 2 and 3}.
+  function automatic logic [559:0] finish_beat();
+    logic [511:0] blk = a_data_q;
+    logic [511:0] m, sh, data;
+    logic [31:0]  st, st2, nxt, icrc;
     if (a_first_q) begin
       // LRH stand-in (8 x 0xFF at offsets 6..13) with the 0xFFFFFFFF initial value folded
       // into its first four bytes; the Ethernet header is outside the ICRC.
-      c_blk[79:0] = '0;
-      c_blk[111:80] = '1;
-      c_blk[15*8 +: 8] = 8'hFF;   // TOS
-      c_blk[22*8 +: 8] = 8'hFF;   // TTL
-      c_blk[24*8 +: 16] = '1;     // IP checksum
-      c_blk[40*8 +: 16] = '1;     // UDP checksum
-      c_blk[46*8 +: 8] = 8'hFF;   // BTH FECN/BECN/reserved
+      blk[79:0] = '0;
+      blk[111:80] = '1;
+      blk[15*8 +: 8] = 8'hFF;   // TOS
+      blk[22*8 +: 8] = 8'hFF;   // TTL
+      blk[24*8 +: 16] = '1;     // IP checksum
+      blk[40*8 +: 16] = '1;     // UDP checksum
+      blk[46*8 +: 8] = 8'hFF;   // BTH FECN/BECN/reserved
     end
-    c_s = a_first_q ? 32'd0 : crc_q;
-    c_s2 = '0;
-    c_m = '0;
-    c_sh = '0;
-    if (!a_end_q) begin
-      c_next = crc_block({c_blk[511:32], c_blk[31:0] ^ c_s});
+    st = a_first_q ? 32'd0 : crc_q;
+    if (a_spill_q) begin
+      nxt = crc_q;
+    end else if (!a_end_q) begin
+      nxt = crc_block({blk[511:32], blk[31:0] ^ st});
     end else begin
-      c_s2 = crc_byte(crc_byte(c_s, c_blk[7:0]), c_blk[15:8]);
+      // Final beat: n = E mod 64 bytes (n = 2 mod 4). Two bytes serially, then the rest
+      // right-aligned in a block (leading zeros leave a zero state unchanged) with the state
+      // folded into its first four bytes.
+      st2 = crc_byte(crc_byte(st, blk[7:0]), blk[15:8]);
       if (a_n_q == 6'd2) begin
-        c_next = c_s2;
+        nxt = st2;
       end else begin
-        c_m = c_blk & ~('1 << {a_n_q, 3'd0});
-        c_m[15:0] = '0;
-        c_sh = c_m << {(7'd64 - {1'b0, a_n_q}), 3'd0};
-        c_sh = c_sh ^ ({480'd0, c_s2} << {(7'd66 - {1'b0, a_n_q}), 3'd0});
-        c_next = crc_block(c_sh);
+        m = blk & ~('1 << {a_n_q, 3'd0});
+        m[15:0] = '0;
+        sh = m << {(7'd64 - {1'b0, a_n_q}), 3'd0};
+        sh = sh ^ ({480'd0, st2} << {(7'd66 - {1'b0, a_n_q}), 3'd0});
+        nxt = crc_block(sh);
       end
     end
-    c_icrc = ~c_next;
-    if (BREAK == 2) c_icrc[7:0] = ~c_icrc[7:0];
-    if (a_spill_q) o_data_d = {a_data_q[511:16], icrc_hi_q};
-    else if (a_end_q) o_data_d = a_data_q | 512'({480'd0, c_icrc} << {a_n_q, 3'd0});
-    else o_data_d = a_data_q;
-  end
+    icrc = ~nxt;
+    if (BREAK == 2) icrc[7:0] = ~icrc[7:0];
+    if (a_spill_q) data = {a_data_q[511:16], icrc_hi_q};
+    else if (a_end_q) data = a_data_q | 512'({480'd0, icrc} << {a_n_q, 3'd0});
+    else data = a_data_q;
+    return {data, nxt, icrc[31:16]};
+  endfunction
 
   // ---------------------------------------------------------------------------------------
   // Registers
@@ -384,7 +393,7 @@ module send_path
       // H
       if (hdr_load) begin
         hdr_valid_q <= 1'b1;
-        hdr_q <= s_hdr;
+        hdr_q <= build_header();
         hdr_hlen_q <= s_hlen;
         hdr_len_q <= s_len;
         hdr_end_q <= {7'd0, s_hlen} + {1'b0, s_len} + {12'd0, s_pad};
@@ -407,8 +416,8 @@ module send_path
         j_q <= p_j + 7'd1;
         if (needs_in) carry_q <= pl_data_i;
         a_valid_q <= 1'b1;
-        a_data_q <= b_data;
-        a_keep_q <= b_keep;
+        a_data_q <= assemble_beat();
+        a_keep_q <= beat_keep();
         a_last_q <= (p_j + 7'd1) == p_beats;
         a_first_q <= p_j == 7'd0;
         a_end_q <= p_j == p_end[12:6];
@@ -418,13 +427,15 @@ module send_path
         a_valid_q <= 1'b0;
       end
       // O
-      if (o_load) begin
+      if (o_load) begin : o_stage
+        logic [559:0] fin;
+        fin = finish_beat();
+        o_data_q <= fin[559:48];
+        crc_q <= fin[47:16];
+        if (a_end_q) icrc_hi_q <= fin[15:0];
         o_valid_q <= 1'b1;
-        o_data_q <= o_data_d;
         o_keep_q <= a_keep_q;
         o_last_q <= a_last_q;
-        if (!a_spill_q) crc_q <= c_next;
-        if (a_end_q) icrc_hi_q <= c_icrc[31:16];
       end else if (o_ready) begin
         o_valid_q <= 1'b0;
       end

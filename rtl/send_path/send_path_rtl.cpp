@@ -66,6 +66,14 @@ void send_path_rtl::end_of_simulation() {
 
 void send_path_rtl::reset(uint32_t cycles) {
     const uint64_t r = hw::edge_after(m_clk, sc_core::sc_time_stamp());
+    // Beats of the unfinished frame that crossed before the reset edge did leave; beats the
+    // wrapper evaluated ahead of time at or after it never happened.
+    for (const auto& pb : m_pending_beats) {
+        if (pb.cycle < r && m_observer) {
+            m_observer(pb);
+        }
+    }
+    m_pending_beats.clear();
     m_in.clear();
     m_desc_seq = m_pl_msg = m_out_msg = 0;
     m_pl_beat = m_out_pkt = m_out_beat = 0;
@@ -190,28 +198,95 @@ void send_path_rtl::clock_thread() {
     for (;;) {
         if (m_quiet >= QUIESCENT_EDGES) {
             e = wait_for_change(e);
-        } else {
-            const sc_core::sc_time t = hw::time_of_edge(m_clk, e);
-            const sc_core::sc_time now = sc_core::sc_time_stamp();
-            if (t > now) {
-                sc_core::wait(t - now);
-            }
+        } else if (!m_run_ahead) {
+            sync_to(e);
         }
         if (m_reset_pending && e >= m_reset_edge) {
             const uint64_t at = e;
-            m_reset_edge = at;  // the first edge the stopped clock reaches
             apply_reset();
             e = std::max(at + 1, m_release_edge);
             m_quiet = QUIESCENT_EDGES;
             continue;
         }
-        edge(e);
-        ++e;
+        if (edge(e)) {
+            ++e;
+        }
     }
 }
 
-void send_path_rtl::edge(uint64_t e) {
-    // Edges skipped since the last evaluated one had its outputs and inputs unchanged.
+bool send_path_rtl::sync_to(uint64_t e) {
+    const sc_core::sc_time t = hw::time_of_edge(m_clk, e);
+    while (sc_core::sc_time_stamp() < t) {
+        sc_core::wait(t - sc_core::sc_time_stamp(), m_reset_event);
+        if (m_reset_pending && e >= m_reset_edge) {
+            return false;
+        }
+    }
+    return !(m_reset_pending && e >= m_reset_edge);
+}
+
+bool send_path_rtl::edge(uint64_t e) {
+    // Inputs for this edge. Running ahead of simulated time is exact as long as nothing that
+    // is not yet known can change them: when the RTL asks for an item of a stream that has not
+    // been put yet, or a held frame beat could be released by the downstream, the wrapper
+    // first waits until the edge's time and looks again.
+    bool dv = false, pv = false, fr = false;
+    for (;;) {
+        const bool at_time = sc_core::sc_time_stamp() >= hw::time_of_edge(m_clk, e);
+        dv = false;
+        const bool desc_known = m_in.has_descriptor(m_desc_seq);
+        if (desc_known) {
+            const auto& de = m_in.descriptor(m_desc_seq);
+            if (std::max(de.valid_edge, m_release_edge) <= e) {
+                dv = true;
+                if (!m_desc_shown) {
+                    m_core->set_desc(true, de.desc);
+                    m_desc_shown = true;
+                }
+            }
+        }
+        m_core->set_desc_valid(dv);
+        pv = false;
+        uint64_t v = 0;
+        const bool pl_known = next_payload_beat(v);
+        if (pl_known && v <= e) {
+            pv = true;
+            if (!m_pl_shown) {
+                const auto& de = m_in.descriptor(m_pl_msg);
+                const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
+                const uint64_t end = de.payload_offset + de.desc.length;
+                const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
+                m_pl_data.fill(0);
+                m_in.copy_payload(from, n, m_pl_data.data());
+                m_core->set_payload(true, m_pl_data.data(),
+                                    n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1,
+                                    from + n == end);
+                m_pl_shown = true;
+            }
+        }
+        m_core->set_payload_valid(pv);
+        // Ready is the downstream's own state (it never looks at valid), so all inputs are set
+        // before one evaluation of the combinational paths; the rising edge is the second.
+        const bool frame_start = m_out_beat == 0;
+        const uint64_t peek = m_out.peek_ready(e, frame_start);
+        fr = at_time ? m_out.ready_at(e, frame_start) : peek == e;
+        m_core->set_fr_ready(fr);
+        m_core->set_clk(false);
+        m_core->eval();
+        if (at_time) {
+            break;
+        }
+        const bool unsure = (!desc_known && !dv && m_core->desc_ready()) ||
+                            (!pl_known && !pv && m_core->pl_ready()) ||
+                            (!fr && m_core->fr_valid() && m_out.ready_event() != nullptr);
+        if (!unsure) {
+            break;
+        }
+        if (!sync_to(e)) {
+            return false;  // a reset came first
+        }
+    }
+    // Edges skipped since the last evaluated one had their outputs and inputs unchanged.
     const uint64_t skipped = e - m_last_edge - 1;
     if (skipped > 0) {
         if (m_fr_valid_after) {
@@ -220,42 +295,6 @@ void send_path_rtl::edge(uint64_t e) {
             m_stats.stall_payload_cycles += skipped;
         }
     }
-
-    // Inputs for this edge.
-    bool dv = false;
-    if (m_in.has_descriptor(m_desc_seq)) {
-        const auto& de = m_in.descriptor(m_desc_seq);
-        if (std::max(de.valid_edge, m_release_edge) <= e) {
-            dv = true;
-            if (!m_desc_shown) {
-                m_core->set_desc(true, de.desc);
-                m_desc_shown = true;
-            }
-        }
-    }
-    m_core->set_desc_valid(dv);
-    bool pv = false;
-    uint64_t v = 0;
-    if (next_payload_beat(v) && v <= e) {
-        pv = true;
-        if (!m_pl_shown) {
-            const auto& de = m_in.descriptor(m_pl_msg);
-            const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
-            const uint64_t end = de.payload_offset + de.desc.length;
-            const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
-            m_pl_data.fill(0);
-            m_in.copy_payload(from, n, m_pl_data.data());
-            m_core->set_payload(true, m_pl_data.data(),
-                                n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1, from + n == end);
-            m_pl_shown = true;
-        }
-    }
-    m_core->set_payload_valid(pv);
-    m_core->set_clk(false);
-    m_core->eval();
-    const bool fr = m_out.ready_at(e, m_out_beat == 0);
-    m_core->set_fr_ready(fr);
-    m_core->eval();
     const uint64_t t_ps = e * m_clk.period_ps();
     m_core->trace_dump(t_ps - m_half_ps);
 
@@ -294,23 +333,32 @@ void send_path_rtl::edge(uint64_t e) {
             m_pl_beat = 0;
         }
     }
+    m_quiet = (hs_d || hs_p || hs_f) ? 0 : m_quiet + 1;
     if (hs_f) {
         b.cycle = e;
         b.frame = m_frame_no;
         b.index = m_out_beat++;
         const int n = __builtin_popcountll(b.keep);
         m_frame.insert(m_frame.end(), b.data.begin(), b.data.begin() + n);
-        if (m_observer) {
-            m_observer(b);
-        }
+        m_pending_beats.push_back(b);
         if (b.last) {
+            // The frame leaves (and its FIFO space returns) at the time of its last edge.
+            if (!sync_to(e)) {
+                return true;  // edge done; the reset drops this frame
+            }
             complete_frame(e);
         }
     }
-    m_quiet = (hs_d || hs_p || hs_f) ? 0 : m_quiet + 1;
+    return true;
 }
 
 void send_path_rtl::complete_frame(uint64_t e) {
+    if (m_observer) {
+        for (const auto& pb : m_pending_beats) {
+            m_observer(pb);
+        }
+    }
+    m_pending_beats.clear();
     fabric::eth_frame f;
     f.data = std::move(m_frame);
     m_frame.clear();

@@ -40,7 +40,11 @@ public:
     void reset(uint32_t cycles = 2) override;
     void set_beat_observer(hw::beat_observer fn) override { m_observer = std::move(fn); }
     const hw::send_path_stats& get_stats() const override { return m_stats; }
+    hw::send_path_inputs& inputs() override { return m_in; }
 
+    // Evaluate edges before simulated time reaches them where no pending input can change
+    // them (default). The lockstep runner turns it off: its RTL's ready follows the model.
+    void set_run_ahead(bool on) override { m_run_ahead = on; }
     // Clock edges the RTL was evaluated on (the rest were skipped as idle).
     uint64_t clocked_edges() const { return m_clocked; }
     void end_of_simulation() override;
@@ -48,7 +52,8 @@ public:
 private:
     void init(hw::sim_context& ctx, const send_path_core_factory& core);
     void clock_thread();
-    void edge(uint64_t e);
+    bool edge(uint64_t e);    // false: a reset came before the edge was evaluated
+    bool sync_to(uint64_t e);  // wait until edge e's time; false if a reset covers e
     uint64_t wait_for_change(uint64_t e);
     bool next_payload_beat(uint64_t& valid_edge);
     void apply_reset();
@@ -75,6 +80,8 @@ private:
     std::vector<uint8_t> m_frame;
     uint64_t m_frame_no = 0;
     std::array<uint8_t, 64> m_pl_data{};
+    std::vector<hw::frame_beat> m_pending_beats;  // of the frame being received
+    bool m_run_ahead = true;
 
     // Clocking state.
     uint64_t m_last_edge = 0;       // last edge evaluated

@@ -11,7 +11,6 @@
 
 #include <systemc>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "hw/common/config_reader.h"
@@ -19,6 +18,8 @@
 #include "testbench/output/run_report.h"
 #include "testbench/scenario/runner.h"
 #include "testbench/scenario/scenario_config.h"
+
+#include <CLI/CLI.hpp>
 
 namespace {
 
@@ -34,8 +35,9 @@ struct options {
 
 void add_common(CLI::App* cmd, options& o) {
     cmd->add_option("scenario", o.scenario, "scenario file (JSON)")->required();
-    cmd->add_option("--set", o.sets, "override one config value: PATH=VALUE (VALUE is JSON, "
-                                     "else a string); repeatable")
+    cmd->add_option("--set", o.sets,
+                    "override one config value: PATH=VALUE (VALUE is JSON, "
+                    "else a string); repeatable")
         ->type_name("PATH=VALUE")
         ->allow_extra_args(false);
 }

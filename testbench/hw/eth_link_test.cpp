@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
 
 namespace {
@@ -91,6 +92,46 @@ TEST(EthLink, WireBytesIncludeFcsPreambleIfgAndMinimumFrame) {
     eth_link_config c;
     EXPECT_DOUBLE_EQ(c.rate_gbps, 100.0);
     EXPECT_DOUBLE_EQ(c.propagation_ns, 50.0);
+}
+
+// rnic.link in a scenario: values, defaults and errors that name the JSON path.
+TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
+    rnic::config::parse_context pc;
+    const auto j = nlohmann::json::parse(R"({"rate_gbps": 25, "propagation_ns": 500,
+        "tx_fifo_frames": 8, "faults": {"drop": 0.5, "qp": 291, "opcode": 4,
+        "link_down_ns": [[100, 200], [300, 400]], "seed": 7}})");
+    const eth_link_config c = rnic::fabric::parse_eth_link_config(rnic::config::reader(j, "link", pc));
+    EXPECT_TRUE(pc.errors.empty());
+    EXPECT_DOUBLE_EQ(c.rate_gbps, 25.0);
+    EXPECT_DOUBLE_EQ(c.propagation_ns, 500.0);
+    EXPECT_EQ(c.tx_fifo_frames, 8u);
+    EXPECT_DOUBLE_EQ(c.faults.drop, 0.5);
+    EXPECT_EQ(c.faults.qp, 291);
+    EXPECT_EQ(c.faults.opcode, 4);
+    ASSERT_EQ(c.faults.link_down_ns.size(), 2u);
+    EXPECT_DOUBLE_EQ(c.faults.link_down_ns[1].first, 300.0);
+    EXPECT_EQ(c.faults.seed, 7u);
+    EXPECT_TRUE(c.faults.any());
+    EXPECT_EQ(pc.effective["link"]["faults"]["duplicate"], 0.0);  // defaults filled in
+
+    rnic::config::parse_context bad;
+    const auto jb = nlohmann::json::parse(R"({"rate_gbps": 0, "tx_fifo_frames": 0, "mtu": 1,
+        "faults": {"drop": 2, "link_down_ns": [[5, 1]], "window_start_ns": 10,
+                   "window_end_ns": 5}})");
+    rnic::fabric::parse_eth_link_config(rnic::config::reader(jb, "topology.link", bad));
+    const std::vector<std::string> want = {
+        "topology.link.rate_gbps:", "topology.link.tx_fifo_frames:", "topology.link.mtu:",
+        "topology.link.faults.drop:", "topology.link.faults.link_down_ns:",
+        "topology.link.faults.window_end_ns:"};
+    for (const auto& w : want) {
+        bool found = false;
+        for (const auto& e : bad.errors) {
+            found = found || e.rfind(w, 0) == 0;
+        }
+        EXPECT_TRUE(found) << "no error for " << w;
+    }
+    EXPECT_EQ(bad.errors.size(), want.size());
+    EXPECT_THROW(bad.throw_if_errors(), rnic::config::config_error);
 }
 
 // 100 Gb/s = 80 ps per byte: a 1000 B frame occupies 1024 x 80 = 81.92 ns of the wire and is

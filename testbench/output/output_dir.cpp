@@ -2,12 +2,12 @@
 // Atomic output folder.
 #include "testbench/output/output_dir.h"
 
-#include <stdlib.h>
-
 #include <array>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+
+#include <stdlib.h>
 
 namespace rnic::output {
 
@@ -50,8 +50,7 @@ output_dir::output_dir(std::string dir)
     if (ec) {
         throw output_dir_error(parent.string() + ": cannot create: " + ec.message());
     }
-    std::string templ =
-        (parent / ("." + final_path.filename().string() + ".tmp-XXXXXX")).string();
+    std::string templ = (parent / ("." + final_path.filename().string() + ".tmp-XXXXXX")).string();
     if (mkdtemp(templ.data()) == nullptr) {
         throw output_dir_error(templ + ": cannot create staging folder");
     }
@@ -87,8 +86,7 @@ void output_dir::commit() {
         old = m_staging + ".old";
         fs::rename(final_path, old, ec);
         if (ec) {
-            throw output_dir_error(m_dir + ": cannot move the previous run aside: " +
-                                   ec.message());
+            throw output_dir_error(m_dir + ": cannot move the previous run aside: " + ec.message());
         }
     }
     fs::rename(m_staging, final_path, ec);
@@ -97,8 +95,8 @@ void output_dir::commit() {
             std::error_code ignore;
             fs::rename(old, final_path, ignore);
         }
-        throw output_dir_error(m_dir + ": cannot rename the staging folder into place: " +
-                               ec.message());
+        throw output_dir_error(m_dir +
+                               ": cannot rename the staging folder into place: " + ec.message());
     }
     m_committed = true;
     if (!old.empty()) {

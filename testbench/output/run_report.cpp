@@ -41,14 +41,19 @@ nlohmann::json without_wall_fields(nlohmann::json stats) {
     return stats;
 }
 
-std::string to_file_text(const nlohmann::json& j) { return j.dump(2) + "\n"; }
+std::string to_file_text(const nlohmann::json& j) {
+    return j.dump(2) + "\n";
+}
 
 namespace {
 const char* test_name(scenario::operation op) {
     switch (op) {
-        case scenario::operation::WRITE: return "RDMA_Write";
-        case scenario::operation::SEND: return "Send";
-        case scenario::operation::READ: return "RDMA_Read";
+        case scenario::operation::WRITE:
+            return "RDMA_Write";
+        case scenario::operation::SEND:
+            return "Send";
+        case scenario::operation::READ:
+            return "RDMA_Read";
     }
     return "?";
 }

@@ -18,7 +18,9 @@ uint64_t splitmix64(uint64_t x) {
 
 // Word w of a message, as stored in memory (little-endian byte order on every host we build
 // for; memcpy keeps it alignment-safe).
-inline uint64_t word(uint64_t key, uint64_t w) { return key ^ (w * GOLDEN); }
+inline uint64_t word(uint64_t key, uint64_t w) {
+    return key ^ (w * GOLDEN);
+}
 }  // namespace
 
 uint64_t pattern_key(uint64_t seed, uint32_t qp, uint64_t msg) {

@@ -35,17 +35,17 @@ struct testbench {
         }
         link = std::make_unique<fabric::eth_link>("link", cfg.topology.link, ctx);
         for (size_t i = 0; i < NODES; ++i) {
-            nodes[i] = std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg, *link,
-                                              ctx);
+            nodes[i] =
+                std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg, *link, ctx);
         }
-        load = std::make_unique<workload>("workload",
-                                          cfg, std::array<node*, NODES>{nodes[0].get(),
-                                                                        nodes[1].get()},
-                                          cm, ctx);
+        load = std::make_unique<workload>(
+            "workload", cfg, std::array<node*, NODES>{nodes[0].get(), nodes[1].get()}, cm, ctx);
     }
 };
 
-double to_ns(const sc_core::sc_time& t) { return t / sc_core::sc_time(1, sc_core::SC_NS); }
+double to_ns(const sc_core::sc_time& t) {
+    return t / sc_core::sc_time(1, sc_core::SC_NS);
+}
 
 }  // namespace
 

@@ -10,9 +10,12 @@ namespace rnic::scenario {
 
 const char* to_string(operation op) {
     switch (op) {
-        case operation::WRITE: return "write";
-        case operation::SEND: return "send";
-        case operation::READ: return "read";
+        case operation::WRITE:
+            return "write";
+        case operation::SEND:
+            return "send";
+        case operation::READ:
+            return "read";
     }
     return "?";
 }
@@ -80,8 +83,8 @@ bool parse_ipv4(const std::string& s, uint32_t& out) {
 
 std::string format_mac(const std::array<uint8_t, 6>& mac) {
     char buf[18];
-    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
-                  mac[3], mac[4], mac[5]);
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                  mac[4], mac[5]);
     return buf;
 }
 
@@ -127,8 +130,8 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
     for (size_t i = 0; i < NODES; ++i) {
         const nlohmann::json elem =
             nodes_ok && nodes != nullptr ? (*nodes)[i] : nlohmann::json::object();
-        t.nodes[i] = parse_node(config::reader(elem, r.path_of("nodes." + std::to_string(i)), ctx),
-                                i);
+        t.nodes[i] =
+            parse_node(config::reader(elem, r.path_of("nodes." + std::to_string(i)), ctx), i);
     }
     t.link = fabric::parse_eth_link_config(r.child("link"));
     for (size_t i = 1; i < NODES; ++i) {
@@ -212,8 +215,8 @@ scenario_config parse_scenario(const nlohmann::json& j) {
     s.outputs = parse_outputs(root.child("outputs"));
     for (size_t i = 0; i < NODES; ++i) {
         if (s.topology.nodes[i].mtu > s.rnic.limits.max_mtu) {
-            ctx.errors.push_back("topology.nodes." + std::to_string(i) + ".mtu: " +
-                                 std::to_string(s.topology.nodes[i].mtu) +
+            ctx.errors.push_back("topology.nodes." + std::to_string(i) +
+                                 ".mtu: " + std::to_string(s.topology.nodes[i].mtu) +
                                  " exceeds rnic.limits.max_mtu " +
                                  std::to_string(s.rnic.limits.max_mtu));
         }

@@ -2,16 +2,15 @@
 // The scenario workload: NDK consumer code on both nodes and the payload checker.
 #include "testbench/scenario/workload.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "testbench/scenario/pattern.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
 
 namespace rnic::scenario {
 
@@ -68,16 +67,19 @@ SOCKADDR_IN sockaddr_of(uint32_t ip, uint16_t port) {
 
 NDK_OPERATION_TYPE ndk_type(operation op) {
     switch (op) {
-        case operation::WRITE: return NdkOperationTypeWrite;
-        case operation::SEND: return NdkOperationTypeSend;
-        case operation::READ: return NdkOperationTypeRead;
+        case operation::WRITE:
+            return NdkOperationTypeWrite;
+        case operation::SEND:
+            return NdkOperationTypeSend;
+        case operation::READ:
+            return NdkOperationTypeRead;
     }
     return NdkOperationTypeWrite;
 }
 
-constexpr ULONG REAP_BATCH = 16;           // NDK_RESULT_EX entries per NdkGetCqResultsEx
+constexpr ULONG REAP_BATCH = 16;            // NDK_RESULT_EX entries per NdkGetCqResultsEx
 constexpr uint64_t MDL_CHUNK = 4ull << 20;  // one MDL's PFN array stays far below CSHORT Size
-constexpr size_t MAX_FAILURES = 20;        // failures listed; the rest are counted
+constexpr size_t MAX_FAILURES = 20;         // failures listed; the rest are counted
 }  // namespace
 
 workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
@@ -126,8 +128,7 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
         st.add(b, "write_completions", c.write_completions, "count", "successful WRITE CQEs");
         st.add(b, "send_completions", c.send_completions, "count", "successful SEND CQEs");
         st.add(b, "read_completions", c.read_completions, "count", "successful READ CQEs");
-        st.add(b, "receive_completions", c.receive_completions, "count",
-               "successful receive CQEs");
+        st.add(b, "receive_completions", c.receive_completions, "count", "successful receive CQEs");
         st.add(b, "receive_bytes", c.receive_bytes, "bytes",
                "BytesTransferred of successful receives");
         st.add(b, "error_completions", c.error_completions, "count",
@@ -228,16 +229,15 @@ void workload::open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULO
         fail(s, fmt::format("adapter limits (SQ {}, RQ {}, CQ {}, transfer {}, inline {}) do not "
                             "fit the workload (SQ {}, RQ {}, CQ {}, message {}, inline {})",
                             s.info.MaxInitiatorQueueDepth, s.info.MaxReceiveQueueDepth,
-                            s.info.MaxCqDepth, s.info.MaxTransferLength,
-                            s.info.MaxInlineDataSize, sq_depth, rq_depth, cq_depth,
-                            m_w.message_bytes, m_w.inline_threshold));
+                            s.info.MaxCqDepth, s.info.MaxTransferLength, s.info.MaxInlineDataSize,
+                            sq_depth, rq_depth, cq_depth, m_w.message_bytes, m_w.inline_threshold));
     }
 
     {
         async_call c;
         NDK_PD* pd = nullptr;
-        const NTSTATUS st = s.adapter->Dispatch->NdkCreatePd(s.adapter, async_call::on_create,
-                                                             &c, &pd);
+        const NTSTATUS st =
+            s.adapter->Dispatch->NdkCreatePd(s.adapter, async_call::on_create, &c, &pd);
         check(s, c.wait(st), "NdkCreatePd");
         s.pd = created(st, pd, c);
     }
@@ -269,8 +269,8 @@ void workload::open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULO
     }
     {
         async_call c;
-        const NTSTATUS st = s.mr->Dispatch->NdkRegisterMr(
-            s.mr, s.mdl, s.buffer_bytes, mr_flags, async_call::on_request, &c);
+        const NTSTATUS st = s.mr->Dispatch->NdkRegisterMr(s.mr, s.mdl, s.buffer_bytes, mr_flags,
+                                                          async_call::on_request, &c);
         check(s, c.wait(st), "NdkRegisterMr");
         s.local_token = s.mr->Dispatch->NdkGetLocalTokenFromMr(s.mr);
         s.remote_token = s.mr->Dispatch->NdkGetRemoteTokenFromMr(s.mr);
@@ -321,14 +321,14 @@ void workload::connect_all(side& s) {
         accept_private theirs{};
         std::memcpy(&theirs, data, std::min<size_t>(len, sizeof(theirs)));
         if (len < sizeof(theirs) || theirs.magic != MAGIC) {
-            fail(s, fmt::format("QP {}: accept private data of {} bytes is not the workload's",
-                                q, len));
+            fail(s, fmt::format("QP {}: accept private data of {} bytes is not the workload's", q,
+                                len));
         }
         m_remote[q] = {theirs.va, theirs.token};
         {
             async_call c;
-            const NTSTATUS st = conn->Dispatch->NdkCompleteConnect(
-                conn, on_disconnect_event, &s, async_call::on_request, &c);
+            const NTSTATUS st = conn->Dispatch->NdkCompleteConnect(conn, on_disconnect_event, &s,
+                                                                   async_call::on_request, &c);
             check(s, c.wait(st), "NdkCompleteConnect");
         }
     }
@@ -401,8 +401,12 @@ void workload::post_message(side& s, uint32_t q, uint64_t i) {
             }
             pattern_fill(pattern_key(m_w.seed, q, i), local, len);
             break;
-        case operation::SEND: pattern_fill(pattern_key(m_w.seed, q, i), local, len); break;
-        case operation::READ: std::memset(local, POISON, len); break;
+        case operation::SEND:
+            pattern_fill(pattern_key(m_w.seed, q, i), local, len);
+            break;
+        case operation::READ:
+            std::memset(local, POISON, len);
+            break;
     }
 
     NDK_SGE sge{};
@@ -427,7 +431,9 @@ void workload::post_message(side& s, uint32_t q, uint64_t i) {
         case operation::WRITE:
             st = qp->Dispatch->NdkWrite(qp, ctx, &sge, nsge, remote, m_remote[q].token, flags);
             break;
-        case operation::SEND: st = qp->Dispatch->NdkSend(qp, ctx, &sge, nsge, flags); break;
+        case operation::SEND:
+            st = qp->Dispatch->NdkSend(qp, ctx, &sge, nsge, flags);
+            break;
         case operation::READ:
             st = qp->Dispatch->NdkRead(qp, ctx, &sge, nsge, remote, m_remote[q].token, flags);
             break;
@@ -465,10 +471,10 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
     const bool ok = r.Status == STATUS_SUCCESS;
     if (!ok) {
         ++c.error_completions;
-        record_failure(fmt::format("node{}: QP {} request {}: completion status 0x{:08x} "
-                                   "(provider error {})",
-                                   s.index, q, idx, static_cast<uint32_t>(r.Status),
-                                   r.ProviderErrorCode));
+        record_failure(
+            fmt::format("node{}: QP {} request {}: completion status 0x{:08x} "
+                        "(provider error {})",
+                        s.index, q, idx, static_cast<uint32_t>(r.Status), r.ProviderErrorCode));
     }
 
     if (s.index == 0) {
@@ -480,9 +486,15 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
         }
         if (ok) {
             switch (m_w.op) {
-                case operation::WRITE: ++c.write_completions; break;
-                case operation::SEND: ++c.send_completions; break;
-                case operation::READ: ++c.read_completions; break;
+                case operation::WRITE:
+                    ++c.write_completions;
+                    break;
+                case operation::SEND:
+                    ++c.send_completions;
+                    break;
+                case operation::READ:
+                    ++c.read_completions;
+                    break;
             }
             const sc_core::sc_time& posted =
                 m_post_time[q * m_w.queue_depth + idx % m_w.queue_depth];
@@ -521,8 +533,8 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
     ++c.receive_completions;
     c.receive_bytes += r.BytesTransferred;
     if (r.BytesTransferred != m_w.message_bytes) {
-        record_failure(fmt::format("node1: QP {} receive {}: {} bytes transferred, sent {}", q,
-                                   idx, r.BytesTransferred, m_w.message_bytes));
+        record_failure(fmt::format("node1: QP {} receive {}: {} bytes transferred, sent {}", q, idx,
+                                   r.BytesTransferred, m_w.message_bytes));
     }
     const auto qp = static_cast<uint32_t>(q);
     check_bytes(pattern_key(m_w.seed, qp, idx), slot_ptr(s, qp, idx % m_slots));
@@ -554,8 +566,7 @@ void workload::disconnect_all(side& s) {
     for (uint32_t q = 0; q < m_w.qps; ++q) {
         NDK_CONNECTOR* conn = s.connectors[q];
         async_call c;
-        const NTSTATUS st =
-            c.wait(conn->Dispatch->NdkDisconnect(conn, async_call::on_request, &c));
+        const NTSTATUS st = c.wait(conn->Dispatch->NdkDisconnect(conn, async_call::on_request, &c));
         if (st != STATUS_SUCCESS) {
             record_failure(fmt::format("node0: QP {}: NdkDisconnect returned 0x{:08x}", q,
                                        static_cast<uint32_t>(st)));
@@ -661,7 +672,7 @@ void workload::target_thread() {
     side& s = m_side[1];
     try {
         const bool send = m_w.op == operation::SEND;
-        const ULONG mr_flags = send                           ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE
+        const ULONG mr_flags = send                         ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE
                                : m_w.op == operation::WRITE ? NDK_MR_FLAG_ALLOW_REMOTE_WRITE
                                                             : NDK_MR_FLAG_ALLOW_REMOTE_READ;
         const ULONG rq_depth = send ? static_cast<ULONG>(m_slots) : 1;
@@ -674,8 +685,7 @@ void workload::target_thread() {
             } else if (m_w.op == operation::READ) {
                 // READ sources are static: slot k holds pattern k for the whole run.
                 for (uint64_t k = 0; k < m_slots; ++k) {
-                    pattern_fill(pattern_key(m_w.seed, q, k), slot_ptr(s, q, k),
-                                 m_w.message_bytes);
+                    pattern_fill(pattern_key(m_w.seed, q, k), slot_ptr(s, q, k), m_w.message_bytes);
                 }
             }
         }
@@ -690,9 +700,9 @@ void workload::target_thread() {
         {
             SOCKADDR_IN addr = sockaddr_of(m_cfg.topology.nodes[1].ip, PORT);
             async_call c;
-            const NTSTATUS st = s.listener->Dispatch->NdkListen(
-                s.listener, reinterpret_cast<PSOCKADDR>(&addr), sizeof(addr),
-                async_call::on_request, &c);
+            const NTSTATUS st =
+                s.listener->Dispatch->NdkListen(s.listener, reinterpret_cast<PSOCKADDR>(&addr),
+                                                sizeof(addr), async_call::on_request, &c);
             check(s, c.wait(st), "NdkListen");
         }
         m_listening = true;
@@ -777,9 +787,10 @@ void workload::finish(run_result& r) {
             m_w.time_limit_ms, m_completed, m_total, m_received));
     }
     if (m_mismatches > 0) {
-        r.failures.push_back(fmt::format("integrity: {} of {} bytes checked differ from what "
-                                         "the sender wrote",
-                                         m_mismatches, m_bytes_checked));
+        r.failures.push_back(
+            fmt::format("integrity: {} of {} bytes checked differ from what "
+                        "the sender wrote",
+                        m_mismatches, m_bytes_checked));
     }
     if (m_bytes_checked != m_total * len && r.failures.empty()) {
         r.failures.push_back(fmt::format("integrity: {} bytes checked, {} expected",

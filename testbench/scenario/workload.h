@@ -23,18 +23,18 @@ namespace rnic::scenario {
 
 // What one node's consumer saw (stats.json: blocks."workload.node<i>").
 struct consumer_counters {
-    uint64_t posted = 0;               // WRITE / SEND / READ work requests posted
+    uint64_t posted = 0;  // WRITE / SEND / READ work requests posted
     uint64_t receives_posted = 0;
-    uint64_t completions = 0;          // CQEs reaped, all types
-    uint64_t write_completions = 0;    // successful, by type
+    uint64_t completions = 0;        // CQEs reaped, all types
+    uint64_t write_completions = 0;  // successful, by type
     uint64_t send_completions = 0;
     uint64_t read_completions = 0;
     uint64_t receive_completions = 0;
-    uint64_t receive_bytes = 0;        // sum of BytesTransferred of successful receives
-    uint64_t error_completions = 0;    // Status != STATUS_SUCCESS
+    uint64_t receive_bytes = 0;           // sum of BytesTransferred of successful receives
+    uint64_t error_completions = 0;       // Status != STATUS_SUCCESS
     uint64_t unexpected_completions = 0;  // a type or context this node never posted
-    uint64_t empty_polls = 0;          // NdkGetCqResultsEx returned nothing
-    uint64_t sleeps = 0;               // waits for completion activity or a CQ notification
+    uint64_t empty_polls = 0;             // NdkGetCqResultsEx returned nothing
+    uint64_t sleeps = 0;                  // waits for completion activity or a CQ notification
 };
 
 // Node 0 connects `qps` QPs to node 1 and runs the operation over them with `queue_depth` work
@@ -70,8 +70,8 @@ private:
         NDK_PD* pd = nullptr;
         NDK_CQ* cq = nullptr;
         NDK_MR* mr = nullptr;
-        MDL* mdl = nullptr;               // chain describing `buffer`
-        uint8_t* buffer = nullptr;        // qps x slots x stride bytes, host_system::alloc
+        MDL* mdl = nullptr;         // chain describing `buffer`
+        uint8_t* buffer = nullptr;  // qps x slots x stride bytes, host_system::alloc
         uint64_t buffer_bytes = 0;
         uint32_t local_token = 0;
         uint32_t remote_token = 0;
@@ -148,21 +148,21 @@ private:
     bool m_finished[NODES] = {false, false};
 
     // Shape of the rings.
-    uint64_t m_stride;                      // bytes between slots (message_bytes, 64 B aligned)
-    uint64_t m_slots;                       // message buffers per QP on each side
-    std::vector<uint64_t> m_per_qp;         // messages of each QP
+    uint64_t m_stride;               // bytes between slots (message_bytes, 64 B aligned)
+    uint64_t m_slots;                // message buffers per QP on each side
+    std::vector<uint64_t> m_per_qp;  // messages of each QP
     uint64_t m_total = 0;
 
     // Initiator progress, per QP.
     std::vector<remote_ring> m_remote;
-    std::vector<uint64_t> m_next;           // next message to post
-    std::vector<uint64_t> m_done;           // messages completed (in order)
-    std::vector<uint64_t> m_limit;          // messages that will be posted (< per_qp on error)
-    uint64_t m_limit_total = 0;             // sum of m_limit
-    std::vector<uint64_t> m_write_checked;  // WRITE: target slots already verified
-    std::vector<uint64_t> m_read_checked;   // READ: sink slots already verified
+    std::vector<uint64_t> m_next;               // next message to post
+    std::vector<uint64_t> m_done;               // messages completed (in order)
+    std::vector<uint64_t> m_limit;              // messages that will be posted (< per_qp on error)
+    uint64_t m_limit_total = 0;                 // sum of m_limit
+    std::vector<uint64_t> m_write_checked;      // WRITE: target slots already verified
+    std::vector<uint64_t> m_read_checked;       // READ: sink slots already verified
     std::vector<sc_core::sc_time> m_post_time;  // [q * queue_depth + i % queue_depth]
-    uint64_t m_completed = 0;               // sum of m_done
+    uint64_t m_completed = 0;                   // sum of m_done
     // Target progress (SEND), per QP.
     std::vector<uint64_t> m_recv_posted;
     std::vector<uint64_t> m_recv_done;
@@ -171,7 +171,7 @@ private:
     sc_core::sc_event m_listening_event;
 
     // Results.
-    std::vector<uint64_t> m_latency_ns;     // signaled WRs, post to completion reaped
+    std::vector<uint64_t> m_latency_ns;  // signaled WRs, post to completion reaped
     sc_core::sc_time m_first_post;
     sc_core::sc_time m_last_completion;
     uint64_t m_bytes_checked = 0;

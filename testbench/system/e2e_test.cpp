@@ -24,11 +24,13 @@ using rnic::scenario::run_result;
 using rnic::scenario::scenario_config;
 
 // The default path MTU of the topology (topology.nodes.<i>.mtu).
-uint64_t mtu() { return rnic::scenario::parse_scenario(json::object()).topology.nodes[0].mtu; }
+uint64_t mtu() {
+    return rnic::scenario::parse_scenario(json::object()).topology.nodes[0].mtu;
+}
 
 struct e2e_case {
-    std::string op;          // "write" | "send" | "read"
-    uint64_t size;           // bytes per message
+    std::string op;  // "write" | "send" | "read"
+    uint64_t size;   // bytes per message
     uint64_t messages = 6;
     uint32_t qps = 1;
     uint32_t queue_depth = 4;
@@ -54,7 +56,9 @@ run_result run(const e2e_case& c) {
 }
 
 // Signaled work requests of one QP with `n` messages (the last one is always signaled).
-uint64_t signaled(uint64_t n, uint32_t every) { return n / every + (n % every != 0 ? 1 : 0); }
+uint64_t signaled(uint64_t n, uint32_t every) {
+    return n / every + (n % every != 0 ? 1 : 0);
+}
 
 void run_and_check(const e2e_case& c) {
     const run_result r = run(c);
@@ -115,43 +119,91 @@ void run_and_check(const e2e_case& c) {
 
 constexpr uint64_t MIB = 1 << 20;
 
-TEST(EndToEnd, Write0B) { run_and_check({"write", 0}); }
-TEST(EndToEnd, Write1B) { run_and_check({"write", 1}); }
-TEST(EndToEnd, WriteMtuMinus1) { run_and_check({"write", mtu() - 1}); }
-TEST(EndToEnd, WriteMtu) { run_and_check({"write", mtu()}); }
-TEST(EndToEnd, WriteMtuPlus1) { run_and_check({"write", mtu() + 1}); }
-TEST(EndToEnd, Write1MiB) { run_and_check({"write", MIB, 3}); }
+TEST(EndToEnd, Write0B) {
+    run_and_check({"write", 0});
+}
+TEST(EndToEnd, Write1B) {
+    run_and_check({"write", 1});
+}
+TEST(EndToEnd, WriteMtuMinus1) {
+    run_and_check({"write", mtu() - 1});
+}
+TEST(EndToEnd, WriteMtu) {
+    run_and_check({"write", mtu()});
+}
+TEST(EndToEnd, WriteMtuPlus1) {
+    run_and_check({"write", mtu() + 1});
+}
+TEST(EndToEnd, Write1MiB) {
+    run_and_check({"write", MIB, 3});
+}
 
-TEST(EndToEnd, Send0B) { run_and_check({"send", 0}); }
-TEST(EndToEnd, Send1B) { run_and_check({"send", 1}); }
-TEST(EndToEnd, SendMtuMinus1) { run_and_check({"send", mtu() - 1}); }
-TEST(EndToEnd, SendMtu) { run_and_check({"send", mtu()}); }
-TEST(EndToEnd, SendMtuPlus1) { run_and_check({"send", mtu() + 1}); }
-TEST(EndToEnd, Send1MiB) { run_and_check({"send", MIB, 3}); }
+TEST(EndToEnd, Send0B) {
+    run_and_check({"send", 0});
+}
+TEST(EndToEnd, Send1B) {
+    run_and_check({"send", 1});
+}
+TEST(EndToEnd, SendMtuMinus1) {
+    run_and_check({"send", mtu() - 1});
+}
+TEST(EndToEnd, SendMtu) {
+    run_and_check({"send", mtu()});
+}
+TEST(EndToEnd, SendMtuPlus1) {
+    run_and_check({"send", mtu() + 1});
+}
+TEST(EndToEnd, Send1MiB) {
+    run_and_check({"send", MIB, 3});
+}
 
-TEST(EndToEnd, Read0B) { run_and_check({"read", 0}); }
-TEST(EndToEnd, Read1B) { run_and_check({"read", 1}); }
-TEST(EndToEnd, ReadMtuMinus1) { run_and_check({"read", mtu() - 1}); }
-TEST(EndToEnd, ReadMtu) { run_and_check({"read", mtu()}); }
-TEST(EndToEnd, ReadMtuPlus1) { run_and_check({"read", mtu() + 1}); }
-TEST(EndToEnd, Read1MiB) { run_and_check({"read", MIB, 3}); }
+TEST(EndToEnd, Read0B) {
+    run_and_check({"read", 0});
+}
+TEST(EndToEnd, Read1B) {
+    run_and_check({"read", 1});
+}
+TEST(EndToEnd, ReadMtuMinus1) {
+    run_and_check({"read", mtu() - 1});
+}
+TEST(EndToEnd, ReadMtu) {
+    run_and_check({"read", mtu()});
+}
+TEST(EndToEnd, ReadMtuPlus1) {
+    run_and_check({"read", mtu() + 1});
+}
+TEST(EndToEnd, Read1MiB) {
+    run_and_check({"read", MIB, 3});
+}
 
 // More messages than buffer slots: the rings wrap, so WRITE targets are checked before reuse and
 // READ sinks / SEND receive buffers are poisoned and refilled.
-TEST(EndToEnd, WriteRingWraps) { run_and_check({"write", 3000, 40, 1, 4}); }
-TEST(EndToEnd, SendRingWraps) { run_and_check({"send", 3000, 40, 1, 4}); }
-TEST(EndToEnd, ReadRingWraps) { run_and_check({"read", 3000, 40, 1, 4}); }
+TEST(EndToEnd, WriteRingWraps) {
+    run_and_check({"write", 3000, 40, 1, 4});
+}
+TEST(EndToEnd, SendRingWraps) {
+    run_and_check({"send", 3000, 40, 1, 4});
+}
+TEST(EndToEnd, ReadRingWraps) {
+    run_and_check({"read", 3000, 40, 1, 4});
+}
 
 // Two QPs, one CQE per four work requests (the rest NDK_OP_FLAG_SILENT_SUCCESS), and CQ
 // notifications instead of polling.
 TEST(EndToEnd, WriteTwoQpsSignalEveryFourWithEvents) {
     run_and_check({"write", 2048, 22, 2, 8, 4, 0, true});
 }
-TEST(EndToEnd, SendTwoQpsWithEvents) { run_and_check({"send", 512, 16, 2, 4, 1, 0, true}); }
+TEST(EndToEnd, SendTwoQpsWithEvents) {
+    run_and_check({"send", 512, 16, 2, 4, 1, 0, true});
+}
 
 // Payload copied into the WQE at post time (NDK_OP_FLAG_INLINE).
-TEST(EndToEnd, SendInline) { run_and_check({"send", 100, 10, 1, 4, 1, 128}); }
-TEST(EndToEnd, WriteInline) { run_and_check({"write", 64, 10, 1, 4, 1, 128}); }
+TEST(EndToEnd, SendInline) {
+    run_and_check({"send", 100, 10, 1, 4, 1, 128});
+}
+TEST(EndToEnd, WriteInline) {
+    run_and_check({"write", 64, 10, 1, 4, 1, 128});
+}
 
 // The checker itself (no simulation): what the e2e tests rely on to see wrong data.
 TEST(Pattern, DetectsEveryKindOfWrongData) {

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `rnicsim run` end to end through the built binary ($RNICSIM_BINARY_DIR): the output folder,
 // determinism (same config, same outputs), waves on request, and exit 1 on a failed run.
-#include <stdlib.h>
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,14 +13,26 @@
 
 #include "testbench/output/run_report.h"
 
+#include <stdlib.h>
+#include <sys/wait.h>
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string env_or(const char* name, const char* fallback) {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : fallback;
+// $RNICSIM_SOURCE_DIR / $RNICSIM_BINARY_DIR as ctest sets them; by hand, the tree this file is
+// in and the folder of this test executable (where rnicsim is built too).
+std::string source_dir() {
+    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
+    return d != nullptr
+               ? d
+               : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
+}
+std::string binary_dir() {
+    const char* d = std::getenv("RNICSIM_BINARY_DIR");
+    return d != nullptr ? d
+                        : std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
 std::string read_file(const std::string& path) {
@@ -57,7 +66,7 @@ struct cli_result {
 };
 
 cli_result rnicsim(const scratch& s, const std::vector<std::string>& args) {
-    const std::string bin = env_or("RNICSIM_BINARY_DIR", ".") + "/rnicsim";
+    const std::string bin = binary_dir() + "/rnicsim";
     EXPECT_TRUE(fs::exists(bin)) << bin << " is not built (ninja rnicsim)";
     std::string cmd = quote(bin);
     for (const auto& a : args) {
@@ -73,7 +82,7 @@ cli_result rnicsim(const scratch& s, const std::vector<std::string>& args) {
 }
 
 std::string quickstart() {
-    return env_or("RNICSIM_SOURCE_DIR", ".") + std::string("/configs/quickstart.json");
+    return source_dir() + "/configs/quickstart.json";
 }
 
 // A short quickstart: same topology and NIC, fewer messages.
@@ -95,7 +104,8 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     const std::string out = s.dir + "/out";
     const cli_result r = rnicsim(s, short_run(out));
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-    EXPECT_EQ(files_in(out), (std::vector<std::string>{"config.json", "stats.json", "summary.txt"}));
+    EXPECT_EQ(files_in(out),
+              (std::vector<std::string>{"config.json", "stats.json", "summary.txt"}));
 
     // summary.txt is what was printed.
     EXPECT_EQ(read_file(out + "/summary.txt"), r.out);
@@ -124,9 +134,9 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     EXPECT_EQ(stats["blocks"]["workload.node0"]["write_completions"], 40);
 
     // config.json is the effective config show-config prints for the same arguments.
-    const cli_result shown = rnicsim(
-        s, {"show-config", quickstart(), "--set", "workload.messages=40", "--set",
-            "outputs.dir=" + json(out).dump()});
+    const cli_result shown =
+        rnicsim(s, {"show-config", quickstart(), "--set", "workload.messages=40", "--set",
+                    "outputs.dir=" + json(out).dump()});
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     EXPECT_EQ(read_file(out + "/config.json"), shown.out);
     EXPECT_EQ(json::parse(shown.out)["outputs"]["dir"], out);
@@ -135,8 +145,8 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
 TEST(RunOutputs, SameConfigAndSeedGiveTheSameOutputs) {
     scratch s;
     const std::string out = s.dir + "/out";
-    const std::vector<std::string> args = {"run",   quickstart(), "--out",
-                                           out,     "--set",      "workload.messages=30",
+    const std::vector<std::string> args = {"run",   quickstart(),    "--out",
+                                           out,     "--set",         "workload.messages=30",
                                            "--set", "workload.qps=2"};
     ASSERT_EQ(rnicsim(s, args).exit_code, 0);
     const std::string stats1 = read_file(out + "/stats.json");

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // rnicsim command line (exit codes, nothing written on a config error, validate, show-config)
 // and the output folder writers. The CLI tests run the built binary ($RNICSIM_BINARY_DIR).
-#include <stdlib.h>
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,14 +15,26 @@
 #include "testbench/output/run_report.h"
 #include "testbench/scenario/scenario_config.h"
 
+#include <stdlib.h>
+#include <sys/wait.h>
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string env_or(const char* name, const char* fallback) {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : fallback;
+// $RNICSIM_SOURCE_DIR / $RNICSIM_BINARY_DIR as ctest sets them; by hand, the tree this file is
+// in and the folder of this test executable (where rnicsim is built too).
+std::string source_dir() {
+    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
+    return d != nullptr
+               ? d
+               : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
+}
+std::string binary_dir() {
+    const char* d = std::getenv("RNICSIM_BINARY_DIR");
+    return d != nullptr ? d
+                        : std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
 std::string read_file(const std::string& path) {
@@ -74,7 +83,7 @@ struct cli_result {
 
 // Runs `rnicsim args...` with stdout and stderr captured in the scratch folder.
 cli_result rnicsim(const scratch& s, const std::vector<std::string>& args) {
-    const std::string bin = env_or("RNICSIM_BINARY_DIR", ".") + "/rnicsim";
+    const std::string bin = binary_dir() + "/rnicsim";
     EXPECT_TRUE(fs::exists(bin)) << bin << " is not built (ninja rnicsim)";
     std::string cmd = quote(bin);
     for (const auto& a : args) {
@@ -94,7 +103,7 @@ cli_result rnicsim(const scratch& s, const std::vector<std::string>& args) {
 }
 
 std::string quickstart() {
-    return env_or("RNICSIM_SOURCE_DIR", ".") + std::string("/configs/quickstart.json");
+    return source_dir() + "/configs/quickstart.json";
 }
 
 const char* INVALID = R"({
@@ -116,11 +125,13 @@ TEST(Cli, ValidateListsEveryErrorAndExits2) {
     const cli_result r = rnicsim(s, {"validate", file});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err, "rnicsim: " + file + ": 4 config errors:\n"
-                     "  rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16\n"
-                     "  workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\"\n"
-                     "  workload.queue_depth: 0 out of range [1, 1048576]\n"
-                     "  colour: unknown key\n");
+    EXPECT_EQ(r.err,
+              "rnicsim: " + file +
+                  ": 4 config errors:\n"
+                  "  rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16\n"
+                  "  workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\"\n"
+                  "  workload.queue_depth: 0 out of range [1, 1048576]\n"
+                  "  colour: unknown key\n");
 }
 
 TEST(Cli, ValidateAppliesOverrides) {
@@ -184,9 +195,9 @@ TEST(Cli, RunRefusesAFolderWithForeignFiles) {
 
 TEST(Cli, UsageErrorsExit2) {
     scratch s;
-    EXPECT_EQ(rnicsim(s, {}).exit_code, 2);                              // no subcommand
-    EXPECT_EQ(rnicsim(s, {"simulate", quickstart()}).exit_code, 2);      // unknown subcommand
-    EXPECT_EQ(rnicsim(s, {"run"}).exit_code, 2);                         // no scenario
+    EXPECT_EQ(rnicsim(s, {}).exit_code, 2);                                // no subcommand
+    EXPECT_EQ(rnicsim(s, {"simulate", quickstart()}).exit_code, 2);        // unknown subcommand
+    EXPECT_EQ(rnicsim(s, {"run"}).exit_code, 2);                           // no scenario
     EXPECT_EQ(rnicsim(s, {"run", quickstart(), "--bogus"}).exit_code, 2);  // unknown option
     const cli_result missing = rnicsim(s, {"validate", s.dir + "/absent.json"});
     EXPECT_EQ(missing.exit_code, 2);

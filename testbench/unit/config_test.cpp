@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scenario config loading: defaults, every error path (with its JSON path), --set overrides.
-#include <stdlib.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +11,8 @@
 
 #include "hw/common/config_reader.h"
 #include "testbench/scenario/scenario_config.h"
+
+#include <stdlib.h>
 
 namespace {
 
@@ -40,16 +40,21 @@ std::string error_of(const json& doc) {
     return errs.empty() ? "" : errs.front();
 }
 
+// $RNICSIM_SOURCE_DIR as ctest sets them; by hand, the tree this file is
+// in.
 std::string source_dir() {
     const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr ? d : ".";
+    return d != nullptr
+               ? d
+               : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
 }
 
 // A scratch folder removed at the end of the test.
 struct scratch {
     std::string dir;
     scratch() {
-        std::string t = (std::filesystem::temp_directory_path() / "rnic_config_test_XXXXXX").string();
+        std::string t =
+            (std::filesystem::temp_directory_path() / "rnic_config_test_XXXXXX").string();
         dir = mkdtemp(t.data());
     }
     ~scratch() { std::filesystem::remove_all(dir); }
@@ -134,7 +139,8 @@ TEST(ScenarioConfig, OutOfRange) {
               "workload.queue_depth: 0 out of range [1, 1048576]");
     EXPECT_EQ(error_of({{"workload", {{"messages", -3}}}}),
               "workload.messages: -3 out of range [1, 1099511627776]");
-    EXPECT_EQ(error_of({{"rnic", {{"pcie", {{"gen", 6}}}}}}), "rnic.pcie.gen: 6 out of range [1, 5]");
+    EXPECT_EQ(error_of({{"rnic", {{"pcie", {{"gen", 6}}}}}}),
+              "rnic.pcie.gen: 6 out of range [1, 5]");
     EXPECT_EQ(error_of({{"topology", {{"link", {{"rate_gbps", 0.5}}}}}}),
               "topology.link.rate_gbps: 0.5 out of range [1.0, 1600.0]");
 }
@@ -179,8 +185,8 @@ TEST(ScenarioConfig, TopologyNodes) {
     EXPECT_EQ(error_of({{"topology", {{"nodes", same_mac}}}}),
               "topology.nodes.1.mac: \"02:00:00:00:00:09\" is also node 0's MAC");
 
-    json custom = json::array({{{"mac", "AA:bb:cc:00:11:22"}, {"ip", "192.168.7.9"}},
-                               json::object()});
+    json custom =
+        json::array({{{"mac", "AA:bb:cc:00:11:22"}, {"ip", "192.168.7.9"}}, json::object()});
     const scenario_config c = parse_scenario({{"topology", {{"nodes", custom}}}});
     EXPECT_EQ(c.topology.nodes[0].mac[0], 0xAA);
     EXPECT_EQ(c.topology.nodes[0].mac[5], 0x22);
@@ -207,8 +213,9 @@ TEST(ScenarioConfig, CrossChecksAgainstAdapterLimits) {
                            {"rnic", {{"limits", {{"max_inline", 1024}}}}}})
                     .empty());
     json mtu = json::array({{{"mtu", 4096}}, json::object()});
-    EXPECT_EQ(error_of({{"topology", {{"nodes", mtu}}}, {"rnic", {{"limits", {{"max_mtu", 2048}}}}}}),
-              "topology.nodes.0.mtu: 4096 exceeds rnic.limits.max_mtu 2048");
+    EXPECT_EQ(
+        error_of({{"topology", {{"nodes", mtu}}}, {"rnic", {{"limits", {{"max_mtu", 2048}}}}}}),
+        "topology.nodes.0.mtu: 4096 exceeds rnic.limits.max_mtu 2048");
 }
 
 TEST(ScenarioConfig, ReportsEveryErrorTogether) {
@@ -265,7 +272,8 @@ TEST(ScenarioOverrides, ValuesAreJsonElseStrings) {
 
 TEST(ScenarioOverrides, MalformedAssignments) {
     json doc = {{"workload", {{"messages", 5}}}, {"topology", {{"nodes", json::array()}}}};
-    EXPECT_EQ(apply_override(doc, "workload.messages"), "--set workload.messages: expected PATH=VALUE");
+    EXPECT_EQ(apply_override(doc, "workload.messages"),
+              "--set workload.messages: expected PATH=VALUE");
     EXPECT_EQ(apply_override(doc, "=5"), "--set =5: expected PATH=VALUE");
     EXPECT_EQ(apply_override(doc, "workload..messages=5"),
               "--set workload..messages=5: empty component in \"workload..messages\"");
