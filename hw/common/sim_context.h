@@ -26,6 +26,7 @@ struct sim_context {
     stats_registry stats;
     sc_core::sc_trace_file* vcd = nullptr;  // model-level waveform, when requested
     event_tracer* tracer = nullptr;         // WQE timeline, when requested
+    std::string rtl_fst_base;               // RTL waveforms: <base>.<nic>.fst; empty = off
 };
 
 }  // namespace rnic::hw

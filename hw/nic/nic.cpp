@@ -4,6 +4,16 @@
 
 namespace rnic::hw {
 
+namespace {
+// DIR/rtl.fst for node 0 (the initiator), DIR/rtl.node<N>.fst for the others.
+std::string rtl_fst_path(const std::string& base, uint32_t node_id) {
+    if (base.empty()) {
+        return {};
+    }
+    return node_id == 0 ? base + ".fst" : base + ".node" + std::to_string(node_id) + ".fst";
+}
+}  // namespace
+
 nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity& id,
          fabric::eth_link& link, int link_side, sim_context& ctx)
     : sc_module(name)
@@ -20,8 +30,8 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
                       m_doorbell, m_cq_writer, ctx)
     , m_translation("translation", cfg.translation, m_clk, m_contexts, ctx)
     , m_wqe_fetch("wqe_fetch", cfg.wqe_fetch, m_clk, m_contexts, m_dma, m_doorbell, id.node_id, ctx)
-    , m_send_path_module(make_send_path("send_path", cfg.send_path, m_clk, link.tx(link_side), ctx,
-                                        m_send_path))
+    , m_send_path(make_send_path("send_path", cfg.send_path, m_clk, link.tx(link_side), ctx,
+                                 rtl_fst_path(ctx.rtl_fst_base, id.node_id)))
     , m_tx_engine("tx_engine", cfg.tx_engine, m_clk, id, m_contexts, m_translation, m_dma,
                   m_wqe_fetch.out(), *m_send_path, m_cq_writer, ctx)
     , m_recv_path("recv_path", cfg.recv_path, m_clk, id, m_contexts, m_translation, m_dma,

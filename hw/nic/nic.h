@@ -17,7 +17,7 @@
 #include "hw/doorbell/doorbell.h"
 #include "hw/nic/nic_config.h"
 #include "hw/recv_path/recv_path.h"
-#include "hw/send_path/send_path_if.h"
+#include "hw/send_path/send_path.h"
 #include "hw/translation/translation.h"
 #include "hw/tx_engine/tx_engine.h"
 #include "hw/wqe_fetch/wqe_fetch.h"
@@ -58,8 +58,7 @@ private:
     cmd_processor m_cmd_processor;
     translation m_translation;
     wqe_fetch m_wqe_fetch;
-    send_path_if* m_send_path = nullptr;  // set by make_send_path (declared before it)
-    std::unique_ptr<sc_core::sc_module> m_send_path_module;
+    std::unique_ptr<send_path_unit> m_send_path;  // model, RTL or lockstep (rnic.send_path.impl)
     tx_engine m_tx_engine;
     recv_path m_recv_path;
 };

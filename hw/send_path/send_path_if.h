@@ -68,12 +68,4 @@ public:
     virtual void put_payload(payload_chunk&& c) = 0;
 };
 
-// Builds the implementation rnic.send_path.impl names ("model", "rtl" or "lockstep") as a
-// module named `name`; `out` receives the interface the transmit engine talks to. Frames go
-// into `mac_tx` (the MAC transmit FIFO of the link).
-std::unique_ptr<sc_core::sc_module> make_send_path(const char* name, const send_path_config& cfg,
-                                                   const clock_domain& clk,
-                                                   channel<fabric::eth_frame>& mac_tx,
-                                                   sim_context& ctx, send_path_if*& out);
-
 }  // namespace rnic::hw

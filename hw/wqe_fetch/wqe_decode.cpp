@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// WQE decoder (moved out of wqe_fetch::parse unchanged, plus the short-slot guard).
+// WQE decoder (moved out of wqe_fetch::parse; plus the short-slot and zero-SGE guards).
 #include "hw/wqe_fetch/wqe_decode.h"
 
 #include <cstring>
@@ -45,7 +45,9 @@ wqe_item parse_wqe(const uint8_t* slot, uint32_t stride) {
                     break;
                 }
                 w.sges.resize(c.num_sge);
-                std::memcpy(w.sges.data(), body, c.num_sge * sizeof(hsi::wqe_sge));
+                if (c.num_sge != 0) {  // memcpy from/to a null pointer is UB even for 0 bytes
+                    std::memcpy(w.sges.data(), body, c.num_sge * sizeof(hsi::wqe_sge));
+                }
             }
             break;
     }

@@ -222,11 +222,25 @@ void host_system::connect_interrupt(uint32_t vector, std::function<void()> isr) 
     m_isr[vector] = std::move(isr);
 }
 
-void host_system::queue_dpc(std::function<void()> fn, double delay_ns) {
+uint64_t host_system::queue_dpc(std::function<void()> fn, double delay_ns) {
     const sc_core::sc_time at =
         sc_core::sc_time_stamp() + sc_core::sc_time(std::max(0.0, delay_ns), sc_core::SC_NS);
-    m_dpcs.emplace(at, std::move(fn));
+    const uint64_t token = ++m_dpc_seq;
+    m_dpcs.emplace(std::make_pair(at, token), std::move(fn));
+    m_dpc_due.emplace(token, at);
     m_irq_event.notify(sc_core::SC_ZERO_TIME);
+    return token;
+}
+
+bool host_system::cancel_dpc(uint64_t token) {
+    auto it = m_dpc_due.find(token);
+    if (it == m_dpc_due.end()) {
+        return false;
+    }
+    m_dpcs.erase({it->second, token});
+    m_dpc_due.erase(it);
+    m_irq_event.notify(sc_core::SC_ZERO_TIME);  // the DPC thread may be waiting for it
+    return true;
 }
 
 void host_system::cpu(double ns) {
@@ -237,6 +251,10 @@ void host_system::cpu(double ns) {
 
 void host_system::wait_for_dma(double timeout_ns) {
     if (!in_thread()) {
+        return;
+    }
+    if (timeout_ns <= 0) {
+        sc_core::wait(m_memory.dma_write_event());  // no timeout: nothing left in the event queue
         return;
     }
     sc_core::wait(sc_core::sc_time(timeout_ns, sc_core::SC_NS), m_memory.dma_write_event());
@@ -252,11 +270,12 @@ void host_system::dpc_thread() {
         }
         const sc_core::sc_time now = sc_core::sc_time_stamp();
         auto first = m_dpcs.begin();
-        if (first->first > now) {
-            sc_core::wait(first->first - now, m_irq_event);
+        if (first->first.first > now) {
+            sc_core::wait(first->first.first - now, m_irq_event);
             continue;
         }
         std::function<void()> fn = std::move(first->second);
+        m_dpc_due.erase(first->first.second);
         m_dpcs.erase(first);
         ++m_dpc_count;
         m_in_dpc = true;

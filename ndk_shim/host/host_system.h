@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,7 +74,10 @@ public:
 
     // Queue a deferred procedure call: `fn` runs in the DPC thread `delay_ns` from now, after
     // everything already queued for that time (interrupts and DPCs run one at a time, in order).
-    void queue_dpc(std::function<void()> fn, double delay_ns = 0);
+    // Returns a token for cancel_dpc (timers that are usually disarmed before they fire).
+    uint64_t queue_dpc(std::function<void()> fn, double delay_ns = 0);
+    // Removes a DPC not yet run; false if it ran already (or never existed).
+    bool cancel_dpc(uint64_t token);
     // True while the DPC thread runs an ISR or DPC (the caller is "at DISPATCH_LEVEL").
     bool in_dpc() const { return m_in_dpc; }
 
@@ -82,7 +86,7 @@ public:
     void cpu(double ns);
     // Block the calling thread until the NIC writes host memory (a CPU spinning on a cache
     // line sees the write through coherence) or `timeout_ns` passes.
-    void wait_for_dma(double timeout_ns = 1e9);
+    void wait_for_dma(double timeout_ns = 1e9);  // timeout_ns <= 0: no timeout
 
 private:
     void dpc_thread();
@@ -101,7 +105,10 @@ private:
     std::vector<std::function<void()>> m_isr;
     std::vector<bool> m_isr_queued;  // an ISR run for this vector is already queued
     // DPC queue by due time; equal times keep insertion order (multimap guarantees it).
-    std::multimap<sc_core::sc_time, std::function<void()>> m_dpcs;
+    // Due DPCs in (due time, queue order): a cancelled one leaves no event behind.
+    std::map<std::pair<sc_core::sc_time, uint64_t>, std::function<void()>> m_dpcs;
+    std::unordered_map<uint64_t, sc_core::sc_time> m_dpc_due;  // token -> due time
+    uint64_t m_dpc_seq = 0;
     sc_core::sc_event m_irq_event;
     bool m_in_dpc = false;
     uint64_t m_interrupts = 0;

@@ -184,6 +184,9 @@ adapter_impl::~adapter_impl() {
     }
     host.free(cmdq);
     host.free(eq);
+    if (icm != nullptr) {
+        host.free(icm);
+    }
 }
 
 NTSTATUS adapter_impl::init() {
@@ -206,6 +209,12 @@ NTSTATUS adapter_impl::init() {
     host.mmio_write32(entry + 8, hsi::MSIX_VECTOR_ASYNC);
     host.mmio_write32(entry + 12, 0);  // vector control: unmask
     host.mmio_write32(hsi::REG_EQ_CONSUMER, eq_consumer);
+    // Context memory for the NIC's QP/MPT/MTT tables (its on-chip caches miss into it).
+    const uint64_t icm_bytes = host.mmio_read64(hsi::REG_ICM_SIZE);
+    if (icm_bytes > 0) {
+        icm = host.alloc(icm_bytes, true);
+        host.mmio_write64(hsi::REG_ICM_BASE, host.phys(icm));
+    }
     return STATUS_SUCCESS;
 }
 

@@ -196,6 +196,10 @@ void connector_impl::on_message(const cm_message& m) {
         case cm_message::DREP:
             if (state == DISCONNECTING) {
                 state = DISCONNECTED;
+                if (disc_timer != 0 && adapter->host.cancel_dpc(disc_timer)) {
+                    --busy;  // the timeout DPC will not run
+                }
+                disc_timer = 0;
                 complete_disconnect(STATUS_SUCCESS);
             }
             break;
@@ -661,9 +665,9 @@ NTSTATUS disconnect(NDK_CONNECTOR* p, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
     c->disc_req_cb = cb;
     c->disc_req_ctx = ctx;
     ++c->busy;
-    // The handshake times out if the peer never answers.
+    // The handshake times out if the peer never answers (the DREP cancels the timer).
     ++c->busy;
-    ad->host.queue_dpc(
+    c->disc_timer = ad->host.queue_dpc(
         [c] {
             if (c->state == connector_impl::DISCONNECTING && c->disc_req_cb != nullptr) {
                 c->state = connector_impl::DISCONNECTED;

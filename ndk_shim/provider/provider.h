@@ -225,6 +225,7 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     NDK_FN_REQUEST_COMPLETION req_cb = nullptr;
     void* req_ctx = nullptr;
     NDK_FN_REQUEST_COMPLETION disc_req_cb = nullptr;
+    uint64_t disc_timer = 0;  // host DPC token of the disconnect handshake timeout
     void* disc_req_ctx = nullptr;
     // Disconnect event (plain or Ex).
     NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb = nullptr;
@@ -263,6 +264,7 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     std::map<uint32_t, pending_cmd> cmds;  // by token
     std::vector<uint32_t> slot_token;      // 0 = slot free
     hsi::event_entry* eq = nullptr;
+    void* icm = nullptr;  // context memory lent to the NIC (REG_ICM_BASE)
     uint32_t eq_consumer = 0;
 
     handle_pool qpns, cqns, pdns, srqns, keys;

@@ -136,68 +136,20 @@ module send_path
     s_ip_total = 16'({9'd0, s_hlen} - 16'd14 + {3'd0, s_len} + {14'd0, s_pad} + 16'd4);
   end
 
-  // Header bytes of the packet S holds, lane i = frame byte i. A function of the S registers,
-  // evaluated where the H register loads (so a simulator computes it once per packet).
-  function automatic logic [127:0][7:0] build_header();
-    logic [127:0][7:0] h = '0;
-    logic [19:0]       sum;
-    logic [16:0]       fold;
-    logic [15:0]       csum;
-    // IPv4 header checksum: 0x4502 + total + 0 + 0x4000 + 0x4011 + 0 + addresses.
-    sum = 20'h04502 + 20'h04000 + 20'h04011 + {4'd0, s_ip_total} +
-          {4'd0, m_src_ip_q[31:16]} + {4'd0, m_src_ip_q[15:0]} +
-          {4'd0, m_dst_ip_q[31:16]} + {4'd0, m_dst_ip_q[15:0]};
-    fold = {1'b0, sum[15:0]} + {13'd0, sum[19:16]};
-    csum = ~(fold[15:0] + {15'd0, fold[16]});
-    for (int i = 0; i < 6; i++) begin
-      h[i] = m_dst_mac_q[8*(5-i) +: 8];
-      h[6+i] = m_src_mac_q[8*(5-i) +: 8];
-    end
-    h[12] = 8'h08;
-    h[13] = 8'h00;
-    h[14] = 8'h45;
-    h[15] = 8'h02;                   // TOS: DSCP 0, ECT(0)
-    h[16] = s_ip_total[15:8];
-    h[17] = s_ip_total[7:0];
-    h[20] = 8'h40;                   // DF
-    h[22] = 8'd64;                   // TTL
-    h[23] = 8'd17;                   // UDP
-    h[24] = csum[15:8];
-    h[25] = csum[7:0];
-    for (int i = 0; i < 4; i++) begin
-      h[26+i] = m_src_ip_q[8*(3-i) +: 8];
-      h[30+i] = m_dst_ip_q[8*(3-i) +: 8];
-    end
-    h[34] = m_udp_port_q[15:8];
-    h[35] = m_udp_port_q[7:0];
-    h[36] = 8'h12;                   // 4791
-    h[37] = 8'hB7;
-    h[38] = 8'((s_ip_total - 16'd20) >> 8);
-    h[39] = 8'(s_ip_total - 16'd20);
-    h[42] = s_opcode;
-    h[43] = {s_last && m_se_q, 1'b0, s_pad, 4'd0};
-    h[44] = 8'hFF;                   // P_Key
-    h[45] = 8'hFF;
-    for (int i = 0; i < 3; i++) begin
-      h[47+i] = m_dest_qpn_q[8*(2-i) +: 8];
-      h[51+i] = m_psn_q[8*(2-i) +: 8];
-    end
-    h[50] = {s_last && m_ackreq_q, 7'd0};
-    if (s_reth) begin
-      for (int i = 0; i < 8; i++) h[54+i] = m_va_q[8*(7-i) +: 8];
-      for (int i = 0; i < 4; i++) begin
-        h[62+i] = m_rkey_q[8*(3-i) +: 8];
-        h[66+i] = m_length_q[8*(3-i) +: 8];
-      end
-      if (s_immdt) for (int i = 0; i < 4; i++) h[70+i] = m_imm_q32[8*(3-i) +: 8];
-    end else if (s_aeth) begin
-      h[54] = m_syndrome_q;
-      for (int i = 0; i < 3; i++) h[55+i] = m_msn_q[8*(2-i) +: 8];
-    end else if (s_immdt || s_ieth) begin
-      for (int i = 0; i < 4; i++) h[54+i] = m_imm_q32[8*(3-i) +: 8];
-    end
-    return h;
-  endfunction
+  // IPv4 header checksum: 0x4502 + total + 0 + 0x4000 + 0x4011 + 0 + addresses.
+  logic [19:0] s_sum;
+  logic [16:0] s_fold;
+  logic [15:0] s_csum;
+  logic [15:0] s_udp_len;
+
+  always_comb begin
+    s_sum = 20'h04502 + 20'h04000 + 20'h04011 + {4'd0, s_ip_total} +
+            {4'd0, m_src_ip_q[31:16]} + {4'd0, m_src_ip_q[15:0]} +
+            {4'd0, m_dst_ip_q[31:16]} + {4'd0, m_dst_ip_q[15:0]};
+    s_fold = {1'b0, s_sum[15:0]} + {13'd0, s_sum[19:16]};
+    s_csum = ~(s_fold[15:0] + {15'd0, s_fold[16]});
+    s_udp_len = s_ip_total - 16'd20;
+  end
 
   // ---------------------------------------------------------------------------------------
   // H: header register (per-packet geometry precomputed for A and O)
@@ -240,6 +192,8 @@ module send_path
   logic [6:0]        p_hlen, p_beats, p_inbeats, p_j, p_hb;
   logic [12:0]       p_len;
   logic [13:0]       p_end;
+  logic [14:0]       p_pend;       // payload end relative to lane 0 of beat p_j
+  logic              p_mid;        // beat p_j is payload in all 64 lanes
 
   always_comb begin
     p_hdr = act_q ? cur_hdr_q : hdr_q;
@@ -250,6 +204,8 @@ module send_path
     p_inbeats = act_q ? cur_inbeats_q : hdr_inbeats_q;
     p_j = act_q ? j_q : 7'd0;
     p_hb = {6'd0, p_hlen[6]};
+    p_pend = 15'({8'd0, p_hlen} + {2'd0, p_len}) - 15'({p_j, 6'd0});
+    p_mid = (p_j >= 7'd2) && (p_pend >= 15'd64);
     have_beat = act_q || hdr_valid_q;
     needs_in = (p_j >= p_hb) && ((p_j - p_hb) < p_inbeats);
     o_free = !o_valid_q || o_ready;
@@ -263,182 +219,204 @@ module send_path
     desc_ready_o = !msg_valid_q || (hdr_load && s_last);
   end
 
-  // Beat p_j of the packet: header, payload shifted behind it, zero pad (evaluated where the
-  // A register loads).
-  function automatic logic [511:0] assemble_beat();
-    logic [511:0] hmask, pmask, pay;
-    logic [13:0]  off = {p_j, 6'd0} + 14'd0;  // frame offset of lane 0
-    logic [14:0]  pend;                      // payload end relative to lane 0
-    pay = 512'({pl_data_i, carry_q} >> {(10'd64 - {4'd0, p_hlen[5:0]}), 3'd0});
-    if (p_j == 7'd0) hmask = p_hlen[6] ? '1 : ~('1 << {p_hlen[5:0], 3'd0});
-    else if (p_j == 7'd1 && p_hlen[6]) hmask = ~('1 << {p_hlen[5:0], 3'd0});
-    else hmask = '0;
-    pend = 15'({8'd0, p_hlen} + {2'd0, p_len}) - 15'(off);
-    if ($signed(pend) <= 0) pmask = '0;
-    else if (pend >= 15'd64) pmask = '1;
-    else pmask = ~('1 << {pend[5:0], 3'd0});
-    return ((p_j[0] ? p_hdr[127:64] : p_hdr[63:0]) & hmask) | (pay & pmask & ~hmask);
-  endfunction
+  // Beat p_j: the payload shifted behind the header (header length mod 64 is 54, 58, 6 or
+  // 10: lanes below the shift come from the previous payload beat); on the first two beats
+  // header lanes, at the payload end zero pad. The masks depend on registers only and are
+  // trivial on the all-payload beats in between.
+  logic [511:0] b_hmask, b_pmask, b_hdr;
+  logic [63:0]  b_keep;
+  logic [14:0]  b_fend;
 
-  // Byte enables of beat p_j: lanes before the frame end (end = CRC end + 4).
-  function automatic logic [63:0] beat_keep();
-    logic [14:0] fend = 15'(p_end + 14'd4) - 15'({p_j, 6'd0});
-    return (fend >= 15'd64) ? '1 : ~(64'hFFFF_FFFF_FFFF_FFFF << fend[5:0]);
-  endfunction
+  always_comb begin
+    b_hdr = p_j[0] ? p_hdr[127:64] : p_hdr[63:0];
+    b_hmask = '0;
+    b_pmask = '1;
+    if (!p_mid) begin
+      if (p_j == 7'd0) b_hmask = p_hlen[6] ? '1 : ~('1 << {p_hlen[5:0], 3'd0});
+      else if (p_j == 7'd1 && p_hlen[6]) b_hmask = ~('1 << {p_hlen[5:0], 3'd0});
+      if ($signed(p_pend) <= 0) b_pmask = '0;
+      else if (p_pend < 15'd64) b_pmask = ~('1 << {p_pend[5:0], 3'd0});
+    end
+    b_fend = 15'(p_end + 14'd4) - 15'({p_j, 6'd0});
+    b_keep = (b_fend >= 15'd64) ? '1 : ~(64'hFFFF_FFFF_FFFF_FFFF << b_fend[5:0]);
+  end
 
   // ---------------------------------------------------------------------------------------
   // CRC: lane-table CRC of a 64-byte block from state 0; byte-serial step for the last two
   // bytes before a right-aligned final block.
   // ---------------------------------------------------------------------------------------
-  function automatic logic [31:0] crc_block(input logic [511:0] blk);
-    logic [31:0] r = '0;
-    for (int i = 0; i < 64; i++) r ^= CRC_TAB[i][blk[8*i +: 8]];
-    return r;
-  endfunction
-
   function automatic logic [31:0] crc_byte(input logic [31:0] s, input logic [7:0] b);
     return (s >> 8) ^ CRC_TAB[63][s[7:0] ^ b];
   endfunction
 
-  // The A beat as it goes to O: CRC register update and ICRC insertion (evaluated where the O
-  // register loads). Returns {data, new CRC register, ICRC bytes 2 and 3}.
-  function automatic logic [559:0] finish_beat();
-    logic [511:0] blk = a_data_q;
-    logic [511:0] m, sh, data;
-    logic [31:0]  st, st2, nxt, icrc;
+  // CRC register after the A beat. A middle beat is a full block with the running state
+  // folded into its first four lanes. The first beat is masked: LRH stand-in (8 x 0xFF at
+  // offsets 6..13, the 0xFFFFFFFF initial value folded into its first four bytes), variant
+  // fields as ones, the Ethernet header as zeros (outside the ICRC). On the final beat the n
+  // = E mod 64 bytes (n = 2 mod 4) go two bytes serially, then the rest right-aligned in a
+  // block (leading zeros leave a zero state unchanged) with the state folded in front.
+  logic [511:0] c_blk;
+  logic [31:0]  c_st, c_st2, c_next, c_icrc;
+
+  always_comb begin
+    c_blk = a_data_q;
+    c_st = a_first_q ? 32'd0 : crc_q;
     if (a_first_q) begin
-      // LRH stand-in (8 x 0xFF at offsets 6..13) with the 0xFFFFFFFF initial value folded
-      // into its first four bytes; the Ethernet header is outside the ICRC.
-      blk[79:0] = '0;
-      blk[111:80] = '1;
-      blk[15*8 +: 8] = 8'hFF;   // TOS
-      blk[22*8 +: 8] = 8'hFF;   // TTL
-      blk[24*8 +: 16] = '1;     // IP checksum
-      blk[40*8 +: 16] = '1;     // UDP checksum
-      blk[46*8 +: 8] = 8'hFF;   // BTH FECN/BECN/reserved
+      c_blk[79:0] = '0;
+      c_blk[111:80] = '1;
+      c_blk[15*8 +: 8] = 8'hFF;   // TOS
+      c_blk[22*8 +: 8] = 8'hFF;   // TTL
+      c_blk[24*8 +: 16] = '1;     // IP checksum
+      c_blk[40*8 +: 16] = '1;     // UDP checksum
+      c_blk[46*8 +: 8] = 8'hFF;   // BTH FECN/BECN/reserved
     end
-    st = a_first_q ? 32'd0 : crc_q;
-    if (a_spill_q) begin
-      nxt = crc_q;
-    end else if (!a_end_q) begin
-      nxt = crc_block({blk[511:32], blk[31:0] ^ st});
+    c_st2 = crc_byte(crc_byte(c_st, c_blk[7:0]), c_blk[15:8]);
+    if (!a_end_q) begin
+      c_blk[31:0] = c_blk[31:0] ^ c_st;
     end else begin
-      // Final beat: n = E mod 64 bytes (n = 2 mod 4). Two bytes serially, then the rest
-      // right-aligned in a block (leading zeros leave a zero state unchanged) with the state
-      // folded into its first four bytes.
-      st2 = crc_byte(crc_byte(st, blk[7:0]), blk[15:8]);
-      if (a_n_q == 6'd2) begin
-        nxt = st2;
-      end else begin
-        m = blk & ~('1 << {a_n_q, 3'd0});
-        m[15:0] = '0;
-        sh = m << {(7'd64 - {1'b0, a_n_q}), 3'd0};
-        sh = sh ^ ({480'd0, st2} << {(7'd66 - {1'b0, a_n_q}), 3'd0});
-        nxt = crc_block(sh);
-      end
+      c_blk = c_blk & ~('1 << {a_n_q, 3'd0});
+      c_blk[15:0] = '0;
+      c_blk = (c_blk << {(7'd64 - {1'b0, a_n_q}), 3'd0}) ^
+              ({480'd0, c_st2} << {(7'd66 - {1'b0, a_n_q}), 3'd0});
     end
-    icrc = ~nxt;
-    if (BREAK == 2) icrc[7:0] = ~icrc[7:0];
-    if (a_spill_q) data = {a_data_q[511:16], icrc_hi_q};
-    else if (a_end_q) data = a_data_q | 512'({480'd0, icrc} << {a_n_q, 3'd0});
-    else data = a_data_q;
-    return {data, nxt, icrc[31:16]};
-  endfunction
+    c_next = '0;
+    for (int i = 0; i < 64; i++) c_next ^= CRC_TAB[i][c_blk[8*i +: 8]];
+    if (a_spill_q) c_next = crc_q;
+    else if (a_end_q && a_n_q == 6'd2) c_next = c_st2;
+    c_icrc = ~c_next;
+    if (BREAK == 2) c_icrc[7:0] = ~c_icrc[7:0];
+  end
 
   // ---------------------------------------------------------------------------------------
   // Registers
   // ---------------------------------------------------------------------------------------
+  // Control: valid flags and beat counter (reset).
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       msg_valid_q <= 1'b0;
       hdr_valid_q <= 1'b0;
       act_q <= 1'b0;
+      j_q <= '0;
       a_valid_q <= 1'b0;
       o_valid_q <= 1'b0;
     end else begin
-      // S
-      if (desc_take) begin
-        msg_valid_q <= 1'b1;
-        m_kind_q <= desc_kind_i;
-        m_imm_q <= desc_with_imm_i;
-        m_inv_q <= desc_with_inv_i;
-        m_se_q <= desc_solicited_i && (desc_kind_i == KIND_SEND || desc_kind_i == KIND_WRITE);
-        m_ackreq_q <= desc_ack_req_i && (desc_kind_i inside {KIND_SEND, KIND_WRITE, KIND_READ_REQ});
-        m_dest_qpn_q <= desc_dest_qpn_i;
-        m_udp_port_q <= {2'b11, 14'(desc_src_qpn_i ^ desc_dest_qpn_i) ^
-                                14'((desc_src_qpn_i ^ desc_dest_qpn_i) >> 14)};
-        m_psn_q <= desc_psn_i;
-        m_pmtu_q <= desc_pmtu_i;
-        m_length_q <= desc_length_i;
-        m_rem_q <= desc_length_i;
-        m_va_q <= desc_remote_va_i;
-        m_rkey_q <= desc_rkey_i;
-        m_imm_q32 <= desc_imm_or_key_i;
-        m_syndrome_q <= desc_syndrome_i;
-        m_msn_q <= desc_msn_i;
-        m_src_mac_q <= desc_src_mac_i;
-        m_dst_mac_q <= desc_dst_mac_i;
-        m_src_ip_q <= desc_src_ip_i;
-        m_dst_ip_q <= desc_dst_ip_i;
-        m_first_q <= 1'b1;
-      end else if (hdr_load) begin
-        if (s_last) begin
-          msg_valid_q <= 1'b0;
-        end else begin
-          m_rem_q <= m_rem_q - {19'd0, m_pmtu_q};
-          m_psn_q <= m_psn_q + 24'd1;
-          m_first_q <= 1'b0;
-        end
-      end
-      // H
-      if (hdr_load) begin
-        hdr_valid_q <= 1'b1;
-        hdr_q <= build_header();
-        hdr_hlen_q <= s_hlen;
-        hdr_len_q <= s_len;
-        hdr_end_q <= {7'd0, s_hlen} + {1'b0, s_len} + {12'd0, s_pad};
-        hdr_beats_q <= 7'(({7'd0, s_hlen} + {1'b0, s_len} + {12'd0, s_pad} + 14'd4 + 14'd63) >> 6);
-        hdr_inbeats_q <= 7'(({1'b0, s_len} + 14'd63) >> 6);
-      end else if (hdr_take) begin
-        hdr_valid_q <= 1'b0;
-      end
-      // A
+      if (desc_take) msg_valid_q <= 1'b1;
+      else if (hdr_load && s_last) msg_valid_q <= 1'b0;
+      if (hdr_load) hdr_valid_q <= 1'b1;
+      else if (hdr_take) hdr_valid_q <= 1'b0;
       if (a_load) begin
-        if (!act_q) begin
-          cur_hdr_q <= hdr_q;
-          cur_hlen_q <= hdr_hlen_q;
-          cur_len_q <= hdr_len_q;
-          cur_end_q <= hdr_end_q;
-          cur_beats_q <= hdr_beats_q;
-          cur_inbeats_q <= hdr_inbeats_q;
-        end
         act_q <= (p_j + 7'd1) < p_beats;
         j_q <= p_j + 7'd1;
-        if (needs_in) carry_q <= pl_data_i;
-        a_valid_q <= 1'b1;
-        a_data_q <= assemble_beat();
-        a_keep_q <= beat_keep();
-        a_last_q <= (p_j + 7'd1) == p_beats;
-        a_first_q <= p_j == 7'd0;
-        a_end_q <= p_j == p_end[12:6];
-        a_spill_q <= (p_end[5:0] == 6'd62) && (p_j == p_end[12:6] + 7'd1);
-        a_n_q <= p_end[5:0];
-      end else if (o_load) begin
-        a_valid_q <= 1'b0;
       end
-      // O
-      if (o_load) begin : o_stage
-        logic [559:0] fin;
-        fin = finish_beat();
-        o_data_q <= fin[559:48];
-        crc_q <= fin[47:16];
-        if (a_end_q) icrc_hi_q <= fin[15:0];
-        o_valid_q <= 1'b1;
-        o_keep_q <= a_keep_q;
-        o_last_q <= a_last_q;
-      end else if (o_ready) begin
-        o_valid_q <= 1'b0;
-      end
+      if (a_load) a_valid_q <= 1'b1;
+      else if (o_load) a_valid_q <= 1'b0;
+      if (o_load) o_valid_q <= 1'b1;
+      else if (o_ready) o_valid_q <= 1'b0;
+    end
+  end
+
+  // S: the accepted message; advances one packet per header load.
+  always_ff @(posedge clk_i) begin
+    if (desc_take) begin
+      m_kind_q <= desc_kind_i;
+      m_imm_q <= desc_with_imm_i;
+      m_inv_q <= desc_with_inv_i;
+      m_se_q <= desc_solicited_i && (desc_kind_i == KIND_SEND || desc_kind_i == KIND_WRITE);
+      m_ackreq_q <= desc_ack_req_i && (desc_kind_i inside {KIND_SEND, KIND_WRITE, KIND_READ_REQ});
+      m_dest_qpn_q <= desc_dest_qpn_i;
+      m_udp_port_q <= {2'b11, 14'(desc_src_qpn_i ^ desc_dest_qpn_i) ^
+                              14'((desc_src_qpn_i ^ desc_dest_qpn_i) >> 14)};
+      m_psn_q <= desc_psn_i;
+      m_pmtu_q <= desc_pmtu_i;
+      m_length_q <= desc_length_i;
+      m_rem_q <= desc_length_i;
+      m_va_q <= desc_remote_va_i;
+      m_rkey_q <= desc_rkey_i;
+      m_imm_q32 <= desc_imm_or_key_i;
+      m_syndrome_q <= desc_syndrome_i;
+      m_msn_q <= desc_msn_i;
+      m_src_mac_q <= desc_src_mac_i;
+      m_dst_mac_q <= desc_dst_mac_i;
+      m_src_ip_q <= desc_src_ip_i;
+      m_dst_ip_q <= desc_dst_ip_i;
+      m_first_q <= 1'b1;
+    end else if (hdr_load && !s_last) begin
+      m_rem_q <= m_rem_q - {19'd0, m_pmtu_q};
+      m_psn_q <= m_psn_q + 24'd1;
+      m_first_q <= 1'b0;
+    end
+  end
+
+  // H: headers and geometry of the next packet.
+  always_ff @(posedge clk_i) begin
+    if (hdr_load) begin : h_stage
+      logic [1023:0] wire_order, lanes;
+      // Headers in wire order (byte 0 first), then lane i = byte i.
+      wire_order = {m_dst_mac_q, m_src_mac_q, 16'h0800,                       // Ethernet
+                    8'h45, 8'h02, s_ip_total, 16'h0000, 16'h4000,             // IPv4: TOS ECT(0),
+                    8'd64, 8'd17, s_csum, m_src_ip_q, m_dst_ip_q,             //   DF, TTL 64, UDP
+                    m_udp_port_q, 16'd4791, s_udp_len, 16'h0000,              // UDP
+                    s_opcode, s_last && m_se_q, 1'b0, s_pad, 4'd0, 16'hFFFF,  // BTH
+                    8'h00, m_dest_qpn_q, s_last && m_ackreq_q, 7'd0, m_psn_q,
+                    s_reth ? {m_va_q, m_rkey_q, m_length_q, s_immdt ? m_imm_q32 : 32'd0}
+                           : s_aeth ? {m_syndrome_q, m_msn_q, 128'd0}
+                                    : (s_immdt || s_ieth) ? {m_imm_q32, 128'd0} : 160'd0,
+                    432'd0};
+      for (int i = 0; i < 128; i++) lanes[8*i +: 8] = wire_order[1023-8*i -: 8];
+      hdr_q <= lanes;
+      hdr_hlen_q <= s_hlen;
+      hdr_len_q <= s_len;
+      hdr_end_q <= {7'd0, s_hlen} + {1'b0, s_len} + {12'd0, s_pad};
+      hdr_beats_q <= 7'(({7'd0, s_hlen} + {1'b0, s_len} + {12'd0, s_pad} + 14'd4 + 14'd63) >> 6);
+      hdr_inbeats_q <= 7'(({1'b0, s_len} + 14'd63) >> 6);
+    end
+  end
+
+  // A: the packet being assembled and its next beat.
+  always_ff @(posedge clk_i) begin
+    if (a_load && !act_q) begin
+      cur_hdr_q <= hdr_q;
+      cur_hlen_q <= hdr_hlen_q;
+      cur_len_q <= hdr_len_q;
+      cur_end_q <= hdr_end_q;
+      cur_beats_q <= hdr_beats_q;
+      cur_inbeats_q <= hdr_inbeats_q;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (a_load && needs_in) carry_q <= pl_data_i;
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (a_load) begin : a_stage
+      logic [511:0] pay;
+      unique case (p_hlen[5:0])
+        6'd54:   pay = 512'({pl_data_i, carry_q} >> 80);
+        6'd58:   pay = 512'({pl_data_i, carry_q} >> 48);
+        6'd6:    pay = 512'({pl_data_i, carry_q} >> 464);
+        default: pay = 512'({pl_data_i, carry_q} >> 432);  // 10
+      endcase
+      a_data_q <= p_mid ? pay : (b_hdr & b_hmask) | (pay & b_pmask & ~b_hmask);
+      a_keep_q <= b_keep;
+      a_last_q <= (p_j + 7'd1) == p_beats;
+      a_first_q <= p_j == 7'd0;
+      a_end_q <= p_j == p_end[12:6];
+      a_spill_q <= (p_end[5:0] == 6'd62) && (p_j == p_end[12:6] + 7'd1);
+      a_n_q <= p_end[5:0];
+    end
+  end
+
+  // O: CRC and ICRC; the beat on the frame stream.
+  always_ff @(posedge clk_i) begin
+    if (o_load) begin
+      crc_q <= c_next;
+      if (a_spill_q) o_data_q <= {a_data_q[511:16], icrc_hi_q};
+      else if (a_end_q) o_data_q <= a_data_q | 512'({480'd0, c_icrc} << {a_n_q, 3'd0});
+      else o_data_q <= a_data_q;
+      if (a_end_q) icrc_hi_q <= c_icrc[31:16];
+      o_keep_q <= a_keep_q;
+      o_last_q <= a_last_q;
     end
   end
 

@@ -30,6 +30,19 @@ public:
     // Frame stream beat: 64 bytes into `data`.
     virtual void fr_beat(uint8_t* data, uint64_t& keep, bool& last) const = 0;
     virtual void eval() = 0;
+
+    // Per-edge fast path (one virtual call each): clock low with the three stream inputs,
+    // combinational settle; then the rising edge. Both report the handshake outputs.
+    struct outputs {
+        bool desc_ready = false;
+        bool pl_ready = false;
+        bool fr_valid = false;
+    };
+    virtual void settle(bool desc_valid, bool pl_valid, bool fr_ready, outputs& out) = 0;
+    virtual void rise(outputs& out) = 0;
+    // The payload data input, 64 lanes, to fill in place (then set_payload_meta).
+    virtual uint8_t* payload_lanes() = 0;
+    virtual void set_payload_meta(uint64_t keep, bool last) = 0;
     // FST waveform of the RTL's own signals (time in ps).
     virtual void trace_open(const std::string& path) = 0;
     virtual void trace_dump(uint64_t time_ps) = 0;

@@ -49,7 +49,11 @@ send_path_rtl::~send_path_rtl() {
 
 void send_path_rtl::init(hw::sim_context& ctx, const send_path_core_factory& core) {
     m_core = core(!m_fst_path.empty());
+    m_tracing = !m_fst_path.empty();
+    m_pending_beats.reserve(MAX_FRAME_BYTES / 64 + 1);
+    m_pl_shown = false;
     m_half_ps = m_clk.period_ps() / 2;
+    m_edge_units = m_clk.period_ps() * sc_core::sc_time(1, sc_core::SC_PS).value();
     SC_HAS_PROCESS(send_path_rtl);
     SC_THREAD(clock_thread);
     hw::register_send_path_stats(ctx.stats, name(), m_stats);
@@ -77,7 +81,7 @@ void send_path_rtl::reset(uint32_t cycles) {
     m_in.clear();
     m_desc_seq = m_pl_msg = m_out_msg = 0;
     m_pl_beat = m_out_pkt = m_out_beat = 0;
-    m_frame.clear();
+    m_frame_len = 0;
     m_frame_no = 0;
     m_desc_shown = m_pl_shown = false;
     m_reset_pending = true;
@@ -100,6 +104,9 @@ void send_path_rtl::apply_reset() {
     m_core->eval();
     m_reset_pending = false;
     m_fr_valid_after = m_core->fr_valid();
+    m_desc_ready_after = m_core->desc_ready();
+    m_pl_ready_after = m_core->pl_ready();
+    m_no_pop_before_edge = 0;
     m_last_edge = m_release_edge - 1;
 }
 
@@ -134,13 +141,25 @@ uint64_t send_path_rtl::wait_for_change(uint64_t e) {
         if (m_reset_pending) {
             cand = std::max(m_reset_edge, e);
         }
-        if (!m_desc_shown && m_in.has_descriptor(m_desc_seq)) {
-            const uint64_t v = std::max(m_in.descriptor(m_desc_seq).valid_edge, m_release_edge);
-            cand = std::min(cand, std::max(v, e));
+        // A quiescent RTL only reacts to a new item on a stream whose ready is high (ready
+        // never depends on valid, CONTRACT.md), so only those items and puts wake it.
+        bool want_put = false;
+        if (m_desc_ready_after && !m_desc_shown) {
+            if (m_in.has_descriptor(m_desc_seq)) {
+                const uint64_t v =
+                    std::max(m_in.descriptor(m_desc_seq).valid_edge, m_release_edge);
+                cand = std::min(cand, std::max(v, e));
+            } else {
+                want_put = true;
+            }
         }
         uint64_t v = 0;
-        if (!m_pl_shown && next_payload_beat(v)) {
-            cand = std::min(cand, std::max(v, e));
+        if (m_pl_ready_after && !m_pl_shown) {
+            if (next_payload_beat(v)) {
+                cand = std::min(cand, std::max(v, e));
+            } else {
+                want_put = true;
+            }
         }
         const sc_core::sc_event* ready_ev = nullptr;
         if (m_fr_valid_after) {
@@ -152,7 +171,9 @@ uint64_t send_path_rtl::wait_for_change(uint64_t e) {
             }
         }
         sc_core::sc_event_or_list evs;
-        evs |= m_in.input_event();
+        if (want_put) {
+            evs |= m_in.input_event();
+        }
         evs |= m_reset_event;
         if (ready_ev != nullptr) {
             evs |= *ready_ev;
@@ -193,6 +214,8 @@ void send_path_rtl::clock_thread() {
     m_core->trace_dump(0);
     m_core->set_rst_n(true);
     m_core->eval();
+    m_desc_ready_after = m_core->desc_ready();
+    m_pl_ready_after = m_core->pl_ready();
     m_quiet = QUIESCENT_EDGES;
     uint64_t e = 1;
     for (;;) {
@@ -225,64 +248,80 @@ bool send_path_rtl::sync_to(uint64_t e) {
     return !(m_reset_pending && e >= m_reset_edge);
 }
 
+bool send_path_rtl::wait_for_output(uint64_t e) {
+    // The frame stream is held by a full downstream FIFO that only a pop can free. Rather
+    // than stepping edge by edge, wait once (up to the quiescence horizon) for the pop; edges
+    // whose time passed before it saw the output held.
+    const sc_core::sc_time t = hw::time_of_edge(m_clk, e + QUIESCENT_EDGES);
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (t > now) {
+        sc_core::wait(t - now, *m_out.ready_event() | m_reset_event);
+    }
+    if (m_reset_pending && e >= m_reset_edge) {
+        return false;
+    }
+    m_no_pop_before_edge = m_clk.cycle_of(sc_core::sc_time_stamp());
+    return true;
+}
+
 bool send_path_rtl::edge(uint64_t e) {
     // Inputs for this edge. Running ahead of simulated time is exact as long as nothing that
     // is not yet known can change them: when the RTL asks for an item of a stream that has not
-    // been put yet, or a held frame beat could be released by the downstream, the wrapper
-    // first waits until the edge's time and looks again.
+    // been put yet, the wrapper first waits until the edge's time and looks again; when a
+    // held frame beat could be released by the downstream, it waits for that (or the edge).
     bool dv = false, pv = false, fr = false;
+    send_path_core::outputs o;
     for (;;) {
-        const bool at_time = sc_core::sc_time_stamp() >= hw::time_of_edge(m_clk, e);
-        dv = false;
-        const bool desc_known = m_in.has_descriptor(m_desc_seq);
-        if (desc_known) {
+        const bool at_time = sc_core::sc_time_stamp().value() >= e * m_edge_units;
+        // An item on the pins stays there until its handshake.
+        dv = m_desc_shown;
+        const bool desc_known = dv || m_in.has_descriptor(m_desc_seq);
+        if (!dv && desc_known) {
             const auto& de = m_in.descriptor(m_desc_seq);
             if (std::max(de.valid_edge, m_release_edge) <= e) {
                 dv = true;
-                if (!m_desc_shown) {
-                    m_core->set_desc(true, de.desc);
-                    m_desc_shown = true;
-                }
+                m_core->set_desc(true, de.desc);
+                m_desc_shown = true;
             }
         }
-        m_core->set_desc_valid(dv);
-        pv = false;
+        pv = m_pl_shown;
         uint64_t v = 0;
-        const bool pl_known = next_payload_beat(v);
-        if (pl_known && v <= e) {
+        const bool pl_known = pv || next_payload_beat(v);
+        if (!pv && pl_known && v <= e) {
+            const auto& de = m_in.descriptor(m_pl_msg);
+            const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
+            const uint64_t end = de.payload_offset + de.desc.length;
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
+            uint8_t* lanes = m_core->payload_lanes();
+            m_in.copy_payload(from, n, lanes);
+            std::fill(lanes + n, lanes + 64, uint8_t{0});
+            m_core->set_payload_meta(n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1,
+                                     from + n == end);
             pv = true;
-            if (!m_pl_shown) {
-                const auto& de = m_in.descriptor(m_pl_msg);
-                const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
-                const uint64_t end = de.payload_offset + de.desc.length;
-                const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
-                m_pl_data.fill(0);
-                m_in.copy_payload(from, n, m_pl_data.data());
-                m_core->set_payload(true, m_pl_data.data(),
-                                    n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1,
-                                    from + n == end);
-                m_pl_shown = true;
-            }
+            m_pl_shown = true;
         }
-        m_core->set_payload_valid(pv);
         // Ready is the downstream's own state (it never looks at valid), so all inputs are set
         // before one evaluation of the combinational paths; the rising edge is the second.
         const bool frame_start = m_out_beat == 0;
-        const uint64_t peek = m_out.peek_ready(e, frame_start);
-        fr = at_time ? m_out.ready_at(e, frame_start) : peek == e;
-        m_core->set_fr_ready(fr);
-        m_core->set_clk(false);
-        m_core->eval();
+        const bool known_held = e < m_no_pop_before_edge;  // see wait_for_output()
+        if (known_held) {
+            fr = false;
+        } else {
+            fr = at_time ? m_out.ready_at(e, frame_start)
+                         : m_out.peek_ready(e, frame_start) == e;
+        }
+        m_core->settle(dv, pv, fr, o);
         if (at_time) {
             break;
         }
-        const bool unsure = (!desc_known && !dv && m_core->desc_ready()) ||
-                            (!pl_known && !pv && m_core->pl_ready()) ||
-                            (!fr && m_core->fr_valid() && m_out.ready_event() != nullptr);
-        if (!unsure) {
+        const bool input_unsure = (!desc_known && !dv && o.desc_ready) ||
+                                  (!pl_known && !pv && o.pl_ready);
+        const bool output_unsure =
+            !fr && !known_held && o.fr_valid && m_out.ready_event() != nullptr;
+        if (!input_unsure && !output_unsure) {
             break;
         }
-        if (!sync_to(e)) {
+        if (!(input_unsure ? sync_to(e) : wait_for_output(e))) {
             return false;  // a reset came first
         }
     }
@@ -296,27 +335,34 @@ bool send_path_rtl::edge(uint64_t e) {
         }
     }
     const uint64_t t_ps = e * m_clk.period_ps();
-    m_core->trace_dump(t_ps - m_half_ps);
+    if (m_tracing) {
+        m_core->trace_dump(t_ps - m_half_ps);
+    }
 
-    const bool hs_d = dv && m_core->desc_ready();
-    const bool hs_p = pv && m_core->pl_ready();
-    const bool fv = m_core->fr_valid();
-    const bool hs_f = fv && fr;
-    if (fv && !fr) {
+    const bool hs_d = dv && o.desc_ready;
+    const bool hs_p = pv && o.pl_ready;
+    const bool hs_f = o.fr_valid && fr;
+    if (o.fr_valid && !fr) {
         ++m_stats.stall_backpressure_cycles;
-    } else if (!fv && m_out_beat > 0) {
+    } else if (!o.fr_valid && m_out_beat > 0) {
         ++m_stats.stall_payload_cycles;
     }
-    hw::frame_beat b;
+    // The beat goes straight into the frame being received.
+    uint64_t keep = 0;
+    bool last = false;
+    const size_t off = m_frame_len;
     if (hs_f) {
-        m_core->fr_beat(b.data.data(), b.keep, b.last);
+        m_core->fr_beat(m_frame_buf.data() + off, keep, last);
     }
 
-    m_core->set_clk(true);
-    m_core->eval();
+    m_core->rise(o);
     ++m_clocked;
-    m_core->trace_dump(t_ps);
-    m_fr_valid_after = m_core->fr_valid();
+    if (m_tracing) {
+        m_core->trace_dump(t_ps);
+    }
+    m_fr_valid_after = o.fr_valid;
+    m_desc_ready_after = o.desc_ready;
+    m_pl_ready_after = o.pl_ready;
     m_last_edge = e;
 
     if (hs_d) {
@@ -335,13 +381,24 @@ bool send_path_rtl::edge(uint64_t e) {
     }
     m_quiet = (hs_d || hs_p || hs_f) ? 0 : m_quiet + 1;
     if (hs_f) {
-        b.cycle = e;
-        b.frame = m_frame_no;
-        b.index = m_out_beat++;
-        const int n = __builtin_popcountll(b.keep);
-        m_frame.insert(m_frame.end(), b.data.begin(), b.data.begin() + n);
-        m_pending_beats.push_back(b);
-        if (b.last) {
+        m_frame_len = off + static_cast<size_t>(__builtin_popcountll(keep));
+        if (m_observer) {
+            hw::frame_beat& b = m_pending_beats.emplace_back();
+            std::copy(m_frame_buf.begin() + static_cast<std::ptrdiff_t>(off),
+                      m_frame_buf.begin() + static_cast<std::ptrdiff_t>(m_frame_len),
+                      b.data.begin());
+            b.keep = keep;
+            b.last = last;
+            b.cycle = e;
+            b.frame = m_frame_no;
+            b.index = m_out_beat;
+        }
+        ++m_out_beat;
+        if (m_frame_len + 64 > m_frame_buf.size()) {
+            SC_REPORT_ERROR(name(), "the RTL sent a frame longer than the largest RoCEv2 frame");
+            m_frame_len = 0;
+        }
+        if (last) {
             // The frame leaves (and its FIFO space returns) at the time of its last edge.
             if (!sync_to(e)) {
                 return true;  // edge done; the reset drops this frame
@@ -360,8 +417,8 @@ void send_path_rtl::complete_frame(uint64_t e) {
     }
     m_pending_beats.clear();
     fabric::eth_frame f;
-    f.data = std::move(m_frame);
-    m_frame.clear();
+    f.data.assign(m_frame_buf.begin(), m_frame_buf.begin() + static_cast<std::ptrdiff_t>(m_frame_len));
+    m_frame_len = 0;
     m_out_beat = 0;
     ++m_frame_no;
     if (!m_in.has_descriptor(m_out_msg)) {

@@ -22,7 +22,7 @@ namespace rnic::rtl {
 
 // Contract (CONTRACT.md): after this many edges without a handshake on any stream, the RTL's
 // state does not change until one of its inputs does; the wrapper then stops the clock.
-constexpr uint32_t QUIESCENT_EDGES = 8;
+constexpr uint32_t QUIESCENT_EDGES = 4;
 
 class send_path_rtl : public sc_core::sc_module, public hw::send_path_unit {
 public:
@@ -54,6 +54,7 @@ private:
     void clock_thread();
     bool edge(uint64_t e);    // false: a reset came before the edge was evaluated
     bool sync_to(uint64_t e);  // wait until edge e's time; false if a reset covers e
+    bool wait_for_output(uint64_t e);  // wait for a held frame stream to be released
     uint64_t wait_for_change(uint64_t e);
     bool next_payload_beat(uint64_t& valid_edge);
     void apply_reset();
@@ -77,9 +78,11 @@ private:
     uint64_t m_out_msg = 0;      // message of the frame being received
     uint32_t m_out_pkt = 0;      // its packet number
     uint32_t m_out_beat = 0;     // beats of the current frame received
-    std::vector<uint8_t> m_frame;
+    // Largest frame (4 KiB MTU, WRITE Only Imm) plus room for the beat being copied in.
+    static constexpr size_t MAX_FRAME_BYTES = 4096 + 74 + 3 + 4 + 64;
+    std::array<uint8_t, MAX_FRAME_BYTES + 64> m_frame_buf{};
+    size_t m_frame_len = 0;
     uint64_t m_frame_no = 0;
-    std::array<uint8_t, 64> m_pl_data{};
     std::vector<hw::frame_beat> m_pending_beats;  // of the frame being received
     bool m_run_ahead = true;
 
@@ -87,6 +90,9 @@ private:
     uint64_t m_last_edge = 0;       // last edge evaluated
     uint32_t m_quiet = 0;           // edges since the last handshake
     bool m_fr_valid_after = false;  // frame valid after the last edge (for skipped edges)
+    bool m_desc_ready_after = false;  // descriptor ready after the last edge
+    bool m_pl_ready_after = false;    // payload ready after the last edge
+    uint64_t m_no_pop_before_edge = 0;  // edges below saw the downstream still full
     bool m_desc_shown = false;      // the descriptor at m_desc_seq was on the pins
     bool m_pl_shown = false;        // the payload beat at the cursor was on the pins
     uint64_t m_release_edge = 0;    // first edge after the last reset
@@ -95,6 +101,8 @@ private:
     uint32_t m_reset_cycles = 0;
     uint64_t m_clocked = 0;
     uint64_t m_half_ps = 0;
+    bool m_tracing = false;
+    uint64_t m_edge_units = 0;  // one period in sc_time resolution units
 };
 
 }  // namespace rnic::rtl

@@ -67,6 +67,32 @@ public:
         last = m_top->fr_last_o;
     }
     void eval() override { m_top->eval(); }
+    void settle(bool desc_valid, bool pl_valid, bool fr_ready, outputs& out) override {
+        V& t = *m_top;
+        t.desc_valid_i = desc_valid;
+        t.pl_valid_i = pl_valid;
+        t.fr_ready_i = fr_ready;
+        t.clk_i = 0;
+        t.eval();
+        out.desc_ready = t.desc_ready_o;
+        out.pl_ready = t.pl_ready_o;
+        out.fr_valid = t.fr_valid_o;
+    }
+    void rise(outputs& out) override {
+        V& t = *m_top;
+        t.clk_i = 1;
+        t.eval();
+        out.desc_ready = t.desc_ready_o;
+        out.pl_ready = t.pl_ready_o;
+        out.fr_valid = t.fr_valid_o;
+    }
+    uint8_t* payload_lanes() override {
+        return reinterpret_cast<uint8_t*>(m_top->pl_data_i.data());  // little-endian words
+    }
+    void set_payload_meta(uint64_t keep, bool last) override {
+        m_top->pl_keep_i = keep;
+        m_top->pl_last_i = last;
+    }
     void trace_open(const std::string& path) override {
         m_trace = std::make_unique<VerilatedFstC>();
         m_top->trace(m_trace.get(), 99);

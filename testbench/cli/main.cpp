@@ -27,6 +27,15 @@ constexpr int EXIT_OK = 0;
 constexpr int EXIT_RUN_FAILED = 1;
 constexpr int EXIT_CONFIG = 2;  // config or usage error: nothing was written
 
+// stdout carries the summary (and show-config's JSON): SystemC's messages go to stderr, and its
+// own informational ones ("Simulation stopped by user.") are not printed at all.
+void report_to_stderr(const sc_core::sc_report& rep, const sc_core::sc_actions& actions) {
+    if ((actions & sc_core::SC_DISPLAY) != 0) {
+        std::cerr << sc_core::sc_report_compose_message(rep) << std::endl;
+    }
+    sc_core::sc_report_handler::default_handler(rep, actions & ~sc_core::SC_DISPLAY);
+}
+
 struct options {
     std::string scenario;
     std::string out;
@@ -100,6 +109,10 @@ int run(const options& o) {
 
 // SystemC calls this from sc_elab_and_sim (below): the whole command runs inside it.
 int sc_main(int argc, char** argv) {
+    sc_core::sc_report_handler::set_handler(report_to_stderr);
+    sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                            sc_core::SC_DO_NOTHING);
+
     CLI::App app{"rnicsim: cycle-accurate RDMA NIC simulator"};
     app.require_subcommand(1);
     options o;

@@ -5,6 +5,8 @@
 // elaborate a fresh bench and call sc_start().
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <systemc>
 
 namespace {
@@ -27,5 +29,10 @@ int sc_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
+#ifdef RNICSIM_SOURCE_DIR_DEFAULT
+    setenv("RNICSIM_SOURCE_DIR", RNICSIM_SOURCE_DIR_DEFAULT, 0);
+    setenv("RNICSIM_BINARY_DIR", RNICSIM_BINARY_DIR_DEFAULT, 0);
+#endif
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
     return sc_core::sc_elab_and_sim(argc, argv);
 }

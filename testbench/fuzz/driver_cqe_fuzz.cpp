@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include <systemc>
@@ -175,7 +174,8 @@ private:
     sc_core::sc_event m_start;
 };
 
-std::unique_ptr<driver_bench> g_bench;
+// Lives until the process ends (never destroyed: SystemC objects outlive sc_main anyway).
+driver_bench* g_bench = nullptr;
 
 }  // namespace
 
@@ -183,7 +183,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
     sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
-    g_bench = std::make_unique<driver_bench>();
+    g_bench = new driver_bench();
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
     return 0;
 }

@@ -126,6 +126,7 @@ constexpr uint64_t RQ_RING = 0x00200000;
 constexpr uint32_t RQ_LOG_DEPTH = 3;  // 8 receive WQEs per input, then RNR NAKs
 constexpr uint32_t RQ_STRIDE = 48;    // header + 2 SGEs
 constexpr uint32_t RQ_BAD_SLOT = 5;   // this receive WQE has a bad lkey (local protection error)
+constexpr uint64_t RQ_RTR_RING = 0x00280000;  // QP_RTR's RQ: its first receive WQE has no SGE
 constexpr uint32_t SRQN = 1;
 constexpr uint64_t SRQ_RING = 0x00300000;
 constexpr uint32_t SRQ_LOG_DEPTH = 2;

@@ -128,6 +128,7 @@ void recv_seeds(const fs::path& dir) {
                                  frame(RC_SEND_ONLY, QP_RQ, 4, 8), frame(RC_SEND_ONLY, QP_RQ, 5, 8),
                                  frame(RC_SEND_ONLY, QP_RQ, 6, 8), frame(RC_SEND_ONLY, QP_RQ, 7, 8),
                                  frame(RC_SEND_ONLY, QP_RQ, 8, 8)})},
+        {"send_zero_sge", records({frame(RC_SEND_ONLY, QP_RTR, 0, 0), frame(RC_SEND_ONLY, QP_RTR, 1, 8)})},
         {"send_too_long", records({frame(RC_SEND_ONLY, QP_RQ, 0, 4000)})},
         {"read_request", records({frame(RC_READ_REQUEST, QP_RQ, 0, 0, MR_RO, MR_RO_VA, 4096)})},
         {"read_duplicate", records({frame(RC_READ_REQUEST, QP_RQ, 0, 0, MR_RW, MR_RW_VA, 3000),

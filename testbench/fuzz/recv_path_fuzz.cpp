@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -165,13 +164,24 @@ private:
         for (uint32_t i = 0; i < (1u << RQ_LOG_DEPTH); ++i) {
             hsi::rq_wqe_hdr h{};
             h.wqe_index = static_cast<uint16_t>(i);
-            h.num_sge = i == 6 ? 255 : 2;  // slot 6 claims more SGEs than its slot holds
+            // Slot 6 claims more SGEs than its slot holds; slot 7 has none (a receive for
+            // zero-byte SENDs, which NDK allows).
+            h.num_sge = i == 6 ? 255 : i == 7 ? 0 : 2;
             hsi::wqe_sge sge[2] = {
                 {MR_RW_VA + i * 4096ull, 1024, i == RQ_BAD_SLOT ? 0xdead00u : MR_RW},
                 {MR_RW_VA + i * 4096ull + 2048, 1024, MR_RW}};
             const uint64_t slot = RQ_RING + static_cast<uint64_t>(i) * RQ_STRIDE;
             mem.write(slot, &h, sizeof(h));
             mem.write(slot + sizeof(h), sge, sizeof(sge));
+        }
+        for (uint32_t i = 0; i < (1u << RQ_LOG_DEPTH); ++i) {
+            hsi::rq_wqe_hdr h{};
+            h.wqe_index = static_cast<uint16_t>(i);
+            h.num_sge = i == 0 ? 0 : 1;
+            const hsi::wqe_sge sge{MR_RW_VA + 16384 + i * 1024ull, 1024, MR_RW};
+            const uint64_t slot = RQ_RTR_RING + static_cast<uint64_t>(i) * RQ_STRIDE;
+            mem.write(slot, &h, sizeof(h));
+            mem.write(slot + sizeof(h), &sge, sizeof(sge));
         }
         for (uint32_t i = 0; i < (1u << SRQ_LOG_DEPTH); ++i) {
             hsi::rq_wqe_hdr h{};
@@ -215,7 +225,7 @@ private:
         qp->sq_stride = 64;
         if (srqn == 0) {
             qp->rq_log_depth = RQ_LOG_DEPTH;
-            qp->rq_addr = RQ_RING;
+            qp->rq_addr = qpn == QP_RTR ? RQ_RTR_RING : RQ_RING;
             qp->rq_stride = RQ_STRIDE;
             qp->rq_producer = 1u << RQ_LOG_DEPTH;
         }
@@ -276,7 +286,8 @@ private:
     uint32_t m_mtt_rw = 0, m_mtt_ro = 0, m_mtt_fast = 0;
 };
 
-std::unique_ptr<bench> g_bench;
+// Lives until the process ends (never destroyed: SystemC objects outlive sc_main anyway).
+bench* g_bench = nullptr;
 
 }  // namespace
 
@@ -285,7 +296,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     // Warnings and infos are the models' business; errors and fatals stay fatal (crash).
     sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
-    g_bench = std::make_unique<bench>("fuzz");
+    g_bench = new bench("fuzz");
     sc_core::sc_start(sc_core::SC_ZERO_TIME);  // end of elaboration
     return 0;
 }

@@ -17,7 +17,9 @@ using sc_core::SC_NS;
 using sc_core::SC_PS;
 using sc_core::sc_time;
 
-sc_time ps(double v) { return sc_time(v, SC_PS); }
+sc_time ps(double v) {
+    return sc_time(v, SC_PS);
+}
 
 // Runs `body` as an SC_THREAD from t = 0 until the simulation starves.
 template <typename F>
@@ -29,8 +31,8 @@ void run_thread(F body) {
 TEST(ClockDomain, PeriodIsRoundedToWholePicoseconds) {
     EXPECT_EQ(clock_domain("a", 250).period_ps(), 4000u);
     EXPECT_EQ(clock_domain("b", 156.25).period_ps(), 6400u);
-    EXPECT_EQ(clock_domain("c", 300).period_ps(), 3333u);   // 3333.33 ps rounds down
-    EXPECT_EQ(clock_domain("d", 700).period_ps(), 1429u);   // 1428.57 ps rounds up
+    EXPECT_EQ(clock_domain("c", 300).period_ps(), 3333u);         // 3333.33 ps rounds down
+    EXPECT_EQ(clock_domain("d", 700).period_ps(), 1429u);         // 1428.57 ps rounds up
     EXPECT_EQ(clock_domain("e", 322.265625).period_ps(), 3103u);  // 100G MAC clock
     const clock_domain c("c", 300);
     EXPECT_EQ(c.period(), ps(3333));
@@ -98,8 +100,8 @@ TEST(ClockDomain, WaitUntilLandsOnTheEdgeAtOrAfter) {
         t.push_back(sc_core::sc_time_stamp());
         c.wait_until(sc_core::SC_ZERO_TIME);  // in the past, already on an edge: no wait
         t.push_back(sc_core::sc_time_stamp());
-        sc_core::wait(ps(10));        // 6676, off the grid
-        c.wait_until(ps(100));        // in the past: the next edge from now, 9999
+        sc_core::wait(ps(10));  // 6676, off the grid
+        c.wait_until(ps(100));  // in the past: the next edge from now, 9999
         t.push_back(sc_core::sc_time_stamp());
         c.wait_until(sc_time(1, sc_core::SC_US));  // 1e6 ps -> 301 x 3333 = 1003233
         t.push_back(sc_core::sc_time_stamp());
@@ -113,7 +115,7 @@ TEST(ClockDomain, WaitUntilLandsOnTheEdgeAtOrAfter) {
 }
 
 TEST(ClockDomain, TwoDomainsKeepTheirOwnGrids) {
-    const clock_domain nic("nic", 250);   // 4000 ps
+    const clock_domain nic("nic", 250);      // 4000 ps
     const clock_domain mac("mac", 390.625);  // 2560 ps
     std::vector<sc_time> t_nic;
     std::vector<sc_time> t_mac;

@@ -31,8 +31,12 @@ using sc_core::SC_NS;
 using sc_core::SC_PS;
 using sc_core::sc_time;
 
-sc_time ps(double v) { return sc_time(v, SC_PS); }
-double to_ps(const sc_time& t) { return static_cast<double>(t.value()); }
+sc_time ps(double v) {
+    return sc_time(v, SC_PS);
+}
+double to_ps(const sc_time& t) {
+    return static_cast<double>(t.value());
+}
 
 // Host CPU (unused here, but a real node has one on the link) and the NIC's BAR.
 struct idle_cpu : sc_core::sc_module {

@@ -26,7 +26,9 @@ using sc_core::SC_NS;
 using sc_core::SC_PS;
 using sc_core::sc_time;
 
-sc_time ps(double v) { return sc_time(v, SC_PS); }
+sc_time ps(double v) {
+    return sc_time(v, SC_PS);
+}
 
 // The MAC receive side of a NIC: records each frame and when its last bit arrived.
 struct sink : rnic::fabric::frame_sink_if {
@@ -72,7 +74,9 @@ struct bench {
         link.attach(1, &rx[1]);
     }
     // ps on the wire for a frame of `len` bytes (without FCS).
-    double wire_ps(size_t len) const { return eth_wire_bytes(len) * 8000.0 / link.config().rate_gbps; }
+    double wire_ps(size_t len) const {
+        return eth_wire_bytes(len) * 8000.0 / link.config().rate_gbps;
+    }
     // Last bit of the frame (its FCS) after tx_start: wire time less the inter-frame gap.
     double last_bit_ps(size_t len) const {
         return (eth_wire_bytes(len) - 12) * 8000.0 / link.config().rate_gbps;
@@ -83,8 +87,8 @@ struct bench {
 };
 
 TEST(EthLink, WireBytesIncludeFcsPreambleIfgAndMinimumFrame) {
-    EXPECT_EQ(eth_wire_bytes(0), 84u);     // padded to 64 B with FCS
-    EXPECT_EQ(eth_wire_bytes(60), 84u);    // 60 + 4 FCS = 64: the minimum frame
+    EXPECT_EQ(eth_wire_bytes(0), 84u);   // padded to 64 B with FCS
+    EXPECT_EQ(eth_wire_bytes(60), 84u);  // 60 + 4 FCS = 64: the minimum frame
     EXPECT_EQ(eth_wire_bytes(61), 85u);
     EXPECT_EQ(eth_wire_bytes(1000), 1024u);
     EXPECT_EQ(eth_wire_bytes(1514), 1538u);  // full 1500 B MTU frame: 1538 B slot
@@ -100,7 +104,8 @@ TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
     const auto j = nlohmann::json::parse(R"({"rate_gbps": 25, "propagation_ns": 500,
         "tx_fifo_frames": 8, "faults": {"drop": 0.5, "qp": 291, "opcode": 4,
         "link_down_ns": [[100, 200], [300, 400]], "seed": 7}})");
-    const eth_link_config c = rnic::fabric::parse_eth_link_config(rnic::config::reader(j, "link", pc));
+    const eth_link_config c =
+        rnic::fabric::parse_eth_link_config(rnic::config::reader(j, "link", pc));
     EXPECT_TRUE(pc.errors.empty());
     EXPECT_DOUBLE_EQ(c.rate_gbps, 25.0);
     EXPECT_DOUBLE_EQ(c.propagation_ns, 500.0);
@@ -119,10 +124,12 @@ TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
         "faults": {"drop": 2, "link_down_ns": [[5, 1]], "window_start_ns": 10,
                    "window_end_ns": 5}})");
     rnic::fabric::parse_eth_link_config(rnic::config::reader(jb, "topology.link", bad));
-    const std::vector<std::string> want = {
-        "topology.link.rate_gbps:", "topology.link.tx_fifo_frames:", "topology.link.mtu:",
-        "topology.link.faults.drop:", "topology.link.faults.link_down_ns:",
-        "topology.link.faults.window_end_ns:"};
+    const std::vector<std::string> want = {"topology.link.rate_gbps:",
+                                           "topology.link.tx_fifo_frames:",
+                                           "topology.link.mtu:",
+                                           "topology.link.faults.drop:",
+                                           "topology.link.faults.link_down_ns:",
+                                           "topology.link.faults.window_end_ns:"};
     for (const auto& w : want) {
         bool found = false;
         for (const auto& e : bad.errors) {
@@ -393,8 +400,7 @@ TEST(EthLink, FaultCorruptDuplicateReorderAndJitter) {
     ASSERT_EQ(b.rx[1].frames.size(), 2u);
     EXPECT_EQ(b.rx[1].frames[0].frame.flow_id, 2u);
     EXPECT_EQ(b.rx[1].frames[1].frame.flow_id, 1u);
-    EXPECT_EQ(b.rx[1].frames[1].at,
-              ps(std::round(b.last_bit_ps(200))) + sc_time(50 + 1000, SC_NS));
+    EXPECT_EQ(b.rx[1].frames[1].at, ps(std::round(b.last_bit_ps(200))) + sc_time(50 + 1000, SC_NS));
     EXPECT_EQ(b.link.get_stats(0).reordered, 1u);
     // Jitter: each frame up to 100 ns late, never early.
     ASSERT_EQ(c.rx[1].frames.size(), 20u);

@@ -30,7 +30,8 @@ struct dma_master : sc_core::sc_module {
         : sc_module(n) {}
 
     sc_time access(tlm::tlm_command cmd, uint64_t addr, void* data, unsigned len,
-                   sc_time delay = sc_core::SC_ZERO_TIME, tlm::tlm_response_status* status = nullptr) {
+                   sc_time delay = sc_core::SC_ZERO_TIME,
+                   tlm::tlm_response_status* status = nullptr) {
         tlm::tlm_generic_payload gp;
         gp.set_command(cmd);
         gp.set_address(addr);

@@ -38,14 +38,16 @@ using sc_core::sc_time;
 
 // ---- The reference model, written out independently of tlm/pcie -------------------------
 
-constexpr uint32_t MWR_HDR = 24;   // 2 B framing + 6 B DLL + 16 B header (64-bit address)
+constexpr uint32_t MWR_HDR = 24;  // 2 B framing + 6 B DLL + 16 B header (64-bit address)
 constexpr uint32_t MRD_HDR = 24;
 constexpr uint32_t CPLD_HDR = 20;  // 2 + 6 + 12
 constexpr uint32_t GENS[] = {1, 2, 3, 4, 5};
 constexpr uint32_t WIDTHS[] = {1, 2, 4, 8, 16};
 constexpr uint32_t MPSS[] = {128, 256, 512, 1024, 2048, 4096};
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+    return (a + b - 1) / b;
+}
 
 double raw_gbps(uint32_t gen, uint32_t lanes) {
     const double gts[] = {0, 2.5, 5.0, 8.0, 16.0, 32.0};
@@ -88,8 +90,12 @@ uint32_t spec_limit(uint32_t gen, uint32_t lanes, uint32_t mps) {
     return SPEC_LIMIT[g][w][m];
 }
 
-sc_time ps(double v) { return sc_time(v, SC_PS); }
-double to_ps(const sc_time& t) { return static_cast<double>(t.value()); }  // 1 ps resolution
+sc_time ps(double v) {
+    return sc_time(v, SC_PS);
+}
+double to_ps(const sc_time& t) {
+    return static_cast<double>(t.value());
+}  // 1 ps resolution
 
 // ---- Bench -------------------------------------------------------------------------------
 
@@ -114,7 +120,8 @@ struct master : sc_core::sc_module {
         EXPECT_EQ(gp.get_response_status(), tlm::TLM_OK_RESPONSE);
         return sc_core::sc_time_stamp() - called + delay;
     }
-    sc_time write(uint64_t addr, const void* data, unsigned len, sc_time d = sc_core::SC_ZERO_TIME) {
+    sc_time write(uint64_t addr, const void* data, unsigned len,
+                  sc_time d = sc_core::SC_ZERO_TIME) {
         return access(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, d);
     }
     sc_time read(uint64_t addr, void* data, unsigned len, sc_time d = sc_core::SC_ZERO_TIME) {
@@ -202,8 +209,8 @@ double write_ps(const pcie_bench& b, uint64_t s, uint64_t n) {
 }
 // Expected idle-link read latency: MRd, link, memory, completions, link (completion-bound).
 double read_ps(const pcie_bench& b, uint64_t s, uint64_t cpls) {
-    return (MRD_HDR + static_cast<double>(s + CPLD_HDR * cpls)) * b.bn() * 1000.0 +
-           2 * b.lat_ps() + b.mem_ps();
+    return (MRD_HDR + static_cast<double>(s + CPLD_HDR * cpls)) * b.bn() * 1000.0 + 2 * b.lat_ps() +
+           b.mem_ps();
 }
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
@@ -273,11 +280,11 @@ TEST(PcieConfig, AckAndFcLimitsFollowSpecTables) {
                     std::fabs(c.tlp_bytes_per_ns() - bw_tlp(gen, lanes, want, want)) < 1e-9;
                 if (!limits_ok || !bw_ok) {
                     if (++wrong <= 8) {
-                        ADD_FAILURE() << "gen" << gen << " x" << lanes << " MPS " << mps
-                                      << ": AckLimit " << c.effective_ack_limit() << ", FCUpdate "
-                                      << c.effective_fc_update() << ", spec table " << want
-                                      << "; BW_tlp " << c.tlp_bytes_per_ns() << " B/ns, want "
-                                      << bw_tlp(gen, lanes, want, want);
+                        ADD_FAILURE()
+                            << "gen" << gen << " x" << lanes << " MPS " << mps << ": AckLimit "
+                            << c.effective_ack_limit() << ", FCUpdate " << c.effective_fc_update()
+                            << ", spec table " << want << "; BW_tlp " << c.tlp_bytes_per_ns()
+                            << " B/ns, want " << bw_tlp(gen, lanes, want, want);
                     }
                 }
             }
@@ -328,14 +335,16 @@ TEST(PcieLink, WriteSplitsAtMpsAnd4KiBWithClosedFormDelay) {
         uint64_t tlps;
     };
     const std::vector<expect_row> rows = {
-        {0x10000, 1, 1},     {0x10000, 64, 1},     {0x10000, 256, 1},   {0x10000, 257, 2},
-        {0x10000, 1000, 4},  {0x10000, 4096, 16},  {0x10000, 9000, 36}, {0x10000, 65536, 256},
-        {0x10F9C, 200, 2},   // 100 B before a 4 KiB boundary: split there
-        {0x10080, 256, 1},   // not MPS-aligned, does not cross 4 KiB: one TLP
+        {0x10000, 1, 1},    {0x10000, 64, 1},    {0x10000, 256, 1},   {0x10000, 257, 2},
+        {0x10000, 1000, 4}, {0x10000, 4096, 16}, {0x10000, 9000, 36}, {0x10000, 65536, 256},
+        {0x10F9C, 200, 2},  // 100 B before a 4 KiB boundary: split there
+        {0x10080, 256, 1},  // not MPS-aligned, does not cross 4 KiB: one TLP
     };
     const std::vector<expect_row> rows_ecrc = {
-        {0x20000, 4096, 1}, {0x20800, 4096, 2},  // MPS 4096: only the 4 KiB boundary splits
-        {0x20000, 9000, 3}, {0x20000, 100, 1},
+        {0x20000, 4096, 1},
+        {0x20800, 4096, 2},  // MPS 4096: only the 4 KiB boundary splits
+        {0x20000, 9000, 3},
+        {0x20000, 100, 1},
     };
     std::vector<sc_time> got;
     std::vector<uint64_t> tlps;
@@ -373,7 +382,8 @@ TEST(PcieLink, WriteSplitsAtMpsAnd4KiBWithClosedFormDelay) {
     for (size_t i = 0; i < rows_ecrc.size(); ++i) {
         EXPECT_EQ(tlps_e[i], rows_ecrc[i].tlps) << "size " << rows_ecrc[i].size;
         const double want =
-            static_cast<double>(rows_ecrc[i].size + (MWR_HDR + 4) * rows_ecrc[i].tlps) * e.bn() * 1e3;
+            static_cast<double>(rows_ecrc[i].size + (MWR_HDR + 4) * rows_ecrc[i].tlps) * e.bn() *
+            1e3;
         EXPECT_NEAR(to_ps(got_e[i]), want, 1.0) << "ecrc size " << rows_ecrc[i].size;
     }
 }
@@ -395,8 +405,8 @@ TEST(PcieLink, WriteBandwidthEveryGenWidthMps) {
                 c.gen = gen;
                 c.lanes = lanes;
                 c.mps = mps;
-                benches.push_back(std::make_unique<pcie_bench>(
-                    sc_core::sc_gen_unique_name("b"), c));
+                benches.push_back(
+                    std::make_unique<pcie_bench>(sc_core::sc_gen_unique_name("b"), c));
                 pcie_bench* b = benches.back().get();
                 sc_core::sc_spawn(
                     [b, &sizes, &results] {
@@ -405,11 +415,11 @@ TEST(PcieLink, WriteBandwidthEveryGenWidthMps) {
                         for (uint32_t s : sizes) {
                             sc_time t = sc_core::SC_ZERO_TIME;  // local time of the next write
                             for (int i = 0; i < N; ++i) {
-                                t = b->dev.write(static_cast<uint64_t>(i % 4) * 16384, data.data(), s, t);
+                                t = b->dev.write(static_cast<uint64_t>(i % 4) * 16384, data.data(),
+                                                 s, t);
                             }
                             const double got = static_cast<double>(N) * s / (to_ps(t) / 1000.0);
-                            const double want =
-                                bw_tlp(c) * s / (s + MWR_HDR * ceil_div(s, c.mps));
+                            const double want = bw_tlp(c) * s / (s + MWR_HDR * ceil_div(s, c.mps));
                             results.push_back({c.gen, c.lanes, c.mps, s, got, want});
                             sc_core::wait(t + sc_time(1, sc_core::SC_US));  // drain
                         }
@@ -422,8 +432,8 @@ TEST(PcieLink, WriteBandwidthEveryGenWidthMps) {
     ASSERT_EQ(results.size(), benches.size() * sizes.size());
     for (const auto& r : results) {
         EXPECT_NEAR(r.got / r.want, 1.0, 0.02)
-            << "gen" << r.gen << " x" << r.lanes << " MPS " << r.mps << " S " << r.size
-            << ": " << r.got << " B/ns, want " << r.want;
+            << "gen" << r.gen << " x" << r.lanes << " MPS " << r.mps << " S " << r.size << ": "
+            << r.got << " B/ns, want " << r.want;
     }
     // The data all arrived: every bench's memory saw N writes per size.
     for (const auto& b : benches) {
@@ -616,39 +626,42 @@ TEST(PcieLink, ReadBandwidthEveryGenWidthMps) {
     for (uint32_t gen : GENS) {
         for (uint32_t lanes : WIDTHS) {
             for (uint32_t mps : MPSS) {
-              for (uint32_t mrrs : {512u, 4096u}) {
-                pcie_config c;
-                c.gen = gen;
-                c.lanes = lanes;
-                c.mps = mps;
-                c.mrrs = mrrs;
-                c.max_read_tags = 512;
-                benches.push_back(
-                    std::make_unique<pcie_bench>(sc_core::sc_gen_unique_name("b"), c));
-                pcie_bench* b = benches.back().get();
-                sc_core::sc_spawn(
-                    [b, &sizes, &results] {
-                        const auto& c = b->link.config();
-                        std::vector<uint8_t> buf(4096);
-                        for (uint32_t s : sizes) {
-                            // All requests queued at once; steady state measured over the
-                            // second half of the arrivals (no start-up latency in it).
-                            std::vector<sc_time> arrival(N);
-                            for (int i = 0; i < N; ++i) {
-                                arrival[i] = b->dev.read(static_cast<uint64_t>(i) * 4096, buf.data(), s);
+                for (uint32_t mrrs : {512u, 4096u}) {
+                    pcie_config c;
+                    c.gen = gen;
+                    c.lanes = lanes;
+                    c.mps = mps;
+                    c.mrrs = mrrs;
+                    c.max_read_tags = 512;
+                    benches.push_back(
+                        std::make_unique<pcie_bench>(sc_core::sc_gen_unique_name("b"), c));
+                    pcie_bench* b = benches.back().get();
+                    sc_core::sc_spawn(
+                        [b, &sizes, &results] {
+                            const auto& c = b->link.config();
+                            std::vector<uint8_t> buf(4096);
+                            for (uint32_t s : sizes) {
+                                // All requests queued at once; steady state measured over the
+                                // second half of the arrivals (no start-up latency in it).
+                                std::vector<sc_time> arrival(N);
+                                for (int i = 0; i < N; ++i) {
+                                    arrival[i] =
+                                        b->dev.read(static_cast<uint64_t>(i) * 4096, buf.data(), s);
+                                }
+                                const double span_ns =
+                                    to_ps(arrival[N - 1] - arrival[N / 2]) / 1000.0;
+                                const double got = static_cast<double>(N - 1 - N / 2) * s / span_ns;
+                                // A completion never spans two requests: with MRRS < MPS the
+                                // completions are MRRS-sized (MRRS >= MPS: the reference formula).
+                                const uint32_t unit = std::min(c.mps, c.mrrs);
+                                const double want =
+                                    bw_tlp(c) * s / (s + CPLD_HDR * ceil_div(s, unit));
+                                results.push_back({c.gen, c.lanes, c.mps, c.mrrs, s, got, want});
+                                sc_core::wait(arrival[N - 1] + sc_time(1, sc_core::SC_US));
                             }
-                            const double span_ns = to_ps(arrival[N - 1] - arrival[N / 2]) / 1000.0;
-                            const double got = static_cast<double>(N - 1 - N / 2) * s / span_ns;
-                            // A completion never spans two requests: with MRRS < MPS the
-                            // completions are MRRS-sized (MRRS >= MPS: the reference formula).
-                            const uint32_t unit = std::min(c.mps, c.mrrs);
-                            const double want = bw_tlp(c) * s / (s + CPLD_HDR * ceil_div(s, unit));
-                            results.push_back({c.gen, c.lanes, c.mps, c.mrrs, s, got, want});
-                            sc_core::wait(arrival[N - 1] + sc_time(1, sc_core::SC_US));
-                        }
-                    },
-                    sc_core::sc_gen_unique_name("stream"));
-              }
+                        },
+                        sc_core::sc_gen_unique_name("stream"));
+                }
             }
         }
     }
@@ -656,8 +669,8 @@ TEST(PcieLink, ReadBandwidthEveryGenWidthMps) {
     ASSERT_EQ(results.size(), benches.size() * sizes.size());
     for (const auto& r : results) {
         EXPECT_NEAR(r.got / r.want, 1.0, 0.02)
-            << "gen" << r.gen << " x" << r.lanes << " MPS " << r.mps << " MRRS " << r.mrrs
-            << " S " << r.size << ": " << r.got << " B/ns, want " << r.want;
+            << "gen" << r.gen << " x" << r.lanes << " MPS " << r.mps << " MRRS " << r.mrrs << " S "
+            << r.size << ": " << r.got << " B/ns, want " << r.want;
     }
 }
 
@@ -671,9 +684,9 @@ TEST(PcieLink, MmioReachesTheBarAfterSerializationAndLatency) {
     sc_core::sc_spawn(
         [&] {
             const uint64_t db = 0x0000'0005'0000'0003ull;
-            b.cpu.write(0x100, &db, 8);           // posted doorbell at t = 0
+            b.cpu.write(0x100, &db, 8);  // posted doorbell at t = 0
             const uint32_t cmd = 7;
-            b.cpu.write(0x10, &cmd, 4);           // right behind it
+            b.cpu.write(0x10, &cmd, 4);  // right behind it
             sc_core::wait(sc_time(10, sc_core::SC_US));
             rd_delay = b.cpu.read(0x30, rd.data(), 8);  // non-posted: CPU stalls
         },
@@ -713,8 +726,8 @@ TEST(PcieLink, MmioReadDoesNotPassPostedWrite) {
     sc_core::sc_spawn(
         [&] {
             const uint64_t v = 0x0000'0001'2345'6000ull;
-            b.cpu.write(0x0, &v, 8);                  // posted, at t = 0
-            rd_delay = b.cpu.read(0x0, &back, 8);     // read-back, issued right after
+            b.cpu.write(0x0, &v, 8);               // posted, at t = 0
+            rd_delay = b.cpu.read(0x0, &back, 8);  // read-back, issued right after
         },
         "cpu_thread");
     sc_core::sc_start();
@@ -795,14 +808,14 @@ TEST(PcieLink, StatsCounters) {
     sc_core::sc_spawn(
         [&] {
             std::vector<uint8_t> buf(1024, 1);
-            sc_time t = b.dev.write(0x1000, buf.data(), 300);   // 2 MWr
-            t = b.dev.write(0x2000, buf.data(), 64, t);          // 1 MWr
-            t = b.dev.read(0x3000, buf.data(), 1024, t);          // 2 MRd, 4 CplD
+            sc_time t = b.dev.write(0x1000, buf.data(), 300);  // 2 MWr
+            t = b.dev.write(0x2000, buf.data(), 64, t);        // 1 MWr
+            t = b.dev.read(0x3000, buf.data(), 1024, t);       // 2 MRd, 4 CplD
             const uint32_t msi = 1;
-            b.dev.write(pcie_link::MSI_BASE, &msi, 4, t);       // 1 MWr
-            b.cpu.write(0x100, buf.data(), 8);                   // 1 MWr down
+            b.dev.write(pcie_link::MSI_BASE, &msi, 4, t);  // 1 MWr
+            b.cpu.write(0x100, buf.data(), 8);             // 1 MWr down
             sc_core::wait(sc_time(1, sc_core::SC_US));
-            b.cpu.read(0x30, buf.data(), 8);                     // 1 MRd down, 1 CplD up
+            b.cpu.read(0x30, buf.data(), 8);  // 1 MRd down, 1 CplD up
         },
         "traffic");
     sc_core::sc_start();

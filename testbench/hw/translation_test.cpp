@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -27,11 +27,11 @@ using rnic::hw::dma_segment;
 using rnic::hw::mpt_entry;
 using rnic::hw::translation;
 using rnic::hw::translation_config;
-using rnic::hw::xlate_status;
 using rnic::hw::XLATE_LOCAL_READ;
 using rnic::hw::XLATE_LOCAL_WRITE;
 using rnic::hw::XLATE_REMOTE_READ;
 using rnic::hw::XLATE_REMOTE_WRITE;
+using rnic::hw::xlate_status;
 using sc_core::SC_NS;
 using sc_core::sc_time;
 
@@ -40,7 +40,9 @@ constexpr uint64_t U64_MAX = std::numeric_limits<uint64_t>::max();
 constexpr uint32_t ALL_RIGHTS =
     hsi::ACCESS_LOCAL_WRITE | hsi::ACCESS_REMOTE_READ | hsi::ACCESS_REMOTE_WRITE;
 
-uint32_t make_key(uint32_t index, uint8_t variant) { return index << 8 | variant; }
+uint32_t make_key(uint32_t index, uint8_t variant) {
+    return index << 8 | variant;
+}
 
 struct bench {
     rnic::hw::sim_context ctx;
@@ -212,8 +214,8 @@ TEST(Translation, AccessRights) {
     run_thread([&] {
         for (uint32_t i = 0; i < 5; ++i) {
             for (uint32_t j = 0; j < 5; ++j) {
-                got[i][j] = b.translate(make_key(1 + i, 0), 1, 0x10000 * (i + 1), 8,
-                                        reqs[j].access, reqs[j].remote)
+                got[i][j] = b.translate(make_key(1 + i, 0), 1, 0x10000 * (i + 1), 8, reqs[j].access,
+                                        reqs[j].remote)
                                 .status;
             }
         }
@@ -246,19 +248,19 @@ TEST(Translation, BoundsAreOverflowSafe) {
     const uint32_t k = make_key(1, 0);
     const uint32_t top = make_key(2, 0);
     const std::vector<req> reqs = {
-        {k, 0x10000, 0x3000, xlate_status::OK},               // the whole region
-        {k, 0x12FFF, 1, xlate_status::OK},                    // last byte
-        {k, 0x13000, 0, xlate_status::OK},                    // empty, at the end
-        {k, 0xFFFF, 1, xlate_status::BOUNDS},                 // starts below
+        {k, 0x10000, 0x3000, xlate_status::OK},  // the whole region
+        {k, 0x12FFF, 1, xlate_status::OK},       // last byte
+        {k, 0x13000, 0, xlate_status::OK},       // empty, at the end
+        {k, 0xFFFF, 1, xlate_status::BOUNDS},    // starts below
         {k, 0xFFFF, 0x3001, xlate_status::BOUNDS},
-        {k, 0x12FFF, 2, xlate_status::BOUNDS},                // ends past the end
+        {k, 0x12FFF, 2, xlate_status::BOUNDS},  // ends past the end
         {k, 0x13000, 1, xlate_status::BOUNDS},
         {k, 0x10000, 0x3001, xlate_status::BOUNDS},
-        {k, 0x10000, U64_MAX, xlate_status::BOUNDS},          // va + len wraps
+        {k, 0x10000, U64_MAX, xlate_status::BOUNDS},            // va + len wraps
         {k, 0x11000, U64_MAX - 0x10FFF, xlate_status::BOUNDS},  // va + len == 0 (mod 2^64)
         {k, U64_MAX, 2, xlate_status::BOUNDS},
         {k, U64_MAX - 0x100, 0x200, xlate_status::BOUNDS},
-        {top, U64_MAX - 0xFFF, 0x1000, xlate_status::OK},     // region ends at 2^64
+        {top, U64_MAX - 0xFFF, 0x1000, xlate_status::OK},  // region ends at 2^64
         {top, U64_MAX, 1, xlate_status::OK},
         {top, U64_MAX, 2, xlate_status::BOUNDS},
         {top, U64_MAX - 0xFFF, U64_MAX, xlate_status::BOUNDS},
@@ -296,7 +298,8 @@ TEST(Translation, MultiPageScatteredAndContiguous) {
         r.push_back(b.translate(make_key(1, 0), 1, va, 0x3000, XLATE_LOCAL_READ, false));
         r.push_back(b.translate(make_key(1, 0), 1, va + 0x1F00, 0x10, XLATE_LOCAL_READ, false));
         r.push_back(b.translate(make_key(1, 0), 1, va + 0xEFF, 2, XLATE_LOCAL_READ, false));
-        r.push_back(b.translate(make_key(2, 0), 1, 0x40010, 4 * PAGE - 0x10, XLATE_LOCAL_READ, false));
+        r.push_back(
+            b.translate(make_key(2, 0), 1, 0x40010, 4 * PAGE - 0x10, XLATE_LOCAL_READ, false));
     });
     ASSERT_EQ(r.size(), 4u);
     for (const auto& x : r) {
@@ -304,9 +307,9 @@ TEST(Translation, MultiPageScatteredAndContiguous) {
     }
     // Pages 1 and 2 are adjacent in bus space: merged.
     expect_segs(r[0].segs, {{0xA000'0100, 0xF00}, {0xB000'0000, 0x2000}, {0xC000'0000, 0x100}});
-    expect_segs(r[1].segs, {{0xB000'1000, 0x10}});           // inside page 2
+    expect_segs(r[1].segs, {{0xB000'1000, 0x10}});                 // inside page 2
     expect_segs(r[2].segs, {{0xA000'0FFF, 1}, {0xB000'0000, 1}});  // straddles pages 0/1
-    expect_segs(r[3].segs, {{0xD000'0010, 4 * PAGE - 0x10}});  // all contiguous: one segment
+    expect_segs(r[3].segs, {{0xD000'0010, 4 * PAGE - 0x10}});      // all contiguous: one segment
     EXPECT_EQ(b.xl.get_stats().pages, 4u + 1u + 2u + 4u);
 }
 
@@ -320,14 +323,17 @@ TEST(Translation, MemoryWindowTranslatesThroughItsMr) {
     std::vector<bench::result> r;
     run_thread([&] {
         const uint32_t mw = make_key(5, 0x22);
-        r.push_back(b.translate(mw, 3, 0x11800, 0x1000, XLATE_REMOTE_READ, true));   // 0
-        r.push_back(b.translate(mw, 3, 0x11000, 0x10, XLATE_REMOTE_READ, true));     // 1: in MR, not MW
-        r.push_back(b.translate(mw, 3, 0x12000, 0x1000, XLATE_REMOTE_READ, true));   // 2: past MW end
-        r.push_back(b.translate(mw, 3, 0x11800, 0x10, XLATE_REMOTE_WRITE, true));    // 3: MW right
-        r.push_back(b.translate(mw, 4, 0x11800, 0x10, XLATE_REMOTE_READ, true));     // 4: PD
-        r.push_back(b.translate(make_key(5, 0x23), 3, 0x11800, 0x10, XLATE_REMOTE_READ, true));  // 5
+        r.push_back(b.translate(mw, 3, 0x11800, 0x1000, XLATE_REMOTE_READ, true));  // 0
+        r.push_back(
+            b.translate(mw, 3, 0x11000, 0x10, XLATE_REMOTE_READ, true));  // 1: in MR, not MW
+        r.push_back(
+            b.translate(mw, 3, 0x12000, 0x1000, XLATE_REMOTE_READ, true));         // 2: past MW end
+        r.push_back(b.translate(mw, 3, 0x11800, 0x10, XLATE_REMOTE_WRITE, true));  // 3: MW right
+        r.push_back(b.translate(mw, 4, 0x11800, 0x10, XLATE_REMOTE_READ, true));   // 4: PD
+        r.push_back(
+            b.translate(make_key(5, 0x23), 3, 0x11800, 0x10, XLATE_REMOTE_READ, true));  // 5
         mr.valid = false;  // the parent MR was invalidated
-        r.push_back(b.translate(mw, 3, 0x11800, 0x10, XLATE_REMOTE_READ, true));     // 6
+        r.push_back(b.translate(mw, 3, 0x11800, 0x10, XLATE_REMOTE_READ, true));  // 6
     });
     ASSERT_EQ(r.size(), 7u);
     EXPECT_EQ(r[0].status, xlate_status::OK);
@@ -357,8 +363,8 @@ TEST(Translation, LookupTiming) {
         r.push_back(b.translate(k, 1, 0x10000, 8 * PAGE, XLATE_LOCAL_READ, false));  // 8 pages
         r.push_back(b.translate(k, 9, 0x10000, 64, XLATE_LOCAL_READ, false));        // PD fault
         r.push_back(b.translate(hsi::PRIVILEGED_KEY, 0, 0x5000, 64, XLATE_LOCAL_READ, false));
-        r.push_back(b.translate(k, 1, 0x10000, 0, XLATE_LOCAL_READ, false));         // 0 pages
-        sc_core::wait(sc_time(1, SC_NS));  // off the grid
+        r.push_back(b.translate(k, 1, 0x10000, 0, XLATE_LOCAL_READ, false));  // 0 pages
+        sc_core::wait(sc_time(1, SC_NS));                                     // off the grid
         r.push_back(b.translate(k, 1, 0x10000, 64, XLATE_LOCAL_READ, false));
     });
     ASSERT_EQ(r.size(), 7u);
@@ -383,9 +389,9 @@ TEST(Translation, PipelineAcceptsOneRequestPerCycle) {
         sc_core::sc_spawn(
             [&b, &end, i] {
                 std::vector<dma_segment> segs;
-                EXPECT_EQ(b.xl.translate(make_key(1, 0), 1, 0x10000, 64, XLATE_LOCAL_READ, false,
-                                         segs),
-                          xlate_status::OK);
+                EXPECT_EQ(
+                    b.xl.translate(make_key(1, 0), 1, 0x10000, 64, XLATE_LOCAL_READ, false, segs),
+                    xlate_status::OK);
                 end[i] = sc_core::sc_time_stamp();
             },
             sc_core::sc_gen_unique_name("req"));
@@ -397,9 +403,9 @@ TEST(Translation, PipelineAcceptsOneRequestPerCycle) {
         [&] {
             sc_core::wait(b.clk.cycles(2));
             std::vector<dma_segment> segs;
-            EXPECT_EQ(b.xl.translate(make_key(1, 0), 1, 0x10000, 3 * PAGE, XLATE_LOCAL_READ,
-                                     false, segs),
-                      xlate_status::OK);
+            EXPECT_EQ(
+                b.xl.translate(make_key(1, 0), 1, 0x10000, 3 * PAGE, XLATE_LOCAL_READ, false, segs),
+                xlate_status::OK);
             late_end = sc_core::sc_time_stamp();
         },
         "late");

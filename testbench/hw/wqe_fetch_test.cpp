@@ -198,8 +198,8 @@ TEST(WqeFetch, ParsesSgesInlineDataAndSegments) {
     node n("n", cfg);
     auto& qp = n.add_qp(2, 0x300000, 4, 256);  // 4 basic blocks per slot
     // 0: SEND with 3 SGEs (64 + 48 B -> 2 BB).
-    std::vector<hsi::wqe_sge> sg3 = {{0x7000'0000, 100, 0x0301}, {0x7000'1000, 200, 0x0302},
-                                     {0x7000'2000, 300, 0x0303}};
+    std::vector<hsi::wqe_sge> sg3 = {
+        {0x7000'0000, 100, 0x0301}, {0x7000'1000, 200, 0x0302}, {0x7000'2000, 300, 0x0303}};
     auto c0 = ctrl(hsi::WQE_SEND, 0, 2, 3, hsi::WQE_FLAG_SIGNALED);
     c0.total_length = 600;
     n.post(qp, 0, c0, sg3.data(), sg3.size() * sizeof(hsi::wqe_sge));
@@ -297,17 +297,17 @@ TEST(WqeFetch, MalformedWqesAreFlagged) {
     auto& qp = n.add_qp(4, 0x400000, 4, 128);  // 2 basic blocks per slot
     std::vector<hsi::wqe_sge> sg(5, hsi::wqe_sge{0x1000, 8, 0x0100});
     std::vector<uint8_t> bytes(64, 0x55);
-    n.post(qp, 0, ctrl(hsi::WQE_SEND, 0, 0));                       // size 0
-    n.post(qp, 1, ctrl(42, 1, 1));                                   // unknown opcode
-    n.post(qp, 2, ctrl(hsi::WQE_SEND, 2, 3));                        // 3 BB > 128 B slot
-    n.post(qp, 3, ctrl(hsi::WQE_SEND, 3, 2, 5), sg.data(), 64);     // 5 SGEs in a 64 B body
+    n.post(qp, 0, ctrl(hsi::WQE_SEND, 0, 0));                    // size 0
+    n.post(qp, 1, ctrl(42, 1, 1));                               // unknown opcode
+    n.post(qp, 2, ctrl(hsi::WQE_SEND, 2, 3));                    // 3 BB > 128 B slot
+    n.post(qp, 3, ctrl(hsi::WQE_SEND, 3, 2, 5), sg.data(), 64);  // 5 SGEs in a 64 B body
     auto c4 = ctrl(hsi::WQE_SEND, 4, 2, 0, hsi::WQE_FLAG_INLINE);
-    c4.total_length = 65;                                            // inline past the WQE
+    c4.total_length = 65;  // inline past the WQE
     n.post(qp, 4, c4, bytes.data(), 64);
-    n.post(qp, 5, ctrl(hsi::WQE_FAST_REG, 5, 1));                    // no room for the segment
-    n.post(qp, 6, ctrl(hsi::WQE_SEND, 6, 2, 4), sg.data(), 64);     // 4 SGEs: fits
+    n.post(qp, 5, ctrl(hsi::WQE_FAST_REG, 5, 1));                // no room for the segment
+    n.post(qp, 6, ctrl(hsi::WQE_SEND, 6, 2, 4), sg.data(), 64);  // 4 SGEs: fits
     auto c7 = ctrl(hsi::WQE_SEND, 7, 2, 0, hsi::WQE_FLAG_INLINE);
-    c7.total_length = 64;                                            // inline fills the body
+    c7.total_length = 64;  // inline fills the body
     n.post(qp, 7, c7, bytes.data(), 64);
     sc_core::sc_spawn([&] { n.host.sq_doorbell(4, 8); }, "driver");
     sc_core::sc_start();

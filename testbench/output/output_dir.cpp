@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 namespace rnic::output {
 
@@ -55,6 +56,10 @@ output_dir::output_dir(std::string dir)
         throw output_dir_error(templ + ": cannot create staging folder");
     }
     m_staging = templ;
+    // mkdtemp makes the folder private (0700); the outputs get the usual umask permissions.
+    const mode_t mask = umask(0);
+    umask(mask);
+    fs::permissions(m_staging, static_cast<fs::perms>(0777 & ~mask), ec);
 }
 
 output_dir::~output_dir() {

@@ -3,7 +3,7 @@
 // the send path (model, rtl or lockstep) into a 100 Gb/s Ethernet link. Prints simulated
 // packets per wall-clock second and the wire result (frames, last arrival) so that runs of
 // the two implementations can be compared.
-//   send_path_bench [model|rtl|lockstep] [packets] [fst path]
+//   send_path_bench [model|rtl|lockstep] [packets] [fst path or -] [link Gb/s]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -46,12 +46,12 @@ struct counting_sink : fabric::frame_sink_if {
 int sc_main(int argc, char** argv) {
     const std::string impl = argc > 1 ? argv[1] : "model";
     const uint64_t packets = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 100000;
-    const std::string fst = argc > 3 ? argv[3] : "";
+    const std::string fst = argc > 3 && std::string(argv[3]) != "-" ? argv[3] : "";
 
     hw::sim_context ctx;
     hw::clock_domain clk("nic", 500.0);
     fabric::eth_link_config lc;
-    lc.rate_gbps = 100.0;
+    lc.rate_gbps = argc > 4 ? std::atof(argv[4]) : 100.0;
     fabric::eth_link link("link", lc, ctx);
     counting_sink sink;
     link.attach(1, &sink);

@@ -32,6 +32,7 @@ struct testbench {
         if (!vcd_base.empty()) {
             // Before elaboration, so every block's constructor can trace into it.
             ctx.vcd = sc_core::sc_create_vcd_trace_file(vcd_base.c_str());
+            ctx.vcd->set_time_unit(1, sc_core::SC_PS);  // the kernel's resolution
         }
         link = std::make_unique<fabric::eth_link>("link", cfg.topology.link, ctx);
         for (size_t i = 0; i < NODES; ++i) {

@@ -550,7 +550,8 @@ void workload::wait_for_completions(side& s) {
         // that landed after the empty poll is not lost (ndkpi.md 7).
         s.cq_notified = false;
         s.cq->Dispatch->NdkArmCq(s.cq, NDK_CQ_NOTIFY_ANY);
-        while (!s.cq_notified) {
+        // Node 1 also wakes when the peer has gone (nothing more will arrive).
+        while (!s.cq_notified && !(s.index == 1 && s.disconnects >= m_w.qps)) {
             sc_core::wait(s.wake);
         }
     } else {

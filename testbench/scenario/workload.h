@@ -159,8 +159,8 @@ private:
     std::vector<uint64_t> m_done;               // messages completed (in order)
     std::vector<uint64_t> m_limit;              // messages that will be posted (< per_qp on error)
     uint64_t m_limit_total = 0;                 // sum of m_limit
-    std::vector<uint64_t> m_write_checked;      // WRITE: target slots already verified
-    std::vector<uint64_t> m_read_checked;       // READ: sink slots already verified
+    std::vector<uint64_t> m_write_checked;      // WRITE: messages verified in their target slot
+    std::vector<uint64_t> m_read_checked;       // READ: messages verified in their sink slot
     std::vector<sc_core::sc_time> m_post_time;  // [q * queue_depth + i % queue_depth]
     uint64_t m_completed = 0;                   // sum of m_done
     // Target progress (SEND), per QP.

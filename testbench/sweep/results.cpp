@@ -63,9 +63,12 @@ bool is_results_column(const std::string& name) {
 
 const char* to_string(point_state s) {
     switch (s) {
-        case point_state::OK: return "ok";
-        case point_state::FAILED: return "failed";
-        case point_state::MISSING: return "missing";
+        case point_state::OK:
+            return "ok";
+        case point_state::FAILED:
+            return "failed";
+        case point_state::MISSING:
+            return "missing";
     }
     return "?";
 }
@@ -117,8 +120,7 @@ std::string csv_field(const std::string& s) {
     return q + "\"";
 }
 
-std::string make_results_csv(const std::string& out_dir, const plan& p,
-                             results_summary* summary) {
+std::string make_results_csv(const std::string& out_dir, const plan& p, results_summary* summary) {
     std::ostringstream csv;
     csv << "point";
     for (const auto& c : p.columns) {
@@ -148,9 +150,15 @@ std::string make_results_csv(const std::string& out_dir, const plan& p,
         }
         csv << "," << csv_field(rec.state == point_state::OK ? "" : rec.error) << "\n";
         switch (rec.state) {
-            case point_state::OK: ++counts.ok; break;
-            case point_state::FAILED: ++counts.failed; break;
-            case point_state::MISSING: ++counts.missing; break;
+            case point_state::OK:
+                ++counts.ok;
+                break;
+            case point_state::FAILED:
+                ++counts.failed;
+                break;
+            case point_state::MISSING:
+                ++counts.missing;
+                break;
         }
     }
     if (summary != nullptr) {
@@ -172,8 +180,7 @@ void write_file_atomic(const std::string& file, const std::string& text) {
     std::error_code ec;
     fs::rename(tmp, file, ec);
     if (ec) {
-        throw std::runtime_error(file + ": cannot rename " + tmp + " into place: " +
-                                 ec.message());
+        throw std::runtime_error(file + ": cannot rename " + tmp + " into place: " + ec.message());
     }
 }
 

@@ -2,12 +2,6 @@
 // Point processes: spawn, wait, file each point's folder atomically; the local N-at-a-time loop.
 #include "testbench/sweep/runner.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/file.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -18,6 +12,12 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -32,7 +32,9 @@ constexpr const char* RUN_SUBDIR = "run";  // where `rnicsim run --out` writes i
 constexpr size_t TAIL_LINES = 3;
 constexpr size_t TAIL_CHARS = 400;
 
-std::ostream& log_of(const run_options& o) { return o.log != nullptr ? *o.log : std::cerr; }
+std::ostream& log_of(const run_options& o) {
+    return o.log != nullptr ? *o.log : std::cerr;
+}
 
 std::string read_text(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
@@ -49,7 +51,7 @@ std::string describe_values(const plan& p, const point& pt) {
     return s;
 }
 
-std::string fixed(double v, int decimals) {
+std::string format_fixed(double v, int decimals) {
     std::ostringstream ss;
     ss.setf(std::ios::fixed);
     ss.precision(decimals);
@@ -370,8 +372,7 @@ int run_local(const plan& p, const run_options& o) {
     if (reused > 0) {
         log << ", " << reused << " already finished";
     }
-    log << "; running " << todo.size() << ", " << jobs << " at a time, in " << o.out_dir
-        << "\n";
+    log << "; running " << todo.size() << ", " << jobs << " at a time, in " << o.out_dir << "\n";
 
     size_t next = 0;
     size_t finished = 0;
@@ -385,7 +386,7 @@ int run_local(const plan& p, const run_options& o) {
             const point& pt = p.points[r.index];
             log << "sweep: [" << finished << "/" << todo.size() << "] " << pt.id << " "
                 << describe_values(p, pt) << ": " << (out.ok ? "ok" : "FAILED") << " ("
-                << fixed(out.wall_s, 1) << " s)";
+                << format_fixed(out.wall_s, 1) << " s)";
             if (!out.ok) {
                 ++failed;
                 log << ": " << out.error;

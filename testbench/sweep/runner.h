@@ -26,18 +26,18 @@ inline constexpr const char* SELF_EXE = "/proc/self/exe";
 
 struct run_options {
     std::string out_dir;
-    unsigned jobs = 1;                   // points run at once
-    std::string binary = SELF_EXE;       // `<binary> run SCENARIO --out DIR --set ...`
-    std::ostream* log = nullptr;         // progress and failures (default std::cerr)
+    unsigned jobs = 1;              // points run at once
+    std::string binary = SELF_EXE;  // `<binary> run SCENARIO --out DIR --set ...`
+    std::ostream* log = nullptr;    // progress and failures (default std::cerr)
 };
 
 // How one point's process ended.
 struct point_outcome {
     bool ok = false;
-    int exit_code = -1;   // -1 when killed by a signal
+    int exit_code = -1;  // -1 when killed by a signal
     int signal = 0;
     double wall_s = 0;
-    std::string error;    // the tail of its stderr, or how it ended
+    std::string error;  // the tail of its stderr, or how it ended
 };
 
 // Thrown when the output folder cannot be used (exit 2).

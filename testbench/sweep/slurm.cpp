@@ -2,12 +2,6 @@
 // sbatch job-array script, submission and the dependent collect job.
 #include "testbench/sweep/slurm.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -18,6 +12,12 @@
 
 #include "testbench/sweep/results.h"
 #include "testbench/sweep/runner.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 extern char** environ;
 
@@ -221,8 +221,11 @@ int run_slurm(const plan& p, const slurm_options& o) {
     }
 
     std::vector<std::string> collect = {
-        "sbatch", "--parsable", "--job-name=" + o.job_name + "-collect",
-        "--dependency=afterany:" + job, "--ntasks=1",
+        "sbatch",
+        "--parsable",
+        "--job-name=" + o.job_name + "-collect",
+        "--dependency=afterany:" + job,
+        "--ntasks=1",
         "--output=" + (fs::path(dir) / SLURM_LOG_DIR / "collect_%j.out").string()};
     collect.insert(collect.end(), o.sbatch_args.begin(), o.sbatch_args.end());
     collect.push_back("--wrap=exec " + shell_quote(o.binary) + " sweep collect " +

@@ -18,13 +18,13 @@ inline constexpr const char* SBATCH_FILE = "sweep.sbatch";
 inline constexpr const char* SLURM_LOG_DIR = "slurm";  // DIR/slurm/<job>_<task>.out
 
 struct slurm_options {
-    std::string out_dir;                   // made absolute for the script
-    std::string binary;                    // absolute path of rnicsim on the nodes
-    unsigned max_parallel = 0;             // the array's %N (tasks at once), 0: Slurm decides
+    std::string out_dir;        // made absolute for the script
+    std::string binary;         // absolute path of rnicsim on the nodes
+    unsigned max_parallel = 0;  // the array's %N (tasks at once), 0: Slurm decides
     std::string job_name = "rnicsim-sweep";
     std::vector<std::string> sbatch_args;  // more sbatch options, e.g. --partition=sim
-    bool wait = false;     // sbatch --wait, then collect here (results.csv when it returns)
-    bool dry_run = false;  // write sweep.sbatch and print it; submit nothing
+    bool wait = false;            // sbatch --wait, then collect here (results.csv when it returns)
+    bool dry_run = false;         // write sweep.sbatch and print it; submit nothing
     std::ostream* out = nullptr;  // the script on --dry-run, job ids (default std::cout)
     std::ostream* log = nullptr;  // progress and errors (default std::cerr)
 };

@@ -33,7 +33,7 @@ bool is_config_path(const std::string& p) {
 
 bool is_output_dir_path(const std::string& p) {
     return p == OUTPUT_DIR_PATH || p.rfind(std::string(OUTPUT_DIR_PATH) + ".", 0) == 0 ||
-           p == "outputs" ;
+           p == "outputs";
 }
 
 // range: {"from", "to", "step"} (arithmetic) or {"from", "to", "factor"} (geometric). Integer
@@ -46,8 +46,8 @@ std::vector<nlohmann::json> parse_range(config::reader r) {
     const nlohmann::json* factor = r.raw("factor");
     r.finish();
     bool ok = true;
-    for (const auto& [key, v] : {std::pair<const char*, const nlohmann::json*>{"from", from},
-                                 {"to", to}}) {
+    for (const auto& [key, v] :
+         {std::pair<const char*, const nlohmann::json*>{"from", from}, {"to", to}}) {
         if (v == nullptr) {
             r.error(key, "missing");
             ok = false;
@@ -135,8 +135,10 @@ parameter parse_parameter(const nlohmann::json& j, const std::string& origin,
         } else {
             p.paths.push_back(path->get<std::string>());
         }
-    } else if (!paths->is_array() || paths->empty()) {
-        r.error("paths", config::describe(*paths) + " is not a non-empty array of config paths");
+    } else if (!paths->is_array()) {
+        r.error("paths", config::describe(*paths) + " is not an array of config paths");
+    } else if (paths->empty()) {
+        r.error("paths", "empty (give at least one config path)");
     } else {
         for (size_t i = 0; i < paths->size(); ++i) {
             const nlohmann::json& e = (*paths)[i];
@@ -163,8 +165,10 @@ parameter parse_parameter(const nlohmann::json& j, const std::string& origin,
                                   : "missing (a list of values, or a range)");
         r.raw("range");
     } else if (values != nullptr) {
-        if (!values->is_array() || values->empty()) {
-            r.error("values", config::describe(*values) + " is not a non-empty array");
+        if (!values->is_array()) {
+            r.error("values", config::describe(*values) + " is not an array");
+        } else if (values->empty()) {
+            r.error("values", "empty (give at least one value)");
         } else {
             p.values.assign(values->begin(), values->end());
             for (size_t i = 0; i < p.values.size(); ++i) {
@@ -192,8 +196,9 @@ parameter parse_parameter(const nlohmann::json& j, const std::string& origin,
         r.error("name", nlohmann::json(p.name).dump() +
                             " holds a comma, quote or newline, which results.csv headers avoid");
     } else if (is_results_column(p.name)) {
-        r.error(name != nullptr ? "name" : (path != nullptr ? "path" : "paths"),
-                nlohmann::json(p.name).dump() + " is a column results.csv already has; give a name");
+        r.error(
+            name != nullptr ? "name" : (path != nullptr ? "path" : "paths"),
+            nlohmann::json(p.name).dump() + " is a column results.csv already has; give a name");
     }
     r.finish();
     return p;
@@ -312,8 +317,10 @@ sweep_spec parse_sweep(const nlohmann::json& j, const std::string& dir) {
     const nlohmann::json* params = r.raw("parameters");
     if (params == nullptr) {
         r.error("parameters", "missing (the list of parameters to vary)");
-    } else if (!params->is_array() || params->empty()) {
-        r.error("parameters", config::describe(*params) + " is not a non-empty array");
+    } else if (!params->is_array()) {
+        r.error("parameters", config::describe(*params) + " is not an array");
+    } else if (params->empty()) {
+        r.error("parameters", "empty (give at least one parameter)");
     } else {
         for (size_t i = 0; i < params->size(); ++i) {
             const nlohmann::json& e = (*params)[i];
@@ -324,8 +331,9 @@ sweep_spec parse_sweep(const nlohmann::json& j, const std::string& dir) {
                 const nlohmann::json* zip = zr.raw("zip");
                 zr.finish();  // a zip group holds nothing but "zip"
                 if (!zip->is_array() || zip->empty()) {
-                    zr.error("zip", config::describe(*zip) + " is not a non-empty array of "
-                                                             "parameters");
+                    zr.error("zip", zip->is_array() ? "empty (give the parameters to zip)"
+                                                    : config::describe(*zip) +
+                                                          " is not an array of parameters");
                     continue;
                 }
                 for (size_t k = 0; k < zip->size(); ++k) {
@@ -336,9 +344,8 @@ sweep_spec parse_sweep(const nlohmann::json& j, const std::string& dir) {
                 for (size_t k = 1; k < ax.params.size(); ++k) {
                     const size_t m = ax.params[k].values.size();
                     if (m != n && m != 0 && n != 0) {
-                        ctx.errors.push_back(ax.params[k].origin + ".values: " +
-                                             std::to_string(m) + " values, but " +
-                                             ax.params.front().origin + " has " +
+                        ctx.errors.push_back(ax.params[k].origin + ".values: " + std::to_string(m) +
+                                             " values, but " + ax.params.front().origin + " has " +
                                              std::to_string(n) + " (zipped lists step together)");
                     }
                 }
@@ -377,8 +384,11 @@ sweep_spec parse_sweep(const nlohmann::json& j, const std::string& dir) {
             total *= static_cast<double>(ax.size());
         }
         if (total > static_cast<double>(MAX_POINTS)) {
-            ctx.errors.push_back("parameters: the grid has " +
-                                 nlohmann::json(total).dump() + " points, at most " +
+            std::ostringstream n;
+            n.setf(std::ios::fixed);
+            n.precision(0);
+            n << total;
+            ctx.errors.push_back("parameters: the grid has " + n.str() + " points, at most " +
                                  std::to_string(MAX_POINTS) + " are allowed");
         }
     }
@@ -407,6 +417,7 @@ plan expand(const sweep_spec& spec) {
     plan p;
     p.sweep_file = spec.file.empty() ? "" : fs::absolute(spec.file).lexically_normal().string();
     p.base = spec.base;
+    p.description = spec.description;
     for (const auto& ax : spec.axes) {
         for (const auto& prm : ax.params) {
             p.columns.push_back(prm.name);
@@ -590,6 +601,7 @@ nlohmann::json plan::to_json() const {
     }
     return {{"format", "rnicsim-sweep-plan-1"},
             {"sweep", sweep_file},
+            {"description", description},
             {"base", base},
             {"columns", columns},
             {"points", pts}};
@@ -613,6 +625,9 @@ plan plan::from_json(const nlohmann::json& j) {
     }
     if (const auto* v = need(j, "sweep", is_str, "")) {
         p.sweep_file = v->get<std::string>();
+    }
+    if (j.is_object() && j.contains("description") && j["description"].is_string()) {
+        p.description = j["description"].get<std::string>();
     }
     if (const auto* v = need(j, "columns", is_arr, "")) {
         for (const auto& c : *v) {

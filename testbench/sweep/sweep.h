@@ -14,10 +14,10 @@ namespace rnic::sweep {
 
 // One column of results.csv: the value of each point is set at every path in `paths`.
 struct parameter {
-    std::string name;                     // column name (default: the first path)
-    std::vector<std::string> paths;       // scenario config paths, e.g. workload.message_bytes
-    std::vector<nlohmann::json> values;   // one per position along its axis
-    std::string origin;                   // where it was declared: parameters.2.zip.1
+    std::string name;                    // column name (default: the first path)
+    std::vector<std::string> paths;      // scenario config paths, e.g. workload.message_bytes
+    std::vector<nlohmann::json> values;  // one per position along its axis
+    std::string origin;                  // where it was declared: parameters.2.zip.1
 };
 
 // One dimension of the grid: a single parameter, or a zip group whose parameters step together.
@@ -31,21 +31,22 @@ struct sweep_spec {
     std::string description;  // free text
     std::string base;         // base scenario, absolute (relative paths are from the sweep file)
     std::vector<std::pair<std::string, nlohmann::json>> fixed;  // "set": every point, first
-    std::vector<axis> axes;   // the grid: the first axis varies slowest
+    std::vector<axis> axes;  // the grid: the first axis varies slowest
 };
 
 // One run of the sweep.
 struct point {
     size_t index = 0;
-    std::string id;                       // zero-padded index: the folder points/<id>
-    std::vector<nlohmann::json> values;   // one per plan column
-    std::vector<std::string> overrides;   // PATH=JSON for `rnicsim run --set`, fixed ones first
+    std::string id;                      // zero-padded index: the folder points/<id>
+    std::vector<nlohmann::json> values;  // one per plan column
+    std::vector<std::string> overrides;  // PATH=JSON for `rnicsim run --set`, fixed ones first
 };
 
 // The expanded sweep, written as DIR/plan.json so that `sweep point` and `sweep collect` (on
 // another machine of a cluster, or after an interruption) see exactly the same points.
 struct plan {
     std::string sweep_file;            // absolute
+    std::string description;           // of the sweep file (plot titles)
     std::string base;                  // absolute
     std::vector<std::string> columns;  // parameter names, in axis order
     std::vector<point> points;         // index order

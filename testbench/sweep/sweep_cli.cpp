@@ -48,9 +48,10 @@ sweep_cli::sweep_cli(CLI::App& app) {
     m_sweep->require_subcommand(0, 1);
     m_sweep->add_option("sweep", m_file, "sweep file (JSON)");
     m_sweep->add_option("--out,-o", m_out, "sweep folder (default: out/sweeps/<sweep file name>)");
-    m_jobs_opt = m_sweep->add_option("--jobs,-j", m_jobs,
-                                     "points run at once (local: default the CPU count; slurm: "
-                                     "the job array's task limit, default none)")
+    m_jobs_opt = m_sweep
+                     ->add_option("--jobs,-j", m_jobs,
+                                  "points run at once (local: default the CPU count; slurm: "
+                                  "the job array's task limit, default none)")
                      ->check(CLI::Range(1u, 4096u));
     m_sweep->add_option("--backend", m_backend, "where the points run")
         ->check(CLI::IsMember({"local", "slurm"}))
@@ -60,9 +61,10 @@ sweep_cli::sweep_cli(CLI::App& app) {
                       "and print sweep.sbatch) without running anything");
     m_sweep->add_flag("--wait", m_wait,
                       "slurm: wait for the job array to end, then write results.csv");
-    m_sweep->add_option("--sbatch-arg", m_sbatch_args,
-                        "slurm: one more sbatch option, e.g. --sbatch-arg=--partition=sim; "
-                        "repeatable")
+    m_sweep
+        ->add_option("--sbatch-arg", m_sbatch_args,
+                     "slurm: one more sbatch option, e.g. --sbatch-arg=--partition=sim; "
+                     "repeatable")
         ->allow_extra_args(false);
 
     m_collect = m_sweep->add_subcommand("collect", "write DIR/results.csv from the points run");
@@ -73,7 +75,9 @@ sweep_cli::sweep_cli(CLI::App& app) {
     m_point->add_option("index", m_index, "point index (the Slurm array task id)")->required();
 }
 
-bool sweep_cli::parsed() const { return m_sweep->parsed(); }
+bool sweep_cli::parsed() const {
+    return m_sweep->parsed();
+}
 
 int sweep_cli::run() {
     if (m_collect->parsed()) {
@@ -113,7 +117,8 @@ int sweep_cli::run_sweep() {
             }
             std::cout << "\n";
         }
-        std::cerr << "sweep: " << p.points.size() << " points, all valid; nothing run (--dry-run)\n";
+        std::cerr << "sweep: " << p.points.size()
+                  << " points, all valid; nothing run (--dry-run)\n";
         return EXIT_OK;
     }
 

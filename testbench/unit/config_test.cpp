@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,7 @@ std::string error_of(const json& doc) {
     return errs.empty() ? "" : errs.front();
 }
 
-// $RNICSIM_SOURCE_DIR as ctest sets them; by hand, the tree this file is
-// in.
+// $RNICSIM_SOURCE_DIR as ctest sets it; by hand, the tree this file is in.
 std::string source_dir() {
     const char* d = std::getenv("RNICSIM_SOURCE_DIR");
     return d != nullptr
@@ -337,6 +337,33 @@ TEST(ScenarioFiles, MissingAndMalformedFiles) {
     const std::string commented =
         s.write("c.json", "{\n  // a comment\n  \"workload\": {\"messages\": 3}\n}");
     EXPECT_EQ(load_scenario(commented, {}).workload.messages, 3u);
+}
+
+// Every leaf of the effective config, as documented: array elements as <i>.
+void leaf_paths(const json& j, const std::string& path, std::vector<std::string>& out) {
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            leaf_paths(it.value(), path.empty() ? it.key() : path + "." + it.key(), out);
+        }
+    } else if (j.is_array() && !j.empty() && j.front().is_object()) {
+        leaf_paths(j.front(), path + ".<i>", out);
+    } else {
+        out.push_back(path);
+    }
+}
+
+TEST(ScenarioConfig, ReadmeDocumentsEveryKey) {
+    std::ifstream in(source_dir() + "/configs/README.md");
+    ASSERT_TRUE(in) << "configs/README.md not found";
+    const std::string readme((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+    std::vector<std::string> keys;
+    leaf_paths(parse_scenario(json::object()).effective, "", keys);
+    EXPECT_GT(keys.size(), 50u);
+    for (const auto& k : keys) {
+        EXPECT_NE(readme.find("| `" + k + "` |"), std::string::npos)
+            << k << " is not documented in configs/README.md";
+    }
 }
 
 TEST(ScenarioConfig, AddressHelpers) {

@@ -2,6 +2,8 @@
 // PCIe link parameters and the bandwidth model of Neugebauer et al. (SIGCOMM 2018).
 #include "tlm/pcie/pcie_config.h"
 
+#include <algorithm>
+
 namespace rnic::fabric {
 
 double pcie_config::raw_gbps() const {
@@ -10,19 +12,51 @@ double pcie_config::raw_gbps() const {
     return gts[gen] * lanes * encoding;
 }
 
-// AckLimit / FCUpdate from the PCIe spec tables (reference: Gen3 x8 MPS 256: 203, x16: 168).
-uint32_t pcie_config::effective_ack_limit() const {
-    if (ack_limit != 0) {
-        return ack_limit;
+namespace {
+// Bytes of TLP traffic per ACK DLLP and per FC-update DLLP: PCIe Base Spec 5.0 tables 3-7..3-9
+// and 2-46..2-48 (the values the pcie-bench model uses). The two tables agree for x1..x16, and
+// 8 GT/s and faster share one table. [gen1, gen2, gen3+][x1, x2, x4, x8, x16][MPS 128..4096].
+constexpr uint32_t DLLP_LIMIT[3][5][6] = {
+    {{237, 416, 559, 1071, 2095, 4143},
+     {128, 217, 289, 545, 1057, 2081},
+     {73, 118, 154, 282, 538, 1050},
+     {67, 107, 86, 150, 278, 534},
+     {48, 72, 86, 150, 278, 534}},
+    {{288, 467, 610, 1122, 2146, 4194},
+     {179, 268, 340, 596, 1108, 2132},
+     {124, 169, 205, 333, 589, 1101},
+     {118, 158, 137, 201, 329, 585},
+     {99, 123, 137, 201, 329, 585}},
+    {{333, 512, 655, 1167, 2191, 4239},
+     {224, 313, 385, 641, 1153, 2177},
+     {169, 214, 250, 378, 634, 1146},
+     {163, 203, 182, 246, 374, 630},
+     {144, 168, 182, 246, 374, 630}},
+};
+
+uint32_t log2_u32(uint32_t v) {
+    uint32_t n = 0;
+    while (v > 1) {
+        v >>= 1;
+        ++n;
     }
-    return lanes >= 16 ? 168 : 203;
+    return n;
+}
+
+uint32_t spec_dllp_limit(uint32_t gen, uint32_t lanes, uint32_t mps) {
+    const uint32_t g = gen >= 3 ? 2 : gen - 1;
+    const uint32_t w = std::min<uint32_t>(log2_u32(lanes), 4);
+    const uint32_t m = std::min<uint32_t>(log2_u32(mps) - 7, 5);
+    return DLLP_LIMIT[g][w][m];
+}
+}  // namespace
+
+uint32_t pcie_config::effective_ack_limit() const {
+    return ack_limit != 0 ? ack_limit : spec_dllp_limit(gen, lanes, mps);
 }
 
 uint32_t pcie_config::effective_fc_update() const {
-    if (fc_update != 0) {
-        return fc_update;
-    }
-    return lanes >= 16 ? 168 : 203;
+    return fc_update != 0 ? fc_update : spec_dllp_limit(gen, lanes, mps);
 }
 
 double pcie_config::tlp_bytes_per_ns() const {

@@ -133,7 +133,8 @@ void pcie_link::memory_read(uint64_t addr, uint8_t* data, uint32_t len) {
     gp.set_address(addr);
     gp.set_data_ptr(data);
     gp.set_data_length(len);
-    mem_out->transport_dbg(gp);
+    sc_core::sc_time ignored = sc_core::SC_ZERO_TIME;  // latency is in read_timing
+    mem_out->b_transport(gp, ignored);  // a DMA read: counted by host memory
     // Writes still in flight were issued before this read and land before it (ordering).
     for (const auto& w : m_up_writes) {
         const uint64_t lo = std::max(addr, w.addr);
@@ -186,10 +187,27 @@ void pcie_link::host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&
         // Non-posted MMIO read: request down, completion up; the CPU stalls for the round trip.
         const double req_end = send_tlp(m_down_free_ps, m_down, t_ps, m_hdr_mem);
         ++m_down.mrd_tlps;
-        sc_core::sc_time bar_delay = sc_core::SC_ZERO_TIME;
+        const sc_core::sc_time arrival = ps_to_time(req_end + m_latency_ps);
+        // PCIe ordering: the read does not pass the posted writes ahead of it. Deliver those
+        // first, each annotated with its own arrival time, then the read at its arrival.
+        while (!m_down_mmio.empty() && m_down_mmio.front().at <= arrival) {
+            pending_mmio w = std::move(m_down_mmio.front());
+            m_down_mmio.pop_front();
+            tlm::tlm_generic_payload wr;
+            wr.set_command(tlm::TLM_WRITE_COMMAND);
+            wr.set_address(w.addr);
+            wr.set_data_ptr(w.data.data());
+            wr.set_data_length(static_cast<unsigned>(w.data.size()));
+            wr.set_streaming_width(static_cast<unsigned>(w.data.size()));
+            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            sc_core::sc_time d = w.at > now ? w.at - now : sc_core::SC_ZERO_TIME;
+            bar_out->b_transport(wr, d);
+        }
+        sc_core::sc_time bar_delay = arrival - sc_core::sc_time_stamp();
         bar_out->b_transport(gp, bar_delay);
-        const double cpl_end = send_tlp(m_up_free_ps, m_up, req_end + m_latency_ps +
-                                        time_to_ps(bar_delay), m_hdr_cpl + len);
+        const double cpl_end = send_tlp(m_up_free_ps, m_up,
+                                        time_to_ps(sc_core::sc_time_stamp() + bar_delay),
+                                        m_hdr_cpl + len);
         ++m_up.cpld_tlps;
         m_up.payload_bytes += len;  // the completion carries the register value
         delay = ps_to_time(cpl_end + m_latency_ps) - sc_core::sc_time_stamp();
