@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hw/cq_writer/cq_writer.h"
+#include "hw/netdma/netdma.h"
 
 namespace rnic::hw {
 
@@ -141,6 +142,10 @@ void doorbell::mmio_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
 }
 
 void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) {
+    if (m_netdma != nullptr && netdma::decodes(offset)) {
+        m_netdma->mmio_write(offset, data, len, m_arrival);  // counts its own bad accesses
+        return;
+    }
     if (offset >= hsi::REG_MSIX_TABLE && offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
         if (!msix_write(offset, data, len)) {
             ++m_stats.bad_doorbells;
@@ -202,6 +207,9 @@ void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) 
 }
 
 bool doorbell::handle_read(uint64_t offset, uint8_t* data, unsigned len) {
+    if (m_netdma != nullptr && netdma::decodes(offset)) {
+        return m_netdma->mmio_read(offset, data, len);
+    }
     if (offset >= hsi::REG_MSIX_TABLE && offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
         return msix_read(offset, data, len);
     }
@@ -251,6 +259,9 @@ bool doorbell::msix_write(uint64_t offset, const uint8_t* data, unsigned len) {
     ++m_stats.msix_writes;
     if (m_cq_writer != nullptr) {
         m_cq_writer->msix_control_written(vector);  // an unmask sends a pending message
+    }
+    if (m_netdma != nullptr) {
+        m_netdma->msix_control_written(vector);
     }
     return true;
 }

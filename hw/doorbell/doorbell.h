@@ -24,6 +24,7 @@
 namespace rnic::hw {
 
 class cq_writer;
+class netdma;
 
 struct doorbell_config {
     uint32_t decode_cycles = 2;      // BAR write to doorbell visible: +2 cycles (0..1000)
@@ -65,6 +66,8 @@ public:
              context_store& contexts, sim_context& ctx);
 
     void bind_cq_writer(cq_writer* cqw) { m_cq_writer = cqw; }
+    // NetDMA copy channels: BAR0 accesses in hsi::REG_NETDMA_BASE's window go to `n`.
+    void bind_netdma(netdma* n) { m_netdma = n; }
 
     const bar_registers& registers() const { return m_regs; }
     // QPNs whose SQ has WQEs not yet fetched, in round-robin order (to WQE fetch).
@@ -164,6 +167,7 @@ private:
     const clock_domain& m_clk;
     context_store& m_contexts;
     cq_writer* m_cq_writer = nullptr;
+    netdma* m_netdma = nullptr;
     bar_registers m_regs;
     channel<uint32_t> m_sq_ready;
     channel<uint32_t> m_cmd_doorbells;

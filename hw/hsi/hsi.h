@@ -340,4 +340,105 @@ constexpr uint32_t PRIVILEGED_KEY = 0x00000001;  // index 0: logical (bus) addre
 
 constexpr uint32_t PAGE_SIZE = 4096;
 
+// ---------------------------------------------------------------------------------------------
+// NetDMA copy channels (hw/netdma, ndk_shim/netdma) -- BEGIN NetDMA section.
+// Memory-to-memory copy channels of the DMA engine, driven by a NetDMA provider driver
+// (/work/shared/reference/ndkpi.md section 10). BAR0 0x4000..0x4FFF: one read-only capability
+// register, then NETDMA_CHANNEL_STRIDE bytes of registers per channel. The descriptor and the
+// completion word are NetDMA's own formats (NET_DMA_DESCRIPTOR, ndk_shim/netdma.h), restated
+// here as the NIC reads and writes them.
+// ---------------------------------------------------------------------------------------------
+constexpr uint64_t REG_NETDMA_BASE = 0x4000;
+constexpr uint64_t NETDMA_BAR_BYTES = 0x1000;  // the NetDMA register window
+// Read-only: bits 0..7 channel count, bits 8..15 address bits (MaximumAddressSpace =
+// 2^bits - 1), bits 32..63 MaximumTransferSize in bytes.
+constexpr uint64_t REG_NETDMA_CAPS = 0x4000;
+constexpr uint64_t REG_NETDMA_CHANNEL0 = 0x4100;  // channel c at REG_NETDMA_CHANNEL0 + c * stride
+constexpr uint64_t NETDMA_CHANNEL_STRIDE = 0x40;
+constexpr uint32_t NETDMA_MAX_CHANNELS = 32;
+constexpr uint64_t netdma_channel_reg(uint32_t channel, uint64_t reg) {
+    return REG_NETDMA_CHANNEL0 + channel * NETDMA_CHANNEL_STRIDE + reg;
+}
+// Per-channel registers (offsets inside a channel's block). 64-bit unless noted.
+// CMD, write: one command per 64-bit write, bits 0..7 netdma_cmd, bits 32..63 descriptor count
+// (START/APPEND; 0 = the list is NULL-terminated, NetDMA 1.x). Commands run in order; START,
+// SUSPEND and RESUME take effect between descriptors, ABORT and RESET at the next chunk.
+// CMD, read: bits 0..31 commands the channel has finished (free-running), so the driver waits
+// for a SUSPEND, ABORT or RESET by reading until it reaches the number it wrote.
+constexpr uint64_t NETDMA_CHAN_CMD = 0x00;
+constexpr uint64_t NETDMA_CHAN_CHAINADDR = 0x08;   // RW: first descriptor for START (8 B aligned)
+constexpr uint64_t NETDMA_CHAN_COMPLETION = 0x10;  // RW: completion word address (8 B aligned;
+                                                   // 0 = no completion writes)
+// RW, 32-bit: bit 0 interrupt enable, bits 8..15 MSI-X vector, bits 16..23 priority (higher
+// wins the channel arbiter; equal priorities round-robin).
+constexpr uint64_t NETDMA_CHAN_CONTROL = 0x18;
+constexpr uint64_t NETDMA_CHAN_STATUS = 0x20;     // RO: completion word value (see below)
+constexpr uint64_t NETDMA_CHAN_COMPLETED = 0x28;  // RO: descriptors completed since reset
+constexpr uint64_t NETDMA_CHAN_ERROR = 0x30;      // RO 32-bit netdma_error; write 1s to clear
+constexpr uint64_t NETDMA_CHAN_DCA = 0x38;        // RO 32-bit: APIC id of the last context change
+
+constexpr uint32_t NETDMA_CONTROL_IRQ_ENABLE = 1u << 0;
+constexpr uint32_t netdma_control(bool irq, uint32_t vector, uint32_t priority) {
+    return (irq ? NETDMA_CONTROL_IRQ_ENABLE : 0) | (vector & 0xff) << 8 | (priority & 0xff) << 16;
+}
+
+enum netdma_cmd : uint8_t {
+    NETDMA_CMD_START = 1,    // load CHAINADDR (latched at the write) after the current descriptor
+    NETDMA_CMD_APPEND = 2,   // `count` more descriptors, or re-read the tail's NextDescriptor
+    NETDMA_CMD_SUSPEND = 3,  // finish the current descriptor, then stop with status SUSPEND
+    NETDMA_CMD_RESUME = 4,   // re-read the last processed descriptor's NextDescriptor, go on
+    NETDMA_CMD_ABORT = 5,    // stop at once (current descriptor not completed): HALTED
+    NETDMA_CMD_RESET = 6,    // abort, then back to the allocated state (status HALTED, counters 0)
+};
+
+// Channel status: low 3 bits of CHAN_STATUS and of the completion word; the other bits hold the
+// physical address of the last completed descriptor (NET_DMA_TRANSFER_STATUS values).
+enum netdma_status : uint8_t {
+    NETDMA_STATUS_ACTIVE = 0,   // a descriptor completed and more are pending
+    NETDMA_STATUS_IDLE = 1,     // a descriptor completed and it was the last one available
+    NETDMA_STATUS_SUSPEND = 2,  // suspended (SUSPEND finished)
+    NETDMA_STATUS_HALTED = 3,   // aborted, reset or stopped by an error (CHAN_ERROR says which)
+    NETDMA_STATUS_ARMED = 4,    // started, first descriptor not complete yet (address invalid)
+};
+constexpr uint64_t NETDMA_STATUS_MASK = 0x7;
+
+// Why a channel halted by itself (CHAN_ERROR). The channel raises its interrupt on an error.
+enum netdma_error : uint32_t {
+    NETDMA_ERR_NONE = 0,
+    NETDMA_ERR_DESC_ADDRESS = 1,  // descriptor address 0, not 8 B aligned or beyond address bits
+    NETDMA_ERR_OPCODE = 2,        // operation type other than standard DMA or context change
+    NETDMA_ERR_LENGTH = 3,        // TransferSize above MaximumTransferSize
+    NETDMA_ERR_ADDRESS = 4,       // source or destination range beyond the address bits
+    NETDMA_ERR_PAGE_BREAK = 5,    // the part after a page break does not fit in one page
+};
+
+// Descriptor (64 B, 8 B aligned, chained by physical address) = NET_DMA_DESCRIPTOR.
+struct netdma_descriptor {
+    uint32_t transfer_size;     // bytes; context change: bits 0..7 target APIC id
+    uint32_t control;           // NETDMA_CTRL_* | operation type (bits 24..31)
+    uint64_t source;            // bus address
+    uint64_t destination;       // bus address
+    uint64_t next;              // next descriptor (count mode: where the next append starts)
+    uint64_t next_source;       // second source page (NETDMA_CTRL_SOURCE_PAGE_BREAK)
+    uint64_t next_destination;  // second destination page (NETDMA_CTRL_DESTINATION_PAGE_BREAK)
+    uint64_t user_context[2];   // software's, never touched
+};
+static_assert(sizeof(netdma_descriptor) == 64);
+static_assert(offsetof(netdma_descriptor, next) == 24);
+constexpr uint64_t NETDMA_DESC_NEXT_OFFSET = 24;
+
+constexpr uint32_t NETDMA_CTRL_INTERRUPT = 0x00000001;           // interrupt after this one
+constexpr uint32_t NETDMA_CTRL_SOURCE_NO_SNOOP = 0x00000002;     // accepted, not modelled
+constexpr uint32_t NETDMA_CTRL_DESTINATION_NO_SNOOP = 0x00000004;  // accepted, not modelled
+constexpr uint32_t NETDMA_CTRL_STATUS_UPDATE = 0x00000008;       // write the completion word
+constexpr uint32_t NETDMA_CTRL_SERIALIZE = 0x00000010;   // writes leave before the next reads
+constexpr uint32_t NETDMA_CTRL_NULL_TRANSFER = 0x00000020;       // no data movement
+constexpr uint32_t NETDMA_CTRL_SOURCE_PAGE_BREAK = 0x00000040;   // source goes on at next_source
+constexpr uint32_t NETDMA_CTRL_DESTINATION_PAGE_BREAK = 0x00000080;  // ... at next_destination
+constexpr uint32_t NETDMA_CTRL_DESTINATION_DCA = 0x00000200;     // DCA hint (counted only)
+constexpr uint32_t NETDMA_OP_MASK = 0xFF000000;
+constexpr uint32_t NETDMA_OP_COPY = 0x00000000;
+constexpr uint32_t NETDMA_OP_CONTEXT_CHANGE = 0xFF000000;  // transfer_size bits 0..7 = APIC id
+// -- END NetDMA section.
+
 }  // namespace rnic::hsi

@@ -26,6 +26,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     , m_context_cache("context_cache", cfg.context_cache, m_clk, m_dma, ctx)
     , m_doorbell("doorbell", cfg.doorbell, m_clk, m_contexts, ctx)
     , m_cq_writer("cq_writer", cfg.cq_writer, m_clk, m_contexts, m_dma, m_doorbell.registers(), ctx)
+    , m_netdma("netdma", cfg.netdma, m_clk, m_dma, m_doorbell.registers(), ctx)
     , m_cmd_processor("cmd_processor", cfg.cmd_processor, m_clk, m_contexts, m_dma, m_cfg.limits,
                       m_doorbell, m_cq_writer, ctx)
     , m_translation("translation", cfg.translation, m_clk, m_contexts, ctx)
@@ -37,6 +38,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     , m_recv_path("recv_path", cfg.recv_path, m_clk, id, m_contexts, m_translation, m_dma,
                   m_tx_engine, m_cq_writer, ctx) {
     m_doorbell.bind_cq_writer(&m_cq_writer);
+    m_doorbell.bind_netdma(&m_netdma);
     m_context_cache.watch_icm_base(&m_doorbell.registers().icm_base, cfg.limits.max_qps,
                                    cfg.limits.max_keys);
     m_doorbell.set_icm_bytes_needed(context_cache::icm_bytes(

@@ -15,6 +15,7 @@
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/doorbell/doorbell.h"
+#include "hw/netdma/netdma.h"
 #include "hw/nic/nic_config.h"
 #include "hw/recv_path/recv_path.h"
 #include "hw/send_path/send_path.h"
@@ -55,6 +56,7 @@ private:
     context_cache m_context_cache;
     doorbell m_doorbell;
     cq_writer m_cq_writer;
+    netdma m_netdma;  // NetDMA copy channels (BAR0 window routed by the doorbell block)
     cmd_processor m_cmd_processor;
     translation m_translation;
     wqe_fetch m_wqe_fetch;

@@ -22,6 +22,7 @@ nic_config parse_nic_config(config::reader r) {
     c.cq_writer = parse_cq_writer_config(r.child("cq_writer"));
     c.cmd_processor = parse_cmd_processor_config(r.child("cmd_processor"));
     c.context_cache = parse_context_cache_config(r.child("context_cache"));
+    c.netdma = parse_netdma_config(r.child("netdma"));
     r.finish();
     return c;
 }

@@ -13,6 +13,7 @@
 #include "hw/nic/nic_identity.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
+#include "hw/netdma/netdma_config.h"
 #include "hw/doorbell/doorbell.h"
 #include "hw/recv_path/recv_path_config.h"
 #include "hw/send_path/send_path_config.h"
@@ -37,6 +38,7 @@ struct nic_config {
     cq_writer_config cq_writer;
     cmd_processor_config cmd_processor;
     context_cache_config context_cache;
+    netdma_config netdma;
 };
 
 nic_config parse_nic_config(config::reader r);

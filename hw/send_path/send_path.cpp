@@ -11,8 +11,8 @@ namespace rnic::hw {
 
 std::unique_ptr<send_path_unit> make_send_path(const char* name, const send_path_config& cfg,
                                                const clock_domain& clk,
-                                               channel<fabric::eth_frame>& mac_tx,
-                                               sim_context& ctx, const std::string& rtl_fst) {
+                                               channel<fabric::eth_frame>& mac_tx, sim_context& ctx,
+                                               const std::string& rtl_fst) {
     if (cfg.impl == "model") {
         return std::make_unique<send_path_model>(name, cfg, clk, mac_tx, ctx);
     }
@@ -22,7 +22,8 @@ std::unique_ptr<send_path_unit> make_send_path(const char* name, const send_path
     if (cfg.impl == "lockstep") {
         return std::make_unique<send_path_lockstep>(name, cfg, clk, mac_tx, ctx, rtl_fst);
     }
-    throw std::invalid_argument("send_path impl \"" + cfg.impl + "\" is not model, rtl or lockstep");
+    throw std::invalid_argument("send_path impl \"" + cfg.impl +
+                                "\" is not model, rtl or lockstep");
 }
 
 }  // namespace rnic::hw

@@ -24,16 +24,19 @@ namespace rnic::hw {
 // goes there (e.g. "<out>/rtl.fst"). Call during elaboration.
 std::unique_ptr<send_path_unit> make_send_path(const char* name, const send_path_config& cfg,
                                                const clock_domain& clk,
-                                               channel<fabric::eth_frame>& mac_tx,
-                                               sim_context& ctx, const std::string& rtl_fst = "");
+                                               channel<fabric::eth_frame>& mac_tx, sim_context& ctx,
+                                               const std::string& rtl_fst = "");
 
 // The Verilated send path behind the same interface (defined by the RTL library, rtl/).
 std::unique_ptr<send_path_unit> make_send_path_rtl(const char* name, const send_path_config& cfg,
                                                    const clock_domain& clk,
                                                    channel<fabric::eth_frame>& mac_tx,
                                                    sim_context& ctx, const std::string& rtl_fst);
+// `window`: rtl_fst receives only a window of edges around a lockstep divergence (see
+// send_path_unit::dump_waveform_window), not the whole run.
 std::unique_ptr<send_path_unit> make_send_path_rtl(const char* name, const send_path_config& cfg,
                                                    const clock_domain& clk, frame_output_if& out,
-                                                   sim_context& ctx, const std::string& rtl_fst);
+                                                   sim_context& ctx, const std::string& rtl_fst,
+                                                   bool window = false);
 
 }  // namespace rnic::hw

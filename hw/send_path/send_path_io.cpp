@@ -75,14 +75,12 @@ void send_path_stats::count_frame(uint8_t opcode, size_t frame_bytes) {
     }
 }
 
-void register_send_path_stats(stats_registry& reg, const std::string& b,
-                              const send_path_stats& s) {
+void register_send_path_stats(stats_registry& reg, const std::string& b, const send_path_stats& s) {
     reg.add(b, "messages", s.messages, "messages", "message descriptors taken");
     reg.add(b, "packets", s.packets, "packets", "frames sent to the MAC");
     reg.add(b, "frames_send", s.frames_send, "frames", "SEND First/Middle/Last/Only frames");
     reg.add(b, "frames_write", s.frames_write, "frames", "RDMA WRITE frames");
-    reg.add(b, "frames_read_request", s.frames_read_request, "frames",
-            "RDMA READ Request frames");
+    reg.add(b, "frames_read_request", s.frames_read_request, "frames", "RDMA READ Request frames");
     reg.add(b, "frames_read_response", s.frames_read_response, "frames",
             "RDMA READ Response frames");
     reg.add(b, "frames_ack", s.frames_ack, "frames", "Acknowledge frames");

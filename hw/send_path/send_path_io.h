@@ -99,6 +99,9 @@ public:
     // RTL wrapper only: evaluate edges ahead of simulated time where nothing unknown can
     // change them (default on; the model has nothing to switch).
     virtual void set_run_ahead(bool) {}
+    // RTL wrapper in waveform-window mode (lockstep with waves): write the RTL waveform of the
+    // last edges evaluated (a window ending now) and close the file. Others: nothing to do.
+    virtual void dump_waveform_window() {}
 };
 
 // The MAC transmit FIFO as frame output: ready while it holds fewer frames than its depth,

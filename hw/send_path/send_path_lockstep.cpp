@@ -18,10 +18,11 @@ std::string hex2(int v) {
 }  // namespace
 
 std::string beat_divergence::describe() const {
-    std::string s = "first divergence (" + what + ") at frame " + std::to_string(frame) +
-                    " beat " + std::to_string(beat) + ": cycle expected " +
-                    (cycle_expected == NONE ? std::string("none") : std::to_string(cycle_expected)) +
-                    ", got " + (cycle_got == NONE ? std::string("none") : std::to_string(cycle_got));
+    std::string s =
+        "first divergence (" + what + ") at frame " + std::to_string(frame) + " beat " +
+        std::to_string(beat) + ": cycle expected " +
+        (cycle_expected == NONE ? std::string("none") : std::to_string(cycle_expected)) + ", got " +
+        (cycle_got == NONE ? std::string("none") : std::to_string(cycle_got));
     if (byte_offset >= 0) {
         s += "; byte offset " + std::to_string(byte_offset) + " expected " + hex2(expected) +
              " got " + hex2(got);
@@ -114,35 +115,39 @@ void beat_comparator::finish() {
     }
 }
 
-send_path_lockstep::send_path_lockstep(sc_core::sc_module_name name,
-                                       const send_path_config& cfg, const clock_domain& clk,
-                                       frame_output_if& out, sim_context& ctx,
-                                       const std::string& rtl_fst)
+send_path_lockstep::send_path_lockstep(sc_core::sc_module_name name, const send_path_config& cfg,
+                                       const clock_domain& clk, frame_output_if& out,
+                                       sim_context& ctx, const std::string& rtl_fst,
+                                       rtl_factory rtl)
     : sc_module(name)
     , m_out(out)
     , m_shadow(out) {
-    init(cfg, clk, ctx, rtl_fst);
+    init(cfg, clk, ctx, rtl_fst, rtl);
 }
 
-send_path_lockstep::send_path_lockstep(sc_core::sc_module_name name,
-                                       const send_path_config& cfg, const clock_domain& clk,
-                                       channel<fabric::eth_frame>& mac_tx, sim_context& ctx,
-                                       const std::string& rtl_fst)
+send_path_lockstep::send_path_lockstep(sc_core::sc_module_name name, const send_path_config& cfg,
+                                       const clock_domain& clk, channel<fabric::eth_frame>& mac_tx,
+                                       sim_context& ctx, const std::string& rtl_fst,
+                                       rtl_factory rtl)
     : sc_module(name)
     , m_mac(std::make_unique<mac_fifo_output>(mac_tx, clk))
     , m_out(*m_mac)
     , m_shadow(*m_mac) {
-    init(cfg, clk, ctx, rtl_fst);
+    init(cfg, clk, ctx, rtl_fst, rtl);
 }
 
 void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& clk,
-                              sim_context& ctx, const std::string& rtl_fst) {
+                              sim_context& ctx, const std::string& rtl_fst,
+                              const rtl_factory& rtl) {
     // The model's stats appear under this module's name, as with impl = "model".
     m_model_ctx.vcd = ctx.vcd;
     m_model_ctx.tracer = ctx.tracer;
     m_model = std::make_unique<send_path_model>("model", cfg, clk, m_out, m_model_ctx);
     register_send_path_stats(ctx.stats, name(), m_model->get_stats());
-    m_rtl = make_send_path_rtl("rtl", cfg, clk, m_shadow, ctx, rtl_fst);
+    // With waves on, the RTL keeps its recent pin history and writes only the window of edges
+    // before the divergence is found (a whole-run waveform would be mostly agreement).
+    m_rtl = rtl ? rtl(m_shadow, rtl_fst, !rtl_fst.empty())
+                : make_send_path_rtl("rtl", cfg, clk, m_shadow, ctx, rtl_fst, !rtl_fst.empty());
     // The RTL's ready comes from an output the model fills at its own pace: no running ahead.
     m_rtl->set_run_ahead(false);
     m_model->set_beat_observer([this](const frame_beat& b) {
@@ -163,20 +168,27 @@ void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& c
         m_rtl->inputs().mirror_payload(p, n, v);
     };
     m_cmp.on_divergence = [this](const beat_divergence& d) {
+        m_rtl->dump_waveform_window();
         SC_REPORT_ERROR(name(), ("model and RTL diverge: " + d.describe()).c_str());
         sc_core::sc_stop();
     };
 }
 
-void send_path_lockstep::put_descriptor(const tx_descriptor& d) { m_model->put_descriptor(d); }
+void send_path_lockstep::put_descriptor(const tx_descriptor& d) {
+    m_model->put_descriptor(d);
+}
 
-void send_path_lockstep::put_payload(payload_chunk&& c) { m_model->put_payload(std::move(c)); }
+void send_path_lockstep::put_payload(payload_chunk&& c) {
+    m_model->put_payload(std::move(c));
+}
 
 void send_path_lockstep::reset(uint32_t cycles) {
     m_model->reset(cycles);
     m_rtl->reset(cycles);
 }
 
-void send_path_lockstep::end_of_simulation() { m_cmp.finish(); }
+void send_path_lockstep::end_of_simulation() {
+    m_cmp.finish();
+}
 
 }  // namespace rnic::hw

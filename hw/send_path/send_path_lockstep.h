@@ -25,7 +25,7 @@ struct beat_divergence {
     int64_t byte_offset = -1;     // frame byte offset of the first differing byte, -1: none
     int expected = -1;            // that byte (or -1)
     int got = -1;
-    std::string what;             // "cycle", "data", "keep", "last", "missing beat", "extra beat"
+    std::string what;  // "cycle", "data", "keep", "last", "missing beat", "extra beat"
     std::string describe() const;
 };
 
@@ -80,14 +80,19 @@ private:
 
 class send_path_lockstep : public sc_core::sc_module, public send_path_unit {
 public:
+    // Builds the RTL side (default: make_send_path_rtl; the conformance suite passes broken
+    // variants): output, waveform path, window mode.
+    using rtl_factory = std::function<std::unique_ptr<send_path_unit>(
+        frame_output_if& out, const std::string& rtl_fst, bool window)>;
     // The model feeds `out`; the RTL sees the same ready. Stats are the model's (under
     // `name`); the RTL's are under `name`.rtl.
     send_path_lockstep(sc_core::sc_module_name name, const send_path_config& cfg,
                        const clock_domain& clk, frame_output_if& out, sim_context& ctx,
-                       const std::string& rtl_fst = "");
+                       const std::string& rtl_fst = "", rtl_factory rtl = nullptr);
     send_path_lockstep(sc_core::sc_module_name name, const send_path_config& cfg,
                        const clock_domain& clk, channel<fabric::eth_frame>& mac_tx,
-                       sim_context& ctx, const std::string& rtl_fst = "");
+                       sim_context& ctx, const std::string& rtl_fst = "",
+                       rtl_factory rtl = nullptr);
 
     void put_descriptor(const tx_descriptor& d) override;
     void put_payload(payload_chunk&& c) override;
@@ -96,15 +101,15 @@ public:
     const send_path_stats& get_stats() const override { return m_model->get_stats(); }
     send_path_inputs& inputs() override { return m_model->inputs(); }
 
-    // Default on divergence: SC_REPORT_ERROR naming the beat (the run stops). Replace to
-    // inspect it instead (tests).
+    // Default on divergence: the RTL's waveform window is written (when waves are on), then
+    // SC_REPORT_ERROR names the beat and the run stops. Replace to inspect it instead (tests).
     beat_comparator& comparator() { return m_cmp; }
     send_path_unit& rtl() { return *m_rtl; }
     void end_of_simulation() override;
 
 private:
     void init(const send_path_config& cfg, const clock_domain& clk, sim_context& ctx,
-              const std::string& rtl_fst);
+              const std::string& rtl_fst, const rtl_factory& rtl);
     std::unique_ptr<mac_fifo_output> m_mac;
     frame_output_if& m_out;
     sim_context m_model_ctx;  // the model's own registry (its stats are re-registered above)

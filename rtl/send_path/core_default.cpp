@@ -13,6 +13,8 @@ std::unique_ptr<send_path_core> make_send_path_core(bool trace) {
     return std::make_unique<verilated_core<Vsend_path>>(trace);
 }
 
-const char* send_path_core_source() { return RNICSIM_SEND_PATH_RTL_SOURCE; }
+const char* send_path_core_source() {
+    return RNICSIM_SEND_PATH_RTL_SOURCE;
+}
 
 }  // namespace rnic::rtl

@@ -17,13 +17,14 @@ constexpr uint64_t NONE = std::numeric_limits<uint64_t>::max();
 send_path_rtl::send_path_rtl(sc_core::sc_module_name name, const hw::send_path_config& cfg,
                              const hw::clock_domain& clk, hw::frame_output_if& out,
                              hw::sim_context& ctx, const send_path_core_factory& core,
-                             const std::string& fst_path)
+                             const std::string& fst_path, bool window)
     : sc_module(name)
     , m_cfg(cfg)
     , m_clk(clk)
     , m_out(out)
     , m_in(std::string(this->name()) + ".in", cfg, clk)
-    , m_fst_path(fst_path) {
+    , m_fst_path(fst_path)
+    , m_window(window && !fst_path.empty()) {
     init(ctx, core);
 }
 
@@ -45,11 +46,28 @@ send_path_rtl::~send_path_rtl() {
     if (m_core) {
         m_core->trace_close();
     }
+    if (m_shadow && !m_window_written) {
+        m_window_written = true;
+        m_shadow->trace_open(m_fst_path);
+        for (const auto& r : m_history) {
+            replay(r, true);
+        }
+        m_shadow->trace_close();
+    }
 }
 
 void send_path_rtl::init(hw::sim_context& ctx, const send_path_core_factory& core) {
     m_core = core(!m_fst_path.empty());
-    m_tracing = !m_fst_path.empty();
+    m_tracing = !m_fst_path.empty() && !m_window;
+    if (m_window) {
+        m_shadow = core(true);
+        m_shadow->set_clk(false);
+        m_shadow->set_rst_n(false);
+        m_shadow->set_fr_ready(true);
+        m_shadow->eval();
+        m_shadow->set_rst_n(true);
+        m_shadow->eval();
+    }
     m_pending_beats.reserve(MAX_FRAME_BYTES / 64 + 1);
     m_pl_shown = false;
     m_half_ps = m_clk.period_ps() / 2;
@@ -66,6 +84,55 @@ void send_path_rtl::init(hw::sim_context& ctx, const send_path_core_factory& cor
 
 void send_path_rtl::end_of_simulation() {
     m_core->trace_close();
+    // Window mode with no divergence: the window is the end of the run.
+    dump_waveform_window();
+}
+
+void send_path_rtl::replay(const pin_record& r, bool dump) {
+    send_path_core& c = *m_shadow;
+    const uint64_t t_ps = r.edge * m_clk.period_ps();
+    if (r.reset) {
+        c.set_clk(false);
+        c.set_rst_n(false);
+        c.eval();
+        if (dump) {
+            c.trace_dump(t_ps);
+        }
+        c.set_rst_n(true);
+        c.eval();
+        return;
+    }
+    if (r.new_desc) {
+        c.set_desc(r.dv, r.desc);
+    }
+    if (r.new_pl) {
+        std::copy(r.pl.begin(), r.pl.end(), c.payload_lanes());
+        c.set_payload_meta(r.keep, r.last);
+    }
+    send_path_core::outputs o;
+    c.settle(r.dv, r.pv, r.fr, o);
+    if (dump) {
+        c.trace_dump(t_ps - m_half_ps);
+    }
+    c.rise(o);
+    if (dump) {
+        c.trace_dump(t_ps);
+    }
+}
+
+void send_path_rtl::dump_waveform_window() {
+    if (!m_window || m_window_written) {
+        return;
+    }
+    m_window_written = true;
+    m_shadow->trace_open(m_fst_path);
+    for (const auto& r : m_history) {
+        replay(r, true);
+    }
+    m_history.clear();
+    m_shadow->trace_close();
+    SC_REPORT_INFO_VERB(name(), ("RTL waveform window written to " + m_fst_path).c_str(),
+                        sc_core::SC_LOW);
 }
 
 void send_path_rtl::reset(uint32_t cycles) {
@@ -103,6 +170,12 @@ void send_path_rtl::apply_reset() {
     m_core->set_rst_n(true);
     m_core->eval();
     m_reset_pending = false;
+    if (m_window && !m_window_written) {
+        pin_record r;
+        r.edge = m_reset_edge;
+        r.reset = true;
+        m_history.push_back(r);
+    }
     m_fr_valid_after = m_core->fr_valid();
     m_desc_ready_after = m_core->desc_ready();
     m_pl_ready_after = m_core->pl_ready();
@@ -146,8 +219,7 @@ uint64_t send_path_rtl::wait_for_change(uint64_t e) {
         bool want_put = false;
         if (m_desc_ready_after && !m_desc_shown) {
             if (m_in.has_descriptor(m_desc_seq)) {
-                const uint64_t v =
-                    std::max(m_in.descriptor(m_desc_seq).valid_edge, m_release_edge);
+                const uint64_t v = std::max(m_in.descriptor(m_desc_seq).valid_edge, m_release_edge);
                 cand = std::min(cand, std::max(v, e));
             } else {
                 want_put = true;
@@ -201,7 +273,7 @@ uint64_t send_path_rtl::wait_for_change(uint64_t e) {
 }
 
 void send_path_rtl::clock_thread() {
-    if (!m_fst_path.empty()) {
+    if (m_tracing) {
         m_core->trace_open(m_fst_path);
     }
     // Power-on reset before edge 1.
@@ -270,6 +342,7 @@ bool send_path_rtl::edge(uint64_t e) {
     // been put yet, the wrapper first waits until the edge's time and looks again; when a
     // held frame beat could be released by the downstream, it waits for that (or the edge).
     bool dv = false, pv = false, fr = false;
+    bool new_desc = false, new_pl = false;
     send_path_core::outputs o;
     for (;;) {
         const bool at_time = sc_core::sc_time_stamp().value() >= e * m_edge_units;
@@ -282,6 +355,7 @@ bool send_path_rtl::edge(uint64_t e) {
                 dv = true;
                 m_core->set_desc(true, de.desc);
                 m_desc_shown = true;
+                new_desc = true;
             }
         }
         pv = m_pl_shown;
@@ -299,6 +373,7 @@ bool send_path_rtl::edge(uint64_t e) {
                                      from + n == end);
             pv = true;
             m_pl_shown = true;
+            new_pl = true;
         }
         // Ready is the downstream's own state (it never looks at valid), so all inputs are set
         // before one evaluation of the combinational paths; the rising edge is the second.
@@ -307,17 +382,17 @@ bool send_path_rtl::edge(uint64_t e) {
         if (known_held) {
             fr = false;
         } else {
-            fr = at_time ? m_out.ready_at(e, frame_start)
-                         : m_out.peek_ready(e, frame_start) == e;
+            fr = at_time ? m_out.ready_at(e, frame_start) : m_out.peek_ready(e, frame_start) == e;
         }
         m_core->settle(dv, pv, fr, o);
         if (at_time) {
             break;
         }
-        const bool input_unsure = (!desc_known && !dv && o.desc_ready) ||
-                                  (!pl_known && !pv && o.pl_ready);
-        const bool output_unsure =
-            !fr && !known_held && o.fr_valid && m_out.ready_event() != nullptr;
+        const bool input_unsure =
+            (!desc_known && !dv && o.desc_ready) || (!pl_known && !pv && o.pl_ready);
+        // A not-ready downstream that a pop may release before this edge: its ready may
+        // matter to the RTL's combinational paths even with no beat valid.
+        const bool output_unsure = !fr && !known_held && m_out.ready_event() != nullptr;
         if (!input_unsure && !output_unsure) {
             break;
         }
@@ -337,6 +412,33 @@ bool send_path_rtl::edge(uint64_t e) {
     const uint64_t t_ps = e * m_clk.period_ps();
     if (m_tracing) {
         m_core->trace_dump(t_ps - m_half_ps);
+    }
+    if (m_window && !m_window_written) {
+        // Keep this edge's pins; the replay instance runs WINDOW_EDGES edges behind.
+        pin_record& r = m_history.emplace_back();
+        r.edge = e;
+        r.dv = dv;
+        r.pv = pv;
+        r.fr = fr;
+        if (new_desc) {
+            r.new_desc = true;
+            r.desc = m_in.descriptor(m_desc_seq).desc;
+        }
+        if (new_pl) {
+            r.new_pl = true;
+            const uint8_t* lanes = m_core->payload_lanes();
+            std::copy(lanes, lanes + 64, r.pl.begin());
+            const auto& de = m_in.descriptor(m_pl_msg);
+            const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
+            const uint64_t end = de.payload_offset + de.desc.length;
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
+            r.keep = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+            r.last = from + n == end;
+        }
+        while (m_history.size() > WINDOW_EDGES) {
+            replay(m_history.front(), false);
+            m_history.pop_front();
+        }
     }
 
     const bool hs_d = dv && o.desc_ready;
@@ -417,7 +519,8 @@ void send_path_rtl::complete_frame(uint64_t e) {
     }
     m_pending_beats.clear();
     fabric::eth_frame f;
-    f.data.assign(m_frame_buf.begin(), m_frame_buf.begin() + static_cast<std::ptrdiff_t>(m_frame_len));
+    f.data.assign(m_frame_buf.begin(),
+                  m_frame_buf.begin() + static_cast<std::ptrdiff_t>(m_frame_len));
     m_frame_len = 0;
     m_out_beat = 0;
     ++m_frame_no;
@@ -454,9 +557,10 @@ std::unique_ptr<send_path_unit> make_send_path_rtl(const char* name, const send_
 
 std::unique_ptr<send_path_unit> make_send_path_rtl(const char* name, const send_path_config& cfg,
                                                    const clock_domain& clk, frame_output_if& out,
-                                                   sim_context& ctx, const std::string& rtl_fst) {
-    return std::make_unique<rtl::send_path_rtl>(name, cfg, clk, out, ctx,
-                                                rtl::make_send_path_core, rtl_fst);
+                                                   sim_context& ctx, const std::string& rtl_fst,
+                                                   bool window) {
+    return std::make_unique<rtl::send_path_rtl>(name, cfg, clk, out, ctx, rtl::make_send_path_core,
+                                                rtl_fst, window);
 }
 
 }  // namespace rnic::hw

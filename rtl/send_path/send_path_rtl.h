@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +29,8 @@ class send_path_rtl : public sc_core::sc_module, public hw::send_path_unit {
 public:
     send_path_rtl(sc_core::sc_module_name name, const hw::send_path_config& cfg,
                   const hw::clock_domain& clk, hw::frame_output_if& out, hw::sim_context& ctx,
-                  const send_path_core_factory& core, const std::string& fst_path = "");
+                  const send_path_core_factory& core, const std::string& fst_path = "",
+                  bool window = false);
     send_path_rtl(sc_core::sc_module_name name, const hw::send_path_config& cfg,
                   const hw::clock_domain& clk, hw::channel<fabric::eth_frame>& mac_tx,
                   hw::sim_context& ctx, const send_path_core_factory& core,
@@ -45,6 +47,12 @@ public:
     // Evaluate edges before simulated time reaches them where no pending input can change
     // them (default). The lockstep runner turns it off: its RTL's ready follows the model.
     void set_run_ahead(bool on) override { m_run_ahead = on; }
+    // Window mode: a second instance of the RTL replays the pins WINDOW_EDGES edges behind;
+    // this writes the replay of the edges still held (the window ending at the last evaluated
+    // edge) to the FST file and closes it. Without a call (no divergence) the window is
+    // written at the end of the run.
+    void dump_waveform_window() override;
+    static constexpr size_t WINDOW_EDGES = 512;
     // Clock edges the RTL was evaluated on (the rest were skipped as idle).
     uint64_t clocked_edges() const { return m_clocked; }
     void end_of_simulation() override;
@@ -52,13 +60,26 @@ public:
 private:
     void init(hw::sim_context& ctx, const send_path_core_factory& core);
     void clock_thread();
-    bool edge(uint64_t e);    // false: a reset came before the edge was evaluated
-    bool sync_to(uint64_t e);  // wait until edge e's time; false if a reset covers e
+    bool edge(uint64_t e);             // false: a reset came before the edge was evaluated
+    bool sync_to(uint64_t e);          // wait until edge e's time; false if a reset covers e
     bool wait_for_output(uint64_t e);  // wait for a held frame stream to be released
     uint64_t wait_for_change(uint64_t e);
     bool next_payload_beat(uint64_t& valid_edge);
     void apply_reset();
     void complete_frame(uint64_t e);
+    // One evaluated edge's pins, for the window replay.
+    struct pin_record {
+        uint64_t edge = 0;
+        bool reset = false;
+        bool dv = false, pv = false, fr = false;
+        bool new_desc = false;
+        hw::tx_descriptor desc;
+        bool new_pl = false;
+        std::array<uint8_t, 64> pl{};
+        uint64_t keep = 0;
+        bool last = false;
+    };
+    void replay(const pin_record& r, bool dump);
 
     const hw::send_path_config m_cfg;
     const hw::clock_domain& m_clk;
@@ -72,12 +93,12 @@ private:
     sc_core::sc_event m_reset_event;
 
     // Stream cursors (descriptor numbers are send_path_inputs sequence numbers).
-    uint64_t m_desc_seq = 0;     // next descriptor to present
-    uint64_t m_pl_msg = 0;       // message whose payload is being presented
-    uint32_t m_pl_beat = 0;      // its next payload beat
-    uint64_t m_out_msg = 0;      // message of the frame being received
-    uint32_t m_out_pkt = 0;      // its packet number
-    uint32_t m_out_beat = 0;     // beats of the current frame received
+    uint64_t m_desc_seq = 0;  // next descriptor to present
+    uint64_t m_pl_msg = 0;    // message whose payload is being presented
+    uint32_t m_pl_beat = 0;   // its next payload beat
+    uint64_t m_out_msg = 0;   // message of the frame being received
+    uint32_t m_out_pkt = 0;   // its packet number
+    uint32_t m_out_beat = 0;  // beats of the current frame received
     // Largest frame (4 KiB MTU, WRITE Only Imm) plus room for the beat being copied in.
     static constexpr size_t MAX_FRAME_BYTES = 4096 + 74 + 3 + 4 + 64;
     std::array<uint8_t, MAX_FRAME_BYTES + 64> m_frame_buf{};
@@ -87,15 +108,15 @@ private:
     bool m_run_ahead = true;
 
     // Clocking state.
-    uint64_t m_last_edge = 0;       // last edge evaluated
-    uint32_t m_quiet = 0;           // edges since the last handshake
-    bool m_fr_valid_after = false;  // frame valid after the last edge (for skipped edges)
-    bool m_desc_ready_after = false;  // descriptor ready after the last edge
-    bool m_pl_ready_after = false;    // payload ready after the last edge
+    uint64_t m_last_edge = 0;           // last edge evaluated
+    uint32_t m_quiet = 0;               // edges since the last handshake
+    bool m_fr_valid_after = false;      // frame valid after the last edge (for skipped edges)
+    bool m_desc_ready_after = false;    // descriptor ready after the last edge
+    bool m_pl_ready_after = false;      // payload ready after the last edge
     uint64_t m_no_pop_before_edge = 0;  // edges below saw the downstream still full
-    bool m_desc_shown = false;      // the descriptor at m_desc_seq was on the pins
-    bool m_pl_shown = false;        // the payload beat at the cursor was on the pins
-    uint64_t m_release_edge = 0;    // first edge after the last reset
+    bool m_desc_shown = false;          // the descriptor at m_desc_seq was on the pins
+    bool m_pl_shown = false;            // the payload beat at the cursor was on the pins
+    uint64_t m_release_edge = 0;        // first edge after the last reset
     bool m_reset_pending = false;
     uint64_t m_reset_edge = 0;
     uint32_t m_reset_cycles = 0;
@@ -103,6 +124,11 @@ private:
     uint64_t m_half_ps = 0;
     bool m_tracing = false;
     uint64_t m_edge_units = 0;  // one period in sc_time resolution units
+    // Window mode (see dump_waveform_window).
+    bool m_window = false;
+    std::unique_ptr<send_path_core> m_shadow;
+    std::deque<pin_record> m_history;
+    bool m_window_written = false;
 };
 
 }  // namespace rnic::rtl

@@ -4,8 +4,8 @@
 // on directed and random stimulus: every opcode, sizes 0 to several MTUs, every header
 // alignment, payload arriving late, back-pressure patterns, reset in the middle of a message.
 // The last tests show that the suite catches deliberately broken RTL and says where.
-#include <gtest/gtest.h>
-
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -14,11 +14,15 @@
 
 #include <systemc>
 
+#include <gtest/gtest.h>
+
 #include "hw/roce/roce.h"
+#include "hw/send_path/send_path.h"
 #include "hw/send_path/send_path_lockstep.h"
 #include "hw/send_path/send_path_model.h"
 #include "rtl/send_path/send_path_broken.h"
 #include "rtl/send_path/send_path_rtl.h"
+#include "tlm/ethernet/eth_link.h"
 
 namespace {
 
@@ -255,7 +259,9 @@ void expect_conforms(conformance_bench& b, const std::vector<stim_message>& msgs
     EXPECT_EQ(b.dut.get_stats().packets, b.ref.get_stats().packets);
 }
 
-bool always(uint64_t) { return true; }
+bool always(uint64_t) {
+    return true;
+}
 
 }  // namespace
 
@@ -286,8 +292,8 @@ TEST(SendPathConformance, RandomSeed3WithRandomReadyAndSmallFifos) {
     cfg.desc_fifo_depth = 2;
     cfg.payload_fifo_bytes = 4096;
     conformance_bench b(
-        rtl::make_send_path_core,
-        [](uint64_t e) { return ((e * 2654435761u) >> 13) % 4 != 0; }, cfg);
+        rtl::make_send_path_core, [](uint64_t e) { return ((e * 2654435761u) >> 13) % 4 != 0; },
+        cfg);
     expect_conforms(b, random_stimulus(3, 300));
 }
 
@@ -338,9 +344,9 @@ TEST(SendPathConformance, LockstepRunsBothAndAgrees) {
                 size_t off = 0;
                 for (size_t i = 0; i < m.chunks.size(); ++i) {
                     payload_chunk c;
-                    c.bytes.assign(m.payload.begin() + static_cast<std::ptrdiff_t>(off),
-                                   m.payload.begin() +
-                                       static_cast<std::ptrdiff_t>(off + m.chunks[i]));
+                    c.bytes.assign(
+                        m.payload.begin() + static_cast<std::ptrdiff_t>(off),
+                        m.payload.begin() + static_cast<std::ptrdiff_t>(off + m.chunks[i]));
                     off += m.chunks[i];
                     c.ready = sc_core::sc_time_stamp() +
                               sc_core::sc_time(m.ready_delay[i], sc_core::SC_NS);
@@ -399,4 +405,258 @@ TEST(SendPathConformance, CatchesWrongIcrcByte) {
     EXPECT_EQ(d.expected ^ d.got, 0xFF);
     EXPECT_EQ(d.cycle_expected, d.cycle_got);
     EXPECT_GT(b.dut_bad_frames, 0u);
+}
+
+namespace {
+
+std::string test_output(const std::string& name) {
+    const char* dir = std::getenv("RNICSIM_BINARY_DIR");
+    const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+    std::remove(path.c_str());
+    return path;
+}
+
+// The FST as VCD text (GTKWave's fst2vcd), empty if it cannot be read.
+std::string fst_as_vcd(const std::string& path) {
+    std::string text;
+    FILE* p = popen(("fst2vcd -f '" + path + "' 2>/dev/null").c_str(), "r");
+    if (p == nullptr) {
+        return text;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
+        text.append(buf, n);
+    }
+    pclose(p);
+    return text;
+}
+
+// First and last timestamps (#t lines) of a VCD text.
+std::pair<uint64_t, uint64_t> vcd_time_range(const std::string& vcd) {
+    uint64_t first = UINT64_MAX, last = 0;
+    size_t pos = 0;
+    while ((pos = vcd.find("\n#", pos)) != std::string::npos) {
+        const uint64_t t = std::strtoull(vcd.c_str() + pos + 2, nullptr, 10);
+        first = std::min(first, t);
+        last = std::max(last, t);
+        ++pos;
+    }
+    return {first, last};
+}
+
+}  // namespace
+
+// The RTL writes its own waveform (rtl.fst) when asked: signals of the send path, clocked
+// edges only, time in ps.
+TEST(SendPathConformance, RtlWritesItsWaveform) {
+    const std::string path = test_output("send_path_rtl_waveform_test.fst");
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    pattern_output out(clk);
+    rtl::send_path_rtl dut("dut", send_path_config{}, clk, out, ctx, rtl::make_send_path_core,
+                           path);
+    std::mt19937 rng(3);
+    sc_core::sc_spawn(
+        [&] {
+            const stim_message m = simple(make_desc(tx_kind::SEND, 200, 1, 1024), rng);
+            dut.put_descriptor(m.desc);
+            payload_chunk c;
+            c.bytes = m.payload;
+            c.ready = sc_core::SC_ZERO_TIME;
+            dut.put_payload(std::move(c));
+            sc_core::wait(1, sc_core::SC_US);
+            sc_core::sc_stop();  // end_of_simulation closes the file
+        },
+        "driver");
+    sc_core::sc_start();
+    const std::string vcd = fst_as_vcd(path);
+    ASSERT_FALSE(vcd.empty()) << path;
+    EXPECT_NE(vcd.find("fr_valid_o"), std::string::npos);
+    EXPECT_NE(vcd.find("crc_q"), std::string::npos);
+    // Edges 1..8 are clocked (descriptor at 1, beats out at 5..8), nothing after.
+    const auto [first, last] = vcd_time_range(vcd);
+    EXPECT_EQ(first, 0u);
+    EXPECT_GE(last, 8u * 2000u);
+    EXPECT_LT(last, 20u * 2000u);
+    EXPECT_LT(dut.clocked_edges(), 20u);
+}
+
+// Lockstep with waves on: at the first divergence the RTL's waveform window is written; the
+// window holds the edges before the divergence was found, including the diverging beat.
+TEST(SendPathConformance, LockstepWritesWaveformWindowAtDivergence) {
+    const std::string path = test_output("send_path_lockstep_window_test.fst");
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    pattern_output out(clk);
+    const send_path_config cfg;
+    send_path_lockstep ls("send_path", cfg, clk, out, ctx, path,
+                          [&](frame_output_if& o, const std::string& fst, bool window) {
+                              return std::make_unique<rtl::send_path_rtl>(
+                                  "rtl", cfg, clk, o, ctx, rtl::make_send_path_core_late, fst,
+                                  window);
+                          });
+    beat_divergence div;
+    ls.comparator().on_divergence = [&](const beat_divergence& d) {
+        ls.rtl().dump_waveform_window();
+        div = d;
+        sc_core::sc_stop();
+    };
+    std::mt19937 rng(4);
+    sc_core::sc_spawn(
+        [&] {
+            for (uint32_t i = 0; i < 4; ++i) {
+                const stim_message m = simple(make_desc(tx_kind::WRITE, 3000, i * 3, 1024), rng);
+                ls.put_descriptor(m.desc);
+                payload_chunk c;
+                c.bytes = m.payload;
+                c.ready = sc_core::sc_time_stamp();
+                ls.put_payload(std::move(c));
+            }
+        },
+        "driver");
+    sc_core::sc_start();
+    EXPECT_EQ(div.what, "cycle");
+    EXPECT_EQ(div.cycle_expected, 5u);
+    EXPECT_EQ(div.cycle_got, 6u);
+    const std::string vcd = fst_as_vcd(path);
+    ASSERT_FALSE(vcd.empty()) << path;
+    EXPECT_NE(vcd.find("fr_valid_o"), std::string::npos);
+    const auto [first, last] = vcd_time_range(vcd);
+    EXPECT_LE(first, div.cycle_got * 2000);
+    EXPECT_GE(last, div.cycle_got * 2000);
+}
+
+// The window is bounded: after thousands of clocked edges only the last WINDOW_EDGES are
+// written.
+TEST(SendPathConformance, WaveformWindowKeepsOnlyTheLastEdges) {
+    const std::string path = test_output("send_path_window_bound_test.fst");
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    pattern_output out(clk);
+    rtl::send_path_rtl dut("dut", send_path_config{}, clk, out, ctx, rtl::make_send_path_core, path,
+                           true);
+    std::mt19937 rng(5);
+    sc_core::sc_spawn(
+        [&] {
+            for (uint32_t i = 0; i < 50; ++i) {
+                const stim_message m = simple(make_desc(tx_kind::SEND, 4096, i, 4096), rng);
+                dut.put_descriptor(m.desc);
+                payload_chunk c;
+                c.bytes = m.payload;
+                c.ready = sc_core::sc_time_stamp();
+                dut.put_payload(std::move(c));
+            }
+        },
+        "driver");
+    sc_core::sc_start();
+    const uint64_t edges = dut.clocked_edges();
+    ASSERT_GT(edges, 3000u);
+    dut.dump_waveform_window();
+    const std::string vcd = fst_as_vcd(path);
+    ASSERT_FALSE(vcd.empty()) << path;
+    const auto [first, last] = vcd_time_range(vcd);
+    EXPECT_GE(first, (edges - rtl::send_path_rtl::WINDOW_EDGES - 1) * 2000 - 1000);
+    EXPECT_LE(first, (edges - rtl::send_path_rtl::WINDOW_EDGES + 1) * 2000);
+    EXPECT_GE(last, (edges - 1) * 2000);
+}
+
+// A whole wire: the same traffic through the model and through the RTL, each into its own
+// 100 Gb/s link, gives the same frames with the same capture timestamps (what wire.pcap
+// records) and the same arrival times.
+TEST(SendPathConformance, ModelAndRtlProduceTheSameWire) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    fabric::eth_link_config lc;
+    lc.rate_gbps = 100.0;
+    fabric::eth_link link_m("link_model", lc, ctx);
+    fabric::eth_link link_r("link_rtl", lc, ctx);
+    send_path_config cfg;
+    cfg.impl = "model";
+    auto model = make_send_path("send_path_model", cfg, clk, link_m.tx(0), ctx);
+    cfg.impl = "rtl";
+    auto rtl_sp = make_send_path("send_path_rtl", cfg, clk, link_r.tx(0), ctx);
+    struct capture : fabric::frame_sink_if {
+        std::vector<std::pair<sc_core::sc_time, std::vector<uint8_t>>> sent, received;
+        void receive_frame(fabric::eth_frame&& f) override {
+            received.emplace_back(sc_core::sc_time_stamp(), std::move(f.data));
+        }
+    } cap_m, cap_r;
+    link_m.attach(1, &cap_m);
+    link_r.attach(1, &cap_r);
+    link_m.set_capture(
+        [&](int, const fabric::eth_frame& f) { cap_m.sent.emplace_back(f.tx_start, f.data); });
+    link_r.set_capture(
+        [&](int, const fabric::eth_frame& f) { cap_r.sent.emplace_back(f.tx_start, f.data); });
+    const auto msgs = random_stimulus(9, 300);
+    for (send_path_if* sp :
+         {static_cast<send_path_if*>(model.get()), static_cast<send_path_if*>(rtl_sp.get())}) {
+        sc_core::sc_spawn(
+            [&msgs, sp] {
+                for (const auto& m : msgs) {
+                    if (m.gap_ns > 0) {
+                        sc_core::wait(m.gap_ns, sc_core::SC_NS);
+                    }
+                    sp->put_descriptor(m.desc);
+                    size_t off = 0;
+                    for (size_t i = 0; i < m.chunks.size(); ++i) {
+                        payload_chunk c;
+                        c.bytes.assign(
+                            m.payload.begin() + static_cast<std::ptrdiff_t>(off),
+                            m.payload.begin() + static_cast<std::ptrdiff_t>(off + m.chunks[i]));
+                        off += m.chunks[i];
+                        c.ready = sc_core::sc_time_stamp() +
+                                  sc_core::sc_time(m.ready_delay[i], sc_core::SC_NS);
+                        sp->put_payload(std::move(c));
+                    }
+                }
+            },
+            sc_core::sc_gen_unique_name("driver"));
+    }
+    sc_core::sc_start();
+    size_t frames = 0;
+    for (const auto& m : msgs) {
+        frames += packet_count(m.desc);
+    }
+    ASSERT_EQ(cap_m.sent.size(), frames);
+    ASSERT_EQ(cap_r.sent.size(), frames);
+    ASSERT_EQ(cap_r.received.size(), frames);
+    for (size_t i = 0; i < frames; ++i) {
+        ASSERT_EQ(cap_m.sent[i].first, cap_r.sent[i].first) << "frame " << i;
+        ASSERT_EQ(cap_m.sent[i].second, cap_r.sent[i].second) << "frame " << i;
+        ASSERT_EQ(cap_m.received[i].first, cap_r.received[i].first) << "frame " << i;
+    }
+    EXPECT_EQ(model->get_stats().stall_backpressure_cycles,
+              rtl_sp->get_stats().stall_backpressure_cycles);
+    EXPECT_GT(model->get_stats().stall_backpressure_cycles, 0u);
+}
+
+// Idle simulated time costs the RTL nothing: a millisecond of silence between two messages
+// adds no clocked edges (the wrapper stops the clock when the block is quiescent).
+TEST(SendPathConformance, IdleTimeCostsTheRtlNoEdges) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    pattern_output out(clk);
+    rtl::send_path_rtl dut("dut", send_path_config{}, clk, out, ctx, rtl::make_send_path_core);
+    std::mt19937 rng(6);
+    uint64_t after_first = 0;
+    sc_core::sc_spawn(
+        [&] {
+            for (int i = 0; i < 2; ++i) {
+                const stim_message m = simple(make_desc(tx_kind::SEND, 1000, i, 1024), rng);
+                dut.put_descriptor(m.desc);
+                payload_chunk c;
+                c.bytes = m.payload;
+                c.ready = sc_core::sc_time_stamp();
+                dut.put_payload(std::move(c));
+                sc_core::wait(1, sc_core::SC_MS);  // 500000 idle edges
+                after_first = after_first == 0 ? dut.clocked_edges() : after_first;
+            }
+        },
+        "driver");
+    sc_core::sc_start();
+    // 17 beats per message, 4 edges of latency and 4 quiescent edges: about 25 each.
+    EXPECT_LE(after_first, 30u);
+    EXPECT_LE(dut.clocked_edges(), 2 * after_first);
+    EXPECT_EQ(dut.get_stats().packets, 2u);
 }

@@ -513,6 +513,13 @@ void validate(const sweep_spec& spec, const plan& p) {
                         src = &s;
                     }
                 }
+                // An error about an object the override created on its way (an unknown key
+                // `x` when x.y is varied).
+                for (size_t i = 0; src == nullptr && !at.empty() && i < sources.size(); ++i) {
+                    if (path_covers(at, sources[i].path)) {
+                        src = &sources[i];
+                    }
+                }
             }
             if (src != nullptr && src->param == nullptr) {
                 out.add("set." + src->path + ": " + message);

@@ -519,6 +519,16 @@ TEST(SweepValidate, AnErrorOfEveryValueNamesTheParameter) {
     EXPECT_EQ(errors[0], "parameters.0: workload.message_bytez: unknown key");
 }
 
+TEST(SweepValidate, AnUnknownObjectAParameterCreatesIsNamed) {
+    scratch s;
+    const auto errors = plan_errors(R"({"base": ")" + quickstart() + R"(",
+        "parameters": [{"path": "workload.qps", "values": [1]},
+                       {"path": "colour.shade", "values": ["red", "blue"]}]})",
+                                    s);
+    ASSERT_EQ(errors.size(), 1u) << joined(errors);
+    EXPECT_EQ(errors[0], "parameters.1: colour: unknown key");
+}
+
 TEST(SweepValidate, NamesSetEntriesBaseAndPoints) {
     scratch s;
     // A "set" value out of range.
