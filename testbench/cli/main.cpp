@@ -18,6 +18,7 @@
 #include "testbench/output/run_report.h"
 #include "testbench/scenario/runner.h"
 #include "testbench/scenario/scenario_config.h"
+#include "testbench/sweep/sweep_cli.h"
 
 #include <CLI/CLI.hpp>
 
@@ -129,6 +130,8 @@ int sc_main(int argc, char** argv) {
         app.add_subcommand("show-config", "print the effective config (defaults filled in)");
     add_common(show_cmd, o);
 
+    rnic::sweep::sweep_cli sweep_cmd(app);  // sweep, sweep collect, sweep point
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -136,6 +139,9 @@ int sc_main(int argc, char** argv) {
         return code == 0 ? EXIT_OK : EXIT_CONFIG;
     }
 
+    if (sweep_cmd.parsed()) {
+        return sweep_cmd.run();
+    }
     if (run_cmd->parsed()) {
         return run(o);
     }

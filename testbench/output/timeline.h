@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -17,38 +17,88 @@
 
 namespace rnic::output {
 
+// Exact latency distribution of one stage: durations are whole kernel time units (ps) and,
+// in a cycle-accurate model, take few distinct values, so a value -> count map stays small
+// and gives exact percentiles at a fraction of the memory of keeping every sample.
+class latency_histogram {
+public:
+    void add(uint64_t ps) {
+        ++m_counts[ps];
+        ++m_samples;
+        m_sum_ps += ps;
+    }
+    void merge(const latency_histogram& o);
+    uint64_t samples() const { return m_samples; }
+    // {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}; percentiles are nearest rank (the
+    // smallest duration with at least p% of the samples at or below it), as the workload's.
+    nlohmann::json summary() const;
+
+private:
+    std::unordered_map<uint64_t, uint64_t> m_counts;  // duration (ps) -> slices
+    uint64_t m_samples = 0;
+    uint64_t m_sum_ps = 0;
+};
+
 class timeline : public hw::event_tracer {
 public:
-    // `trace_path` empty: aggregate only. Otherwise events stream into the file (its parent
-    // directory must exist); close() finishes the JSON document.
+    // `trace_path` empty: aggregate only (cheap: two hash lookups per slice). Otherwise events
+    // stream into the file (its parent directory must exist); close() finishes the JSON
+    // document. Throws std::runtime_error if the file cannot be opened.
     explicit timeline(const std::string& trace_path = "");
     ~timeline() override;
+    timeline(const timeline&) = delete;
+    timeline& operator=(const timeline&) = delete;
 
     void slice(const std::string& block, const std::string& stage, uint64_t flow_id,
                const sc_core::sc_time& start, const sc_core::sc_time& end,
                const std::string& args_json = "") override;
+    // Finishes and closes trace.json (idempotent). Throws std::runtime_error on a write error.
     void close();
+
+    // Limits trace.json (not the aggregation) to WQEs of these QPs (flow_id bits 32..55, see
+    // hw/wqe_fetch) and to slices without a WQE (flow 0) ... empty: every slice.
+    void set_qp_filter(std::vector<uint32_t> qpns) { m_qp_filter = std::move(qpns); }
 
     // {"<stage>": {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}} over every slice.
     nlohmann::json stage_latency() const;
+    // {"<block>": {"<stage>": {...}}}: the same per block (node0's receive vs node1's).
+    nlohmann::json block_stage_latency() const;
     uint64_t slices() const { return m_slices; }
+    uint64_t events_written() const { return m_events; }
 
 private:
+    // One Chrome thread: a block's slices, split over lanes so that slices on one track never
+    // overlap (Perfetto requires strictly nested slices per thread; pipelined stages overlap).
     struct track {
+        int pid = 0;
+        std::vector<int> lane_tid;       // Chrome tid of each lane
+        std::vector<uint64_t> lane_end;  // end (ps) of the last slice placed in each lane
+    };
+    struct place {
         int pid;
         int tid;
     };
-    track track_of(const std::string& block);
-    void emit(const std::string& event);
+    place place_slice(const std::string& block, uint64_t start_ps, uint64_t end_ps);
+    bool traced(uint64_t flow_id) const;
+    void emit_begin();
+    void emit_end();
+    void flush(bool force);
 
-    std::ofstream m_out;
+    std::FILE* m_file = nullptr;
+    std::string m_path;
+    std::string m_buf;  // pending JSON text, written out in large chunks
     bool m_first = true;
+
     std::unordered_map<std::string, track> m_tracks;
-    std::map<std::string, int> m_pids;              // node name -> pid
-    std::unordered_map<uint64_t, std::pair<track, double>> m_last;  // flow -> last slice
-    std::map<std::string, std::vector<double>> m_stage_ns;
+    std::map<std::string, int> m_pids;  // node name -> pid
+    int m_next_tid = 1;
+    std::unordered_map<uint64_t, std::pair<place, uint64_t>> m_last;  // flow -> last slice
+    std::unordered_map<std::string, std::unordered_map<std::string, latency_histogram>> m_stages;
+    std::vector<uint32_t> m_qp_filter;
     uint64_t m_slices = 0;
+    uint64_t m_events = 0;
     uint64_t m_next_flow_event = 1;
+    double m_ps_per_unit = 1;  // kernel time resolution in ps
 };
 
 }  // namespace rnic::output
