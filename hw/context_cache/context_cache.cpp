@@ -107,6 +107,12 @@ context_cache::context_cache(sc_core::sc_module_name name, const context_cache_c
                       p + " dirty lines written back to host memory");
         ctx.stats.add(this->name(), p + "_stall_ps", s.stall_ps, "ps",
                       "time requesters waited on " + p + " misses");
+        if (ctx.vcd != nullptr) {
+            // Lookups are closed form: the counters show when hits and misses happen.
+            const std::string b = std::string(this->name()) + "." + p;
+            sc_core::sc_trace(ctx.vcd, s.hits, b + "_hits");
+            sc_core::sc_trace(ctx.vcd, s.misses, b + "_misses");
+        }
     }
 }
 

@@ -65,6 +65,8 @@ cq_writer::cq_writer(sc_core::sc_module_name name, const cq_writer_config& cfg,
         sc_core::sc_trace(ctx.vcd, m_events_queued, b + ".events_queued");
         sc_core::sc_trace(ctx.vcd, m_eq_producer, b + ".eq_producer");
         sc_core::sc_trace(ctx.vcd, m_eq_armed, b + ".eq_armed");
+        sc_core::sc_trace(ctx.vcd, m_stats.cqes, b + ".cqes");
+        sc_core::sc_trace(ctx.vcd, m_stats.interrupts, b + ".interrupts");
     }
 }
 
@@ -157,7 +159,8 @@ void cq_writer::writer_thread() {
 }
 
 void cq_writer::write_cqe(const completion_request& req) {
-    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    // The slice covers the wait in the request FIFO, formatting and the CQE's DMA write.
+    const sc_core::sc_time start = std::min(req.requested, sc_core::sc_time_stamp());
     // +latency_cycles: CQ context read and CQE formatting.
     m_clk.wait_cycles(m_cfg.latency_cycles);
     cq_context* cq = m_contexts.cq(req.cqn);

@@ -31,6 +31,9 @@ struct completion_request {
     uint32_t cqn = 0;
     hsi::cqe entry{};      // flags' phase bit is filled in by the CQ writer
     uint64_t flow_id = 0;  // for the timeline
+    // When the request was made: requesters build it right before putting it into
+    // requests(), so the default is that time. The timeline's "cqe" slice starts here.
+    sc_core::sc_time requested = sc_core::sc_time_stamp();
 };
 
 // One writer thread serves, in this priority: MSI-X messages owed (EQ re-arm, vector unmask),

@@ -43,6 +43,8 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
     }
     if (ctx.vcd != nullptr) {
         sc_core::sc_trace(ctx.vcd, m_reads_in_flight, std::string(this->name()) + ".reads_in_flight");
+        sc_core::sc_trace(ctx.vcd, m_writes_in_flight,
+                          std::string(this->name()) + ".writes_in_flight");
     }
 }
 
@@ -83,7 +85,9 @@ void dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint32_t l
 }
 
 void dma_engine::write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len) {
+    ++m_writes_in_flight;
     m_clk.wait_until(write(who, addr, data, len));
+    --m_writes_in_flight;
 }
 
 }  // namespace rnic::hw

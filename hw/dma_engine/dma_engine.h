@@ -68,7 +68,8 @@ private:
     dma_engine_config m_cfg;
     const clock_domain& m_clk;
     std::array<client_stats, static_cast<size_t>(dma_client::COUNT)> m_stats{};
-    uint32_t m_reads_in_flight = 0;  // traced
+    uint32_t m_reads_in_flight = 0;   // traced
+    uint32_t m_writes_in_flight = 0;  // traced: write_wait() callers not yet done
 };
 
 }  // namespace rnic::hw

@@ -70,6 +70,7 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
     , m_cfg(cfg)
     , m_clk(clk)
     , m_contexts(contexts)
+    , m_ctx(ctx)
     , m_sq_ready("sq_ready", cfg.ready_fifo_depth)
     , m_cmd_doorbells("cmd_doorbells", 8)
     , m_scheduled(contexts.max_qps(), false) {
@@ -109,6 +110,8 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
         m_sq_ready.trace(ctx.vcd, b);
         m_cmd_doorbells.trace(ctx.vcd, b);
         sc_core::sc_trace(ctx.vcd, m_pending_count, b + ".pending");
+        sc_core::sc_trace(ctx.vcd, m_stats.sq_doorbells, b + ".sq_doorbells");
+        sc_core::sc_trace(ctx.vcd, m_stats.scheduled, b + ".scheduled");
     }
 }
 
@@ -379,10 +382,11 @@ void doorbell::sq_doorbell(uint64_t value) {
     ++m_stats.sq_doorbells;
     qp->sq_producer = widen_index(qp->sq_producer, (value >> 32) & 0xffff);
     // +decode_cycles: the doorbell write is decoded and the QP's ready bit set.
-    try_schedule(qpn, m_clk.edge_at_or_after(m_arrival) + m_clk.cycles(m_cfg.decode_cycles));
+    try_schedule(qpn, m_clk.edge_at_or_after(m_arrival) + m_clk.cycles(m_cfg.decode_cycles),
+                 true);
 }
 
-void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready) {
+void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool from_doorbell) {
     qp_context* qp = m_contexts.qp(qpn);
     if (qp == nullptr || m_scheduled[qpn]) {
         return;
@@ -395,7 +399,7 @@ void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready) {
         return;
     }
     m_scheduled[qpn] = true;
-    m_pending.push_back({qpn, ready});
+    m_pending.push_back({qpn, ready, m_arrival, from_doorbell});
     set_pending_trace();
     m_pending_event.notify(sc_core::SC_ZERO_TIME);
 }
@@ -466,6 +470,11 @@ void doorbell::scheduler_thread() {
         }
         m_sq_ready.put(p.qpn);  // blocks while WQE fetch is behind (back-pressure)
         ++m_stats.scheduled;
+        if (p.from_doorbell && m_ctx.tracer != nullptr) {
+            // Doorbell at the BAR -> decode -> scheduler -> QP in WQE fetch's ready FIFO.
+            m_ctx.tracer->slice(name(), "doorbell", 0, p.rung, sc_core::sc_time_stamp(),
+                                "\"qpn\":" + std::to_string(p.qpn));
+        }
         next_slot =
             std::max(next_slot, m_clk.edge_at_or_after(sc_core::sc_time_stamp()) + m_clk.period());
     }

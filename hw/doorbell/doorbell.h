@@ -125,6 +125,8 @@ private:
     struct pending_qp {
         uint32_t qpn;
         sc_core::sc_time ready;  // first edge the scheduler may dispatch it
+        sc_core::sc_time rung;   // BAR arrival of the doorbell that queued it (timeline)
+        bool from_doorbell;      // false: rescheduled after a fetch batch, or kicked
     };
 
     void mmio_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -135,7 +137,7 @@ private:
     const reg_desc* find_reg(uint64_t offset) const;
     void scheduler_thread();  // moves QPs with work into sq_ready, one per cycle
     void sq_doorbell(uint64_t value);
-    void try_schedule(uint32_t qpn, const sc_core::sc_time& ready);
+    void try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool from_doorbell = false);
     void set_pending_trace();
 
     // Register handlers (the table in doorbell.cpp).
@@ -166,6 +168,7 @@ private:
     doorbell_config m_cfg;
     const clock_domain& m_clk;
     context_store& m_contexts;
+    sim_context& m_ctx;  // the timeline's tracer (doorbell stage)
     cq_writer* m_cq_writer = nullptr;
     netdma* m_netdma = nullptr;
     bar_registers m_regs;

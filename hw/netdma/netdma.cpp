@@ -701,6 +701,10 @@ void netdma::channel_thread(channel& c) {
                 process_descriptor(c);
                 continue;
             }
+            // Nothing left (e.g. RESUME at the end of the list): IDLE at the last descriptor.
+            if (c.last != 0) {
+                c.status = c.last | hsi::NETDMA_STATUS_IDLE;
+            }
             set_state(c, run_state::IDLE);
             continue;  // find_next may have taken time: look at the commands again
         }

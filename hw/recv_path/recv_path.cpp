@@ -43,6 +43,7 @@ recv_path_config parse_recv_path_config(config::reader r) {
     r.get("ack_coalesce", c.ack_coalesce, 1u, 1024u);
     r.get("ack_delay_ns", c.ack_delay_ns, 0.0, 1e9);
     r.get("rnr_timer_code", c.rnr_timer_code, 0u, 31u);
+    r.get("rq_prefetch", c.rq_prefetch, 0u, 64u);
     r.finish();
     return c;
 }
@@ -64,7 +65,8 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     , m_fifo("rx_fifo", cfg.fifo_frames)
     , m_recv_segments(contexts.max_qps())
     , m_write_segments(contexts.max_qps())
-    , m_pending_acks(contexts.max_qps()) {
+    , m_pending_acks(contexts.max_qps())
+    , m_rq_prefetch(static_cast<size_t>(contexts.max_qps()) + contexts.max_srqs()) {
     SC_HAS_PROCESS(recv_path);
     SC_THREAD(rx_thread);
     SC_THREAD(ack_thread);
@@ -83,6 +85,8 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     s.add(b, "payload_bytes", m_stats.payload_bytes, "bytes", "payload placed in host memory");
     s.add(b, "messages", m_stats.messages, "count", "request messages completed as responder");
     s.add(b, "receive_wqes", m_stats.receive_wqes, "count", "receive WQEs consumed");
+    s.add(b, "rq_prefetch_hits", m_stats.rq_prefetch_hits, "count",
+          "receive WQEs found already read ahead");
     s.add(b, "rnr", m_stats.rnr, "count", "SENDs with no receive posted (RNR NAK)");
     s.add(b, "naks_sent", m_stats.naks_sent, "count", "NAKs sent");
     s.add(b, "acks_received", m_stats.acks_received, "count", "ACKs received");
@@ -92,6 +96,14 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     s.add(b, "protection_errors", m_stats.protection_errors, "count", "key, PD, rights or bounds faults");
     if (ctx.vcd != nullptr) {
         m_fifo.trace(ctx.vcd, b);
+        sc_core::sc_trace(ctx.vcd, m_stats.frames, b + ".frames");
+        sc_core::sc_trace(ctx.vcd, m_stats.messages, b + ".messages");
+        sc_core::sc_trace(ctx.vcd, m_stats.acks_received, b + ".acks_received");
+        sc_core::sc_trace(ctx.vcd, m_stats.naks_sent, b + ".naks_sent");
+        sc_core::sc_trace(ctx.vcd, m_stats.fifo_drops, b + ".fifo_drops");
+        sc_core::sc_trace(ctx.vcd, m_stats.bad_icrc, b + ".bad_icrc");
+        sc_core::sc_trace(ctx.vcd, m_stats.duplicates, b + ".duplicates");
+        sc_core::sc_trace(ctx.vcd, m_stats.out_of_sequence, b + ".out_of_sequence");
     }
 }
 
@@ -191,31 +203,53 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
 }
 
 recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
-    uint64_t addr;
-    uint32_t stride;
-    srq_context* srq = nullptr;
-    if (qp.srqn != 0) {
-        srq = m_contexts.srq(qp.srqn);
-        if (srq == nullptr || srq->consumer == srq->producer) {
-            return recv_take::NONE;
-        }
-        stride = srq->stride;
-        addr = srq->ring_addr + static_cast<uint64_t>(srq->consumer & ((1u << srq->log_depth) - 1)) * stride;
-        ++srq->consumer;
-        if (srq->limit != 0 && srq->producer - srq->consumer < srq->limit) {
-            srq->limit = 0;  // one-shot
-            m_cq_writer.post_event(hsi::EVENT_SRQ_LIMIT, qp.srqn);
-        }
-    } else {
-        if (qp.rq_consumer == qp.rq_producer) {
-            return recv_take::NONE;
-        }
-        stride = qp.rq_stride;
-        addr = qp.rq_addr + static_cast<uint64_t>(qp.rq_consumer & ((1u << qp.rq_log_depth) - 1)) * stride;
-        ++qp.rq_consumer;
+    // The receive ring to take from: the QP's own RQ or its SRQ (keyed apart in the prefetch
+    // buffers: SRQs above the QP numbers).
+    srq_context* srq = qp.srqn != 0 ? m_contexts.srq(qp.srqn) : nullptr;
+    if (qp.srqn != 0 && srq == nullptr) {
+        return recv_take::NONE;
     }
-    std::vector<uint8_t> buf(stride);
-    m_dma.read_wait(dma_client::RQ_FETCH, addr, buf.data(), stride);
+    uint32_t& consumer = srq != nullptr ? srq->consumer : qp.rq_consumer;
+    const uint32_t producer = srq != nullptr ? srq->producer : qp.rq_producer;
+    const uint32_t stride = srq != nullptr ? srq->stride : qp.rq_stride;
+    const uint64_t ring = srq != nullptr ? srq->ring_addr : qp.rq_addr;
+    const uint32_t mask = (1u << (srq != nullptr ? srq->log_depth : qp.rq_log_depth)) - 1;
+    if (consumer == producer) {
+        return recv_take::NONE;
+    }
+    auto& pf = m_rq_prefetch[srq != nullptr ? m_contexts.max_qps() + qp.srqn : qpn];
+    std::vector<uint8_t> buf;
+    // Ring addresses are never reused by the host, so (ring, index) identifies the slot even
+    // across a destroyed and re-created QP.
+    if (!pf.empty() && pf.front().index == consumer && pf.front().ring == ring &&
+        pf.front().bytes.size() == stride) {
+        // Prefetched when the previous receive WQE was taken: wait only for what is left.
+        m_clk.wait_until(pf.front().ready);
+        buf = std::move(pf.front().bytes);
+        pf.pop_front();
+        ++m_stats.rq_prefetch_hits;
+    } else {
+        pf.clear();
+        buf.resize(stride);
+        m_dma.read_wait(dma_client::RQ_FETCH, ring + static_cast<uint64_t>(consumer & mask) * stride,
+                        buf.data(), stride);
+    }
+    ++consumer;
+    // Read ahead the next posted WQEs (their slots are not rewritten until consumed).
+    while (pf.size() < m_cfg.rq_prefetch && consumer + pf.size() != producer) {
+        const uint32_t idx = consumer + static_cast<uint32_t>(pf.size());
+        prefetched p;
+        p.index = idx;
+        p.ring = ring;
+        p.bytes.resize(stride);
+        p.ready = m_dma.read(dma_client::RQ_FETCH, ring + static_cast<uint64_t>(idx & mask) * stride,
+                             p.bytes.data(), stride);
+        pf.push_back(std::move(p));
+    }
+    if (srq != nullptr && srq->limit != 0 && srq->producer - srq->consumer < srq->limit) {
+        srq->limit = 0;  // one-shot
+        m_cq_writer.post_event(hsi::EVENT_SRQ_LIMIT, qp.srqn);
+    }
     hsi::rq_wqe_hdr h{};
     std::memcpy(&h, buf.data(), sizeof(h));
     const uint32_t max_sge = (stride - sizeof(h)) / sizeof(hsi::wqe_sge);

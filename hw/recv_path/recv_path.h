@@ -35,6 +35,8 @@ public:
 
     // From the link, when the frame's last bit is in.
     void receive_frame(fabric::eth_frame&& frame) override;
+    bool ready() const override { return !m_fifo.full(); }
+    const sc_core::sc_event* ready_event() const override { return &m_fifo.read_event(); }
 
     // QP context reads/updates go through this cache when set (else on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
@@ -53,6 +55,7 @@ public:
         uint64_t payload_bytes = 0;
         uint64_t messages = 0;
         uint64_t receive_wqes = 0;
+        uint64_t rq_prefetch_hits = 0;
         uint64_t rnr = 0;              // SEND with no receive WQE posted
         uint64_t naks_sent = 0;
         uint64_t acks_received = 0;
@@ -107,6 +110,14 @@ private:
         sc_core::sc_time since;
     };
     std::vector<pending_ack> m_pending_acks;
+    // Receive WQEs read ahead, per QP RQ (index qpn) and per SRQ (max_qps + srqn).
+    struct prefetched {
+        uint32_t index = 0;
+        uint64_t ring = 0;
+        sc_core::sc_time ready;
+        std::vector<uint8_t> bytes;
+    };
+    std::vector<std::deque<prefetched>> m_rq_prefetch;
     std::deque<std::pair<sc_core::sc_time, uint32_t>> m_ack_timers;  // (deadline, qpn), in order
     sc_core::sc_event m_ack_timer_event;
     stats m_stats;

@@ -15,6 +15,7 @@ struct recv_path_config {
     uint32_t ack_coalesce = 1;       // ACK every Nth AckReq message (1: every one)
     double ack_delay_ns = 2000;      // ... or this long after the oldest unacknowledged one
     uint32_t rnr_timer_code = 1;     // RNR NAK timer field (IBA table: 1 = 0.01 ms)
+    uint32_t rq_prefetch = 4;        // receive WQEs read ahead per RQ/SRQ
 };
 recv_path_config parse_recv_path_config(config::reader r);
 

@@ -7,7 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include <zlib.h>
+// CRC-32 (IEEE, reflected; the same function as zlib crc32) from libdeflate, which folds
+// with carry-less multiplies on x86: the ICRC of a 4 KiB packet costs ~0.1 instruction/byte.
+#include <libdeflate.h>
 
 namespace rnic::roce {
 
@@ -139,7 +141,7 @@ inline uint16_t ip_fold(const uint8_t* ip) {
 
 // zlib crc32 of the eight 0xFF bytes standing in for the LRH: the raw register state is
 // 0xDEBB20E3, zlib reports it inverted.
-constexpr uLong LRH_CRC = 0x2144DF1Cu;
+constexpr uint32_t LRH_CRC = 0x2144DF1Cu;
 // Bytes after the Ethernet header that contain masked fields: IPv4 + UDP + BTH.
 constexpr size_t MASKED_SPAN = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + BTH_BYTES;
 
@@ -164,11 +166,11 @@ uint32_t icrc_from_ip(const uint8_t* ip, size_t n) {
             masked[off] = 0xFF;
         }
     }
-    uLong crc = crc32_z(LRH_CRC, masked, m);
+    uint32_t crc = libdeflate_crc32(LRH_CRC, masked, m);
     if (n > m) {
-        crc = crc32_z(crc, ip + m, n - m);
+        crc = libdeflate_crc32(crc, ip + m, n - m);
     }
-    return static_cast<uint32_t>(crc);
+    return crc;
 }
 
 }  // namespace

@@ -261,11 +261,15 @@ void send_path_inputs::update() {
     m_payload_occupancy = static_cast<uint32_t>(m_pay_end - m_pay_base);
     m_desc_ready = m_desc.size() < m_cfg.desc_fifo_depth;
     m_payload_ready = m_pay_end - m_pay_base < m_cfg.payload_fifo_bytes;
+    m_desc_valid = !m_desc.empty();
+    m_payload_valid = m_pay_end > m_pay_base;
 }
 
 void send_path_inputs::trace(sc_core::sc_trace_file* tf, const std::string& prefix) const {
     sc_core::sc_trace(tf, m_desc_occupancy, prefix + ".desc_fifo.occupancy");
+    sc_core::sc_trace(tf, m_desc_valid, prefix + ".desc_fifo.valid");
     sc_core::sc_trace(tf, m_desc_ready, prefix + ".desc_fifo.ready");
+    sc_core::sc_trace(tf, m_payload_valid, prefix + ".payload_fifo.valid");
     sc_core::sc_trace(tf, m_payload_occupancy, prefix + ".payload_fifo.bytes");
     sc_core::sc_trace(tf, m_payload_ready, prefix + ".payload_fifo.ready");
 }

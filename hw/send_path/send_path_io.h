@@ -227,6 +227,8 @@ private:
     uint32_t m_payload_occupancy = 0;
     bool m_desc_ready = true;
     bool m_payload_ready = true;
+    bool m_desc_valid = false;
+    bool m_payload_valid = false;
 };
 
 }  // namespace rnic::hw

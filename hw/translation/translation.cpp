@@ -37,6 +37,13 @@ translation::translation(sc_core::sc_module_name name, const translation_config&
     ctx.stats.add(this->name(), "pages", m_stats.pages, "count", "MTT pages translated");
     ctx.stats.add(this->name(), "faults", m_stats.faults, "count",
                   "lookups refused: bad key, PD, rights or bounds");
+    if (ctx.vcd != nullptr) {
+        // Timing is closed form (no state to sample): the counters show when lookups happen.
+        const std::string b = this->name();
+        sc_core::sc_trace(ctx.vcd, m_stats.lookups, b + ".lookups");
+        sc_core::sc_trace(ctx.vcd, m_stats.pages, b + ".pages");
+        sc_core::sc_trace(ctx.vcd, m_stats.faults, b + ".faults");
+    }
 }
 
 xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,

@@ -87,6 +87,12 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         m_responses.trace(ctx.vcd, b);
+        sc_core::sc_trace(ctx.vcd, m_stats.wqes, b + ".wqes");
+        sc_core::sc_trace(ctx.vcd, m_stats.messages, b + ".messages");
+        sc_core::sc_trace(ctx.vcd, m_stats.completions, b + ".completions");
+        sc_core::sc_trace(ctx.vcd, m_stats.acks_sent, b + ".acks_sent");
+        sc_core::sc_trace(ctx.vcd, m_stats.timeouts, b + ".timeouts");
+        sc_core::sc_trace(ctx.vcd, m_stats.retransmits, b + ".retransmits");
     }
 }
 

@@ -41,6 +41,8 @@ wqe_fetch::wqe_fetch(sc_core::sc_module_name name, const wqe_fetch_config& cfg,
           "count", "times the transmit engine was not ready for a WQE");
     if (ctx.vcd != nullptr) {
         m_out.trace(ctx.vcd, this->name());
+        sc_core::sc_trace(ctx.vcd, m_stats.wqes, std::string(this->name()) + ".wqes_fetched");
+        sc_core::sc_trace(ctx.vcd, m_stats.dma_reads, std::string(this->name()) + ".dma_reads");
     }
 }
 

@@ -106,7 +106,9 @@ void channel::close() {
 NTSTATUS channel::start(NET_DMA_DESCRIPTOR* first, ULONG count) {
     PHYSICAL_ADDRESS pa{};
     pa.QuadPart = static_cast<LONGLONG>(m_host.phys(first));
-    return m_provider.chars.StartDma(m_provider_channel, first, pa, count);
+    const NTSTATUS st = m_provider.chars.StartDma(m_provider_channel, first, pa, count);
+    m_submitted |= NT_SUCCESS(st);
+    return st;
 }
 
 NTSTATUS channel::append(NET_DMA_DESCRIPTOR* first, ULONG count) {
@@ -133,14 +135,21 @@ NTSTATUS channel::resume() {
 }
 
 NTSTATUS channel::abort() {
-    return m_provider.chars.AbortDma == nullptr ? STATUS_NOT_SUPPORTED
-                                                : m_provider.chars.AbortDma(m_provider_channel);
+    if (m_provider.chars.AbortDma == nullptr) {
+        return STATUS_NOT_SUPPORTED;
+    }
+    const NTSTATUS st = m_provider.chars.AbortDma(m_provider_channel);
+    m_submitted &= !NT_SUCCESS(st);
+    return st;
 }
 
 NTSTATUS channel::reset() {
-    return m_provider.chars.ResetChannel == nullptr
-               ? STATUS_NOT_SUPPORTED
-               : m_provider.chars.ResetChannel(m_provider_channel);
+    if (m_provider.chars.ResetChannel == nullptr) {
+        return STATUS_NOT_SUPPORTED;
+    }
+    const NTSTATUS st = m_provider.chars.ResetChannel(m_provider_channel);
+    m_submitted &= !NT_SUCCESS(st);
+    return st;
 }
 
 ULONG64 channel::completion_word() const {
@@ -271,7 +280,8 @@ VOID NetDmaProviderStop(PVOID NetDmaProviderHandle) {
     // abort what does not get there, then free every channel.
     while (!p->channels.empty()) {
         channel* c = p->channels.front();
-        if (c->completion_word() != 0 && !rnic::ndk::netdma::terminal(c->completion_word())) {
+        // A channel without a completion word cannot be watched: it is aborted.
+        if (c->submitted() && !rnic::ndk::netdma::terminal(c->completion_word())) {
             const sc_core::sc_time end =
                 sc_core::sc_time_stamp() +
                 sc_core::sc_time(rnic::ndk::netdma::STOP_WAIT_NS, sc_core::SC_NS);

@@ -86,6 +86,8 @@ public:
     const NET_DMA_CHANNEL_PARAMETERS& parameters() const { return m_params; }
     ULONG cpu() const { return m_params.CpuNumber; }  // as the provider chose it
     PVOID provider_channel() const { return m_provider_channel; }
+    // Descriptors were handed to the provider and not taken back by Abort/Reset.
+    bool submitted() const { return m_submitted; }
     provider_record& provider() const { return m_provider; }
     host_system& host() const { return m_host; }
 
@@ -112,6 +114,7 @@ private:
     volatile ULONG64* m_completion = nullptr;  // the completion word (host memory)
     PVOID m_provider_channel = nullptr;
     bool m_open = false;
+    bool m_submitted = false;  // descriptors handed over since allocate / abort / reset
     counters m_counters;
 };
 

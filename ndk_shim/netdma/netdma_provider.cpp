@@ -25,11 +25,14 @@ static_assert(hsi::NETDMA_CTRL_DESTINATION_PAGE_BREAK == NET_DMA_DESTINATION_PAG
 static_assert(hsi::NETDMA_CTRL_DESTINATION_DCA == NET_DMA_DESTINATION_DCA_ENABLE);
 static_assert(hsi::NETDMA_OP_CONTEXT_CHANGE == NET_DMA_OP_TYPE_CONTEXT_CHANGE);
 static_assert(hsi::NETDMA_STATUS_MASK == NET_DMA_TRANSFER_STATUS_MASK);
-static_assert(hsi::NETDMA_STATUS_ACTIVE == NetDmaTransferStatusActive &&
-              hsi::NETDMA_STATUS_IDLE == NetDmaTransferStatusIdle &&
-              hsi::NETDMA_STATUS_SUSPEND == NetDmaTransferStatusSuspend &&
-              hsi::NETDMA_STATUS_HALTED == NetDmaTransferStatusHalted &&
-              hsi::NETDMA_STATUS_ARMED == NetDmaTransferStatusArmed);
+constexpr bool same_status(hsi::netdma_status h, NET_DMA_TRANSFER_STATUS n) {
+    return static_cast<int>(h) == static_cast<int>(n);
+}
+static_assert(same_status(hsi::NETDMA_STATUS_ACTIVE, NetDmaTransferStatusActive) &&
+              same_status(hsi::NETDMA_STATUS_IDLE, NetDmaTransferStatusIdle) &&
+              same_status(hsi::NETDMA_STATUS_SUSPEND, NetDmaTransferStatusSuspend) &&
+              same_status(hsi::NETDMA_STATUS_HALTED, NetDmaTransferStatusHalted) &&
+              same_status(hsi::NETDMA_STATUS_ARMED, NetDmaTransferStatusArmed));
 
 struct hw_channel {
     provider* owner = nullptr;

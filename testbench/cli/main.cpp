@@ -3,6 +3,8 @@
 //   rnicsim run SCENARIO.json [--out DIR] [--set PATH=VALUE]...   exit 0 ok, 1 failed, 2 config
 //   rnicsim validate SCENARIO.json [--set PATH=VALUE]...          exit 0 valid, 2 invalid
 //   rnicsim show-config SCENARIO.json [--set PATH=VALUE]...       effective config on stdout
+//   rnicsim signals SCENARIO.json [--set PATH=VALUE]...           waves.vcd's signals on stdout
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -15,7 +17,9 @@
 
 #include "hw/common/config_reader.h"
 #include "testbench/output/output_dir.h"
+#include "testbench/output/progress.h"
 #include "testbench/output/run_report.h"
+#include "testbench/output/signal_docs.h"
 #include "testbench/scenario/runner.h"
 #include "testbench/scenario/scenario_config.h"
 #include "testbench/sweep/sweep_cli.h"
@@ -78,8 +82,12 @@ int run(const options& o) {
     }
     try {
         rnic::output::output_dir dir(cfg.outputs.dir);
-        const rnic::scenario::run_result r =
-            rnic::scenario::run_scenario(cfg, cfg.outputs.waves ? dir.staged("waves") : "");
+        rnic::scenario::run_options opts;
+        opts.waves_vcd = cfg.outputs.waves ? dir.staged("waves.vcd") : "";
+        opts.pcap = cfg.outputs.pcap ? dir.staged("wire.pcap") : "";
+        opts.trace = cfg.outputs.trace ? dir.staged("trace.json") : "";
+        opts.progress = rnic::output::progress_bar::wanted();
+        const rnic::scenario::run_result r = rnic::scenario::run_scenario(cfg, opts);
         const std::string summary = rnic::output::make_summary(cfg, r);
         dir.write("stats.json", rnic::output::to_file_text(rnic::output::make_stats_json(r)));
         dir.write("summary.txt", summary);
@@ -106,6 +114,26 @@ int run(const options& o) {
     }
 }
 
+// `rnicsim signals`: every signal waves.vcd holds for this scenario, with its width and meaning.
+int signals(const options& o) {
+    rnic::scenario::scenario_config cfg;
+    if (!load(o, cfg)) {
+        return EXIT_CONFIG;
+    }
+    const auto list = rnic::scenario::scenario_signals(cfg);
+    size_t w = 0;
+    for (const auto& s : list) {
+        w = std::max(w, s.name.size());
+    }
+    for (const auto& s : list) {
+        const std::string meaning = rnic::output::signal_meaning(s.name);
+        std::cout << s.name << std::string(w + 2 - s.name.size(), ' ')
+                  << (s.width > 0 ? std::to_string(s.width) : std::string("-")) << "\t"
+                  << (meaning.empty() ? "(undocumented)" : meaning) << "\n";
+    }
+    return EXIT_OK;
+}
+
 }  // namespace
 
 // SystemC calls this from sc_elab_and_sim (below): the whole command runs inside it.
@@ -113,6 +141,8 @@ int sc_main(int argc, char** argv) {
     sc_core::sc_report_handler::set_handler(report_to_stderr);
     sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
                                             sc_core::SC_DO_NOTHING);
+    // Also the VCD writer's "tracing timescale unit set" notes, which name the staging folder.
+    sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
 
     CLI::App app{"rnicsim: cycle-accurate RDMA NIC simulator"};
     app.require_subcommand(1);
@@ -130,6 +160,10 @@ int sc_main(int argc, char** argv) {
         app.add_subcommand("show-config", "print the effective config (defaults filled in)");
     add_common(show_cmd, o);
 
+    CLI::App* signals_cmd = app.add_subcommand(
+        "signals", "list the signals of waves.vcd: name, width in bits, meaning");
+    add_common(signals_cmd, o);
+
     rnic::sweep::sweep_cli sweep_cmd(app);  // sweep, sweep collect, sweep point
 
     try {
@@ -144,6 +178,9 @@ int sc_main(int argc, char** argv) {
     }
     if (run_cmd->parsed()) {
         return run(o);
+    }
+    if (signals_cmd->parsed()) {
+        return signals(o);
     }
     rnic::scenario::scenario_config cfg;
     if (!load(o, cfg)) {

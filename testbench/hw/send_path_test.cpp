@@ -2,7 +2,10 @@
 // Send path model: segmentation, opcodes, PSNs, headers, payload and ICRC of every frame, and
 // the cycle timing of the 64-byte frame stream (first beat, throughput, stalls, back-pressure,
 // FIFO blocking, reset).
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -498,4 +501,30 @@ TEST(SendPathConfig, ParsesAndRejectsWithJsonPath) {
     EXPECT_NE(bad.errors[1].find("rnic.send_path.payload_fifo_bytes: 100 out of range"),
               std::string::npos);
     EXPECT_NE(bad.errors[2].find("rnic.send_path.depth: unknown key"), std::string::npos);
+}
+
+// With a VCD open, the input FIFOs' occupancy/valid/ready are traced under the block's name.
+TEST(SendPath, TracesFifoOccupancyValidReady) {
+    const char* dir = std::getenv("RNICSIM_BINARY_DIR");
+    const std::string base = std::string(dir != nullptr ? dir : "/tmp") + "/send_path_trace_test";
+    sc_core::sc_trace_file* tf = sc_core::sc_create_vcd_trace_file(base.c_str());
+    {
+        sim_context ctx;
+        ctx.vcd = tf;
+        clock_domain clk("nic", CLOCK_MHZ);
+        recording_output out(clk);
+        send_path_model dut("send_path", send_path_config{}, clk, out, ctx);
+        sc_core::sc_spawn(
+            [&] { put_message(dut, make_desc(tx_kind::SEND, 300, 0), pattern_bytes(300, 1)); },
+            "driver");
+        sc_core::sc_start();
+        EXPECT_EQ(out.frames.size(), 1u);
+    }
+    sc_core::sc_close_vcd_trace_file(tf);
+    std::ifstream f(base + ".vcd");
+    const std::string vcd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (const char* sig : {"desc_fifo.occupancy", "desc_fifo.valid", "desc_fifo.ready",
+                            "payload_fifo.bytes", "payload_fifo.valid", "payload_fifo.ready"}) {
+        EXPECT_NE(vcd.find(sig), std::string::npos) << sig;
+    }
 }

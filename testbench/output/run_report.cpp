@@ -22,6 +22,8 @@ nlohmann::json make_stats_json(const scenario::run_result& r) {
           {"p99", r.latency.p99_ns},
           {"max", r.latency.max_ns}}},
     };
+    j["stages"] = r.stages;
+    j["stages_by_block"] = r.stages_by_block;
     j["integrity"] = {{"bytes_checked", r.bytes_checked}, {"mismatches", r.mismatches}};
     j["sim"] = {
         {"simulated_ns", r.simulated_ns},

@@ -11,8 +11,9 @@
 
 namespace rnic::output {
 
-// stats.json: {"blocks": {<module>: {<counter>: v}}, "summary": {...}, "integrity": {...},
-// "sim": {...}} (configs/README.md lists the keys). Only sim.wall_s and sim.packets_per_wall_s
+// stats.json: {"blocks": {<module>: {<counter>: v}}, "summary": {...}, "stages": {<stage>:
+// {...}}, "stages_by_block": {<block>: {<stage>: {...}}}, "integrity": {...}, "sim": {...},
+// "result": {...}} (configs/README.md lists the keys). Only sim.wall_s and sim.packets_per_wall_s
 // depend on the machine; everything else is a function of the config.
 nlohmann::json make_stats_json(const scenario::run_result& r);
 

@@ -1,117 +1,281 @@
 // SPDX-License-Identifier: Apache-2.0
-// WQE timeline (Chrome trace events).
+// WQE timeline (Chrome trace events) and per-stage latency aggregation.
 #include "testbench/output/timeline.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 namespace rnic::output {
 
-timeline::timeline(const std::string& trace_path) {
-    if (!trace_path.empty()) {
-        m_out.open(trace_path, std::ios::binary | std::ios::trunc);
-        if (!m_out) {
-            throw std::runtime_error(trace_path + ": cannot open for writing");
-        }
-        m_out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+namespace {
+
+constexpr size_t FLUSH_BYTES = 1 << 20;  // trace text is written out in ~1 MiB chunks
+
+// A JSON string literal; names are plain identifiers, so the fast path copies them as they are.
+void append_json_string(std::string& out, const std::string& s) {
+    const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+        return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+    });
+    if (plain) {
+        out += '"';
+        out += s;
+        out += '"';
+    } else {
+        out += nlohmann::json(s).dump();
     }
 }
 
-timeline::~timeline() { close(); }
+// Trace-event times are microseconds; picoseconds keep the kernel's resolution exactly.
+void append_us(std::string& out, uint64_t ps) {
+    fmt::format_to(std::back_inserter(out), "{}.{:06}", ps / 1000000, ps % 1000000);
+}
 
-void timeline::emit(const std::string& event) {
-    if (!m_out.is_open()) {
+double ps_to_ns(double ps) {
+    return ps / 1000.0;
+}
+
+}  // namespace
+
+// --------------------------------------------------------------------------------------------
+// latency_histogram
+// --------------------------------------------------------------------------------------------
+
+void latency_histogram::merge(const latency_histogram& o) {
+    for (const auto& [ps, n] : o.m_counts) {
+        m_counts[ps] += n;
+    }
+    m_samples += o.m_samples;
+    m_sum_ps += o.m_sum_ps;
+}
+
+nlohmann::json latency_histogram::summary() const {
+    std::vector<std::pair<uint64_t, uint64_t>> sorted(m_counts.begin(), m_counts.end());
+    std::sort(sorted.begin(), sorted.end());
+    auto rank = [&](double p) -> uint64_t {
+        const auto k = std::max<uint64_t>(
+            1, static_cast<uint64_t>(std::ceil(p * static_cast<double>(m_samples))));
+        uint64_t seen = 0;
+        for (const auto& [ps, n] : sorted) {
+            seen += n;
+            if (seen >= k) {
+                return ps;
+            }
+        }
+        return sorted.empty() ? 0 : sorted.back().first;
+    };
+    nlohmann::json j;
+    j["count"] = m_samples;
+    j["avg_ns"] = m_samples == 0 ? 0.0 : ps_to_ns(static_cast<double>(m_sum_ps) / m_samples);
+    j["p50_ns"] = ps_to_ns(static_cast<double>(rank(0.50)));
+    j["p99_ns"] = ps_to_ns(static_cast<double>(rank(0.99)));
+    j["max_ns"] = ps_to_ns(static_cast<double>(sorted.empty() ? 0 : sorted.back().first));
+    return j;
+}
+
+// --------------------------------------------------------------------------------------------
+// timeline
+// --------------------------------------------------------------------------------------------
+
+timeline::timeline(const std::string& trace_path)
+    : m_path(trace_path)
+    , m_ps_per_unit(sc_core::sc_get_time_resolution().to_seconds() * 1e12) {
+    if (trace_path.empty()) {
         return;
     }
-    if (!m_first) {
-        m_out << ",\n";
+    m_file = std::fopen(trace_path.c_str(), "wb");
+    if (m_file == nullptr) {
+        throw std::runtime_error(trace_path + ": cannot open for writing: " +
+                                 std::strerror(errno));
     }
-    m_first = false;
-    m_out << event;
+    m_buf.reserve(FLUSH_BYTES + 4096);
+    // displayTimeUnit only changes how chrome://tracing labels the axis; "ts"/"dur" are us.
+    m_buf += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rnicsim\"},"
+             "\"traceEvents\":[";
 }
 
-timeline::track timeline::track_of(const std::string& block) {
+timeline::~timeline() {
+    try {
+        close();
+    } catch (const std::exception&) {
+        // Destructors must not throw; call close() to see the error.
+    }
+}
+
+void timeline::emit_begin() {
+    m_buf += m_first ? "\n" : ",\n";
+    m_first = false;
+    ++m_events;
+}
+
+void timeline::emit_end() {
+    if (m_buf.size() >= FLUSH_BYTES) {
+        flush(false);
+    }
+}
+
+void timeline::flush(bool force) {
+    if (m_file == nullptr || (m_buf.empty() && !force)) {
+        return;
+    }
+    if (!m_buf.empty() && std::fwrite(m_buf.data(), 1, m_buf.size(), m_file) != m_buf.size()) {
+        const int err = errno;
+        std::fclose(m_file);
+        m_file = nullptr;
+        throw std::runtime_error(m_path + ": write failed: " + std::strerror(err));
+    }
+    m_buf.clear();
+}
+
+timeline::place timeline::place_slice(const std::string& block, uint64_t start_ps,
+                                      uint64_t end_ps) {
     auto it = m_tracks.find(block);
-    if (it != m_tracks.end()) {
-        return it->second;
+    if (it == m_tracks.end()) {
+        // Block names are hierarchical: "<node>.nic.<block>..." -> process <node>.
+        const size_t dot = block.find('.');
+        const std::string node = dot == std::string::npos ? block : block.substr(0, dot);
+        auto [pit, fresh] = m_pids.emplace(node, static_cast<int>(m_pids.size()) + 1);
+        if (fresh) {
+            emit_begin();
+            fmt::format_to(std::back_inserter(m_buf),
+                           R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":)",
+                           pit->second);
+            append_json_string(m_buf, node);
+            m_buf += "}}";
+            emit_begin();
+            fmt::format_to(
+                std::back_inserter(m_buf),
+                R"({{"ph":"M","name":"process_sort_index","pid":{0},"tid":0,"args":{{"sort_index":{0}}}}})",
+                pit->second);
+        }
+        track t;
+        t.pid = pit->second;
+        it = m_tracks.emplace(block, std::move(t)).first;
     }
-    // Block names are hierarchical: "<node>.nic.<block>..." -> process <node>, thread <rest>.
-    const size_t dot = block.find('.');
-    const std::string node = dot == std::string::npos ? block : block.substr(0, dot);
-    auto [pit, fresh] = m_pids.emplace(node, static_cast<int>(m_pids.size()) + 1);
-    const int pid = pit->second;
-    if (fresh) {
-        emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})",
-                         pid, nlohmann::json(node).dump()));
+    track& t = it->second;
+    size_t lane = 0;
+    while (lane < t.lane_end.size() && t.lane_end[lane] > start_ps) {
+        ++lane;
     }
-    const track t{pid, static_cast<int>(m_tracks.size()) + 1};
-    m_tracks.emplace(block, t);
-    emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                     t.pid, t.tid, nlohmann::json(block).dump()));
-    return t;
+    if (lane == t.lane_end.size()) {
+        // A new lane: "<block>" for the first, "<block> #2" ... for slices that overlap it.
+        const int tid = m_next_tid++;
+        t.lane_tid.push_back(tid);
+        t.lane_end.push_back(0);
+        const std::string label = lane == 0 ? block : fmt::format("{} #{}", block, lane + 1);
+        emit_begin();
+        fmt::format_to(std::back_inserter(m_buf),
+                       R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":)",
+                       t.pid, tid);
+        append_json_string(m_buf, label);
+        m_buf += "}}";
+        emit_begin();
+        fmt::format_to(
+            std::back_inserter(m_buf),
+            R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{2},"args":{{"sort_index":{2}}}}})",
+            t.pid, tid, tid);
+    }
+    t.lane_end[lane] = std::max(t.lane_end[lane], end_ps);
+    return {t.pid, t.lane_tid[lane]};
 }
 
 void timeline::slice(const std::string& block, const std::string& stage, uint64_t flow_id,
                      const sc_core::sc_time& start, const sc_core::sc_time& end,
                      const std::string& args_json) {
     ++m_slices;
-    const double ts_ns = start.to_seconds() * 1e9;
-    const double dur_ns = (end - start).to_seconds() * 1e9;
-    m_stage_ns[stage].push_back(dur_ns);
-    if (!m_out.is_open()) {
+    const auto start_ps =
+        static_cast<uint64_t>(std::llround(static_cast<double>(start.value()) * m_ps_per_unit));
+    const auto end_ps = std::max(
+        start_ps,
+        static_cast<uint64_t>(std::llround(static_cast<double>(end.value()) * m_ps_per_unit)));
+    m_stages[block][stage].add(end_ps - start_ps);
+    if (m_file == nullptr) {
         return;
     }
-    const track t = track_of(block);
-    // Trace-event times are microseconds; keep picosecond resolution.
-    emit(fmt::format(
-        R"({{"ph":"X","name":"{}","cat":"wqe","pid":{},"tid":{},"ts":{:.6f},"dur":{:.6f},"args":{{"flow":"0x{:x}"{}{}}}}})",
-        stage, t.pid, t.tid, ts_ns / 1000.0, dur_ns / 1000.0, flow_id,
-        args_json.empty() ? "" : ",", args_json));
-    if (flow_id == 0) {
-        return;
+
+    const place p = place_slice(block, start_ps, end_ps);
+    emit_begin();
+    m_buf += R"({"ph":"X","name":)";
+    append_json_string(m_buf, stage);
+    fmt::format_to(std::back_inserter(m_buf), R"(,"cat":"wqe","pid":{},"tid":{},"ts":)", p.pid,
+                   p.tid);
+    append_us(m_buf, start_ps);
+    m_buf += R"(,"dur":)";
+    append_us(m_buf, end_ps - start_ps);
+    fmt::format_to(std::back_inserter(m_buf), R"(,"args":{{"flow":"0x{:x}")", flow_id);
+    if (!args_json.empty()) {
+        m_buf += ',';
+        m_buf += args_json;
     }
-    // Flow arrow from the previous slice of the same WQE to this one.
-    auto it = m_last.find(flow_id);
-    if (it != m_last.end()) {
-        const auto& [pt, pts] = it->second;
-        const uint64_t id = m_next_flow_event++;
-        emit(fmt::format(R"({{"ph":"s","name":"wqe","cat":"flow","id":{},"pid":{},"tid":{},"ts":{:.6f}}})",
-                         id, pt.pid, pt.tid, pts / 1000.0));
-        emit(fmt::format(
-            R"({{"ph":"f","bp":"e","name":"wqe","cat":"flow","id":{},"pid":{},"tid":{},"ts":{:.6f}}})", id,
-            t.pid, t.tid, ts_ns / 1000.0));
+    m_buf += "}}";
+
+    if (flow_id != 0) {
+        // Flow arrow from the previous slice of the same WQE to this one: "s" binds to the
+        // slice enclosing its timestamp (the previous slice starts there), "f" with bp "e" to
+        // the slice that starts at its timestamp.
+        auto it = m_last.find(flow_id);
+        if (it != m_last.end()) {
+            const auto& [pp, pts] = it->second;
+            const uint64_t id = m_next_flow_event++;
+            emit_begin();
+            fmt::format_to(std::back_inserter(m_buf),
+                           R"({{"ph":"s","name":"wqe","cat":"flow","id":{},"pid":{},"tid":{},"ts":)",
+                           id, pp.pid, pp.tid);
+            append_us(m_buf, pts);
+            m_buf += '}';
+            emit_begin();
+            fmt::format_to(
+                std::back_inserter(m_buf),
+                R"({{"ph":"f","bp":"e","name":"wqe","cat":"flow","id":{},"pid":{},"tid":{},"ts":)",
+                id, p.pid, p.tid);
+            append_us(m_buf, start_ps);
+            m_buf += '}';
+            it->second = {p, start_ps};
+        } else {
+            m_last.emplace(flow_id, std::make_pair(p, start_ps));
+        }
     }
-    m_last[flow_id] = {t, ts_ns};
+    emit_end();
 }
 
 void timeline::close() {
-    if (m_out.is_open()) {
-        m_out << "\n]}\n";
-        m_out.close();
+    if (m_file == nullptr) {
+        return;
+    }
+    m_buf += "\n]}\n";
+    flush(true);
+    std::FILE* f = m_file;
+    m_file = nullptr;
+    if (std::fclose(f) != 0) {
+        throw std::runtime_error(m_path + ": close failed: " + std::strerror(errno));
     }
 }
 
 nlohmann::json timeline::stage_latency() const {
-    nlohmann::json j = nlohmann::json::object();
-    for (const auto& [stage, v] : m_stage_ns) {
-        std::vector<double> s = v;
-        std::sort(s.begin(), s.end());
-        double sum = 0;
-        for (double d : s) {
-            sum += d;
+    std::map<std::string, latency_histogram> merged;
+    for (const auto& [block, stages] : m_stages) {
+        for (const auto& [stage, h] : stages) {
+            merged[stage].merge(h);
         }
-        auto pct = [&](double p) {
-            const size_t i = std::min(s.size() - 1, static_cast<size_t>(std::ceil(p * s.size())) - 1);
-            return s[i];
-        };
-        j[stage] = {{"count", s.size()},
-                    {"avg_ns", sum / static_cast<double>(s.size())},
-                    {"p50_ns", pct(0.50)},
-                    {"p99_ns", pct(0.99)},
-                    {"max_ns", s.back()}};
+    }
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [stage, h] : merged) {
+        j[stage] = h.summary();
+    }
+    return j;
+}
+
+nlohmann::json timeline::block_stage_latency() const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [block, stages] : m_stages) {
+        for (const auto& [stage, h] : stages) {
+            j[block][stage] = h.summary();
+        }
     }
     return j;
 }

@@ -55,10 +55,6 @@ public:
     // Finishes and closes trace.json (idempotent). Throws std::runtime_error on a write error.
     void close();
 
-    // Limits trace.json (not the aggregation) to WQEs of these QPs (flow_id bits 32..55, see
-    // hw/wqe_fetch) and to slices without a WQE (flow 0) ... empty: every slice.
-    void set_qp_filter(std::vector<uint32_t> qpns) { m_qp_filter = std::move(qpns); }
-
     // {"<stage>": {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}} over every slice.
     nlohmann::json stage_latency() const;
     // {"<block>": {"<stage>": {...}}}: the same per block (node0's receive vs node1's).
@@ -79,7 +75,6 @@ private:
         int tid;
     };
     place place_slice(const std::string& block, uint64_t start_ps, uint64_t end_ps);
-    bool traced(uint64_t flow_id) const;
     void emit_begin();
     void emit_end();
     void flush(bool force);
@@ -94,7 +89,6 @@ private:
     int m_next_tid = 1;
     std::unordered_map<uint64_t, std::pair<place, uint64_t>> m_last;  // flow -> last slice
     std::unordered_map<std::string, std::unordered_map<std::string, latency_histogram>> m_stages;
-    std::vector<uint32_t> m_qp_filter;
     uint64_t m_slices = 0;
     uint64_t m_events = 0;
     uint64_t m_next_flow_event = 1;

@@ -37,6 +37,10 @@ struct run_result {
     uint64_t packets = 0;       // Ethernet frames, both directions
 
     nlohmann::json blocks = nlohmann::json::object();  // {"<module name>": {"<counter>": v}}
+    // Per-stage latency of the WQE timeline (output::timeline): {"<stage>": {"count",
+    // "avg_ns", "p50_ns", "p99_ns", "max_ns"}}, and the same per block {"<block>": {...}}.
+    nlohmann::json stages = nlohmann::json::object();
+    nlohmann::json stages_by_block = nlohmann::json::object();
 
     bool passed() const { return failures.empty(); }
 };

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// Scenario runner: elaboration, simulation, result gathering.
+// Scenario runner: elaboration, simulation (with the waveform window and progress slices),
+// outputs, result gathering.
 #include "testbench/scenario/runner.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <memory>
 
+#include <fmt/format.h>
 #include <systemc>
 
 #include "hw/common/sim_context.h"
 #include "ndk_shim/provider/fabric_cm.h"
+#include "testbench/output/pcap_writer.h"
+#include "testbench/output/progress.h"
+#include "testbench/output/timeline.h"
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/workload.h"
 #include "tlm/ethernet/eth_link.h"
@@ -28,12 +34,11 @@ struct testbench {
     std::array<std::unique_ptr<node>, NODES> nodes;
     std::unique_ptr<workload> load;
 
-    testbench(const scenario_config& cfg, const std::string& vcd_base) {
-        if (!vcd_base.empty()) {
-            // Before elaboration, so every block's constructor can trace into it.
-            ctx.vcd = sc_core::sc_create_vcd_trace_file(vcd_base.c_str());
-            ctx.vcd->set_time_unit(1, sc_core::SC_PS);  // the kernel's resolution
-        }
+    // `vcd`: where the blocks trace their signals (the waves recorder), or null.
+    testbench(const scenario_config& cfg, sc_core::sc_trace_file* vcd,
+              hw::event_tracer* tracer) {
+        ctx.vcd = vcd;
+        ctx.tracer = tracer;
         link = std::make_unique<fabric::eth_link>("link", cfg.topology.link, ctx);
         for (size_t i = 0; i < NODES; ++i) {
             nodes[i] =
@@ -48,32 +53,184 @@ double to_ns(const sc_core::sc_time& t) {
     return t / sc_core::sc_time(1, sc_core::SC_NS);
 }
 
+sc_core::sc_time ns(double v) {
+    return sc_core::sc_time(v, sc_core::SC_NS);
+}
+
+bool stopped() {
+    return sc_core::sc_get_status() == sc_core::SC_STOPPED ||
+           sc_core::sc_end_of_simulation_invoked();
+}
+
+// Runs the simulation to its end the way one sc_start() would (to the time limit, or until
+// sc_stop() or starvation without one), but in pieces: it pauses at the waveform window's
+// edges to open and close waves.vcd, and every `quantum` of simulated time for the progress
+// bar. Pausing adds no events; what runs and in which order is the same as in one piece.
+class simulation_loop {
+public:
+    simulation_loop(const scenario_config& cfg, const run_options& opts, testbench& tb,
+                    output::waves* waves)
+        : m_cfg(cfg)
+        , m_tb(tb)
+        , m_waves(waves)
+        , m_limited(cfg.workload.time_limit_ms > 0)
+        , m_limit(m_limited ? sc_core::sc_time(cfg.workload.time_limit_ms, sc_core::SC_MS)
+                            : sc_core::sc_max_time())
+        , m_waves_path(opts.waves_vcd) {
+        if (opts.progress) {
+            m_bar = std::make_unique<output::progress_bar>();
+        }
+    }
+
+    void run() {
+        if (m_waves != nullptr && m_cfg.outputs.waves_start_ns <= 0) {
+            m_waves->open(m_waves_path);  // from time 0: before the first time step
+        }
+        for (;;) {
+            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            sc_core::sc_time next = m_limit;
+            if (m_waves != nullptr && !m_waves->was_opened()) {
+                next = std::min(next, ns(m_cfg.outputs.waves_start_ns));
+            } else if (m_waves != nullptr && m_waves->is_open()) {
+                next = std::min(next, ns(m_cfg.outputs.waves_end_ns));
+            }
+            if (m_bar) {
+                next = std::min(next, now + m_quantum);
+            }
+            if (next >= m_limit) {
+                // The last piece, exactly as a single sc_start() would end.
+                if (m_limited) {
+                    sc_core::sc_start(m_limit - now);
+                } else {
+                    sc_core::sc_start();
+                }
+                break;
+            }
+            if (next > now) {
+                const auto wall = std::chrono::steady_clock::now();
+                sc_core::sc_start(next - now, sc_core::SC_EXIT_ON_STARVATION);
+                if (stopped()) {
+                    break;
+                }
+                if (!sc_core::sc_pending_activity()) {
+                    // Starved before `next`: nothing will ever happen again.
+                    if (m_limited) {
+                        sc_core::sc_start(m_limit - sc_core::sc_time_stamp());
+                    }
+                    break;
+                }
+                adapt_quantum(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall)
+                                  .count());
+            }
+            at_pause();
+        }
+        if (m_waves != nullptr) {
+            m_waves->close();  // the window was still open at the end of the run
+        }
+        if (m_bar) {
+            m_bar->finish();
+        }
+    }
+
+private:
+    void at_pause() {
+        const double t = to_ns(sc_core::sc_time_stamp());
+        if (m_waves != nullptr && !m_waves->was_opened() && t >= m_cfg.outputs.waves_start_ns) {
+            m_waves->open(m_waves_path);
+        } else if (m_waves != nullptr && m_waves->is_open() && t >= m_cfg.outputs.waves_end_ns) {
+            m_waves->close();
+        }
+        if (m_bar) {
+            const uint64_t total = m_cfg.workload.messages;
+            const uint64_t posted = m_tb.load->counters(0).posted;
+            double fraction = static_cast<double>(posted) / static_cast<double>(total);
+            if (m_limited) {
+                fraction = std::max(fraction, sc_core::sc_time_stamp() / m_limit);
+            }
+            const double wall = m_bar->wall_s();
+            m_bar->update(fraction, fmt::format("sim {:.3f} ms  {}/{} WRs posted  {:.1f} us/s",
+                                                t / 1e6, posted, total,
+                                                wall > 0 ? t / 1e3 / wall : 0.0));
+        }
+    }
+
+    // Aims at ~0.1 s of wall time per piece: short enough for a lively bar, long enough that
+    // pausing costs nothing measurable.
+    void adapt_quantum(double wall_s) {
+        const double factor = std::clamp(0.1 / std::max(wall_s, 1e-4), 0.5, 2.0);
+        m_quantum = std::clamp(m_quantum * factor, sc_core::sc_time(1, sc_core::SC_US),
+                               sc_core::sc_time(100, sc_core::SC_MS));
+    }
+
+    const scenario_config& m_cfg;
+    testbench& m_tb;
+    output::waves* m_waves;
+    bool m_limited;
+    sc_core::sc_time m_limit;
+    std::string m_waves_path;
+    std::unique_ptr<output::progress_bar> m_bar;
+    sc_core::sc_time m_quantum{10, sc_core::SC_US};
+};
+
 }  // namespace
 
-run_result run_scenario(const scenario_config& cfg, const std::string& vcd_base) {
+run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     const auto wall_start = std::chrono::steady_clock::now();
+
+    // Outputs outlive the testbench's use of them: they are closed before this returns, and
+    // the context's pointers to them are cleared.
+    auto tl = std::make_unique<output::timeline>(opts.trace);
+    std::unique_ptr<output::waves> waves;
+    if (!opts.waves_vcd.empty()) {
+        waves = std::make_unique<output::waves>();
+    }
+    std::unique_ptr<output::pcap_writer> pcap;
+    if (!opts.pcap.empty()) {
+        pcap = std::make_unique<output::pcap_writer>(opts.pcap);
+    }
 
     // The testbench is never deleted: SystemC keeps its processes (some still suspended when a
     // time limit ends the run) until the process exits, and a process holds one elaboration.
-    auto* tb = new testbench(cfg, vcd_base);
+    auto* tb = new testbench(cfg, waves.get(), tl.get());
 
-    if (cfg.workload.time_limit_ms > 0) {
-        sc_core::sc_start(sc_core::sc_time(cfg.workload.time_limit_ms, sc_core::SC_MS));
-    } else {
-        sc_core::sc_start();
+    if (pcap) {
+        // Stamped with the time the first bit leaves the sender's MAC, before fault injection
+        // (a frame the link drops or corrupts is captured as sent). Picoseconds floor to ns.
+        const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
+        output::pcap_writer* w = pcap.get();
+        tb->link->set_capture([w, ps_per_unit](int, const fabric::eth_frame& f) {
+            const auto ps = static_cast<uint64_t>(
+                std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
+            w->write(ps / 1000, f.data.data(), f.data.size());
+        });
     }
-    if (tb->ctx.vcd != nullptr) {
-        sc_core::sc_close_vcd_trace_file(tb->ctx.vcd);
-        tb->ctx.vcd = nullptr;
+
+    simulation_loop(cfg, opts, *tb, waves.get()).run();
+
+    tb->link->set_capture(nullptr);
+    tb->ctx.tracer = nullptr;
+    tb->ctx.vcd = nullptr;
+    if (pcap) {
+        pcap->close();
     }
+    tl->close();
 
     run_result r;
     tb->load->finish(r);
     r.simulated_ns = static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time_stamp())));
     r.packets = tb->link->get_stats(0).frames + tb->link->get_stats(1).frames;
     r.blocks = tb->ctx.stats.values();
+    r.stages = tl->stage_latency();
+    r.stages_by_block = tl->block_stage_latency();
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return r;
+}
+
+std::vector<output::waves::signal> scenario_signals(const scenario_config& cfg) {
+    auto waves = std::make_unique<output::waves>();
+    auto* tb = new testbench(cfg, waves.get(), nullptr);  // never simulated, never deleted
+    tb->ctx.vcd = nullptr;
+    return waves->signals();
 }
 
 }  // namespace rnic::scenario

@@ -1,20 +1,41 @@
 // SPDX-License-Identifier: Apache-2.0
 // Runs one scenario: elaborates the nodes and the link, runs the NDK workload to its end, checks
-// the data, and gathers every counter.
+// the data, and gathers every counter; optionally writes the wire capture, the WQE timeline and
+// the waveforms on the way.
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "testbench/output/waves.h"
 #include "testbench/scenario/run_result.h"
 #include "testbench/scenario/scenario_config.h"
 
 namespace rnic::scenario {
 
+// Where the optional outputs of a run go (the CLI passes paths in the staging folder); an
+// empty path leaves that output off and costs nothing.
+struct run_options {
+    // waves.vcd: every block's traced signals, limited to cfg.outputs.waves_start_ns ..
+    // waves_end_ns (the file is created at the window start and closed at its end).
+    std::string waves_vcd;
+    std::string pcap;   // wire.pcap: every frame as its first bit leaves a MAC
+    std::string trace;  // trace.json: Chrome trace events of every stage of every WQE
+    // A progress bar on stderr once the run lasts 2 s of wall time (output::progress_bar). The
+    // simulation then runs in slices of simulated time between which the bar is redrawn: no
+    // events are added, and the results are the same as without it.
+    bool progress = false;
+};
+
 // Elaborates and simulates `cfg` to the end of its workload (or workload.time_limit_ms) and
-// returns the results; a failed check is in run_result::failures, not an exception. When
-// `vcd_base` is not empty, waves go to `vcd_base`.vcd (opened before elaboration, so every block
-// traces itself into it). SystemC allows one elaboration per process: call this once.
-// Throws what the models throw (sc_report on a model error).
-run_result run_scenario(const scenario_config& cfg, const std::string& vcd_base = "");
+// returns the results; a failed check is in run_result::failures, not an exception. The
+// per-stage latency (run_result::stages) is always aggregated. SystemC allows one elaboration
+// per process: call this once. Throws what the models throw (sc_report on a model error) and
+// std::runtime_error when an output file cannot be written.
+run_result run_scenario(const scenario_config& cfg, const run_options& opts = {});
+
+// Elaborates `cfg` without simulating it and returns every signal waves.vcd would hold, in
+// registration order. Uses up the process's one elaboration, like run_scenario().
+std::vector<output::waves::signal> scenario_signals(const scenario_config& cfg);
 
 }  // namespace rnic::scenario

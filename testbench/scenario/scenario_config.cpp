@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 namespace rnic::scenario {
 
 const char* to_string(operation op) {
@@ -198,6 +200,14 @@ outputs_config parse_outputs(config::reader r) {
         r.error("dir", "\"\" is not a directory name");
     }
     r.get("waves", o.waves);
+    r.get("waves_start_ns", o.waves_start_ns, 0.0, 1e18);
+    r.get("waves_end_ns", o.waves_end_ns, 0.0, 1e18);
+    if (o.waves_end_ns <= o.waves_start_ns) {
+        r.error("waves_end_ns", fmt::format("{} is not after waves_start_ns {}", o.waves_end_ns,
+                                            o.waves_start_ns));
+    }
+    r.get("pcap", o.pcap);
+    r.get("trace", o.trace);
     r.finish();
     return o;
 }

@@ -12,6 +12,7 @@ eth_link_config parse_eth_link_config(config::reader r) {
     r.get("rate_gbps", c.rate_gbps, 1.0, 1600.0);
     r.get("propagation_ns", c.propagation_ns, 0.0, 1e9);
     r.get("tx_fifo_frames", c.tx_fifo_frames, 1u, 4096u);
+    r.get("pfc", c.pfc);
     config::reader f = r.child("faults");
     fault_config& fc = c.faults;
     f.get("drop", fc.drop, 0.0, 1.0);
@@ -84,9 +85,14 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg,
         ctx.stats.add(b, "faults_delayed", m_stats[side].delayed, "count", "frames given jitter");
         ctx.stats.add(b, "faults_link_down", m_stats[side].link_down_drops, "count",
                       "frames lost while the link was down");
+        ctx.stats.add(b, "pfc_pauses", m_stats[side].pauses, "count",
+                      "times a full receiver paused this direction (PFC)");
+        ctx.stats.add(b, "pfc_pause_ps", m_stats[side].pause_ps, "ps",
+                      "time this direction was paused by PFC");
         if (ctx.vcd != nullptr) {
             m_tx[side]->trace(ctx.vcd, this->name());
             sc_core::sc_trace(ctx.vcd, m_busy[side], b + ".busy");
+            sc_core::sc_trace(ctx.vcd, m_paused[side], b + ".pfc_paused");
         }
     }
 }
@@ -94,7 +100,22 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg,
 void eth_link::serializer_thread(int side) {
     auto& fifo = *m_tx[side];
     for (;;) {
+        // A paused MAC finishes the frame on the wire and starts no new one (PFC XOFF).
+        if (m_paused[side]) {
+            const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+            while (m_paused[side]) {
+                sc_core::wait(m_resume[side]);
+            }
+            m_stats[side].pause_ps +=
+                static_cast<uint64_t>((sc_core::sc_time_stamp() - t0).to_seconds() * 1e12 + 0.5);
+        }
         eth_frame f = fifo.get();
+        if (m_paused[side]) {
+            // Paused while waiting for a frame: hold it until resumed.
+            while (m_paused[side]) {
+                sc_core::wait(m_resume[side]);
+            }
+        }
         f.tx_start = sc_core::sc_time_stamp();
         const uint64_t wire = eth_wire_bytes(f.data.size());
         const sc_core::sc_time dur(std::round(static_cast<double>(wire) * m_ps_per_byte),
@@ -205,10 +226,22 @@ void eth_link::delivery_thread(int side) {
             sc_core::wait(q.begin()->first - now, m_in_flight_event[side]);
             continue;
         }
+        frame_sink_if* sink = m_sink[1 - side];
+        if (sink != nullptr && m_cfg.pfc && !sink->ready()) {
+            // Receiver buffer full: pause the sender and hold this frame until it drains.
+            // Frames already on the wire wait here (the PFC headroom).
+            m_paused[side] = true;
+            ++m_stats[side].pauses;
+            while (!sink->ready()) {
+                sc_core::wait(*sink->ready_event());
+            }
+            m_paused[side] = false;
+            m_resume[side].notify(sc_core::SC_ZERO_TIME);
+        }
         eth_frame f = std::move(q.begin()->second);
         q.erase(q.begin());
-        if (m_sink[1 - side] != nullptr) {
-            m_sink[1 - side]->receive_frame(std::move(f));
+        if (sink != nullptr) {
+            sink->receive_frame(std::move(f));
         }
     }
 }

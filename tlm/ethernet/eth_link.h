@@ -32,6 +32,10 @@ class frame_sink_if {
 public:
     virtual ~frame_sink_if() = default;
     virtual void receive_frame(eth_frame&& frame) = 0;
+    // Lossless Ethernet (PFC): a receiver whose buffer is full is not ready; the link holds
+    // the frame and pauses the sender until ready_event().
+    virtual bool ready() const { return true; }
+    virtual const sc_core::sc_event* ready_event() const { return nullptr; }
 };
 
 // Seeded wire faults (issue: reliable transport). Each probability applies per frame, to the
@@ -59,6 +63,7 @@ struct eth_link_config {
     double rate_gbps = 100.0;      // line rate
     double propagation_ns = 50.0;  // cable + PHY latency, one way
     uint32_t tx_fifo_frames = 4;   // MAC transmit FIFO depth, frames
+    bool pfc = true;               // lossless: a full receiver pauses the sender (802.1Qbb)
     fault_config faults;
 };
 eth_link_config parse_eth_link_config(config::reader r);
@@ -91,6 +96,8 @@ public:
         uint64_t reordered = 0;
         uint64_t delayed = 0;
         uint64_t link_down_drops = 0;
+        uint64_t pause_ps = 0;    // time the sender was paused by PFC
+        uint64_t pauses = 0;
     };
     const stats& get_stats(int side) const { return m_stats[side]; }
 
@@ -113,6 +120,8 @@ private:
     std::function<void(int, const eth_frame&)> m_capture;
     stats m_stats[2];
     bool m_busy[2] = {false, false};  // traced: a frame is on the wire
+    bool m_paused[2] = {false, false};  // traced: PFC pause from the receiver of this direction
+    sc_core::sc_event m_resume[2];
 };
 
 }  // namespace rnic::fabric

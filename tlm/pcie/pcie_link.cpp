@@ -51,7 +51,14 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     s.add(b, "tag_stall_ps", m_tag_stall_ps, "ps", "time read requests waited for a free tag");
     s.add(b, "msi_writes", m_msi_writes, "count", "MSI-X interrupt messages");
     if (ctx.vcd != nullptr) {
-        sc_core::sc_trace(ctx.vcd, m_up_writes_in_flight, std::string(this->name()) + ".up_writes_in_flight");
+        const std::string n = this->name();
+        sc_core::sc_trace(ctx.vcd, m_up_writes_in_flight, n + ".up_writes_in_flight");
+        // TLP timing is closed form: counters step when TLPs are scheduled.
+        sc_core::sc_trace(ctx.vcd, m_up.mwr_tlps, n + ".up_mwr_tlps");
+        sc_core::sc_trace(ctx.vcd, m_up.mrd_tlps, n + ".up_mrd_tlps");
+        sc_core::sc_trace(ctx.vcd, m_down.mwr_tlps, n + ".down_mwr_tlps");
+        sc_core::sc_trace(ctx.vcd, m_down.cpld_tlps, n + ".down_cpld_tlps");
+        sc_core::sc_trace(ctx.vcd, m_msi_writes, n + ".msi_writes");
     }
 }
 
