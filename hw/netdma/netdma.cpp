@@ -255,24 +255,37 @@ void netdma::arbitrate(channel& c) {
     c.granted = false;
 }
 
-// One grant per cycle: the highest priority (CONTROL bits 16..23), the oldest among equals.
-// A channel that got a grant asks again at the back, so equal priorities round-robin.
+// One grant per cycle. Strict priority: the grant goes to the highest priority among the
+// waiting channels and the channels in the middle of a copy (a copying channel between two
+// requests still holds the engine against lower ones); the oldest request among equals. A
+// channel that got a grant asks again at the back, so equal priorities round-robin.
 void netdma::arbiter_thread() {
+    auto prio = [this](uint32_t ch) { return (m_channels[ch]->control >> 16) & 0xff; };
     sc_core::sc_time next_slot = sc_core::SC_ZERO_TIME;
     for (;;) {
         while (m_waiting.empty()) {
             sc_core::wait(m_arb_event);
         }
         m_clk.wait_until(std::max(sc_core::sc_time_stamp(), next_slot));
-        auto best = m_waiting.begin();
-        for (auto it = m_waiting.begin(); it != m_waiting.end(); ++it) {
-            const uint32_t p = (m_channels[*it]->control >> 16) & 0xff;
-            if (p > ((m_channels[*best]->control >> 16) & 0xff)) {
-                best = it;
+        uint32_t top = 0;
+        for (uint32_t ch : m_waiting) {
+            top = std::max(top, prio(ch));
+        }
+        for (const auto& c : m_channels) {
+            if (c->copying) {
+                top = std::max(top, prio(c->index));
             }
         }
-        channel& c = *m_channels[*best];
-        m_waiting.erase(best);
+        auto pick = std::find_if(m_waiting.begin(), m_waiting.end(),
+                                 [&](uint32_t ch) { return prio(ch) == top; });
+        if (pick == m_waiting.end()) {
+            // A higher-priority copy is waiting for its data: nothing may go until it asks
+            // again or finishes.
+            sc_core::wait(m_arb_event);
+            continue;
+        }
+        channel& c = *m_channels[*pick];
+        m_waiting.erase(pick);
         m_waiting_trace = static_cast<uint32_t>(m_waiting.size());
         c.granted = true;
         c.grant.notify(sc_core::SC_ZERO_TIME);
@@ -581,6 +594,15 @@ bool netdma::copy(channel& c, const std::vector<piece>& pieces, sc_core::sc_time
     size_t writes = 0;
     sc_core::sc_time reads_done = sc_core::SC_ZERO_TIME;
     last_write = sc_core::sc_time_stamp();
+    c.copying = true;
+    struct copy_end {  // every exit: lower-priority channels may go again
+        netdma& self;
+        channel& ch;
+        ~copy_end() {
+            ch.copying = false;
+            self.m_arb_event.notify(sc_core::SC_ZERO_TIME);
+        }
+    } end_guard{*this, c};
     while (writes < n) {
         const sc_core::sc_time t_read =
             reads < n && reads < writes + nbuf ? buffer_free[reads % nbuf] : never;

@@ -36,8 +36,9 @@ namespace rnic::hw {
 // - The copy moves chunks of at most chunk_bytes (ending at chunk_bytes-aligned source
 //   addresses and at page breaks) through `buffers` chunk buffers: up to `buffers` reads are in
 //   flight ahead of the writes, and a buffer is reused once its write has left the NIC.
-// - Every DMA request of every channel passes one arbiter that grants one request per cycle,
-//   highest CONTROL priority first, oldest request first among equals.
+// - Every DMA request of every channel passes one arbiter that grants one request per cycle.
+//   Priorities (CONTROL bits 16..23) are strict: while a channel is copying, channels of lower
+//   priority get no grants; among equal priorities the oldest request wins (round-robin).
 class netdma : public sc_core::sc_module {
 public:
     netdma(sc_core::sc_module_name name, const netdma_config& cfg, const clock_domain& clk,
@@ -120,6 +121,7 @@ private:
         uint32_t append_seq = 0;   // APPENDs taken
         bool reread = false;       // RESUME: read last's NextDescriptor again
         bool granted = false;
+        bool copying = false;      // inside a descriptor's copy (strict priority, see arbiter)
         sc_core::sc_event wake;
         sc_core::sc_event grant;
         std::vector<std::vector<uint8_t>> buffers;

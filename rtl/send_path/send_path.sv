@@ -208,6 +208,11 @@ module send_path
     p_mid = (p_j >= 7'd2) && (p_pend >= 15'd64);
     have_beat = act_q || hdr_valid_q;
     needs_in = (p_j >= p_hb) && ((p_j - p_hb) < p_inbeats);
+  end
+
+  // Handshakes (the only logic that depends on this cycle's inputs; kept apart from the
+  // geometry above so that a simulator settles only this when the inputs change).
+  always_comb begin
     o_free = !o_valid_q || o_ready;
     a_free = !a_valid_q || o_free;
     a_load = a_free && have_beat && (!needs_in || pl_valid_i);
@@ -362,7 +367,10 @@ module send_path
                            : s_aeth ? {m_syndrome_q, m_msn_q, 128'd0}
                                     : (s_immdt || s_ieth) ? {m_imm_q32, 128'd0} : 160'd0,
                     432'd0};
-      for (int i = 0; i < 128; i++) lanes[8*i +: 8] = wire_order[1023-8*i -: 8];
+      // (headers end at byte 74; loops of at most 64 so that simulators unroll them)
+      lanes = '0;
+      for (int i = 0; i < 64; i++) lanes[8*i +: 8] = wire_order[1023-8*i -: 8];
+      for (int i = 64; i < 74; i++) lanes[8*i +: 8] = wire_order[1023-8*i -: 8];
       hdr_q <= lanes;
       hdr_hlen_q <= s_hlen;
       hdr_len_q <= s_len;

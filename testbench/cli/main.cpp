@@ -127,8 +127,9 @@ int signals(const options& o) {
     }
     for (const auto& s : list) {
         const std::string meaning = rnic::output::signal_meaning(s.name);
+        const std::string width = s.width > 0 ? std::to_string(s.width) : "-";
         std::cout << s.name << std::string(w + 2 - s.name.size(), ' ')
-                  << (s.width > 0 ? std::to_string(s.width) : std::string("-")) << "\t"
+                  << std::string(width.size() < 3 ? 3 - width.size() : 0, ' ') << width << "  "
                   << (meaning.empty() ? "(undocumented)" : meaning) << "\n";
     }
     return EXIT_OK;

@@ -25,6 +25,8 @@ constexpr uint64_t KIB = 1024;
 constexpr uint64_t MIB = 1024 * KIB;
 
 // One node (host + PCIe + NIC); the link's far side stays unattached (no frames are sent).
+// Benches are never deleted (as in scenario::run): SystemC keeps their processes, some still
+// suspended, until the process exits.
 struct bench {
     hw::sim_context ctx;
     scenario::scenario_config cfg;
@@ -167,7 +169,7 @@ void blocks(ring& r, areas& a, size_t first, size_t count, ULONG size, ULONG fla
 
 // ---------------------------------------------------------------------------------------------
 TEST(NetDma, RegistersWithAffinityAndAttributes) {
-    bench b(json{{"channels", 6}});
+    bench& b = *new bench(json{{"channels", 6}});
     run([&] {
         driver drv(b);
         drv.up();
@@ -274,7 +276,7 @@ TEST(NetDma, RegistersWithAffinityAndAttributes) {
 }
 
 TEST(NetDma, NoChannelsMeansNoProvider) {
-    bench b(json{{"channels", 0}});
+    bench& b = *new bench(json{{"channels", 0}});
     run([&] {
         provider* p = nullptr;
         EXPECT_EQ(b.host.mmio_read64(hsi::REG_NETDMA_CAPS) & 0xff, 0u);
@@ -307,7 +309,7 @@ TEST(NetDma, ConfigRejectsBadValuesWithPaths) {
 // ---------------------------------------------------------------------------------------------
 // Sizes from 1 B to 1 MiB in one NetDMA 2.0 chain, at odd source/destination offsets.
 TEST(NetDma, CopiesOneByteToOneMiBInAChain) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -364,7 +366,7 @@ TEST(NetDma, CopiesOneByteToOneMiBInAChain) {
 // Physically scattered buffers: descriptors of at most a page that cross a page boundary use
 // the NetDMA 2.0 page-break fields (a NULL-terminated 1.x list).
 TEST(NetDma, ScatteredBuffersWithPageBreaks) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -415,7 +417,7 @@ TEST(NetDma, ScatteredBuffersWithPageBreaks) {
 // NetDMA 1.x: append by patching the old tail's NULL link, once while the engine works on
 // that very tail (it must re-read the link) and once after it went idle.
 TEST(NetDma, AppendToNullTerminatedListWhileRunningAndIdle) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -457,7 +459,7 @@ TEST(NetDma, AppendToNullTerminatedListWhileRunningAndIdle) {
 
 // NetDMA 2.0: the chain is linked ahead, Start and Append give counts.
 TEST(NetDma, AppendWithCountsWhileRunningAndIdle) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -489,7 +491,7 @@ TEST(NetDma, AppendWithCountsWhileRunningAndIdle) {
 
 // Suspend mid-chain, edit the list while suspended (skip one descriptor), resume.
 TEST(NetDma, SuspendEditResume) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -533,7 +535,7 @@ TEST(NetDma, SuspendEditResume) {
 // Abort mid-chain: the current descriptor is not completed, the rest is untouched; Append is
 // refused until a Start, which then finishes the work.
 TEST(NetDma, AbortMidChainThenRestart) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -573,7 +575,7 @@ TEST(NetDma, AbortMidChainThenRestart) {
 
 // Reset mid-chain: halted, back to the allocated state (counters cleared); a new Start works.
 TEST(NetDma, ResetMidChainThenNewChain) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -608,7 +610,7 @@ TEST(NetDma, ResetMidChainThenNewChain) {
 // Interrupt-on-completion: ISR -> NetDmaIsr (CPU) -> DPC -> NetDmaInterruptDpc -> client;
 // a masked vector holds the message until it is unmasked.
 TEST(NetDma, InterruptsReachNetDmaAndMaskedVectorHolds) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -659,7 +661,7 @@ TEST(NetDma, InterruptsReachNetDmaAndMaskedVectorHolds) {
 
 // Every documented completion-word status: ARMED, ACTIVE, IDLE, SUSPEND, HALTED (abort).
 TEST(NetDma, CompletionWordWalksEveryStatus) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -702,7 +704,7 @@ TEST(NetDma, CompletionWordWalksEveryStatus) {
 // Each descriptor error halts the channel (completion word HALTED at the last good
 // descriptor), raises the interrupt and leaves its code in CHAN_ERROR for the ISR.
 TEST(NetDma, DescriptorErrorsHaltAndInterrupt) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -772,7 +774,7 @@ TEST(NetDma, DescriptorErrorsHaltAndInterrupt) {
 // Context change (DCA target), NULL transfer, DCA hint and a serialized descriptor whose
 // destination the next one reads.
 TEST(NetDma, ContextChangeNullTransferAndSerialize) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -805,8 +807,8 @@ TEST(NetDma, ContextChangeNullTransferAndSerialize) {
 
 // Timing: a 1 MiB copy is bounded by the PCIe link, and the channel's chunk pipeline matters.
 TEST(NetDma, CopyTimeFollowsPcieAndBuffering) {
-    bench fast(json::object(), "fast");
-    bench slow(json{{"buffers", 1}, {"chunk_bytes", 256}}, "slow");
+    bench& fast = *new bench(json::object(), "fast");
+    bench& slow = *new bench(json{{"buffers", 1}, {"chunk_bytes", 256}}, "slow");
     double fast_ns = 0, slow_ns = 0;
     auto one = [](bench& b, double& ns) {
         driver drv(b);
@@ -840,13 +842,13 @@ TEST(NetDma, CopyTimeFollowsPcieAndBuffering) {
     });
     const double wire_ns = static_cast<double>(MIB) * fast.node.pcie.byte_ns();
     EXPECT_GT(fast_ns, wire_ns);                  // cannot beat the link
-    EXPECT_LT(fast_ns, 2.0 * wire_ns + 10000.0);  // reads and writes overlap
+    EXPECT_LT(fast_ns, 1.0 * wire_ns + 0.0);  // reads and writes overlap
     EXPECT_GT(slow_ns, 1.5 * fast_ns);            // one 256 B buffer: no overlap, more TLPs
 }
 
 // Two channels copy at once; the higher CONTROL priority wins the arbiter and finishes first.
 TEST(NetDma, HigherPriorityChannelFinishesFirst) {
-    bench b(json{{"chunk_bytes", 64}, {"buffers", 16}});  // many requests: the arbiter is busy
+    bench& b = *new bench(json{{"chunk_bytes", 64}, {"buffers", 16}});  // many requests: the arbiter is busy
     run([&] {
         driver drv(b);
         drv.up();
@@ -873,7 +875,7 @@ TEST(NetDma, HigherPriorityChannelFinishesFirst) {
 
 // NetDmaProviderStop (device removal) waits for outstanding DMA before freeing the channels.
 TEST(NetDma, RemoveWaitsForOutstandingCopy) {
-    bench b;
+    bench& b = *new bench();
     run([&] {
         driver drv(b);
         drv.up();
@@ -897,7 +899,7 @@ TEST(NetDma, RemoveWaitsForOutstandingCopy) {
 
 // Register decode: read-only registers, unknown commands and channels are counted and ignored.
 TEST(NetDma, BadRegisterAccessesAreIgnored) {
-    bench b(json{{"channels", 2}});
+    bench& b = *new bench(json{{"channels", 2}});
     run([&] {
         const uint64_t caps = b.host.mmio_read64(hsi::REG_NETDMA_CAPS);
         EXPECT_EQ(caps & 0xff, 2u);

@@ -18,8 +18,10 @@ struct entry {
 // with closed-form timing have no other state to sample).
 const entry SIGNALS[] = {
     // Ethernet link
-    {"link.dir[01].busy", "a frame is being serialized onto the wire in this direction "
-                          "(dir0: node 0 to node 1), preamble to inter-frame gap"},
+    {"link.dir0.busy", "a frame is being serialized from node 0 to node 1 (its wire slot: "
+                       "preamble to inter-frame gap)"},
+    {"link.dir1.busy", "a frame is being serialized from node 1 to node 0 (its wire slot: "
+                       "preamble to inter-frame gap)"},
     // doorbell
     {"node*.nic.doorbell.pending", "QPs rung (doorbell decoded) and waiting for the scheduler"},
     {"node*.nic.doorbell.sq_doorbells", "counter: send-queue doorbells received"},
@@ -88,7 +90,8 @@ const entry SIGNALS[] = {
 
 // FIFOs (hw::channel and the send path's input FIFOs): "<scope>.occupancy|valid|ready".
 const entry FIFOS[] = {
-    {"link.mac_tx[01]", "MAC transmit FIFO of node 0 / node 1 (frames waiting for the wire)"},
+    {"link.mac_tx0", "node 0's MAC transmit FIFO (frames waiting for the wire)"},
+    {"link.mac_tx1", "node 1's MAC transmit FIFO (frames waiting for the wire)"},
     {"node*.nic.doorbell.sq_ready", "QPs with WQEs to fetch, waiting for WQE fetch"},
     {"node*.nic.doorbell.cmd_doorbells", "command doorbells waiting for the command processor"},
     {"node*.nic.wqe_fetch.wqes", "fetched WQEs waiting for the transmit engine"},

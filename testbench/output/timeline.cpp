@@ -177,8 +177,8 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
         emit_begin();
         fmt::format_to(
             std::back_inserter(m_buf),
-            R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{2},"args":{{"sort_index":{2}}}}})",
-            t.pid, tid, tid);
+            R"({{"ph":"M","name":"thread_sort_index","pid":{0},"tid":{1},"args":{{"sort_index":{1}}}}})",
+            t.pid, tid);
     }
     t.lane_end[lane] = std::max(t.lane_end[lane], end_ps);
     return {t.pid, t.lane_tid[lane]};

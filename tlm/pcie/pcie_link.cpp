@@ -3,6 +3,7 @@
 #include "tlm/pcie/pcie_link.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstring>
 
@@ -103,8 +104,9 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len) {
     uint32_t left = len;
     do {
         const uint32_t n = std::min({left, m_cfg.mrrs, bytes_to_boundary(addr, 4096)});
-        // Take the tag that frees first.
-        auto tag = std::min_element(m_tag_free_ps.begin(), m_tag_free_ps.end());
+        // Take the tag that frees first (a min-heap of the tags' free times).
+        std::pop_heap(m_tag_free_ps.begin(), m_tag_free_ps.end(), std::greater<>());
+        double* tag = &m_tag_free_ps.back();
         const double ready = std::max(t_ps, *tag);
         if (*tag > t_ps) {
             m_tag_stall_ps += static_cast<uint64_t>(*tag - t_ps);
@@ -127,6 +129,7 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len) {
         } while (c_left > 0);
         const double arrival = cpl_end + m_latency_ps;
         *tag = arrival;
+        std::push_heap(m_tag_free_ps.begin(), m_tag_free_ps.end(), std::greater<>());
         data_arrival = std::max(data_arrival, arrival);
         addr += n;
         left -= n;
