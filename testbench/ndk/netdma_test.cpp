@@ -842,7 +842,7 @@ TEST(NetDma, CopyTimeFollowsPcieAndBuffering) {
     });
     const double wire_ns = static_cast<double>(MIB) * fast.node.pcie.byte_ns();
     EXPECT_GT(fast_ns, wire_ns);                  // cannot beat the link
-    EXPECT_LT(fast_ns, 1.0 * wire_ns + 0.0);  // reads and writes overlap
+    EXPECT_LT(fast_ns, 1.5 * wire_ns + 5000.0);  // reads and writes overlap
     EXPECT_GT(slow_ns, 1.5 * fast_ns);            // one 256 B buffer: no overlap, more TLPs
 }
 

@@ -132,9 +132,10 @@ void timeline::flush(bool force) {
     m_buf.clear();
 }
 
-timeline::place timeline::place_slice(const std::string& block, uint64_t start_ps,
-                                      uint64_t end_ps) {
-    auto it = m_tracks.find(block);
+timeline::place timeline::place_slice(const std::string& block, const std::string& stage,
+                                      uint64_t start_ps, uint64_t end_ps) {
+    m_key.assign(block).append(1, ' ').append(stage);
+    auto it = m_tracks.find(m_key);
     if (it == m_tracks.end()) {
         // Block names are hierarchical: "<node>.nic.<block>..." -> process <node>.
         const size_t dot = block.find('.');
@@ -153,9 +154,14 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
                 R"({{"ph":"M","name":"process_sort_index","pid":{0},"tid":0,"args":{{"sort_index":{0}}}}})",
                 pit->second);
         }
+        const auto bit =
+            m_blocks.emplace(block, static_cast<int>(m_blocks.size() + 1) * 1000).first;
         track t;
         t.pid = pit->second;
-        it = m_tracks.emplace(block, std::move(t)).first;
+        t.sort_base = bit->second;
+        // Later stages of the block sort after its earlier ones.
+        bit->second += 100;
+        it = m_tracks.emplace(m_key, std::move(t)).first;
     }
     track& t = it->second;
     size_t lane = 0;
@@ -163,11 +169,11 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
         ++lane;
     }
     if (lane == t.lane_end.size()) {
-        // A new lane: "<block>" for the first, "<block> #2" ... for slices that overlap it.
+        // A new lane: "<block> <stage>" for the first, "... #2" and on for slices overlapping it.
         const int tid = m_next_tid++;
         t.lane_tid.push_back(tid);
         t.lane_end.push_back(0);
-        const std::string label = lane == 0 ? block : fmt::format("{} #{}", block, lane + 1);
+        const std::string label = lane == 0 ? m_key : fmt::format("{} #{}", m_key, lane + 1);
         emit_begin();
         fmt::format_to(std::back_inserter(m_buf),
                        R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":)",
@@ -177,8 +183,8 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
         emit_begin();
         fmt::format_to(
             std::back_inserter(m_buf),
-            R"({{"ph":"M","name":"thread_sort_index","pid":{0},"tid":{1},"args":{{"sort_index":{1}}}}})",
-            t.pid, tid);
+            R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+            t.pid, tid, t.sort_base + static_cast<int>(lane));
     }
     t.lane_end[lane] = std::max(t.lane_end[lane], end_ps);
     return {t.pid, t.lane_tid[lane]};
@@ -198,7 +204,7 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
         return;
     }
 
-    const place p = place_slice(block, start_ps, end_ps);
+    const place p = place_slice(block, stage, start_ps, end_ps);
     emit_begin();
     m_buf += R"({"ph":"X","name":)";
     append_json_string(m_buf, stage);

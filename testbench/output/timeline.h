@@ -63,10 +63,12 @@ public:
     uint64_t events_written() const { return m_events; }
 
 private:
-    // One Chrome thread: a block's slices, split over lanes so that slices on one track never
-    // overlap (Perfetto requires strictly nested slices per thread; pipelined stages overlap).
+    // The Chrome threads of one stage of one block ("node1.nic.recv_path rx_dma"): slices are
+    // spread over lanes so that slices on one thread never overlap (Perfetto requires strictly
+    // nested slices per thread; pipelined and queued stages overlap).
     struct track {
         int pid = 0;
+        int sort_base = 0;               // keeps a block's stages together, in first-seen order
         std::vector<int> lane_tid;       // Chrome tid of each lane
         std::vector<uint64_t> lane_end;  // end (ps) of the last slice placed in each lane
     };
@@ -74,7 +76,8 @@ private:
         int pid;
         int tid;
     };
-    place place_slice(const std::string& block, uint64_t start_ps, uint64_t end_ps);
+    place place_slice(const std::string& block, const std::string& stage, uint64_t start_ps,
+                      uint64_t end_ps);
     void emit_begin();
     void emit_end();
     void flush(bool force);
@@ -84,9 +87,11 @@ private:
     std::string m_buf;  // pending JSON text, written out in large chunks
     bool m_first = true;
 
-    std::unordered_map<std::string, track> m_tracks;
-    std::map<std::string, int> m_pids;  // node name -> pid
+    std::unordered_map<std::string, track> m_tracks;  // "<block> <stage>" -> its lanes
+    std::map<std::string, int> m_pids;                // node name -> pid
+    std::unordered_map<std::string, int> m_blocks;    // block -> sort base
     int m_next_tid = 1;
+    std::string m_key;  // scratch for the track key
     std::unordered_map<uint64_t, std::pair<place, uint64_t>> m_last;  // flow -> last slice
     std::unordered_map<std::string, std::unordered_map<std::string, latency_histogram>> m_stages;
     uint64_t m_slices = 0;

@@ -302,6 +302,44 @@ scenario_config load_scenario(const std::string& file, const std::vector<std::st
         throw config::config_error({file + ": " + e.what()});
     }
     std::vector<std::string> errors;
+    // "rnic": {"preset": "configs/hw/NAME.json", ...}: the preset's NIC parameters, then the
+    // scenario's own keys on top (a JSON merge patch). Relative to the scenario's folder, then
+    // to the working directory.
+    if (doc.is_object() && doc.contains("rnic") && doc["rnic"].is_object() &&
+        doc["rnic"].contains("preset")) {
+        nlohmann::json& rnic = doc["rnic"];
+        const nlohmann::json preset_name = rnic["preset"];
+        rnic.erase("preset");
+        if (!preset_name.is_string()) {
+            errors.push_back("rnic.preset: " + config::describe(preset_name) + " is not a string");
+        } else {
+            const std::string name = preset_name.get<std::string>();
+            const size_t slash = file.find_last_of('/');
+            const std::string near = slash == std::string::npos ? name : file.substr(0, slash + 1) + name;
+            std::ifstream p(name.empty() || name[0] == '/' ? name : near);
+            if (!p) {
+                p.open(name);
+            }
+            nlohmann::json preset;
+            if (!p) {
+                errors.push_back("rnic.preset: cannot open \"" + name + "\"");
+            } else {
+                try {
+                    preset = nlohmann::json::parse(p, nullptr, true, /*ignore_comments=*/true);
+                } catch (const nlohmann::json::parse_error& e) {
+                    errors.push_back("rnic.preset: \"" + name + "\": " + e.what());
+                }
+            }
+            if (preset.is_object()) {
+                preset.erase("//");  // the preset's own description
+                const nlohmann::json own = rnic;
+                preset.merge_patch(own);
+                rnic = preset;
+            } else if (errors.empty()) {
+                errors.push_back("rnic.preset: \"" + name + "\" is not a JSON object");
+            }
+        }
+    }
     for (const auto& o : overrides) {
         std::string err = apply_override(doc, o);
         if (!err.empty()) {
