@@ -54,9 +54,11 @@ netdma::netdma(sc_core::sc_module_name name, const netdma_config& cfg, const clo
         c->index = i;
         c->buffers.assign(cfg.buffers, std::vector<uint8_t>(cfg.chunk_bytes));
         channel* p = c.get();
-        sc_core::sc_spawn([this, p] { channel_thread(*p); }, ("channel" + std::to_string(i)).c_str());
+        sc_core::sc_spawn([this, p] { channel_thread(*p); },
+                          ("channel" + std::to_string(i)).c_str());
         if (ctx.vcd != nullptr) {
-            sc_core::sc_trace(ctx.vcd, p->state_trace, b + ".channel" + std::to_string(i) + ".state");
+            sc_core::sc_trace(ctx.vcd, p->state_trace,
+                              b + ".channel" + std::to_string(i) + ".state");
         }
         m_channels.push_back(std::move(c));
     }
@@ -375,11 +377,10 @@ void netdma::halt(channel& c) {
 void netdma::error_halt(channel& c, uint32_t code) {
     ++m_stats.errors;
     c.error = code;
-    SC_REPORT_INFO_VERB(name(),
-                        ("channel " + std::to_string(c.index) + " halted, error " +
-                         std::to_string(code))
-                            .c_str(),
-                        sc_core::SC_DEBUG);
+    SC_REPORT_INFO_VERB(
+        name(),
+        ("channel " + std::to_string(c.index) + " halted, error " + std::to_string(code)).c_str(),
+        sc_core::SC_DEBUG);
     halt(c);
     raise_irq(c);  // an error always interrupts (when the channel's interrupt is enabled)
 }
@@ -552,8 +553,7 @@ uint32_t netdma::plan_copy(const hsi::netdma_descriptor& d, std::vector<piece>& 
                           d.next_source, src)) {
         return e;
     }
-    if (uint32_t e = make(d.destination,
-                          (d.control & hsi::NETDMA_CTRL_DESTINATION_PAGE_BREAK) != 0,
+    if (uint32_t e = make(d.destination, (d.control & hsi::NETDMA_CTRL_DESTINATION_PAGE_BREAK) != 0,
                           d.next_destination, dst)) {
         return e;
     }
@@ -574,8 +574,7 @@ uint32_t netdma::plan_copy(const hsi::netdma_descriptor& d, std::vector<piece>& 
         const uint64_t s = at(src, off, src_left);
         const uint64_t t = at(dst, off, dst_left);
         // A chunk ends at a chunk-aligned source address, a page break or the end.
-        const uint64_t len =
-            std::min({size - off, src_left, dst_left, chunk - s % chunk});
+        const uint64_t len = std::min({size - off, src_left, dst_left, chunk - s % chunk});
         out.push_back({s, t, static_cast<uint32_t>(len)});
         off += len;
     }

@@ -65,16 +65,16 @@ public:
     uint32_t error(uint32_t ch) const { return m_channels.at(ch)->error; }
 
     struct stats {
-        uint64_t descriptors = 0;       // descriptors completed
-        uint64_t bytes = 0;             // bytes copied
-        uint64_t null_transfers = 0;    // NULL_TRANSFER descriptors
-        uint64_t context_changes = 0;   // context-change descriptors
-        uint64_t dca_hints = 0;         // DESTINATION_DCA descriptors (hint not modelled)
-        uint64_t completion_writes = 0; // completion words written
-        uint64_t interrupts = 0;        // MSI-X messages sent
-        uint64_t masked_interrupts = 0; // messages held because the vector was masked
-        uint64_t pending_sent = 0;      // held messages sent on unmask
-        uint64_t errors = 0;            // channels halted by a descriptor error
+        uint64_t descriptors = 0;        // descriptors completed
+        uint64_t bytes = 0;              // bytes copied
+        uint64_t null_transfers = 0;     // NULL_TRANSFER descriptors
+        uint64_t context_changes = 0;    // context-change descriptors
+        uint64_t dca_hints = 0;          // DESTINATION_DCA descriptors (hint not modelled)
+        uint64_t completion_writes = 0;  // completion words written
+        uint64_t interrupts = 0;         // MSI-X messages sent
+        uint64_t masked_interrupts = 0;  // messages held because the vector was masked
+        uint64_t pending_sent = 0;       // held messages sent on unmask
+        uint64_t errors = 0;             // channels halted by a descriptor error
         uint64_t starts = 0;
         uint64_t appends = 0;
         uint64_t suspends = 0;
@@ -82,10 +82,10 @@ public:
         uint64_t aborts = 0;
         uint64_t resets = 0;
         uint64_t aborted_descriptors = 0;  // descriptors cut short by ABORT/RESET
-        uint64_t next_rereads = 0;      // 8 B re-reads of a NextDescriptor (append, resume)
-        uint64_t bad_commands = 0;      // commands not allowed in the channel's state (ignored)
-        uint64_t bad_accesses = 0;      // unknown registers, read-only writes, bad widths
-        uint64_t arbiter_waits = 0;     // requests that waited for another channel's grant
+        uint64_t next_rereads = 0;         // 8 B re-reads of a NextDescriptor (append, resume)
+        uint64_t bad_commands = 0;         // commands not allowed in the channel's state (ignored)
+        uint64_t bad_accesses = 0;         // unknown registers, read-only writes, bad widths
+        uint64_t arbiter_waits = 0;        // requests that waited for another channel's grant
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -94,8 +94,8 @@ private:
     struct command {
         uint8_t op;
         uint32_t count;
-        uint64_t chain;            // CHAINADDR when the START was written
-        sc_core::sc_time ready;    // decoded: the channel may take it from here on
+        uint64_t chain;          // CHAINADDR when the START was written
+        sc_core::sc_time ready;  // decoded: the channel may take it from here on
     };
     struct channel {
         uint32_t index = 0;
@@ -111,17 +111,17 @@ private:
         // Engine.
         std::deque<command> commands;
         run_state state = run_state::HALTED;
-        bool count_mode = false;   // START had a count (NetDMA 2.0) or not (NULL-terminated)
-        uint64_t available = 0;    // count mode: descriptors not fetched yet
-        bool cursor_valid = false; // `cursor` is the next descriptor to fetch
+        bool count_mode = false;    // START had a count (NetDMA 2.0) or not (NULL-terminated)
+        uint64_t available = 0;     // count mode: descriptors not fetched yet
+        bool cursor_valid = false;  // `cursor` is the next descriptor to fetch
         uint64_t cursor = 0;
-        uint64_t last = 0;         // last completed descriptor since START (0: none)
-        uint64_t last_next = 0;    // its NextDescriptor as read
-        uint32_t last_seq = 0;     // append_seq when that was read
-        uint32_t append_seq = 0;   // APPENDs taken
-        bool reread = false;       // RESUME: read last's NextDescriptor again
+        uint64_t last = 0;        // last completed descriptor since START (0: none)
+        uint64_t last_next = 0;   // its NextDescriptor as read
+        uint32_t last_seq = 0;    // append_seq when that was read
+        uint32_t append_seq = 0;  // APPENDs taken
+        bool reread = false;      // RESUME: read last's NextDescriptor again
         bool granted = false;
-        bool copying = false;      // inside a descriptor's copy (strict priority, see arbiter)
+        bool copying = false;  // inside a descriptor's copy (strict priority, see arbiter)
         sc_core::sc_event wake;
         sc_core::sc_event grant;
         std::vector<std::vector<uint8_t>> buffers;

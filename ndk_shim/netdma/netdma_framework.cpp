@@ -89,9 +89,8 @@ NTSTATUS channel::open() {
         m_params.ProcessorAffinityMaskEx.Mask = mask;
         m_params.ProcessorAffinityMaskEx.Group = 0;
     }
-    const NTSTATUS st =
-        m_provider.chars.AllocateDmaChannel(m_provider.context, &m_params, this,
-                                            &m_provider_channel);
+    const NTSTATUS st = m_provider.chars.AllocateDmaChannel(m_provider.context, &m_params, this,
+                                                            &m_provider_channel);
     m_open = NT_SUCCESS(st);
     return st;
 }
@@ -162,8 +161,8 @@ bool channel::wait_for(NET_DMA_TRANSFER_STATUS status, uint64_t descriptor, doub
     auto done = [&] {
         const ULONG64 w = completion_word();
         return transfer_status() == status &&
-               (descriptor == 0 || (w & ~static_cast<ULONG64>(NET_DMA_TRANSFER_STATUS_MASK)) ==
-                                       descriptor);
+               (descriptor == 0 ||
+                (w & ~static_cast<ULONG64>(NET_DMA_TRANSFER_STATUS_MASK)) == descriptor);
     };
     while (!done()) {
         const sc_core::sc_time now = sc_core::sc_time_stamp();
@@ -287,8 +286,7 @@ VOID NetDmaProviderStop(PVOID NetDmaProviderHandle) {
                 sc_core::sc_time(rnic::ndk::netdma::STOP_WAIT_NS, sc_core::SC_NS);
             while (!rnic::ndk::netdma::terminal(c->completion_word()) &&
                    sc_core::sc_time_stamp() < end) {
-                c->host().wait_for_dma(
-                    (end - sc_core::sc_time_stamp()).to_seconds() * 1e9);
+                c->host().wait_for_dma((end - sc_core::sc_time_stamp()).to_seconds() * 1e9);
             }
             if (!rnic::ndk::netdma::terminal(c->completion_word())) {
                 c->abort();
@@ -308,9 +306,9 @@ VOID NetDmaDeregisterProvider(PVOID NetDmaProviderHandle) {
         NetDmaProviderStop(p);
     }
     auto& list = rnic::ndk::netdma::state().providers;
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [p](const auto& r) { return r.get() == p; }),
-               list.end());
+    list.erase(
+        std::remove_if(list.begin(), list.end(), [p](const auto& r) { return r.get() == p; }),
+        list.end());
 }
 
 VOID NetDmaIsr(PVOID NetDmaChannelHandle, PHYSICAL_ADDRESS DmaDescriptor, PULONG pCpuNumber) {

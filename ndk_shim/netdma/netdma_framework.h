@@ -23,13 +23,13 @@ class channel;
 
 // NetDMA's record of one registered provider (the NetDmaProviderHandle points at it).
 struct provider_record {
-    PVOID context = nullptr;                 // ProviderContext
-    NET_DMA_PROVIDER_CHARACTERISTICS chars{};  // as registered
+    PVOID context = nullptr;                             // ProviderContext
+    NET_DMA_PROVIDER_CHARACTERISTICS chars{};            // as registered
     std::vector<NET_DMA_CHANNEL_CPU_AFFINITY> affinity;  // what NetDMA handed the provider
-    bool started = false;                    // between NetDmaProviderStart and ...Stop
-    NET_DMA_PROVIDER_ATTRIBUTES attributes{};  // from NetDmaProviderStart
+    bool started = false;                                // between NetDmaProviderStart and ...Stop
+    NET_DMA_PROVIDER_ATTRIBUTES attributes{};            // from NetDmaProviderStart
     std::vector<NET_DMA_PNP_NOTIFICATION_CODE> pnp_events;  // NetDmaPnPEventNotify, in order
-    std::vector<channel*> channels;          // allocated, not freed
+    std::vector<channel*> channels;                         // allocated, not freed
 };
 
 // NetDMA's view of the machine: channel i of a provider gets CPU i % processors (default 4).
@@ -49,7 +49,7 @@ struct channel_request {
     USHORT revision = NET_DMA_CHANNEL_REVISION_2;  // 1: ProcessorAffinityMask (Vista)
     ULONG processor_mask = 0;                      // CPUs wanted; 0 = any
     ULONG priority = 0;                            // ChannelPriority (higher wins)
-    bool completion_word = true;  // allocate a completion word for the provider to write
+    bool completion_word = true;        // allocate a completion word for the provider to write
     completion_callback on_completion;  // from NetDmaInterruptDpc
 };
 

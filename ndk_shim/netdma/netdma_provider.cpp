@@ -41,7 +41,7 @@ struct hw_channel {
     PVOID netdma_handle = nullptr;  // NetDMA's channel handle
     bool started = false;           // Start since allocate / abort / reset
     bool suspended = false;
-    uint32_t commands = 0;          // written (free-running, compared with CHAN_CMD reads)
+    uint32_t commands = 0;               // written (free-running, compared with CHAN_CMD reads)
     PHYSICAL_ADDRESS last_descriptor{};  // SuspendDma's out parameter points here
 };
 
@@ -143,8 +143,8 @@ NTSTATUS allocate_channel_handler(PVOID ctx, PNET_DMA_CHANNEL_PARAMETERS params,
     // Windows 7 passes the CPUs as a group affinity (group 0 on this host).
     KAFFINITY mask = params->ProcessorAffinityMask;
     if (params->Revision == NET_DMA_CHANNEL_REVISION_2) {
-        mask = params->ProcessorAffinityMaskEx.Group == 0 ? params->ProcessorAffinityMaskEx.Mask
-                                                           : 0;
+        mask =
+            params->ProcessorAffinityMaskEx.Group == 0 ? params->ProcessorAffinityMaskEx.Mask : 0;
     }
     // A free channel whose vector targets a wanted CPU; else any free channel.
     hw_channel* pick = nullptr;
@@ -170,9 +170,9 @@ NTSTATUS allocate_channel_handler(PVOID ctx, PNET_DMA_CHANNEL_PARAMETERS params,
     }
     p->host.mmio_write64(p->reg(c, hsi::NETDMA_CHAN_COMPLETION),
                          static_cast<uint64_t>(params->CompletionPhysicalAddress.QuadPart));
-    p->host.mmio_write32(p->reg(c, hsi::NETDMA_CHAN_CONTROL),
-                         hsi::netdma_control(true, c.info.vector,
-                                             std::min<ULONG>(params->ChannelPriority, 0xff)));
+    p->host.mmio_write32(
+        p->reg(c, hsi::NETDMA_CHAN_CONTROL),
+        hsi::netdma_control(true, c.info.vector, std::min<ULONG>(params->ChannelPriority, 0xff)));
     p->host.mmio_write32(p->msix_entry(c) + 12, 0);
     c.allocated = true;
     c.started = false;
@@ -210,7 +210,8 @@ NTSTATUS start_handler(PVOID ctx, PNET_DMA_DESCRIPTOR, PHYSICAL_ADDRESS pa, ULON
     }
     provider* p = c->owner;
     // CHAINADDR is latched by the START write that follows it.
-    p->host.mmio_write64(p->reg(*c, hsi::NETDMA_CHAN_CHAINADDR), static_cast<uint64_t>(pa.QuadPart));
+    p->host.mmio_write64(p->reg(*c, hsi::NETDMA_CHAN_CHAINADDR),
+                         static_cast<uint64_t>(pa.QuadPart));
     p->command(*c, hsi::NETDMA_CMD_START, count);
     c->started = true;
     c->suspended = false;
@@ -313,8 +314,7 @@ void provider::isr(hw_channel& c) {
     });
 }
 
-NTSTATUS add_and_start_provider(host_system& host, const provider_params& params,
-                                provider** out) {
+NTSTATUS add_and_start_provider(host_system& host, const provider_params& params, provider** out) {
     if (out == nullptr) {
         return STATUS_INVALID_PARAMETER;
     }
@@ -376,8 +376,8 @@ NTSTATUS add_and_start_provider(host_system& host, const provider_params& params
     attrs.VendorId = p->vendor;
     attrs.DmaChannelCount = channels;
     attrs.MaximumTransferSize = p->max_transfer;
-    attrs.MaximumAddressSpace.QuadPart = static_cast<LONGLONG>(
-        p->address_bits >= 64 ? ~0ull : (1ull << p->address_bits) - 1);
+    attrs.MaximumAddressSpace.QuadPart =
+        static_cast<LONGLONG>(p->address_bits >= 64 ? ~0ull : (1ull << p->address_bits) - 1);
     NetDmaProviderStart(p->netdma_handle, &attrs);
     *out = p;
     return STATUS_SUCCESS;

@@ -28,8 +28,7 @@ struct provider;  // the driver's device extension
 // CPU), then calls NetDmaProviderStart with the hardware's attributes. From an SC_THREAD.
 // STATUS_NOT_SUPPORTED when the NIC has no NetDMA channels; STATUS_INVALID_PARAMETER when the
 // vectors do not fit the MSI-X table; a NetDmaRegisterProvider failure is returned as is.
-NTSTATUS add_and_start_provider(host_system& host, const provider_params& params,
-                                provider** out);
+NTSTATUS add_and_start_provider(host_system& host, const provider_params& params, provider** out);
 // IRP_MN_REMOVE_DEVICE: NetDmaProviderStop (waits for outstanding DMA, frees every channel),
 // NetDmaDeregisterProvider, then releases the driver's state.
 void remove_provider(provider* p);

@@ -419,9 +419,19 @@ module send_path
   always_ff @(posedge clk_i) begin
     if (o_load) begin
       crc_q <= c_next;
-      if (a_spill_q) o_data_q <= {a_data_q[511:16], icrc_hi_q};
-      else if (a_end_q) o_data_q <= a_data_q | 512'({480'd0, c_icrc} << {a_n_q, 3'd0});
-      else o_data_q <= a_data_q;
+      if (a_spill_q) begin
+        o_data_q <= {a_data_q[511:16], icrc_hi_q};
+      end else if (a_end_q) begin : icrc_insert
+        // ICRC bytes at lanes n..n+3 (n = E mod 64 <= 62: bytes beyond lane 63 spill)
+        logic [511:0] d;
+        d = a_data_q;
+        for (int k = 0; k < 4; k++) begin
+          if (int'(a_n_q) + k < 64) d[8*(int'(a_n_q) + k) +: 8] = c_icrc[8*k +: 8];
+        end
+        o_data_q <= d;
+      end else begin
+        o_data_q <= a_data_q;
+      end
       if (a_end_q) icrc_hi_q <= c_icrc[31:16];
       o_keep_q <= a_keep_q;
       o_last_q <= a_last_q;

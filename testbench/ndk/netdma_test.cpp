@@ -2,6 +2,8 @@
 // NetDMA end to end: the NetDMA provider driver (ndk_shim/netdma) on a real node (host, PCIe,
 // the whole NIC with its hw/netdma copy channels). Descriptor chains live in host memory, the
 // NIC fetches them by DMA and copies real bytes; every copy is checked byte for byte.
+#include "hw/netdma/netdma.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/hsi/hsi.h"
-#include "hw/netdma/netdma.h"
 #include "ndk_shim/netdma/netdma_framework.h"
 #include "ndk_shim/netdma/netdma_provider.h"
 #include "testbench/scenario/node.h"
@@ -50,7 +51,9 @@ struct bench {
         ADD_FAILURE() << "no stat " << block << "." << counter;
         return 0;
     }
-    uint64_t reg(uint32_t ch, uint64_t r) { return host.mmio_read64(hsi::netdma_channel_reg(ch, r)); }
+    uint64_t reg(uint32_t ch, uint64_t r) {
+        return host.mmio_read64(hsi::netdma_channel_reg(ch, r));
+    }
 };
 
 // Runs `body` in an SC_THREAD, then stops the simulation.
@@ -151,7 +154,9 @@ struct areas {
     }
     uint64_t src_pa(size_t off) const { return host.phys(src + off); }
     uint64_t dst_pa(size_t off) const { return host.phys(dst + off); }
-    bool copied(size_t off, size_t bytes) const { return std::memcmp(src + off, dst + off, bytes) == 0; }
+    bool copied(size_t off, size_t bytes) const {
+        return std::memcmp(src + off, dst + off, bytes) == 0;
+    }
     bool untouched(size_t off, size_t bytes) const { return all_zero(dst + off, bytes); }
 };
 
@@ -204,7 +209,7 @@ TEST(NetDma, RegistersWithAffinityAndAttributes) {
         EXPECT_EQ(b.reg(2, hsi::NETDMA_CHAN_COMPLETION),
                   static_cast<uint64_t>(c2->parameters().CompletionPhysicalAddress.QuadPart));
         EXPECT_EQ(b.host.mmio_read64(hsi::REG_MSIX_TABLE + 16 * 3 + 8) >> 32, 0u);  // unmasked
-        EXPECT_EQ(b.reg(2, hsi::NETDMA_CHAN_STATUS), hsi::NETDMA_STATUS_HALTED);  // just reset
+        EXPECT_EQ(b.reg(2, hsi::NETDMA_CHAN_STATUS), hsi::NETDMA_STATUS_HALTED);    // just reset
         // Revision 1 (ProcessorAffinityMask): CPU 2 again. Its only channel is taken (CPUs of
         // channels 0..5: 0,1,2,3,0,1), so any free channel, and CpuNumber says which CPU.
         channel_request r1;
@@ -317,8 +322,8 @@ TEST(NetDma, CopiesOneByteToOneMiBInAChain) {
         channel* c = drv.open(0, 0, [&](PHYSICAL_ADDRESS d, ULONG64 w) {
             seen.emplace_back(static_cast<uint64_t>(d.QuadPart), w);
         });
-        const std::vector<ULONG> sizes = {1,    2,     7,     63,    64,     65,     511,
-                                          4095, 4096,  4097,  12345, 65536,  262143, 1u << 20};
+        const std::vector<ULONG> sizes = {1,    2,    7,    63,    64,    65,     511,
+                                          4095, 4096, 4097, 12345, 65536, 262143, 1u << 20};
         size_t total = 0;
         std::vector<size_t> offs, doffs;  // misaligned, different on each side, with gaps
         for (size_t i = 0; i < sizes.size(); ++i) {
@@ -332,7 +337,8 @@ TEST(NetDma, CopiesOneByteToOneMiBInAChain) {
             r.set(i, a.src_pa(offs[i]), a.dst_pa(doffs[i]), sizes[i], 0);
         }
         const size_t tail = sizes.size() - 1;
-        r.d[tail].ControlFlags = NET_DMA_STATUS_UPDATE_ON_COMPLETION | NET_DMA_INTERRUPT_ON_COMPLETION;
+        r.d[tail].ControlFlags =
+            NET_DMA_STATUS_UPDATE_ON_COMPLETION | NET_DMA_INTERRUPT_ON_COMPLETION;
         r.link(0, tail, true);
         ASSERT_EQ(c->start(r.d, static_cast<ULONG>(sizes.size())), STATUS_SUCCESS);
         ASSERT_TRUE(c->wait_for(NetDmaTransferStatusIdle, r.pa(tail)));
@@ -640,7 +646,8 @@ TEST(NetDma, InterruptsReachNetDmaAndMaskedVectorHolds) {
         EXPECT_LE(dpc_descriptors[1], r.pa(5));
         EXPECT_EQ(get_provider_counters(drv.prov).dpcs, 2u);
         // Mask the channel's vector: the message is held, then sent on unmask.
-        const uint64_t ctl = hsi::REG_MSIX_TABLE + 16ull * get_channel_info(c->provider_channel()).vector + 12;
+        const uint64_t ctl =
+            hsi::REG_MSIX_TABLE + 16ull * get_channel_info(c->provider_channel()).vector + 12;
         b.host.mmio_write32(ctl, 1);
         blocks(r, a, 6, 2, blk);
         r.d[7].ControlFlags = NET_DMA_INTERRUPT_ON_COMPLETION | NET_DMA_STATUS_UPDATE_ON_COMPLETION;
@@ -682,10 +689,9 @@ TEST(NetDma, CompletionWordWalksEveryStatus) {
                 words.push_back(w);
             }
         }
-        const std::vector<uint64_t> expect = {NetDmaTransferStatusArmed,
-                                              r.pa(0) | NetDmaTransferStatusActive,
-                                              r.pa(1) | NetDmaTransferStatusActive,
-                                              r.pa(2) | NetDmaTransferStatusIdle};
+        const std::vector<uint64_t> expect = {
+            NetDmaTransferStatusArmed, r.pa(0) | NetDmaTransferStatusActive,
+            r.pa(1) | NetDmaTransferStatusActive, r.pa(2) | NetDmaTransferStatusIdle};
         EXPECT_EQ(words, expect);
         EXPECT_TRUE(a.copied(0, 3 * blk));
         // Suspend an idle channel: at once, with the last descriptor.
@@ -722,8 +728,7 @@ TEST(NetDma, DescriptorErrorsHaltAndInterrupt) {
             {hsi::NETDMA_ERR_OPCODE, [&] { r.set(1, a.src_pa(0), a.dst_pa(0), 64, 0x01000000); }},
             {hsi::NETDMA_ERR_LENGTH,
              [&] { r.set(1, a.src_pa(0), a.dst_pa(0), (1u << 20) + 1, 0); }},
-            {hsi::NETDMA_ERR_ADDRESS,
-             [&] { r.set(1, (1ull << 48) - 32, a.dst_pa(0), 64, 0); }},
+            {hsi::NETDMA_ERR_ADDRESS, [&] { r.set(1, (1ull << 48) - 32, a.dst_pa(0), 64, 0); }},
             {hsi::NETDMA_ERR_PAGE_BREAK,
              [&] {
                  r.set(1, page_end, a.dst_pa(0), 5000, NET_DMA_SOURCE_PAGE_BREAK);
@@ -757,8 +762,8 @@ TEST(NetDma, DescriptorErrorsHaltAndInterrupt) {
         wait_ns(5000);
         EXPECT_EQ(get_channel_info(c->provider_channel()).last_error, hsi::NETDMA_ERR_DESC_ADDRESS);
         // The page-break rule itself: the second part fitting in its page is fine.
-        r.set(0, page_end, a.dst_pa(0), 2000, NET_DMA_SOURCE_PAGE_BREAK |
-                                                  NET_DMA_STATUS_UPDATE_ON_COMPLETION);
+        r.set(0, page_end, a.dst_pa(0), 2000,
+              NET_DMA_SOURCE_PAGE_BREAK | NET_DMA_STATUS_UPDATE_ON_COMPLETION);
         r.d[0].NextSourceAddress.QuadPart = static_cast<LONGLONG>(a.src_pa(16384));
         r.link(0, 0, false);
         ASSERT_EQ(c->start(r.d, 0), STATUS_SUCCESS);
@@ -841,14 +846,15 @@ TEST(NetDma, CopyTimeFollowsPcieAndBuffering) {
         }
     });
     const double wire_ns = static_cast<double>(MIB) * fast.node.pcie.byte_ns();
-    EXPECT_GT(fast_ns, wire_ns);                  // cannot beat the link
+    EXPECT_GT(fast_ns, wire_ns);                 // cannot beat the link
     EXPECT_LT(fast_ns, 1.5 * wire_ns + 5000.0);  // reads and writes overlap
-    EXPECT_GT(slow_ns, 1.5 * fast_ns);            // one 256 B buffer: no overlap, more TLPs
+    EXPECT_GT(slow_ns, 1.5 * fast_ns);           // one 256 B buffer: no overlap, more TLPs
 }
 
 // Two channels copy at once; the higher CONTROL priority wins the arbiter and finishes first.
 TEST(NetDma, HigherPriorityChannelFinishesFirst) {
-    bench& b = *new bench(json{{"chunk_bytes", 64}, {"buffers", 16}});  // many requests: the arbiter is busy
+    bench& b = *new bench(
+        json{{"chunk_bytes", 64}, {"buffers", 16}});  // many requests: the arbiter is busy
     run([&] {
         driver drv(b);
         drv.up();
@@ -910,10 +916,11 @@ TEST(NetDma, BadRegisterAccessesAreIgnored) {
         b.host.mmio_write64(hsi::netdma_channel_reg(0, hsi::NETDMA_CHAN_CMD), 0x99);
         b.host.mmio_write64(hsi::netdma_channel_reg(0, hsi::NETDMA_CHAN_COMPLETION), 0x1001);
         b.host.mmio_write64(hsi::netdma_channel_reg(5, hsi::NETDMA_CHAN_CHAINADDR), 0x1000);
-        b.host.mmio_write64(hsi::netdma_channel_reg(0, hsi::NETDMA_CHAN_CMD), hsi::NETDMA_CMD_APPEND);
+        b.host.mmio_write64(hsi::netdma_channel_reg(0, hsi::NETDMA_CHAN_CMD),
+                            hsi::NETDMA_CMD_APPEND);
         wait_ns(2000);
         EXPECT_EQ(b.stat("bad_accesses"), 5u);
-        EXPECT_EQ(b.stat("bad_commands"), 1u);  // APPEND on a halted channel
+        EXPECT_EQ(b.stat("bad_commands"), 1u);          // APPEND on a halted channel
         EXPECT_EQ(b.reg(0, hsi::NETDMA_CHAN_CMD), 1u);  // ... still acknowledged
         EXPECT_EQ(b.reg(0, hsi::NETDMA_CHAN_COMPLETION), 0u);
         EXPECT_EQ(b.host.mmio_read64(hsi::netdma_channel_reg(5, hsi::NETDMA_CHAN_STATUS)), 0u);

@@ -148,9 +148,11 @@ private:
                 fraction = std::max(fraction, sc_core::sc_time_stamp() / m_limit);
             }
             const double wall = m_bar->wall_s();
-            m_bar->update(fraction, fmt::format("sim {:.3f} ms  {}/{} WRs posted  {:.1f} us/s",
-                                                t / 1e6, posted, total,
-                                                wall > 0 ? t / 1e3 / wall : 0.0));
+            // Simulated time, work requests posted, and speed: simulated ms per wall second.
+            m_bar->update(fraction,
+                          fmt::format("sim {:.3f} ms  {}/{} WRs posted  {:.3f} sim-ms/s  wall {:.0f} s",
+                                      t / 1e6, posted, total, wall > 0 ? t / 1e6 / wall : 0.0,
+                                      wall));
         }
     }
 

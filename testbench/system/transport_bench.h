@@ -186,6 +186,17 @@ public:
         });
     }
 
+    // SystemC keeps an elaboration's processes (some still suspended when the body returns) until
+    // the process exits, and they refer to the modules: never delete them (as runner.cpp does).
+    ~two_node_bench() {
+        for (auto& n : nodes) {
+            (void)n.release();
+        }
+        (void)link.release();
+    }
+    two_node_bench(const two_node_bench&) = delete;
+    two_node_bench& operator=(const two_node_bench&) = delete;
+
     // Runs `body` in an SC_THREAD until it returns (then stops the simulation) or until
     // `limit_ms` of simulated time pass. Returns true if the body finished.
     bool run(std::function<void()> body, double limit_ms = 2000) {

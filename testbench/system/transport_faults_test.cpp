@@ -20,7 +20,7 @@ namespace {
 
 // 4 KiB messages are 4 packets at the default 1024 B path MTU, so First/Middle/Last packets (and
 // READ response First/Middle/Last) all cross the faulty wire.
-json workload(const std::string& op, uint64_t messages = 240, uint64_t bytes = 4096,
+json workload(const std::string& op, uint64_t messages = 480, uint64_t bytes = 4096,
               uint32_t qps = 3) {
     return {{"operation", op},     {"message_bytes", bytes}, {"messages", messages},
             {"qps", qps},          {"queue_depth", 8},       {"signal_every", 2},
@@ -33,7 +33,7 @@ struct outcome {
 };
 
 outcome run_faulty(const std::string& op, const json& faults, const json& extra = json::object(),
-                   uint64_t messages = 240) {
+                   uint64_t messages = 480) {
     const json doc = scenario_doc(workload(op, messages), faults, extra);
     const scenario::scenario_config cfg = scenario::parse_scenario(doc);
     return {scenario::run_scenario(cfg), cfg.workload};
@@ -190,7 +190,7 @@ void combined_case(const std::string& op) {
                                       {"jitter_ns", 200},
                                       {"link_down_ns", {{90000, 95000}}},
                                       {"seed", 13}},
-                                 json::object(), 400);
+                                 json::object(), 960);
     expect_clean_run(o.r, o.w);
     EXPECT_GT(link_counter(o.r, "faults_dropped"), 0u);
     EXPECT_GT(link_counter(o.r, "faults_corrupted"), 0u);
