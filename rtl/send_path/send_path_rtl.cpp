@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "hw/roce/roce.h"
 #include "hw/send_path/send_path.h"
 #include "hw/send_path/send_path_packets.h"
 
@@ -57,6 +58,7 @@ send_path_rtl::~send_path_rtl() {
 }
 
 void send_path_rtl::init(hw::sim_context& ctx, const send_path_core_factory& core) {
+    m_tracer = ctx.tracer;
     m_core = core(!m_fst_path.empty());
     m_tracing = !m_fst_path.empty() && !m_window;
     if (m_window) {
@@ -483,6 +485,9 @@ bool send_path_rtl::edge(uint64_t e) {
     }
     m_quiet = (hs_d || hs_p || hs_f) ? 0 : m_quiet + 1;
     if (hs_f) {
+        if (m_out_beat == 0) {
+            m_frame_first_edge = e;
+        }
         m_frame_len = off + static_cast<size_t>(__builtin_popcountll(keep));
         if (m_observer) {
             hw::frame_beat& b = m_pending_beats.emplace_back();
@@ -531,6 +536,11 @@ void send_path_rtl::complete_frame(uint64_t e) {
     const auto& de = m_in.descriptor(m_out_msg);
     const hw::packet_plan plan = hw::plan_packet(de.desc, m_out_pkt);
     f.flow_id = de.desc.flow_id;
+    if (m_tracer != nullptr) {  // the same timeline slice as the model's
+        m_tracer->slice(name(), roce::info(plan.opcode).name, f.flow_id,
+                        hw::time_of_edge(m_clk, m_frame_first_edge),
+                        hw::time_of_edge(m_clk, e) + m_clk.period());
+    }
     m_stats.count_frame(f.data.size() > 42 ? f.data[42] : 0, f.data.size());
     m_in.release_payload(plan.payload_len);
     if (plan.last) {

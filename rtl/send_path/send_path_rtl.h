@@ -103,6 +103,8 @@ private:
     static constexpr size_t MAX_FRAME_BYTES = 4096 + 74 + 3 + 4 + 64;
     std::array<uint8_t, MAX_FRAME_BYTES + 64> m_frame_buf{};
     size_t m_frame_len = 0;
+    uint64_t m_frame_first_edge = 0;
+    hw::event_tracer* m_tracer = nullptr;
     uint64_t m_frame_no = 0;
     std::vector<hw::frame_beat> m_pending_beats;  // of the frame being received
     bool m_run_ahead = true;

@@ -21,8 +21,8 @@ namespace rnic::transport_test {
 namespace {
 
 constexpr size_t PAGE = 4096;
-constexpr uint8_t SRC = 0xC3;     // what node 0 sends / node 1 serves to READs
-constexpr uint8_t FILL = 0x11;    // what target memory holds before (and must hold after)
+constexpr uint8_t SRC = 0xC3;   // what node 0 sends / node 1 serves to READs
+constexpr uint8_t FILL = 0x11;  // what target memory holds before (and must hold after)
 
 // A connected QP pair between node 0 (active) and node 1 (passive).
 struct pair_setup {
@@ -49,7 +49,9 @@ struct pair_setup {
     }
 };
 
-json bench_doc() { return json::object(); }
+json bench_doc() {
+    return json::object();
+}
 
 uintptr_t ctx_of(const NDK_RESULT_EX& r) {
     return reinterpret_cast<uintptr_t>(r.RequestContext);
@@ -57,8 +59,8 @@ uintptr_t ctx_of(const NDK_RESULT_EX& r) {
 
 // The requester side of a remote error: the faulting request completes with `first`, every
 // request posted behind it with STATUS_CANCELLED, each exactly once and in order.
-void expect_requester_errors(const std::vector<NDK_RESULT_EX>& got, size_t posted,
-                             NTSTATUS first, NDK_OPERATION_TYPE type) {
+void expect_requester_errors(const std::vector<NDK_RESULT_EX>& got, size_t posted, NTSTATUS first,
+                             NDK_OPERATION_TYPE type) {
     ASSERT_EQ(got.size(), posted);
     for (size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(ctx_of(got[i]), i + 1) << "completion " << i;
@@ -106,8 +108,8 @@ void run_remote_case(const remote_case& rc) {
         NDK_PD* pd = rc.target_other_pd ? s.c1.create_pd() : s.c1.pd;
         target = s.c1.make_buffer(3 * PAGE, rc.target_flags, pd, FILL, PAGE, PAGE);
         // The sink of a READ is poisoned and allows local write; a WRITE source holds SRC.
-        local = s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr,
-                                 rc.write ? SRC : FILL);
+        local =
+            s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, rc.write ? SRC : FILL);
         uint64_t va = target.va(0);
         uint32_t token = target.token;
         rc.spoil(va, token);
@@ -158,18 +160,20 @@ TEST(Protection, ReadWithBadRkey) {
                      [](uint64_t&, uint32_t& token) { token ^= 0x5A00; }});
 }
 TEST(Protection, WriteToMrOfAnotherPd) {
-    run_remote_case({true, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, true, 2048, [](uint64_t&, uint32_t&) {}});
+    run_remote_case(
+        {true, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, true, 2048, [](uint64_t&, uint32_t&) {}});
 }
 TEST(Protection, ReadFromMrOfAnotherPd) {
-    run_remote_case({false, NDK_MR_FLAG_ALLOW_REMOTE_READ, true, 2048, [](uint64_t&, uint32_t&) {}});
+    run_remote_case(
+        {false, NDK_MR_FLAG_ALLOW_REMOTE_READ, true, 2048, [](uint64_t&, uint32_t&) {}});
 }
 TEST(Protection, WriteWithoutRemoteWriteRight) {
     run_remote_case({true, NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_LOCAL_WRITE, false,
                      2048, [](uint64_t&, uint32_t&) {}});
 }
 TEST(Protection, ReadWithoutRemoteReadRight) {
-    run_remote_case({false, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, false, 2048,
-                     [](uint64_t&, uint32_t&) {}});
+    run_remote_case(
+        {false, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, false, 2048, [](uint64_t&, uint32_t&) {}});
 }
 TEST(Protection, WritePastTheEndOfTheMr) {
     // 2 KiB starting 1 KiB before the end: the first half is inside, the rest is not.
@@ -214,7 +218,8 @@ TEST(Protection, ResponderQpFailsAfterAccessNak) {
         got1 = s.c1.reap(1, 1e6);
     }));
     ASSERT_EQ(got0.size(), 1u);
-    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
+    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status),
+              static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
     EXPECT_EQ(s.c1.nic().contexts().qp(ndk::get_qp_number(s.q1))->state, hsi::QPS_ERROR);
     ASSERT_EQ(got1.size(), 1u) << "node 1's receive was never flushed";
     EXPECT_EQ(ctx_of(got1[0]), 9u);
@@ -225,7 +230,7 @@ TEST(Protection, ResponderQpFailsAfterAccessNak) {
 // --- local protection errors: nothing goes on the wire ----------------------------------------
 
 struct local_case {
-    bool write = true;             // WRITE (source is read) or READ (sink is written)
+    bool write = true;  // WRITE (source is read) or READ (sink is written)
     ULONG local_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE;
     bool local_other_pd = false;
     std::function<void(NDK_SGE&)> spoil;
@@ -316,10 +321,12 @@ TEST(Protection, ReceiveIntoBufferWithoutLocalWrite) {
     ASSERT_EQ(got1.size(), 1u);
     EXPECT_EQ(got1[0].Type, NdkOperationTypeReceive);
     EXPECT_EQ(ctx_of(got1[0]), 7u);
-    EXPECT_EQ(static_cast<uint32_t>(got1[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
+    EXPECT_EQ(static_cast<uint32_t>(got1[0].Status),
+              static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
     ASSERT_EQ(got0.size(), 1u);
     EXPECT_EQ(got0[0].Type, NdkOperationTypeSend);
-    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_REMOTE_RESOURCES));
+    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status),
+              static_cast<uint32_t>(STATUS_REMOTE_RESOURCES));
     EXPECT_TRUE(extra.empty());
     EXPECT_EQ(b.naks(1, SYN_NAK_OPERATIONAL), 1u);
     EXPECT_EQ(count_not(rbuf.data, rbuf.bytes, FILL), 0u);
@@ -349,7 +356,8 @@ TEST(Protection, SendLargerThanReceiveBuffer) {
     ASSERT_EQ(got1.size(), 1u);
     EXPECT_EQ(static_cast<uint32_t>(got1[0].Status), static_cast<uint32_t>(STATUS_BUFFER_OVERFLOW));
     ASSERT_EQ(got0.size(), 1u);
-    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_INVALID_PARAMETER));
+    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status),
+              static_cast<uint32_t>(STATUS_INVALID_PARAMETER));
     EXPECT_EQ(b.naks(1, SYN_NAK_INVALID), 1u);
     // The receive buffer holds at most its 2048 bytes of the message, nothing beyond.
     EXPECT_EQ(count_not(rbuf.data + 2048, PAGE - 2048, FILL), 0u);
@@ -387,8 +395,9 @@ void window_case(bool remote_invalidate) {
         before = s.c0.reap(1, 1e6);
         if (remote_invalidate) {
             NDK_SGE r = sge_of(rbuf, 0, 64);
-            ASSERT_EQ(s.q1->Dispatch->NdkReceive(s.q1, reinterpret_cast<PVOID>(uintptr_t(60)), &r, 1),
-                      STATUS_SUCCESS);
+            ASSERT_EQ(
+                s.q1->Dispatch->NdkReceive(s.q1, reinterpret_cast<PVOID>(uintptr_t(60)), &r, 1),
+                STATUS_SUCCESS);
             NDK_SGE m = sge_of(src, 0, 64);
             ASSERT_EQ(s.q0->Dispatch->NdkSendAndInvalidate(
                           s.q0, reinterpret_cast<PVOID>(uintptr_t(2)), &m, 1, 0, mw_token),
@@ -424,12 +433,17 @@ void window_case(bool remote_invalidate) {
         EXPECT_EQ(inval1[0].Type, NdkOperationTypeInvalidate);
     }
     ASSERT_EQ(after.size(), 1u);
-    EXPECT_EQ(static_cast<uint32_t>(after[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
+    EXPECT_EQ(static_cast<uint32_t>(after[0].Status),
+              static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
     EXPECT_EQ(b.naks(1, SYN_NAK_ACCESS), 1u);
     EXPECT_EQ(count_not(target.data, target.bytes, FILL), 0u);
 }
-TEST(Protection, WriteThroughLocallyInvalidatedWindow) { window_case(false); }
-TEST(Protection, WriteThroughRemotelyInvalidatedWindow) { window_case(true); }
+TEST(Protection, WriteThroughLocallyInvalidatedWindow) {
+    window_case(false);
+}
+TEST(Protection, WriteThroughRemotelyInvalidatedWindow) {
+    window_case(true);
+}
 
 // A key whose MR was deregistered (and the deregistration completed): NAKed.
 TEST(Protection, WriteWithKeyOfDeregisteredMr) {
@@ -456,7 +470,8 @@ TEST(Protection, WriteWithKeyOfDeregisteredMr) {
     ASSERT_EQ(first.size(), 1u);
     EXPECT_EQ(first[0].Status, STATUS_SUCCESS);
     ASSERT_EQ(second.size(), 1u);
-    EXPECT_EQ(static_cast<uint32_t>(second[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
+    EXPECT_EQ(static_cast<uint32_t>(second[0].Status),
+              static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
     EXPECT_EQ(count_not(target.data, target.bytes, FILL), 0u);
 }
 

@@ -144,8 +144,12 @@ inline constexpr uint8_t SYN_NAK_PSN = 0x60;
 inline constexpr uint8_t SYN_NAK_INVALID = 0x61;
 inline constexpr uint8_t SYN_NAK_ACCESS = 0x62;
 inline constexpr uint8_t SYN_NAK_OPERATIONAL = 0x63;
-inline bool is_rnr_nak(uint8_t syn) { return (syn & 0x60) == 0x20; }
-inline bool is_plain_ack(uint8_t syn) { return (syn & 0x60) == 0; }
+inline bool is_rnr_nak(uint8_t syn) {
+    return (syn & 0x60) == 0x20;
+}
+inline bool is_plain_ack(uint8_t syn) {
+    return (syn & 0x60) == 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Two-node bench for direct NDK consumers
@@ -256,7 +260,9 @@ inline bool wait_until(const std::function<bool()>& cond, double ns = 1e6) {
     return cond();
 }
 
-inline void wait_ns(double ns) { sc_core::wait(sc_core::sc_time(ns, sc_core::SC_NS)); }
+inline void wait_ns(double ns) {
+    sc_core::wait(sc_core::sc_time(ns, sc_core::SC_NS));
+}
 
 // One asynchronous NDK request (finished inline, or STATUS_PENDING and one callback).
 struct async_call {
@@ -340,8 +346,8 @@ public:
         pd = create_pd();
         async_call c;
         NDK_CQ* out = nullptr;
-        const NTSTATUS st = adapter->Dispatch->NdkCreateCq(adapter, cq_depth, nullptr, nullptr,
-                                                          nullptr, async_call::on_create, &c, &out);
+        const NTSTATUS st = adapter->Dispatch->NdkCreateCq(
+            adapter, cq_depth, nullptr, nullptr, nullptr, async_call::on_create, &c, &out);
         ASSERT_EQ(c.wait(st), STATUS_SUCCESS);
         cq = c.created(st, out);
     }
@@ -349,7 +355,8 @@ public:
     NDK_PD* create_pd() {
         async_call c;
         NDK_PD* out = nullptr;
-        const NTSTATUS st = adapter->Dispatch->NdkCreatePd(adapter, async_call::on_create, &c, &out);
+        const NTSTATUS st =
+            adapter->Dispatch->NdkCreatePd(adapter, async_call::on_create, &c, &out);
         EXPECT_EQ(c.wait(st), STATUS_SUCCESS);
         return c.created(st, out);
     }
@@ -374,8 +381,8 @@ public:
             b.mr = c.created(st, out);
         }
         async_call c;
-        const NTSTATUS st =
-            b.mr->Dispatch->NdkRegisterMr(b.mr, b.mdl, b.reg_len, flags, async_call::on_request, &c);
+        const NTSTATUS st = b.mr->Dispatch->NdkRegisterMr(b.mr, b.mdl, b.reg_len, flags,
+                                                          async_call::on_request, &c);
         EXPECT_EQ(c.wait(st), STATUS_SUCCESS);
         b.token = b.mr->Dispatch->NdkGetLocalTokenFromMr(b.mr);
         return b;
@@ -391,9 +398,9 @@ public:
         NDK_PD* p = in_pd != nullptr ? in_pd : pd;
         async_call c;
         NDK_QP* out = nullptr;
-        const NTSTATUS st = p->Dispatch->NdkCreateQp(p, cq, cq, reinterpret_cast<PVOID>(context),
-                                                     rq_depth, sq_depth, 2, 2, 64,
-                                                     async_call::on_create, &c, &out);
+        const NTSTATUS st =
+            p->Dispatch->NdkCreateQp(p, cq, cq, reinterpret_cast<PVOID>(context), rq_depth,
+                                     sq_depth, 2, 2, 64, async_call::on_create, &c, &out);
         EXPECT_EQ(c.wait(st), STATUS_SUCCESS);
         return c.created(st, out);
     }
@@ -474,24 +481,24 @@ public:
         SOCKADDR_IN la = sockaddr_of(b.ip(), port);
         {
             async_call c;
-            ASSERT_EQ(c.wait(l->Dispatch->NdkListen(l, reinterpret_cast<PSOCKADDR>(&la),
-                                                    sizeof(la), async_call::on_request, &c)),
+            ASSERT_EQ(c.wait(l->Dispatch->NdkListen(l, reinterpret_cast<PSOCKADDR>(&la), sizeof(la),
+                                                    async_call::on_request, &c)),
                       STATUS_SUCCESS);
         }
         NDK_CONNECTOR* ca = nullptr;
         {
             async_call c;
-            const NTSTATUS st = a.adapter->Dispatch->NdkCreateConnector(
-                a.adapter, async_call::on_create, &c, &ca);
+            const NTSTATUS st =
+                a.adapter->Dispatch->NdkCreateConnector(a.adapter, async_call::on_create, &c, &ca);
             ASSERT_EQ(c.wait(st), STATUS_SUCCESS);
             ca = c.created(st, ca);
         }
         SOCKADDR_IN src = sockaddr_of(a.ip(), 0);
         async_call connected;
-        const NTSTATUS cst = ca->Dispatch->NdkConnect(
-            ca, qa, reinterpret_cast<PSOCKADDR>(&src), sizeof(src),
-            reinterpret_cast<PSOCKADDR>(&la), sizeof(la), 8, 8, nullptr, 0,
-            async_call::on_request, &connected);
+        const NTSTATUS cst =
+            ca->Dispatch->NdkConnect(ca, qa, reinterpret_cast<PSOCKADDR>(&src), sizeof(src),
+                                     reinterpret_cast<PSOCKADDR>(&la), sizeof(la), 8, 8, nullptr, 0,
+                                     async_call::on_request, &connected);
         while (ls->incoming.empty()) {
             sc_core::wait(ls->ev);
         }

@@ -10,6 +10,7 @@
 // with --gtest_filter=TransportFaults.<one test>.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,9 +23,9 @@ namespace {
 // READ response First/Middle/Last) all cross the faulty wire.
 json workload(const std::string& op, uint64_t messages = 480, uint64_t bytes = 4096,
               uint32_t qps = 3) {
-    return {{"operation", op},     {"message_bytes", bytes}, {"messages", messages},
-            {"qps", qps},          {"queue_depth", 8},       {"signal_every", 2},
-            {"seed", 11},          {"time_limit_ms", 20000}};
+    return {{"operation", op}, {"message_bytes", bytes}, {"messages", messages},
+            {"qps", qps},      {"queue_depth", 8},       {"signal_every", 2},
+            {"seed", 11},      {"time_limit_ms", 20000}};
 }
 
 struct outcome {
@@ -55,9 +56,15 @@ void drop_case(const std::string& op) {
     // Every loss was noticed: by a sequence NAK (a gap at the responder) or a timeout.
     EXPECT_GT(requester(o.r, "nak_sequence") + requester(o.r, "timeouts"), 0u);
 }
-TEST(TransportFaults, WriteUnderDrop) { drop_case("write"); }
-TEST(TransportFaults, SendUnderDrop) { drop_case("send"); }
-TEST(TransportFaults, ReadUnderDrop) { drop_case("read"); }
+TEST(TransportFaults, WriteUnderDrop) {
+    drop_case("write");
+}
+TEST(TransportFaults, SendUnderDrop) {
+    drop_case("send");
+}
+TEST(TransportFaults, ReadUnderDrop) {
+    drop_case("read");
+}
 
 // --- corruption (any bit, headers included; the receiver drops on a bad ICRC or header) -------
 
@@ -70,9 +77,15 @@ void corrupt_case(const std::string& op) {
     EXPECT_LE(nic_counter(o.r, "recv_path", "parse_errors"), link_counter(o.r, "faults_corrupted"));
     EXPECT_GT(requester(o.r, "retransmits"), 0u);
 }
-TEST(TransportFaults, WriteUnderCorruption) { corrupt_case("write"); }
-TEST(TransportFaults, SendUnderCorruption) { corrupt_case("send"); }
-TEST(TransportFaults, ReadUnderCorruption) { corrupt_case("read"); }
+TEST(TransportFaults, WriteUnderCorruption) {
+    corrupt_case("write");
+}
+TEST(TransportFaults, SendUnderCorruption) {
+    corrupt_case("send");
+}
+TEST(TransportFaults, ReadUnderCorruption) {
+    corrupt_case("read");
+}
 
 // --- duplication: executed once, re-ACKed -----------------------------------------------------
 
@@ -90,9 +103,15 @@ void duplicate_case(const std::string& op) {
                   (op == "read" ? counter(o.r, "node1.nic.recv_path", "duplicates") : 0),
               o.w.messages);
 }
-TEST(TransportFaults, WriteUnderDuplication) { duplicate_case("write"); }
-TEST(TransportFaults, SendUnderDuplication) { duplicate_case("send"); }
-TEST(TransportFaults, ReadUnderDuplication) { duplicate_case("read"); }
+TEST(TransportFaults, WriteUnderDuplication) {
+    duplicate_case("write");
+}
+TEST(TransportFaults, SendUnderDuplication) {
+    duplicate_case("send");
+}
+TEST(TransportFaults, ReadUnderDuplication) {
+    duplicate_case("read");
+}
 
 // --- reordering: sequence NAK and go-back-N ---------------------------------------------------
 
@@ -102,9 +121,15 @@ void reorder_case(const std::string& op) {
     EXPECT_GT(link_counter(o.r, "faults_reordered"), 0u);
     EXPECT_GT(requester(o.r, "nak_sequence") + requester(o.r, "timeouts"), 0u);
 }
-TEST(TransportFaults, WriteUnderReordering) { reorder_case("write"); }
-TEST(TransportFaults, SendUnderReordering) { reorder_case("send"); }
-TEST(TransportFaults, ReadUnderReordering) { reorder_case("read"); }
+TEST(TransportFaults, WriteUnderReordering) {
+    reorder_case("write");
+}
+TEST(TransportFaults, SendUnderReordering) {
+    reorder_case("send");
+}
+TEST(TransportFaults, ReadUnderReordering) {
+    reorder_case("read");
+}
 
 // --- delay jitter (frames overtake each other when the jitter exceeds a frame time) -----------
 
@@ -113,9 +138,15 @@ void jitter_case(const std::string& op) {
     expect_clean_run(o.r, o.w);
     EXPECT_GT(link_counter(o.r, "faults_delayed"), 0u);
 }
-TEST(TransportFaults, WriteUnderJitter) { jitter_case("write"); }
-TEST(TransportFaults, SendUnderJitter) { jitter_case("send"); }
-TEST(TransportFaults, ReadUnderJitter) { jitter_case("read"); }
+TEST(TransportFaults, WriteUnderJitter) {
+    jitter_case("write");
+}
+TEST(TransportFaults, SendUnderJitter) {
+    jitter_case("send");
+}
+TEST(TransportFaults, ReadUnderJitter) {
+    jitter_case("read");
+}
 
 // --- link down for 20 us in the middle of the transfer (the traffic of these runs starts ~60 us
 // into the simulation, once both nodes are set up and connected, and lasts ~90 us). What was
@@ -132,9 +163,15 @@ void link_down_case(const std::string& op) {
     // Retries are budgeted per outage, not per run: it did not come close to retry_count.
     EXPECT_EQ(requester(o.r, "retry_exceeded"), 0u);
 }
-TEST(TransportFaults, WriteAcrossLinkDown) { link_down_case("write"); }
-TEST(TransportFaults, SendAcrossLinkDown) { link_down_case("send"); }
-TEST(TransportFaults, ReadAcrossLinkDown) { link_down_case("read"); }
+TEST(TransportFaults, WriteAcrossLinkDown) {
+    link_down_case("write");
+}
+TEST(TransportFaults, SendAcrossLinkDown) {
+    link_down_case("send");
+}
+TEST(TransportFaults, ReadAcrossLinkDown) {
+    link_down_case("read");
+}
 
 // --- filters ---------------------------------------------------------------------------------
 
@@ -151,8 +188,8 @@ TEST(TransportFaults, LostAcksOnly) {
 // Only READ response Middle packets are lost: the requester must notice the gap in the
 // response PSNs and re-issue the READ; the Last response must not complete a READ with a hole.
 TEST(TransportFaults, LostReadResponseMiddles) {
-    const outcome o = run_faulty("read", {{"drop", 0.2}, {"opcode", roce::RC_READ_RESP_MIDDLE},
-                                          {"seed", 9}});
+    const outcome o =
+        run_faulty("read", {{"drop", 0.2}, {"opcode", roce::RC_READ_RESP_MIDDLE}, {"seed", 9}});
     expect_clean_run(o.r, o.w);
     EXPECT_EQ(counter(o.r, "link.dir0", "faults_dropped"), 0u);
     EXPECT_GT(counter(o.r, "link.dir1", "faults_dropped"), 0u);
@@ -161,9 +198,8 @@ TEST(TransportFaults, LostReadResponseMiddles) {
 // A time window: every frame sent in [80 us, 85 us) is dropped (drop = 1 inside the window),
 // none outside it.
 TEST(TransportFaults, DropWindow) {
-    const outcome o = run_faulty("write", {{"drop", 1.0},
-                                           {"window_start_ns", 80000},
-                                           {"window_end_ns", 85000}});
+    const outcome o =
+        run_faulty("write", {{"drop", 1.0}, {"window_start_ns", 80000}, {"window_end_ns", 85000}});
     expect_clean_run(o.r, o.w);
     EXPECT_GT(link_counter(o.r, "faults_dropped"), 0u);
     EXPECT_GE(requester(o.r, "timeouts"), 1u);
@@ -172,8 +208,9 @@ TEST(TransportFaults, DropWindow) {
 // --- ACK coalescing under loss: one ACK per 8 messages or 5 us ----------------------------------
 
 TEST(TransportFaults, CoalescedAcksUnderDrop) {
-    const outcome o = run_faulty("write", {{"drop", 0.02}, {"seed", 12}},
-                                 {{"rnic", {{"recv_path", {{"ack_coalesce", 8}, {"ack_delay_ns", 5000}}}}}});
+    const outcome o =
+        run_faulty("write", {{"drop", 0.02}, {"seed", 12}},
+                   {{"rnic", {{"recv_path", {{"ack_coalesce", 8}, {"ack_delay_ns", 5000}}}}}});
     expect_clean_run(o.r, o.w);
     EXPECT_GT(link_counter(o.r, "faults_dropped"), 0u);
     // Fewer ACKs than messages: coalescing really happened.
@@ -183,13 +220,14 @@ TEST(TransportFaults, CoalescedAcksUnderDrop) {
 // --- everything at once ------------------------------------------------------------------------
 
 void combined_case(const std::string& op) {
-    const outcome o = run_faulty(op, {{"drop", 0.01},
-                                      {"corrupt", 0.005},
-                                      {"duplicate", 0.01},
-                                      {"reorder", 0.01},
-                                      {"jitter_ns", 200},
-                                      {"link_down_ns", {{90000, 95000}}},
-                                      {"seed", 13}},
+    const outcome o = run_faulty(op,
+                                 {{"drop", 0.01},
+                                  {"corrupt", 0.005},
+                                  {"duplicate", 0.01},
+                                  {"reorder", 0.01},
+                                  {"jitter_ns", 200},
+                                  {"link_down_ns", {{90000, 95000}}},
+                                  {"seed", 13}},
                                  json::object(), 960);
     expect_clean_run(o.r, o.w);
     EXPECT_GT(link_counter(o.r, "faults_dropped"), 0u);
@@ -199,9 +237,51 @@ void combined_case(const std::string& op) {
     EXPECT_GT(link_counter(o.r, "faults_delayed"), 0u);
     EXPECT_GT(requester(o.r, "retransmits"), 0u);
 }
-TEST(TransportFaults, WriteUnderAllFaults) { combined_case("write"); }
-TEST(TransportFaults, SendUnderAllFaults) { combined_case("send"); }
-TEST(TransportFaults, ReadUnderAllFaults) { combined_case("read"); }
+TEST(TransportFaults, WriteUnderAllFaults) {
+    combined_case("write");
+}
+TEST(TransportFaults, SendUnderAllFaults) {
+    combined_case("send");
+}
+TEST(TransportFaults, ReadUnderAllFaults) {
+    combined_case("read");
+}
+
+// --- the fault streams (link only) -----------------------------------------------------------
+
+// eth_link draws every decision per frame "so one fault kind's setting does not shift another's
+// stream": turning jitter on must not change which frames are dropped.
+TEST(TransportFaults, JitterDoesNotShiftTheDropStream) {
+    struct sink : fabric::frame_sink_if {
+        std::vector<uint64_t> flows;
+        void receive_frame(fabric::eth_frame&& f) override { flows.push_back(f.flow_id); }
+    };
+    hw::sim_context ctx;
+    fabric::eth_link_config plain;
+    plain.faults.drop = 0.3;
+    plain.faults.seed = 77;
+    fabric::eth_link_config jittered = plain;
+    jittered.faults.jitter_ns = 1;  // 1 ns: never enough to reorder 100 B frames
+    fabric::eth_link a("plain", plain, ctx);
+    fabric::eth_link b("jittered", jittered, ctx);
+    sink ra, rb;
+    a.attach(1, &ra);
+    b.attach(1, &rb);
+    sc_core::sc_spawn([&] {
+        for (uint64_t i = 0; i < 200; ++i) {
+            fabric::eth_frame f;
+            f.data.assign(100, 0x5A);
+            f.flow_id = i;
+            fabric::eth_frame g = f;
+            a.tx(0).put(std::move(f));
+            b.tx(0).put(std::move(g));
+        }
+    });
+    sc_core::sc_start();
+    EXPECT_GT(a.get_stats(0).dropped, 30u);
+    EXPECT_EQ(a.get_stats(0).dropped, b.get_stats(0).dropped);
+    EXPECT_EQ(ra.flows, rb.flows) << "the same seed dropped other frames once jitter was on";
+}
 
 }  // namespace
 }  // namespace rnic::transport_test

@@ -57,10 +57,18 @@ struct pair_setup {
     }
 };
 
-uintptr_t ctx_of(const NDK_RESULT_EX& r) { return reinterpret_cast<uintptr_t>(r.RequestContext); }
-PVOID ctx(uintptr_t v) { return reinterpret_cast<PVOID>(v); }
-uint32_t st(const NDK_RESULT_EX& r) { return static_cast<uint32_t>(r.Status); }
-uint32_t st(NTSTATUS s) { return static_cast<uint32_t>(s); }
+uintptr_t ctx_of(const NDK_RESULT_EX& r) {
+    return reinterpret_cast<uintptr_t>(r.RequestContext);
+}
+PVOID ctx(uintptr_t v) {
+    return reinterpret_cast<PVOID>(v);
+}
+uint32_t st(const NDK_RESULT_EX& r) {
+    return static_cast<uint32_t>(r.Status);
+}
+uint32_t st(NTSTATUS s) {
+    return static_cast<uint32_t>(s);
+}
 
 // --- retransmission timer and retry exhaustion -----------------------------------------------
 
@@ -110,9 +118,15 @@ void retry_exhaustion(uint8_t retry_count) {
     EXPECT_EQ(b.stat("node0.nic.tx_engine", "error_completions"), 4u);
     EXPECT_EQ(s.c0.nic().contexts().qp(ndk::get_qp_number(s.q0))->state, hsi::QPS_ERROR);
 }
-TEST(TransportRc, RetryExhaustionAfterSevenRetries) { retry_exhaustion(7); }
-TEST(TransportRc, RetryExhaustionAfterTwoRetries) { retry_exhaustion(2); }
-TEST(TransportRc, RetryCountZeroFailsOnFirstTimeout) { retry_exhaustion(0); }
+TEST(TransportRc, RetryExhaustionAfterSevenRetries) {
+    retry_exhaustion(7);
+}
+TEST(TransportRc, RetryExhaustionAfterTwoRetries) {
+    retry_exhaustion(2);
+}
+TEST(TransportRc, RetryCountZeroFailsOnFirstTimeout) {
+    retry_exhaustion(0);
+}
 
 // A request posted after the QP failed is flushed, once.
 TEST(TransportRc, PostAfterRetryExhaustionIsFlushed) {
@@ -124,7 +138,8 @@ TEST(TransportRc, PostAfterRetryExhaustionIsFlushed) {
         ASSERT_NO_FATAL_FAILURE(s.open(1));
         buffer src = s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_READ, nullptr, SRC);
         NDK_SGE sg = sge_of(src, 0, 256);
-        ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, ctx(1), &sg, 1, 0x10000, 0x100, 0), STATUS_SUCCESS);
+        ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, ctx(1), &sg, 1, 0x10000, 0x100, 0),
+                  STATUS_SUCCESS);
         first = s.c0.reap(1, 10 * TIMEOUT_NS);
         post2 = s.q0->Dispatch->NdkWrite(s.q0, ctx(2), &sg, 1, 0x10000, 0x100, 0);
         second = s.c0.reap(2, 1e6);
@@ -155,7 +170,8 @@ TEST(TransportRc, RetryExhaustionFlushesPostedReceives) {
             ASSERT_EQ(s.q0->Dispatch->NdkReceive(s.q0, ctx(i), &r, 1), STATUS_SUCCESS);
         }
         NDK_SGE sg = sge_of(src, 0, 256);
-        ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, ctx(1), &sg, 1, 0x10000, 0x100, 0), STATUS_SUCCESS);
+        ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, ctx(1), &sg, 1, 0x10000, 0x100, 0),
+                  STATUS_SUCCESS);
         got = s.c0.reap(4, 10 * TIMEOUT_NS);
     }));
     size_t writes = 0, receives = 0;
@@ -182,21 +198,23 @@ TEST(TransportRc, FlushCompletesRequestsInFlight) {
     two_node_bench b(link_down_doc());
     pair_setup s(b);
     std::vector<NDK_RESULT_EX> got, late;
-    ASSERT_TRUE(b.run([&] {
-        // Default 67 ms timeout: no timer-driven completion can come within the test's window.
-        ASSERT_NO_FATAL_FAILURE(s.open(7, 7, 14));
-        buffer src = s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_READ, nullptr, SRC);
-        for (uintptr_t i = 1; i <= 3; ++i) {
-            NDK_SGE sg = sge_of(src, 0, 512);
-            ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, ctx(i), &sg, 1, 0x10000, 0x100, 0),
-                      STATUS_SUCCESS);
-        }
-        ASSERT_TRUE(wait_until([&] { return b.sent(0, roce::RC_WRITE_ONLY).size() == 3; }));
-        s.q0->Dispatch->NdkFlush(s.q0);
-        got = s.c0.reap(3, 1e6);
-        wait_ns(200e6);  // past 3 timeouts
-        late = s.c0.poll();
-    }, 5000));
+    ASSERT_TRUE(b.run(
+        [&] {
+            // Default 67 ms timeout: no timer-driven completion can come within the test's window.
+            ASSERT_NO_FATAL_FAILURE(s.open(7, 7, 14));
+            buffer src = s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_READ, nullptr, SRC);
+            for (uintptr_t i = 1; i <= 3; ++i) {
+                NDK_SGE sg = sge_of(src, 0, 512);
+                ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, ctx(i), &sg, 1, 0x10000, 0x100, 0),
+                          STATUS_SUCCESS);
+            }
+            ASSERT_TRUE(wait_until([&] { return b.sent(0, roce::RC_WRITE_ONLY).size() == 3; }));
+            s.q0->Dispatch->NdkFlush(s.q0);
+            got = s.c0.reap(3, 1e6);
+            wait_ns(200e6);  // past 3 timeouts
+            late = s.c0.poll();
+        },
+        5000));
     ASSERT_EQ(got.size(), 3u) << "in-flight requests of a flushed QP never completed";
     for (size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(ctx_of(got[i]), i + 1);
@@ -297,8 +315,12 @@ void rnr_until_posted(size_t bytes) {
         EXPECT_GE((starts[i].at - starts[i - 1].at).to_seconds() * 1e9, RNR_NS) << i;
     }
 }
-TEST(TransportRc, RnrNakRetriesUntilReceivePosted) { rnr_until_posted(1000); }
-TEST(TransportRc, RnrBackoffHoldsForMultiPacketSend) { rnr_until_posted(2000); }
+TEST(TransportRc, RnrNakRetriesUntilReceivePosted) {
+    rnr_until_posted(1000);
+}
+TEST(TransportRc, RnrBackoffHoldsForMultiPacketSend) {
+    rnr_until_posted(2000);
+}
 
 // rnr_retry 2 and the receive never comes: the SEND goes three times, then completes with
 // "RNR retry exceeded" (STATUS_IO_TIMEOUT); the request behind it is flushed.
@@ -395,14 +417,44 @@ TEST(TransportRc, RnrBudgetIsNotSpentByPipelinedRequests) {
     EXPECT_LE(b.rnr_naks(1), 3u);
 }
 
+// The RNR retry budget is per message (reset by forward progress, like the transport retry
+// budget), not per run of the QP's timer: with rnr_retry 1, two SENDs that each meet one RNR NAK
+// both succeed. Node 1's consumer posts one receive after each RNR NAK it sees.
+TEST(TransportRc, RnrBudgetIsPerMessage) {
+    two_node_bench b(json::object());
+    pair_setup s(b);
+    std::vector<NDK_RESULT_EX> got0, got1;
+    ASSERT_TRUE(b.run([&] {
+        ASSERT_NO_FATAL_FAILURE(s.open(7, 1));
+        buffer src = s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_READ, nullptr, SRC);
+        buffer rb = s.c1.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, FILL);
+        NDK_SGE sg = sge_of(src, 0, 512);
+        ASSERT_EQ(s.q0->Dispatch->NdkSend(s.q0, ctx(1), &sg, 1, 0), STATUS_SUCCESS);
+        ASSERT_EQ(s.q0->Dispatch->NdkSend(s.q0, ctx(2), &sg, 1, 0), STATUS_SUCCESS);
+        for (uintptr_t k = 1; k <= 2; ++k) {
+            if (!wait_until([&] { return b.rnr_naks(1) >= k; }, 200000)) {
+                break;
+            }
+            NDK_SGE r = sge_of(rb, (k - 1) * 1024, 1024);
+            ASSERT_EQ(s.q1->Dispatch->NdkReceive(s.q1, ctx(6 + k), &r, 1), STATUS_SUCCESS);
+        }
+        got0 = s.c0.reap(2, 1e6);
+        got1 = s.c1.reap(2, 1e6);
+    }));
+    ASSERT_EQ(got0.size(), 2u);
+    EXPECT_EQ(st(got0[0]), st(STATUS_SUCCESS));
+    EXPECT_EQ(st(got0[1]), st(STATUS_SUCCESS)) << "RNR budget of the second SEND already spent";
+    EXPECT_EQ(got1.size(), 2u);
+}
+
 // --- ACK coalescing (rnic.recv_path.ack_coalesce, ack_delay_ns) ------------------------------
 
 // ack_coalesce 4: eight back-to-back WRITEs are acknowledged by two ACKs, each covering four
 // messages (the ACK PSN is that of the 4th / 8th WRITE).
 TEST(TransportRc, AckEveryFourthMessage) {
-    two_node_bench b(scenario_doc(json::object(), json::object(),
-                                  {{"rnic", {{"recv_path", {{"ack_coalesce", 4},
-                                                            {"ack_delay_ns", 1e6}}}}}}));
+    two_node_bench b(
+        scenario_doc(json::object(), json::object(),
+                     {{"rnic", {{"recv_path", {{"ack_coalesce", 4}, {"ack_delay_ns", 1e6}}}}}}));
     pair_setup s(b);
     std::vector<NDK_RESULT_EX> got;
     ASSERT_TRUE(b.run([&] {
@@ -429,9 +481,9 @@ TEST(TransportRc, AckEveryFourthMessage) {
 
 // ack_coalesce 16, ack_delay_ns 5000: a lone WRITE is acknowledged 5 us after it arrived.
 TEST(TransportRc, HeldAckGoesOutAfterTheDelay) {
-    two_node_bench b(scenario_doc(json::object(), json::object(),
-                                  {{"rnic", {{"recv_path", {{"ack_coalesce", 16},
-                                                            {"ack_delay_ns", 5000}}}}}}));
+    two_node_bench b(
+        scenario_doc(json::object(), json::object(),
+                     {{"rnic", {{"recv_path", {{"ack_coalesce", 16}, {"ack_delay_ns", 5000}}}}}}));
     pair_setup s(b);
     std::vector<NDK_RESULT_EX> got;
     ASSERT_TRUE(b.run([&] {

@@ -28,10 +28,12 @@ void soak(const std::string& file) {
     EXPECT_GT(link_counter(r, "faults_corrupted"), 0u);
     EXPECT_GT(link_counter(r, "faults_reordered"), 0u);
     EXPECT_GT(link_counter(r, "faults_duplicated"), 0u);
-    EXPECT_GT(counter(r, "link.dir0", "faults_dropped") + counter(r, "link.dir0", "faults_corrupted"),
-              0u);
-    EXPECT_GT(counter(r, "link.dir1", "faults_dropped") + counter(r, "link.dir1", "faults_corrupted"),
-              0u);
+    EXPECT_GT(
+        counter(r, "link.dir0", "faults_dropped") + counter(r, "link.dir0", "faults_corrupted"),
+        0u);
+    EXPECT_GT(
+        counter(r, "link.dir1", "faults_dropped") + counter(r, "link.dir1", "faults_corrupted"),
+        0u);
     // ... and were repaired: corrupted frames refused, losses resent, duplicates not executed.
     EXPECT_GT(nic_counter(r, "recv_path", "parse_errors"), 0u);
     EXPECT_LE(nic_counter(r, "recv_path", "parse_errors"), link_counter(r, "faults_corrupted"));
@@ -39,11 +41,10 @@ void soak(const std::string& file) {
     EXPECT_GT(nic_counter(r, "recv_path", "duplicates"), 0u);
     // The responder executed each message once: WRITE/SEND messages, or READs served the first
     // time (read_requests counts duplicates served again).
-    const uint64_t executed =
-        cfg.workload.op == scenario::operation::READ
-            ? counter(r, "node1.nic.recv_path", "read_requests") -
-                  counter(r, "node1.nic.recv_path", "duplicates")
-            : counter(r, "node1.nic.recv_path", "messages");
+    const uint64_t executed = cfg.workload.op == scenario::operation::READ
+                                  ? counter(r, "node1.nic.recv_path", "read_requests") -
+                                        counter(r, "node1.nic.recv_path", "duplicates")
+                                  : counter(r, "node1.nic.recv_path", "messages");
     EXPECT_EQ(executed, cfg.workload.messages);
     // The requester retired exactly what was posted.
     EXPECT_EQ(counter(r, "node0.nic.tx_engine", "wqes"), cfg.workload.messages);
@@ -56,9 +57,15 @@ void soak(const std::string& file) {
               << r.simulated_ns / 1e6 << " ms, wall " << r.wall_s << " s\n";
 }
 
-TEST(TransportSoak, WriteOverFaultyLink) { soak("soak_write.json"); }
-TEST(TransportSoak, SendOverFaultyLink) { soak("soak_send.json"); }
-TEST(TransportSoak, ReadOverFaultyLink) { soak("soak_read.json"); }
+TEST(TransportSoak, WriteOverFaultyLink) {
+    soak("soak_write.json");
+}
+TEST(TransportSoak, SendOverFaultyLink) {
+    soak("soak_send.json");
+}
+TEST(TransportSoak, ReadOverFaultyLink) {
+    soak("soak_read.json");
+}
 
 }  // namespace
 }  // namespace rnic::transport_test
