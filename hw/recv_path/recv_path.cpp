@@ -444,8 +444,12 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
         const recv_take t = take_receive_wqe(qpn, qp);
         if (t == recv_take::NONE) {
             ++m_stats.rnr;
-            ++m_stats.naks_sent;
-            send_ack(qpn, qp, bth.psn, AETH_RNR | m_cfg.rnr_timer_code);
+            // The packets behind this one are part of the same gap: drop them silently until
+            // the requester retries this PSN after the RNR timer (a sequence NAK for them would
+            // make it retry at once and spend its RNR budget at wire speed).
+            qp.nak_sent = true;
+            flush_ack(qpn, qp);  // responses in PSN order: held ACKs before the NAK
+            send_ack(qpn, qp, bth.psn, AETH_RNR | m_cfg.rnr_timer_code);  // counts naks_sent
             return;
         }
         if (t == recv_take::FAULT) {
@@ -567,6 +571,15 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
         ++m_stats.duplicates;
         return;
     }
+    if (bth.psn != t.next_psn) {
+        if (((bth.psn - t.next_psn) & PSN_MASK) >= 0x800000) {
+            ++m_stats.duplicates;  // placed already (responses of a re-issued READ)
+        } else {
+            ++m_stats.out_of_sequence;  // a response is missing: the READ goes again
+            m_tx.on_read_response(qpn, t.first_psn, bth.psn, false);
+        }
+        return;
+    }
     const uint64_t offset = static_cast<uint64_t>((bth.psn - t.first_psn) & PSN_MASK) * qp.pmtu;
     const uint32_t len = static_cast<uint32_t>(p.payload_len);
     if (offset + len > t.length) {
@@ -575,6 +588,7 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
     }
     ++m_stats.read_responses;
     place(t.segments, offset, frame + p.payload_offset, len);
+    m_tx.on_read_response(qpn, t.first_psn, bth.psn, true);
     const roce::opcode_info& oi = roce::info(bth.opcode);
     if (oi.is_last || oi.is_only) {
         m_tx.on_read_done(qpn, t.first_psn);

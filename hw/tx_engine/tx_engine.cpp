@@ -235,6 +235,7 @@ void tx_engine::process_wqe(wqe_item& w) {
     qp->next_psn = (qp->next_psn + npk) & PSN_MASK;
     o.first_psn = d.psn;
     o.last_psn = (d.psn + npk - 1) & PSN_MASK;
+    o.resp_next = d.psn;
     o.length = d.length;
     o.is_read = is_read;
     if (is_read) {
@@ -443,7 +444,8 @@ void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
     }
     st.rnr_wait = false;
     if (qp != nullptr) {
-        st.retries_left = qp->retry_count;  // forward progress resets the retry budget
+        st.retries_left = qp->retry_count;  // forward progress resets the retry budgets
+        st.rnr_left = qp->rnr_retry;
     }
     arm_timer(qpn, st, waiting && qp != nullptr ? sc_core::sc_time_stamp() + timeout_of(*qp)
                                                 : sc_core::SC_ZERO_TIME);
@@ -471,6 +473,9 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
     auto it = m_qps.find(qpn);
     if (it == m_qps.end()) {
         return;
+    }
+    if (it->second.rnr_wait && psn == it->second.rnr_psn) {
+        return;  // the RNR timer owns the retry of this PSN
     }
     ++m_stats.nak_sequence;
     on_ack(qpn, (psn - 1) & PSN_MASK);
@@ -577,10 +582,30 @@ read_target tx_engine::find_read(uint32_t qpn, uint32_t psn) {
             t.length = o.length;
             t.segments = o.read_segments;
             t.flow_id = o.flow_id;
+            t.next_psn = o.resp_next;
             break;
         }
     }
     return t;
+}
+
+void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn, bool in_order) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    for (auto& o : it->second.queue) {
+        if (o.is_read && !o.done && o.first_psn == first_psn) {
+            if (in_order) {
+                o.resp_next = (psn + 1) & PSN_MASK;
+                o.resp_gap = false;
+            } else if (!o.resp_gap) {
+                o.resp_gap = true;
+                go_back_n(qpn, first_psn);
+            }
+            return;
+        }
+    }
 }
 
 void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {

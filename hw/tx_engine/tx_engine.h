@@ -42,6 +42,7 @@ struct read_target {
     uint32_t length = 0;
     std::vector<dma_segment> segments;
     uint64_t flow_id = 0;
+    uint32_t next_psn = 0;  // the response PSN the requester takes next (in order only)
 };
 
 class tx_engine : public sc_core::sc_module {
@@ -66,6 +67,10 @@ public:
     void on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay);
     // The outstanding READ whose response PSNs include `psn`.
     read_target find_read(uint32_t qpn, uint32_t psn);
+    // A response of the READ starting at `first_psn` was placed (`in_order`), or arrived past a
+    // missing one: then the READ is re-issued (once per gap; the responder serves it again and
+    // the responses already placed are dropped as duplicates).
+    void on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn, bool in_order);
     // The READ starting at `first_psn` received its last response packet.
     void on_read_done(uint32_t qpn, uint32_t first_psn);
 
@@ -105,6 +110,8 @@ private:
         uint32_t last_psn = 0;         // ACK covering this PSN completes a SEND/WRITE
         uint32_t length = 0;
         std::vector<dma_segment> read_segments;
+        uint32_t resp_next = 0;        // READ: next response PSN expected
+        bool resp_gap = false;         // READ: re-issued for a gap, no in-order response since
         uint64_t flow_id = 0;
         tx_job job;                    // what went on the wire, kept for retransmission
     };
