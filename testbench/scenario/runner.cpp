@@ -86,6 +86,7 @@ public:
         if (m_waves != nullptr && m_cfg.outputs.waves_start_ns <= 0) {
             m_waves->open(m_waves_path);  // from time 0: before the first time step
         }
+        bool started = false;
         for (;;) {
             const sc_core::sc_time now = sc_core::sc_time_stamp();
             sc_core::sc_time next = m_limit;
@@ -106,17 +107,16 @@ public:
                 }
                 break;
             }
+            if (!started) {
+                // Initialization phase and the first delta cycle: from here on the kernel's
+                // pending activity says whether anything will ever happen again.
+                sc_core::sc_start(sc_core::SC_ZERO_TIME);
+                started = true;
+                continue;
+            }
             if (next > now) {
                 const auto wall = std::chrono::steady_clock::now();
-                sc_core::sc_start(next - now, sc_core::SC_EXIT_ON_STARVATION);
-                if (stopped()) {
-                    break;
-                }
-                if (!sc_core::sc_pending_activity()) {
-                    // Starved before `next`: nothing will ever happen again.
-                    if (m_limited) {
-                        sc_core::sc_start(m_limit - sc_core::sc_time_stamp());
-                    }
+                if (!advance_to(next)) {
                     break;
                 }
                 adapt_quantum(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall)
@@ -133,6 +133,42 @@ public:
     }
 
 private:
+    // Simulates up to `next` (events at `next` itself may be left for the next piece), moving
+    // the clock there like sc_start(next - now) would, unless the simulation ends first: by
+    // sc_stop(), or by starving (then, with a time limit, the clock still runs to the limit as
+    // one sc_start(limit) would, and without one it stays at the last event). Returns false
+    // when it ended.
+    bool advance_to(const sc_core::sc_time& next) {
+        if (!sc_core::sc_pending_activity()) {
+            return end_starved();
+        }
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        if (now + sc_core::sc_time_to_pending_activity() > next) {
+            sc_core::sc_start(next - now);  // nothing happens before `next`
+            return true;
+        }
+        // Stops at the last event before `next` if nothing follows it in time.
+        sc_core::sc_start(next - now, sc_core::SC_EXIT_ON_STARVATION);
+        if (stopped()) {
+            return false;
+        }
+        const sc_core::sc_time reached = sc_core::sc_time_stamp();
+        if (reached < next) {
+            if (!sc_core::sc_pending_activity()) {
+                return end_starved();
+            }
+            sc_core::sc_start(next - reached);  // the next event is after `next`
+        }
+        return true;
+    }
+
+    bool end_starved() {
+        if (m_limited) {
+            sc_core::sc_start(m_limit - sc_core::sc_time_stamp());
+        }
+        return false;
+    }
+
     void at_pause() {
         const double t = to_ns(sc_core::sc_time_stamp());
         if (m_waves != nullptr && !m_waves->was_opened() && t >= m_cfg.outputs.waves_start_ns) {
