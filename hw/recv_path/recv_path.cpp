@@ -257,7 +257,9 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
     qp.current_recv.wqe_index = h.wqe_index;
     qp.current_recv.srqn = qp.srqn;
     qp.current_recv.sges.resize(n);
-    std::memcpy(qp.current_recv.sges.data(), buf.data() + sizeof(h), n * sizeof(hsi::wqe_sge));
+    if (n != 0) {  // a 0-SGE receive (0-byte SENDs) has no data pointer to copy into
+        std::memcpy(qp.current_recv.sges.data(), buf.data() + sizeof(h), n * sizeof(hsi::wqe_sge));
+    }
     qp.have_recv = true;
     qp.recv_offset = 0;
     ++m_stats.receive_wqes;
