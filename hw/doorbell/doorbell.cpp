@@ -382,8 +382,7 @@ void doorbell::sq_doorbell(uint64_t value) {
     ++m_stats.sq_doorbells;
     qp->sq_producer = widen_index(qp->sq_producer, (value >> 32) & 0xffff);
     // +decode_cycles: the doorbell write is decoded and the QP's ready bit set.
-    try_schedule(qpn, m_clk.edge_at_or_after(m_arrival) + m_clk.cycles(m_cfg.decode_cycles),
-                 true);
+    try_schedule(qpn, m_clk.edge_at_or_after(m_arrival) + m_clk.cycles(m_cfg.decode_cycles), true);
 }
 
 void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool from_doorbell) {

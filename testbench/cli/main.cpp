@@ -25,6 +25,8 @@
 #include "testbench/sweep/sweep_cli.h"
 
 #include <CLI/CLI.hpp>
+#include <sys/personality.h>
+#include <unistd.h>
 
 namespace {
 
@@ -195,7 +197,27 @@ int sc_main(int argc, char** argv) {
     return EXIT_OK;
 }
 
+namespace {
+
+// The simulated hosts' memory is this process's memory: the virtual addresses the driver hands
+// out, which RDMA puts on the wire (RETH VA) and in WQEs, are real pointers. With address-space
+// randomization they change from run to run and so would wire.pcap; without it the same config
+// gives the same bytes. Re-executes itself once with randomization off (personality(2), as
+// `setarch -R` does); if the system refuses, the run goes on with it on.
+void run_without_aslr(char** argv) {
+    const int current = personality(0xffffffff);
+    if (current == -1 || (current & ADDR_NO_RANDOMIZE) != 0 ||
+        personality(static_cast<unsigned long>(current) | ADDR_NO_RANDOMIZE) == -1) {
+        return;
+    }
+    execv("/proc/self/exe", argv);  // returns only if it failed
+    personality(static_cast<unsigned long>(current));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    run_without_aslr(argv);
     // The SystemC banner would land in the middle of the summary on stdout.
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
     return sc_core::sc_elab_and_sim(argc, argv);

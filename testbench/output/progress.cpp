@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 namespace rnic::output {

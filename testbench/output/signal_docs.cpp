@@ -18,10 +18,18 @@ struct entry {
 // with closed-form timing have no other state to sample).
 const entry SIGNALS[] = {
     // Ethernet link
-    {"link.dir0.busy", "a frame is being serialized from node 0 to node 1 (its wire slot: "
-                       "preamble to inter-frame gap)"},
-    {"link.dir1.busy", "a frame is being serialized from node 1 to node 0 (its wire slot: "
-                       "preamble to inter-frame gap)"},
+    {"link.dir0.busy",
+     "a frame is being serialized from node 0 to node 1 (its wire slot: "
+     "preamble to inter-frame gap)"},
+    {"link.dir1.busy",
+     "a frame is being serialized from node 1 to node 0 (its wire slot: "
+     "preamble to inter-frame gap)"},
+    {"link.dir0.pfc_paused",
+     "node 1's receive FIFO is full: PFC holds node 0's frames at the "
+     "link (802.1Qbb, topology.link.pfc)"},
+    {"link.dir1.pfc_paused",
+     "node 0's receive FIFO is full: PFC holds node 1's frames at the "
+     "link (802.1Qbb, topology.link.pfc)"},
     // doorbell
     {"node*.nic.doorbell.pending", "QPs rung (doorbell decoded) and waiting for the scheduler"},
     {"node*.nic.doorbell.sq_doorbells", "counter: send-queue doorbells received"},
@@ -56,8 +64,9 @@ const entry SIGNALS[] = {
     // send path
     {"node*.nic.send_path.idle", "the send path holds no message (no descriptor, no beat)"},
     {"node*.nic.send_path.frames_out", "counter: frames handed to the MAC"},
-    {"node*.nic.send_path.payload_fifo.bytes", "payload bytes buffered in front of the packet "
-                                               "builder"},
+    {"node*.nic.send_path.payload_fifo.bytes",
+     "payload bytes buffered in front of the packet "
+     "builder"},
     // receive path
     {"node*.nic.recv_path.frames", "counter: frames received"},
     {"node*.nic.recv_path.messages", "counter: request messages completed as responder"},

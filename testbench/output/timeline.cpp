@@ -50,12 +50,19 @@ void latency_histogram::merge(const latency_histogram& o) {
     for (const auto& [ps, n] : o.m_counts) {
         m_counts[ps] += n;
     }
+    if (o.m_run > 0) {
+        m_counts[o.m_run_ps] += o.m_run;
+    }
     m_samples += o.m_samples;
     m_sum_ps += o.m_sum_ps;
 }
 
 nlohmann::json latency_histogram::summary() const {
-    std::vector<std::pair<uint64_t, uint64_t>> sorted(m_counts.begin(), m_counts.end());
+    std::unordered_map<uint64_t, uint64_t> counts = m_counts;
+    if (m_run > 0) {
+        counts[m_run_ps] += m_run;
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> sorted(counts.begin(), counts.end());
     std::sort(sorted.begin(), sorted.end());
     auto rank = [&](double p) -> uint64_t {
         const auto k = std::max<uint64_t>(
@@ -90,13 +97,13 @@ timeline::timeline(const std::string& trace_path)
     }
     m_file = std::fopen(trace_path.c_str(), "wb");
     if (m_file == nullptr) {
-        throw std::runtime_error(trace_path + ": cannot open for writing: " +
-                                 std::strerror(errno));
+        throw std::runtime_error(trace_path + ": cannot open for writing: " + std::strerror(errno));
     }
     m_buf.reserve(FLUSH_BYTES + 4096);
     // displayTimeUnit only changes how chrome://tracing labels the axis; "ts"/"dur" are us.
-    m_buf += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rnicsim\"},"
-             "\"traceEvents\":[";
+    m_buf +=
+        "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rnicsim\"},"
+        "\"traceEvents\":[";
 }
 
 timeline::~timeline() {
@@ -190,6 +197,25 @@ timeline::place timeline::place_slice(const std::string& block, const std::strin
     return {t.pid, t.lane_tid[lane]};
 }
 
+latency_histogram& timeline::histogram_of(const std::string& block, const std::string& stage) {
+    auto& slot = m_stage_cache[(reinterpret_cast<uintptr_t>(stage.data()) >> 3) % STAGE_CACHE];
+    if (slot.first == stage.data()) {
+        stage_entry& e = m_stages[slot.second];
+        if (e.stage == stage && e.block == block) {
+            return e.h;
+        }
+    }
+    size_t i = 0;
+    while (i < m_stages.size() && !(m_stages[i].stage == stage && m_stages[i].block == block)) {
+        ++i;
+    }
+    if (i == m_stages.size()) {
+        m_stages.push_back({block, stage, {}});
+    }
+    slot = {stage.data(), i};
+    return m_stages[i].h;
+}
+
 void timeline::slice(const std::string& block, const std::string& stage, uint64_t flow_id,
                      const sc_core::sc_time& start, const sc_core::sc_time& end,
                      const std::string& args_json) {
@@ -199,7 +225,7 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
     const auto end_ps = std::max(
         start_ps,
         static_cast<uint64_t>(std::llround(static_cast<double>(end.value()) * m_ps_per_unit)));
-    m_stages[block][stage].add(end_ps - start_ps);
+    histogram_of(block, stage).add(end_ps - start_ps);
     if (m_file == nullptr) {
         return;
     }
@@ -229,9 +255,10 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
             const auto& [pp, pts] = it->second;
             const uint64_t id = m_next_flow_event++;
             emit_begin();
-            fmt::format_to(std::back_inserter(m_buf),
-                           R"({{"ph":"s","name":"wqe","cat":"flow","id":{},"pid":{},"tid":{},"ts":)",
-                           id, pp.pid, pp.tid);
+            fmt::format_to(
+                std::back_inserter(m_buf),
+                R"({{"ph":"s","name":"wqe","cat":"flow","id":{},"pid":{},"tid":{},"ts":)", id,
+                pp.pid, pp.tid);
             append_us(m_buf, pts);
             m_buf += '}';
             emit_begin();
@@ -264,10 +291,8 @@ void timeline::close() {
 
 nlohmann::json timeline::stage_latency() const {
     std::map<std::string, latency_histogram> merged;
-    for (const auto& [block, stages] : m_stages) {
-        for (const auto& [stage, h] : stages) {
-            merged[stage].merge(h);
-        }
+    for (const stage_entry& e : m_stages) {
+        merged[e.stage].merge(e.h);
     }
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [stage, h] : merged) {
@@ -278,10 +303,8 @@ nlohmann::json timeline::stage_latency() const {
 
 nlohmann::json timeline::block_stage_latency() const {
     nlohmann::json j = nlohmann::json::object();
-    for (const auto& [block, stages] : m_stages) {
-        for (const auto& [stage, h] : stages) {
-            j[block][stage] = h.summary();
-        }
+    for (const stage_entry& e : m_stages) {
+        j[e.block][e.stage] = e.h.summary();
     }
     return j;
 }

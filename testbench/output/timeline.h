@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // WQE timeline: collects every block's stage slices, aggregates per-stage latency for
 // stats.json and, on request, writes DIR/trace.json in the Chrome trace-event format that
-// Perfetto and chrome://tracing open (one track per block per node, flow arrows per WQE).
+// Perfetto and chrome://tracing open (one process per node, tracks per block and stage, flow
+// arrows through each WQE's slices).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,15 @@ namespace rnic::output {
 class latency_histogram {
 public:
     void add(uint64_t ps) {
-        ++m_counts[ps];
+        // Runs of equal durations (back-to-back packets) only bump a counter.
+        if (ps != m_run_ps) {
+            if (m_run > 0) {
+                m_counts[m_run_ps] += m_run;
+            }
+            m_run_ps = ps;
+            m_run = 0;
+        }
+        ++m_run;
         ++m_samples;
         m_sum_ps += ps;
     }
@@ -35,6 +44,8 @@ public:
 
 private:
     std::unordered_map<uint64_t, uint64_t> m_counts;  // duration (ps) -> slices
+    uint64_t m_run_ps = 0;  // the latest duration and how many in a row not in m_counts yet
+    uint64_t m_run = 0;
     uint64_t m_samples = 0;
     uint64_t m_sum_ps = 0;
 };
@@ -91,9 +102,22 @@ private:
     std::map<std::string, int> m_pids;                // node name -> pid
     std::unordered_map<std::string, int> m_blocks;    // block -> sort base
     int m_next_tid = 1;
-    std::string m_key;  // scratch for the track key
+    std::string m_key;                                                // scratch for the track key
     std::unordered_map<uint64_t, std::pair<place, uint64_t>> m_last;  // flow -> last slice
-    std::unordered_map<std::string, std::unordered_map<std::string, latency_histogram>> m_stages;
+    // Per (block, stage), found through a small cache keyed by where the caller's stage string
+    // lives: a call site passes a short (in-place) std::string temporary built at the same
+    // place of the same thread's stack every time. Always verified by comparing the strings,
+    // so the cache only saves time: two string hashes per slice would cost more.
+    struct stage_entry {
+        std::string block;
+        std::string stage;
+        latency_histogram h;
+    };
+    static constexpr size_t STAGE_CACHE = 256;
+    latency_histogram& histogram_of(const std::string& block, const std::string& stage);
+    std::vector<stage_entry> m_stages;
+    std::vector<std::pair<const char*, size_t>> m_stage_cache =
+        std::vector<std::pair<const char*, size_t>>(STAGE_CACHE, {nullptr, 0});
     uint64_t m_slices = 0;
     uint64_t m_events = 0;
     uint64_t m_next_flow_event = 1;

@@ -64,16 +64,16 @@ void waves::record(std::string name, std::string type, int width,
     m_replay.push_back(std::move(replay));
 }
 
-#define RNIC_WAVES_TRACE_A(tp)                                                         \
-    void waves::trace(const tp& object, const std::string& name) {                     \
-        const tp* p = &object;                                                         \
-        record(name, type_name<tp>(), width_of<tp>(),                                  \
-               [p, name](sc_core::sc_trace_file* tf) { tf->trace(*p, name); });        \
+#define RNIC_WAVES_TRACE_A(tp)                                                  \
+    void waves::trace(const tp& object, const std::string& name) {              \
+        const tp* p = &object;                                                  \
+        record(name, type_name<tp>(), width_of<tp>(),                           \
+               [p, name](sc_core::sc_trace_file* tf) { tf->trace(*p, name); }); \
     }
-#define RNIC_WAVES_TRACE_B(tp)                                                         \
-    void waves::trace(const tp& object, const std::string& name, int width) {          \
-        const tp* p = &object;                                                         \
-        record(name, fmt::format("{}{}", type_name<tp>(), 8 * sizeof(tp)), width,      \
+#define RNIC_WAVES_TRACE_B(tp)                                                                \
+    void waves::trace(const tp& object, const std::string& name, int width) {                 \
+        const tp* p = &object;                                                                \
+        record(name, fmt::format("{}{}", type_name<tp>(), 8 * sizeof(tp)), width,             \
                [p, name, width](sc_core::sc_trace_file* tf) { tf->trace(*p, name, width); }); \
     }
 RNIC_WAVES_TRACE_A(sc_core::sc_event)
@@ -106,8 +106,7 @@ RNIC_WAVES_TRACE_A(sc_dt::sc_lv_base)
 #undef RNIC_WAVES_TRACE_A
 #undef RNIC_WAVES_TRACE_B
 
-void waves::trace(const unsigned int& object, const std::string& name,
-                  const char** enum_literals) {
+void waves::trace(const unsigned int& object, const std::string& name, const char** enum_literals) {
     const unsigned int* p = &object;
     record(name, "enum", 32, [p, name, enum_literals](sc_core::sc_trace_file* tf) {
         tf->trace(*p, name, enum_literals);

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <memory>
 
-#include <fmt/format.h>
 #include <systemc>
 
 #include "hw/common/sim_context.h"
@@ -20,6 +19,8 @@
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/workload.h"
 #include "tlm/ethernet/eth_link.h"
+
+#include <fmt/format.h>
 
 namespace rnic::scenario {
 
@@ -35,8 +36,7 @@ struct testbench {
     std::unique_ptr<workload> load;
 
     // `vcd`: where the blocks trace their signals (the waves recorder), or null.
-    testbench(const scenario_config& cfg, sc_core::sc_trace_file* vcd,
-              hw::event_tracer* tracer) {
+    testbench(const scenario_config& cfg, sc_core::sc_trace_file* vcd, hw::event_tracer* tracer) {
         ctx.vcd = vcd;
         ctx.tracer = tracer;
         link = std::make_unique<fabric::eth_link>("link", cfg.topology.link, ctx);
@@ -119,8 +119,8 @@ public:
                 if (!advance_to(next)) {
                     break;
                 }
-                adapt_quantum(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall)
-                                  .count());
+                adapt_quantum(
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count());
             }
             at_pause();
         }
@@ -185,10 +185,10 @@ private:
             }
             const double wall = m_bar->wall_s();
             // Simulated time, work requests posted, and speed: simulated ms per wall second.
-            m_bar->update(fraction,
-                          fmt::format("sim {:.3f} ms  {}/{} WRs posted  {:.3f} sim-ms/s  wall {:.0f} s",
-                                      t / 1e6, posted, total, wall > 0 ? t / 1e6 / wall : 0.0,
-                                      wall));
+            m_bar->update(
+                fraction,
+                fmt::format("sim {:.3f} ms  {}/{} WRs posted  {:.3f} sim-ms/s  wall {:.0f} s",
+                            t / 1e6, posted, total, wall > 0 ? t / 1e6 / wall : 0.0, wall));
         }
     }
 

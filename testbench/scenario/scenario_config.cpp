@@ -203,8 +203,8 @@ outputs_config parse_outputs(config::reader r) {
     r.get("waves_start_ns", o.waves_start_ns, 0.0, 1e18);
     r.get("waves_end_ns", o.waves_end_ns, 0.0, 1e18);
     if (o.waves_end_ns <= o.waves_start_ns) {
-        r.error("waves_end_ns", fmt::format("{} is not after waves_start_ns {}", o.waves_end_ns,
-                                            o.waves_start_ns));
+        r.error("waves_end_ns",
+                fmt::format("{} is not after waves_start_ns {}", o.waves_end_ns, o.waves_start_ns));
     }
     r.get("pcap", o.pcap);
     r.get("trace", o.trace);

@@ -48,12 +48,12 @@ struct workload_config {
 };
 
 struct outputs_config {
-    std::string dir = "out";      // rnicsim run --out DIR is --set outputs.dir=DIR
-    bool waves = false;           // DIR/waves.vcd
-    double waves_start_ns = 0;    // waves.vcd covers [waves_start_ns, waves_end_ns) only
+    std::string dir = "out";    // rnicsim run --out DIR is --set outputs.dir=DIR
+    bool waves = false;         // DIR/waves.vcd
+    double waves_start_ns = 0;  // waves.vcd covers [waves_start_ns, waves_end_ns) only
     double waves_end_ns = 1e18;
-    bool pcap = false;            // DIR/wire.pcap: every frame on the link
-    bool trace = false;           // DIR/trace.json: Chrome trace events of every WQE
+    bool pcap = false;   // DIR/wire.pcap: every frame on the link
+    bool trace = false;  // DIR/trace.json: Chrome trace events of every WQE
 };
 
 struct scenario_config {

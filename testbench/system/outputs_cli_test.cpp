@@ -26,8 +26,7 @@ TEST(OutputsCli, ValidateListsEveryOutputsError) {
     scratch s;
     const std::string bad = write_scenario(
         s, "bad.json",
-        {{"outputs",
-          {{"pcap", "yes"}, {"trace", 1}, {"waves_start_ns", -5}, {"colour", true}}}});
+        {{"outputs", {{"pcap", "yes"}, {"trace", 1}, {"waves_start_ns", -5}, {"colour", true}}}});
     const cli_result r = rnicsim(s, {"validate", bad});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "");
@@ -44,9 +43,9 @@ TEST(OutputsCli, ValidateListsEveryOutputsError) {
     EXPECT_NE(w.err.find("outputs.waves_end_ns: 500 is not after waves_start_ns 500"),
               std::string::npos)
         << w.err;
-    const cli_result ok = rnicsim(s, {"validate", quickstart(), "--set", "outputs.pcap=true",
-                                      "--set", "outputs.trace=true", "--set",
-                                      "outputs.waves_end_ns=1000"});
+    const cli_result ok =
+        rnicsim(s, {"validate", quickstart(), "--set", "outputs.pcap=true", "--set",
+                    "outputs.trace=true", "--set", "outputs.waves_end_ns=1000"});
     EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 

@@ -99,8 +99,8 @@ inline std::string quickstart() {
 // A short quickstart run into `out` with extra --set overrides.
 inline std::vector<std::string> short_run(const std::string& out,
                                           const std::vector<std::string>& sets) {
-    std::vector<std::string> args = {"run", quickstart(), "--out", out,
-                                      "--set", "workload.messages=8"};
+    std::vector<std::string> args = {"run", quickstart(), "--out",
+                                     out,   "--set",      "workload.messages=8"};
     for (const auto& v : sets) {
         args.push_back("--set");
         args.push_back(v);
@@ -187,11 +187,11 @@ inline uint16_t be16(const std::vector<uint8_t>& d, size_t at) {
 // header checksum; UDP checksum; BTH byte 4), up to the ICRC.
 inline uint32_t roce_icrc(const std::vector<uint8_t>& frame) {
     std::vector<uint8_t> m(frame.begin() + 14, frame.end() - 4);
-    m[1] = 0xff;                      // TOS
-    m[8] = 0xff;                      // TTL
-    m[10] = m[11] = 0xff;             // header checksum
-    m[20 + 6] = m[20 + 7] = 0xff;     // UDP checksum
-    m[28 + 4] = 0xff;                 // BTH FECN/BECN/reserved
+    m[1] = 0xff;                   // TOS
+    m[8] = 0xff;                   // TTL
+    m[10] = m[11] = 0xff;          // header checksum
+    m[20 + 6] = m[20 + 7] = 0xff;  // UDP checksum
+    m[28 + 4] = 0xff;              // BTH FECN/BECN/reserved
     const uint8_t ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, ones, 8);
@@ -211,8 +211,8 @@ inline std::string check_roce_frame(const std::vector<uint8_t>& f) {
         return "IPv4 version/IHL is not 4/5";
     }
     if (be16(f, 16) != f.size() - 14) {
-        return "IPv4 total length " + std::to_string(be16(f, 16)) + " != " +
-               std::to_string(f.size() - 14);
+        return "IPv4 total length " + std::to_string(be16(f, 16)) +
+               " != " + std::to_string(f.size() - 14);
     }
     if (f[23] != 17) {
         return "IP protocol is not UDP";

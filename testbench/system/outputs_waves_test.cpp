@@ -3,6 +3,7 @@
 // documented (`rnicsim signals`), converts with GTKWave's vcd2fst, the time window is exactly
 // the full dump restricted to it, and the same bytes for the same config.
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,8 +22,8 @@ using nlohmann::json;
 // A VCD as SystemC writes it: header ($scope/$var), optional "#t" and $dumpvars, then "#t"
 // blocks of value changes ("b101 id", "1id").
 struct vcd {
-    std::map<std::string, std::string> names;  // id -> dotted name (without the SystemC scope)
-    uint64_t dump_time = 0;                    // "#t" before $dumpvars (0 if none)
+    std::map<std::string, std::string> names;    // id -> dotted name (without the SystemC scope)
+    uint64_t dump_time = 0;                      // "#t" before $dumpvars (0 if none)
     std::map<std::string, std::string> initial;  // name -> value in $dumpvars
     std::vector<std::pair<uint64_t, std::map<std::string, std::string>>> steps;  // time, changes
     std::string date;
@@ -139,7 +140,7 @@ waves_run run_waves(const scratch& s, const std::string& name,
     return w;
 }
 
-TEST(OutputsWaves, DISABLED_EveryBlockHasItsScopeAndEverySignalIsDocumented) {
+TEST(OutputsWaves, EveryBlockHasItsScopeAndEverySignalIsDocumented) {
     scratch s;
     const waves_run w = run_waves(s, "w", {});
     ASSERT_EQ(w.exit_code, 0) << w.err;
@@ -179,6 +180,17 @@ TEST(OutputsWaves, DISABLED_EveryBlockHasItsScopeAndEverySignalIsDocumented) {
         EXPECT_EQ(line.find("(undocumented)"), std::string::npos) << line;
     }
     EXPECT_EQ(listed, names);
+
+    // configs/README.md's table has every one, per node (node<i>) and NetDMA channel (<k>).
+    const std::string readme = read_file(source_dir() + "/configs/README.md");
+    ASSERT_FALSE(readme.empty());
+    for (const std::string& n : names) {
+        const std::string generic =
+            std::regex_replace(std::regex_replace(n, std::regex("^node[0-9]+\\."), "node<i>."),
+                               std::regex("\\.channel[0-9]+\\."), ".channel<k>.");
+        EXPECT_NE(readme.find("| `" + generic + "` |"), std::string::npos)
+            << generic << " is not in configs/README.md's signal table";
+    }
 }
 
 TEST(OutputsWaves, ConvertsWithVcd2fst) {
@@ -206,7 +218,7 @@ TEST(OutputsWaves, ConvertsWithVcd2fst) {
     }
 }
 
-TEST(OutputsWaves, DISABLED_WindowIsTheFullDumpRestrictedToIt) {
+TEST(OutputsWaves, WindowIsTheFullDumpRestrictedToIt) {
     scratch s;
     const waves_run full = run_waves(s, "full", {});
     ASSERT_EQ(full.exit_code, 0) << full.err;
@@ -216,9 +228,9 @@ TEST(OutputsWaves, DISABLED_WindowIsTheFullDumpRestrictedToIt) {
     // A window in the middle of the data transfer.
     const uint64_t a_ns = end_ns / 3;
     const uint64_t b_ns = end_ns / 2;
-    const waves_run win =
-        run_waves(s, "win", {"outputs.waves_start_ns=" + std::to_string(a_ns),
-                             "outputs.waves_end_ns=" + std::to_string(b_ns)});
+    const waves_run win = run_waves(s, "win",
+                                    {"outputs.waves_start_ns=" + std::to_string(a_ns),
+                                     "outputs.waves_end_ns=" + std::to_string(b_ns)});
     ASSERT_EQ(win.exit_code, 0) << win.err;
     const vcd w = parse_vcd(win.text);
     ASSERT_TRUE(w.ok);

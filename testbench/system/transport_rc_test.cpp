@@ -490,6 +490,53 @@ TEST(TransportRc, RnrBudgetIsPerMessage) {
     EXPECT_EQ(got1.size(), 2u);
 }
 
+// --- duplicate detection ----------------------------------------------------------------------
+
+// Every request frame arrives twice (duplicate = 1 for the opcode): the copy is recognised by its
+// PSN, acknowledged again, and not executed again. A duplicated SEND consumes one receive, not
+// two.
+TEST(TransportRc, DuplicateSendIsReAckedNotReExecuted) {
+    two_node_bench b(
+        scenario_doc(json::object(), {{"duplicate", 1.0}, {"opcode", roce::RC_SEND_ONLY}}));
+    pair_setup s(b);
+    std::vector<NDK_RESULT_EX> got0, got1, late1;
+    buffer rb;
+    ASSERT_TRUE(b.run([&] {
+        ASSERT_NO_FATAL_FAILURE(s.open());
+        buffer src = s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_READ, nullptr, SRC);
+        rb = s.c1.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, FILL);
+        for (uintptr_t i = 0; i < 4; ++i) {  // four receives for two SENDs
+            NDK_SGE r = sge_of(rb, i * 1024, 1024);
+            ASSERT_EQ(s.q1->Dispatch->NdkReceive(s.q1, ctx(10 + i), &r, 1), STATUS_SUCCESS);
+        }
+        for (uintptr_t i = 1; i <= 2; ++i) {
+            NDK_SGE sg = sge_of(src, 0, 300);
+            ASSERT_EQ(s.q0->Dispatch->NdkSend(s.q0, ctx(i), &sg, 1, 0), STATUS_SUCCESS);
+        }
+        got0 = s.c0.reap(2, 1e6);
+        got1 = s.c1.reap(2, 1e6);
+        wait_ns(100000);
+        late1 = s.c1.poll();
+    }));
+    ASSERT_EQ(got0.size(), 2u);
+    EXPECT_EQ(got0[0].Status, STATUS_SUCCESS);
+    EXPECT_EQ(got0[1].Status, STATUS_SUCCESS);
+    ASSERT_EQ(got1.size(), 2u);
+    EXPECT_EQ(ctx_of(got1[0]), 10u);
+    EXPECT_EQ(ctx_of(got1[1]), 11u);
+    EXPECT_TRUE(late1.empty()) << "a duplicate consumed another receive";
+    EXPECT_EQ(count_not(rb.data + 2048, 2048, FILL), 0u);
+    EXPECT_EQ(b.stat("link.dir0", "faults_duplicated"), 2u);
+    EXPECT_EQ(b.stat("node1.nic.recv_path", "duplicates"), 2u);
+    EXPECT_EQ(b.stat("node1.nic.recv_path", "messages"), 2u);
+    // One ACK per SEND and one more per duplicate.
+    size_t acks = 0;
+    for (const auto& f : b.sent(1, roce::RC_ACK)) {
+        acks += is_plain_ack(f.syndrome) ? 1 : 0;
+    }
+    EXPECT_EQ(acks, 4u);
+}
+
 // --- ACK coalescing (rnic.recv_path.ack_coalesce, ack_delay_ns) ------------------------------
 
 // ack_coalesce 4: eight back-to-back WRITEs are acknowledged by two ACKs, each covering four
