@@ -9,8 +9,8 @@ namespace rnic::ndk {
 // ---------------------------------------------------------------------------------------------
 // Simulator entry points
 // ---------------------------------------------------------------------------------------------
-NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p,
-                      NDK_ADAPTER** out) {
+namespace {
+NTSTATUS open_any(host_system& host, fabric_cm* cm, const adapter_params& p, NDK_ADAPTER** out) {
     using namespace provider;
     const auto neg = negotiate_ndk_version(p.version, NDK_VERSION_1_2);
     if (neg.status != NDIS_STATUS_SUCCESS) {
@@ -18,24 +18,40 @@ NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p,
     }
     if (p.default_mtu < 256 || p.default_mtu > 4096 || (p.default_mtu & (p.default_mtu - 1)) ||
         p.default_mtu > p.limits.max_mtu || p.cmdq_log_size < 1 || p.cmdq_log_size > 16 ||
-        p.eq_log_size < 4 || p.eq_log_size > 20 || out == nullptr) {
+        p.eq_log_size < 4 || p.eq_log_size > 20 || p.gsi_log_size < 1 || p.gsi_log_size > 12 ||
+        p.cm_timeout_ns <= 0 || p.cm_mra_factor < 1 || out == nullptr) {
         return STATUS_INVALID_PARAMETER;
     }
     auto* ad = new adapter_impl(host, cm, p);
     ad->version = neg.version;
     ad->init_header(ad, NdkObjectTypeAdapter, &adapter_dispatch);
-    if (!cm.attach(p.ip, ad)) {
+    if (cm != nullptr && !cm->attach(p.ip, ad)) {
         delete ad;
         return STATUS_ADDRESS_ALREADY_EXISTS;
     }
     const NTSTATUS st = ad->init();
     if (st != STATUS_SUCCESS) {
-        cm.detach(p.ip, ad);
+        if (cm != nullptr) {
+            cm->detach(p.ip, ad);
+        }
         delete ad;
         return st;
     }
+    if (cm == nullptr) {
+        ad->gsi_init();
+    }
     *out = ad;
     return STATUS_SUCCESS;
+}
+}  // namespace
+
+NTSTATUS open_adapter(host_system& host, const adapter_params& p, NDK_ADAPTER** out) {
+    return open_any(host, nullptr, p, out);
+}
+
+NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p,
+                      NDK_ADAPTER** out) {
+    return open_any(host, &cm, p, out);
 }
 
 void close_adapter(NDK_ADAPTER* adapter) {
@@ -58,7 +74,10 @@ void close_adapter(NDK_ADAPTER* adapter) {
             }
         }
     }
-    ad->cm.detach(ad->params.ip, ad);
+    if (ad->cm != nullptr) {
+        ad->cm->detach(ad->params.ip, ad);
+    }
+    ad->gsi_release();
     delete ad;
 }
 
@@ -68,6 +87,10 @@ void wait_for_completion_activity(host_system& host) {
 
 adapter_counters get_adapter_counters(NDK_ADAPTER* adapter) {
     return provider::impl(adapter)->counters;
+}
+
+cm_counters get_cm_counters(NDK_ADAPTER* adapter) {
+    return provider::impl(adapter)->cm_stats;
 }
 
 uint32_t get_qp_number(NDK_QP* qp) {

@@ -28,13 +28,25 @@ struct adapter_params {
     uint32_t cmdq_log_size = 8;   // command ring: 256 slots of 64 B
     uint32_t eq_log_size = 12;    // event queue: 4096 entries of 16 B
     double command_timeout_ns = 10e6;  // sync waits give up (STATUS_IO_TIMEOUT) after this
+    // Connection manager: a REQ, REP or DREQ without an answer is sent again after
+    // cm_timeout_ns, cm_retries times; then Connect / Accept / Disconnect fail with
+    // STATUS_IO_TIMEOUT. An MRA (the peer's consumer has not answered yet) stretches the wait
+    // to cm_timeout_ns x cm_mra_factor.
+    double cm_timeout_ns = 200e3;
+    uint32_t cm_retries = 4;
+    uint32_t cm_mra_factor = 16;
+    uint32_t gsi_log_size = 6;  // GSI send and receive rings: 64 MAD slots each
 };
 
 // Initialises the NIC through MMIO (command ring, event queue, MSI-X vector 0) and returns the
 // NDK adapter. Must be called from an SC_THREAD. Fails with NDIS_STATUS_BAD_VERSION for an
 // unsupported p.version, STATUS_INVALID_PARAMETER for a bad MTU, STATUS_ADDRESS_ALREADY_EXISTS
-// if another adapter on `cm` owns p.ip, NDIS_STATUS_ADAPTER_NOT_READY if `host` already has an
-// open adapter (one driver instance per NIC: it owns the command and event queues).
+// if another adapter on `cm` (when given) owns p.ip, NDIS_STATUS_ADAPTER_NOT_READY if `host`
+// already has an open adapter (one driver instance per NIC: it owns the command and event queues).
+// The connection exchange travels as IB CM MADs through the NIC's GSI (QP1) over the wire.
+NTSTATUS open_adapter(host_system& host, const adapter_params& p, NDK_ADAPTER** out);
+// Same, with the connection exchange carried by the in-simulator `cm` service instead (no
+// frames on the wire; for benches without a real NIC, until they move to the GSI).
 NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p, NDK_ADAPTER** out);
 // Blocking: waits until every child object is closed and every callback has returned
 // (ndkpi.md 5.6), then releases the adapter. From an SC_THREAD, never from a callback.
@@ -55,6 +67,18 @@ struct adapter_counters {
     uint64_t cq_notifications = 0;
 };
 adapter_counters get_adapter_counters(NDK_ADAPTER* adapter);
+
+// Connection-manager counters of an adapter.
+struct cm_counters {
+    uint64_t mads_sent = 0;       // CM MADs put on the GSI send ring
+    uint64_t mads_received = 0;   // CM MADs taken from the GSI receive ring
+    uint64_t mads_ignored = 0;    // undecodable, not for this adapter, or no matching connection
+    uint64_t send_ring_full = 0;  // MADs not sent: ring full (the retransmission recovers)
+    uint64_t retransmits = 0;     // REQ / REP / DREQ sent again after a timeout
+    uint64_t timeouts = 0;        // exchanges given up after cm_retries
+    uint64_t mras_sent = 0;
+};
+cm_counters get_cm_counters(NDK_ADAPTER* adapter);
 
 // The QP number the driver allocated for `qp` (tests, traces).
 uint32_t get_qp_number(NDK_QP* qp);

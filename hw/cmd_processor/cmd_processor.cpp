@@ -327,6 +327,9 @@ uint8_t cmd_processor::modify_qp(const hsi::cmd_modify_qp& c) {
         // From any state; the other fields are ignored. Queued WQEs get fetched and flushed.
         qp->state = hsi::QPS_ERROR;
         invalidate_qp(c.qpn);
+        if (m_qp_error_handler) {
+            m_qp_error_handler(c.qpn);  // flush what is in flight and the posted receives
+        }
         m_doorbell.kick(c.qpn);
         return hsi::CMD_OK;
     }

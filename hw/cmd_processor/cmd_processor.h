@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 
 #include <systemc>
 
@@ -40,6 +41,12 @@ public:
     // Optional: the on-chip context caches. Commands that change a QP context, an MPT entry or
     // MTT entries invalidate the cached copies (the next data-path access misses).
     void set_context_cache(context_cache* cc) { m_context_cache = cc; }
+    // Optional: called when MODIFY_QP moves a QP to ERROR, before the command's status is
+    // written back (the transmit engine flushes the QP's requests in flight and queued, the
+    // receive path its posted receives).
+    void set_qp_error_handler(std::function<void(uint32_t qpn)> fn) {
+        m_qp_error_handler = std::move(fn);
+    }
     // Command-ring index of the next command to execute (free-running).
     uint32_t consumer() const { return m_consumer; }
 
@@ -85,6 +92,7 @@ private:
     doorbell& m_doorbell;
     cq_writer& m_cq_writer;
     context_cache* m_context_cache = nullptr;
+    std::function<void(uint32_t)> m_qp_error_handler;
     uint32_t m_consumer = 0;
     stats m_stats;
     bool m_busy = false;  // traced

@@ -11,21 +11,25 @@ clock_domain::clock_domain(std::string name, double freq_mhz)
     : m_name(std::move(name))
     , m_freq_mhz(freq_mhz)
     , m_period_ps(static_cast<uint64_t>(std::llround(1e6 / freq_mhz)))
-    , m_period(sc_core::sc_time::from_value(0)) {
+    , m_period(sc_core::sc_time::from_value(0))
+    , m_ps_value(0) {
     if (m_period_ps == 0) {
         throw std::invalid_argument("clock " + m_name + ": frequency too high");
     }
     m_period = sc_core::sc_time(static_cast<double>(m_period_ps), sc_core::SC_PS);
+    // Called on every activation of every block: keep the unit conversion out of it (an
+    // sc_time built from a double and a unit costs a look-up and a rounding each time).
+    m_ps_value = sc_core::sc_time(1, sc_core::SC_PS).value();
 }
 
 sc_core::sc_time clock_domain::edge_at_or_after(const sc_core::sc_time& t) const {
-    const uint64_t ps = t.value() / (sc_core::sc_time(1, sc_core::SC_PS).value());
+    const uint64_t ps = t.value() / m_ps_value;
     const uint64_t edge = (ps + m_period_ps - 1) / m_period_ps * m_period_ps;
-    return sc_core::sc_time(static_cast<double>(edge), sc_core::SC_PS);
+    return sc_core::sc_time::from_value(edge * m_ps_value);
 }
 
 uint64_t clock_domain::cycle_of(const sc_core::sc_time& t) const {
-    const uint64_t ps = t.value() / (sc_core::sc_time(1, sc_core::SC_PS).value());
+    const uint64_t ps = t.value() / m_ps_value;
     return (ps + m_period_ps - 1) / m_period_ps;
 }
 

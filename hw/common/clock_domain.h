@@ -23,8 +23,10 @@ public:
 
     // The first clock edge at or after t.
     sc_core::sc_time edge_at_or_after(const sc_core::sc_time& t) const;
-    // n cycles as a duration.
-    sc_core::sc_time cycles(uint64_t n) const { return m_period * static_cast<double>(n); }
+    // n cycles as a duration (exact: whole multiples of the period's kernel value).
+    sc_core::sc_time cycles(uint64_t n) const {
+        return sc_core::sc_time::from_value(m_period.value() * n);
+    }
     // Cycle number of the edge at or after t (for traces and RTL comparison).
     uint64_t cycle_of(const sc_core::sc_time& t) const;
 
@@ -38,6 +40,7 @@ private:
     double m_freq_mhz;
     uint64_t m_period_ps;
     sc_core::sc_time m_period;
+    uint64_t m_ps_value;  // kernel time units per ps (the time resolution is at most 1 ps)
 };
 
 }  // namespace rnic::hw

@@ -36,6 +36,8 @@ context_cache_config parse_context_cache_config(config::reader r) {
 
 tag_cache::tag_cache(const cache_config& cfg, uint64_t seed)
     : m_cfg(cfg)
+    , m_lru(cfg.policy == "lru")
+    , m_random(cfg.policy == "random")
     , m_sets(std::max<uint32_t>(1, cfg.entries / std::max<uint32_t>(1, cfg.ways)))
     , m_lines(static_cast<size_t>(m_sets) * cfg.ways)
     , m_rng(seed | 1) {}
@@ -50,7 +52,7 @@ tag_cache::result tag_cache::access(uint64_t tag, bool write) {
         if (l->valid && l->tag == tag) {
             r.hit = true;
             l->dirty = l->dirty || write;
-            if (m_cfg.policy == "lru") {
+            if (m_lru) {
                 l->stamp = m_clock;
             }
             return r;
@@ -59,15 +61,14 @@ tag_cache::result tag_cache::access(uint64_t tag, bool write) {
     // Miss: an invalid way, else the victim the policy picks.
     line* victim = std::find_if(first, last, [](const line& l) { return !l.valid; });
     if (victim == last) {
-        if (m_cfg.policy == "random") {
+        if (m_random) {
             m_rng ^= m_rng << 13;
             m_rng ^= m_rng >> 7;
             m_rng ^= m_rng << 17;
             victim = first + (m_rng % m_cfg.ways);
         } else {
-            victim = std::min_element(first, last, [](const line& a, const line& b) {
-                return a.stamp < b.stamp;
-            });
+            victim = std::min_element(
+                first, last, [](const line& a, const line& b) { return a.stamp < b.stamp; });
         }
         r.evicted = true;
         r.evicted_dirty = victim->dirty;
@@ -118,8 +119,8 @@ context_cache::context_cache(sc_core::sc_module_name name, const context_cache_c
 
 uint64_t context_cache::icm_bytes(const context_cache_config& cfg, uint32_t qpcs, uint32_t keys,
                                   uint32_t mtt_pages) {
-    return static_cast<uint64_t>(qpcs) * cfg.qpc_bytes + static_cast<uint64_t>(keys) * cfg.mpt_bytes +
-           static_cast<uint64_t>(mtt_pages) * 8;
+    return static_cast<uint64_t>(qpcs) * cfg.qpc_bytes +
+           static_cast<uint64_t>(keys) * cfg.mpt_bytes + static_cast<uint64_t>(mtt_pages) * 8;
 }
 
 void context_cache::set_icm_base(uint64_t base, uint32_t qpcs, uint32_t keys) {
@@ -130,9 +131,12 @@ void context_cache::set_icm_base(uint64_t base, uint32_t qpcs, uint32_t keys) {
 
 uint32_t context_cache::line_bytes(ctx_kind kind) const {
     switch (kind) {
-        case ctx_kind::QPC: return m_cfg.qpc_bytes;
-        case ctx_kind::MPT: return m_cfg.mpt_bytes;
-        case ctx_kind::MTT: return m_cfg.mtt_line_bytes;
+        case ctx_kind::QPC:
+            return m_cfg.qpc_bytes;
+        case ctx_kind::MPT:
+            return m_cfg.mpt_bytes;
+        case ctx_kind::MTT:
+            return m_cfg.mtt_line_bytes;
     }
     return 64;
 }

@@ -18,20 +18,20 @@
 namespace rnic::hw {
 
 struct cache_config {
-    uint32_t entries = 256;          // lines
-    uint32_t ways = 4;               // associativity (entries % ways == 0)
-    std::string policy = "lru";      // "lru" | "fifo" | "random"
-    uint32_t hit_cycles = 2;         // tag + data read on a hit
+    uint32_t entries = 256;      // lines
+    uint32_t ways = 4;           // associativity (entries % ways == 0)
+    std::string policy = "lru";  // "lru" | "fifo" | "random"
+    uint32_t hit_cycles = 2;     // tag + data read on a hit
 };
 
 struct context_cache_config {
-    cache_config qpc{512, 4, "lru", 2};      // 256 B QP contexts, one per line
-    cache_config mpt{1024, 4, "lru", 2};     // 64 B keys, one per line
-    cache_config mtt{2048, 8, "lru", 2};     // 64 B lines of eight 8 B page addresses
-    uint32_t qpc_bytes = 256;                // QP context size in host memory
+    cache_config qpc{512, 4, "lru", 2};   // 256 B QP contexts, one per line
+    cache_config mpt{1024, 4, "lru", 2};  // 64 B keys, one per line
+    cache_config mtt{2048, 8, "lru", 2};  // 64 B lines of eight 8 B page addresses
+    uint32_t qpc_bytes = 256;             // QP context size in host memory
     uint32_t mpt_bytes = 64;
     uint32_t mtt_line_bytes = 64;
-    uint64_t seed = 1;                       // random replacement
+    uint64_t seed = 1;  // random replacement
 };
 context_cache_config parse_context_cache_config(config::reader r);
 
@@ -56,6 +56,8 @@ private:
         uint64_t stamp = 0;  // last use (LRU) or fill time (FIFO)
     };
     cache_config m_cfg;
+    bool m_lru;     // policy "lru" (decoded once: looked at on every access)
+    bool m_random;  // policy "random"
     uint32_t m_sets;
     std::vector<line> m_lines;
     uint64_t m_clock = 0;

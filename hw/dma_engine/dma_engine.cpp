@@ -6,16 +6,26 @@ namespace rnic::hw {
 
 const char* to_string(dma_client c) {
     switch (c) {
-        case dma_client::WQE_FETCH: return "wqe_fetch";
-        case dma_client::TX_PAYLOAD: return "tx_payload";
-        case dma_client::RX_PAYLOAD: return "rx_payload";
-        case dma_client::RQ_FETCH: return "rq_fetch";
-        case dma_client::COMPLETION: return "completion";
-        case dma_client::COMMAND: return "command";
-        case dma_client::INTERRUPT: return "interrupt";
-        case dma_client::NETDMA: return "netdma";
-        case dma_client::CONTEXT: return "context";
-        case dma_client::COUNT: break;
+        case dma_client::WQE_FETCH:
+            return "wqe_fetch";
+        case dma_client::TX_PAYLOAD:
+            return "tx_payload";
+        case dma_client::RX_PAYLOAD:
+            return "rx_payload";
+        case dma_client::RQ_FETCH:
+            return "rq_fetch";
+        case dma_client::COMPLETION:
+            return "completion";
+        case dma_client::COMMAND:
+            return "command";
+        case dma_client::INTERRUPT:
+            return "interrupt";
+        case dma_client::NETDMA:
+            return "netdma";
+        case dma_client::CONTEXT:
+            return "context";
+        case dma_client::COUNT:
+            break;
     }
     return "?";
 }
@@ -35,14 +45,16 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
     for (size_t i = 0; i < m_stats.size(); ++i) {
         const std::string c = to_string(static_cast<dma_client>(i));
         ctx.stats.add(this->name(), c + "_reads", m_stats[i].reads, "count", "DMA reads by " + c);
-        ctx.stats.add(this->name(), c + "_writes", m_stats[i].writes, "count", "DMA writes by " + c);
+        ctx.stats.add(this->name(), c + "_writes", m_stats[i].writes, "count",
+                      "DMA writes by " + c);
         ctx.stats.add(this->name(), c + "_read_bytes", m_stats[i].read_bytes, "bytes",
                       "bytes read from host memory by " + c);
         ctx.stats.add(this->name(), c + "_write_bytes", m_stats[i].write_bytes, "bytes",
                       "bytes written to host memory by " + c);
     }
     if (ctx.vcd != nullptr) {
-        sc_core::sc_trace(ctx.vcd, m_reads_in_flight, std::string(this->name()) + ".reads_in_flight");
+        sc_core::sc_trace(ctx.vcd, m_reads_in_flight,
+                          std::string(this->name()) + ".reads_in_flight");
         sc_core::sc_trace(ctx.vcd, m_writes_in_flight,
                           std::string(this->name()) + ".writes_in_flight");
     }
@@ -52,12 +64,16 @@ sc_core::sc_time dma_engine::transport(tlm::tlm_command cmd, uint64_t addr, void
                                        uint32_t len) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const sc_core::sc_time issue = m_clk.edge_at_or_after(now) + m_clk.cycles(m_cfg.issue_cycles);
-    tlm::tlm_generic_payload gp;
+    tlm::tlm_generic_payload& gp = m_gp;
     gp.set_command(cmd);
     gp.set_address(addr);
     gp.set_data_ptr(static_cast<unsigned char*>(data));
     gp.set_data_length(len);
     gp.set_streaming_width(len);
+    gp.set_byte_enable_ptr(nullptr);
+    gp.set_byte_enable_length(0);
+    gp.set_dmi_allowed(false);
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_core::sc_time delay = issue - now;
     dma_out->b_transport(gp, delay);
     return now + delay;

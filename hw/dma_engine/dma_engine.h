@@ -21,11 +21,11 @@ enum class dma_client : uint8_t {
     TX_PAYLOAD,
     RX_PAYLOAD,
     RQ_FETCH,
-    COMPLETION,   // CQEs and EQEs
+    COMPLETION,  // CQEs and EQEs
     COMMAND,
-    INTERRUPT,    // MSI-X
+    INTERRUPT,  // MSI-X
     NETDMA,
-    CONTEXT,      // context cache fills and write-backs
+    CONTEXT,  // context cache fills and write-backs
     COUNT
 };
 const char* to_string(dma_client c);
@@ -43,8 +43,8 @@ class dma_engine : public sc_core::sc_module {
 public:
     tlm_utils::simple_initiator_socket<dma_engine> dma_out{"dma_out"};
 
-    dma_engine(sc_core::sc_module_name name, const dma_engine_config& cfg,
-               const clock_domain& clk, sim_context& ctx);
+    dma_engine(sc_core::sc_module_name name, const dma_engine_config& cfg, const clock_domain& clk,
+               sim_context& ctx);
 
     // Issue now; return the time the last byte has arrived in the NIC.
     sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len);
@@ -67,6 +67,9 @@ private:
 
     dma_engine_config m_cfg;
     const clock_domain& m_clk;
+    // One payload for every request: b_transport does not yield, so no two requests share it
+    // at once, and a member spares a construction and destruction per request.
+    tlm::tlm_generic_payload m_gp;
     std::array<client_stats, static_cast<size_t>(dma_client::COUNT)> m_stats{};
     uint32_t m_reads_in_flight = 0;   // traced
     uint32_t m_writes_in_flight = 0;  // traced: write_wait() callers not yet done

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hw/cq_writer/cq_writer.h"
+#include "hw/gsi/gsi.h"
 #include "hw/netdma/netdma.h"
 
 namespace rnic::hw {
@@ -149,6 +150,12 @@ void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) 
         m_netdma->mmio_write(offset, data, len, m_arrival);  // counts its own bad accesses
         return;
     }
+    if (m_gsi != nullptr && gsi::decodes(offset)) {
+        if (!m_gsi->mmio_write(offset, data, len)) {
+            ++m_stats.bad_doorbells;
+        }
+        return;
+    }
     if (offset >= hsi::REG_MSIX_TABLE && offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
         if (!msix_write(offset, data, len)) {
             ++m_stats.bad_doorbells;
@@ -212,6 +219,9 @@ void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) 
 bool doorbell::handle_read(uint64_t offset, uint8_t* data, unsigned len) {
     if (m_netdma != nullptr && netdma::decodes(offset)) {
         return m_netdma->mmio_read(offset, data, len);
+    }
+    if (m_gsi != nullptr && gsi::decodes(offset)) {
+        return m_gsi->mmio_read(offset, data, len);
     }
     if (offset >= hsi::REG_MSIX_TABLE && offset < hsi::REG_MSIX_TABLE + 16ull * hsi::MSIX_VECTORS) {
         return msix_read(offset, data, len);

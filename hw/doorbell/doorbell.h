@@ -24,6 +24,7 @@
 namespace rnic::hw {
 
 class cq_writer;
+class gsi;
 class netdma;
 
 struct doorbell_config {
@@ -68,6 +69,8 @@ public:
     void bind_cq_writer(cq_writer* cqw) { m_cq_writer = cqw; }
     // NetDMA copy channels: BAR0 accesses in hsi::REG_NETDMA_BASE's window go to `n`.
     void bind_netdma(netdma* n) { m_netdma = n; }
+    // GSI (QP1) MAD rings: BAR0 accesses in hsi::REG_GSI_BASE's window go to `g`.
+    void bind_gsi(gsi* g) { m_gsi = g; }
 
     const bar_registers& registers() const { return m_regs; }
     // QPNs whose SQ has WQEs not yet fetched, in round-robin order (to WQE fetch).
@@ -171,6 +174,7 @@ private:
     sim_context& m_ctx;  // the timeline's tracer (doorbell stage)
     cq_writer* m_cq_writer = nullptr;
     netdma* m_netdma = nullptr;
+    gsi* m_gsi = nullptr;
     bar_registers m_regs;
     channel<uint32_t> m_sq_ready;
     channel<uint32_t> m_cmd_doorbells;

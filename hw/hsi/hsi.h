@@ -324,6 +324,7 @@ enum event_type : uint8_t {
     EVENT_CQ_ERROR = 3,          // data = CQN (overrun)
     EVENT_QP_ERROR = 4,          // data = QPN
     EVENT_SRQ_LIMIT = 5,         // data = SRQN
+    EVENT_GSI_RECEIVE = 6,       // data = GSI receive producer index (hsi GSI section)
 };
 struct event_entry {
     uint8_t type;
@@ -440,5 +441,80 @@ constexpr uint32_t NETDMA_OP_MASK = 0xFF000000;
 constexpr uint32_t NETDMA_OP_COPY = 0x00000000;
 constexpr uint32_t NETDMA_OP_CONTEXT_CHANGE = 0xFF000000;  // transfer_size bits 0..7 = APIC id
 // -- END NetDMA section.
+
+// ---------------------------------------------------------------------------------------------
+// GSI (QP1) MAD rings (hw/gsi) -- BEGIN GSI section.
+// The NIC's general services interface: the driver's CM agent sends and receives 256 B
+// management datagrams (IB CM MADs) as RoCEv2 UD SEND-only frames to/from QP1. BAR0
+// 0x0200..0x02FF. Two rings in host memory, slots of GSI_SLOT_BYTES (a 64 B header, then the
+// MAD). Send: the driver fills slots and writes the producer index to REG_GSI_SQ_DOORBELL; the
+// NIC DMA-reads each slot, sends the frame and DMA-writes the slot's `done` byte (1 = sent,
+// 2 = dropped: bad MAD). Receive: the NIC DMA-writes each valid QP1 frame into the next slot
+// (phase bit like the CQ, starts at 1), posts EVENT_GSI_RECEIVE and signals vector 0; the driver
+// returns slots by writing its consumer index to REG_GSI_RQ_CONSUMER. With no free slot the
+// frame is dropped (and counted): QP1 traffic is unreliable, the CM retransmits.
+// ---------------------------------------------------------------------------------------------
+constexpr uint64_t REG_GSI_BASE = 0x0200;
+constexpr uint64_t GSI_BAR_BYTES = 0x100;
+constexpr uint64_t REG_GSI_SQ_BASE = 0x0200;      // bus address of the send ring (64 B aligned)
+constexpr uint64_t REG_GSI_SQ_LOG_SIZE = 0x0208;  // log2 of the send slots (0..12)
+constexpr uint64_t REG_GSI_SQ_DOORBELL = 0x0210;  // u32: send producer index (free-running)
+constexpr uint64_t REG_GSI_RQ_BASE = 0x0218;      // bus address of the receive ring; 0 = off
+constexpr uint64_t REG_GSI_RQ_LOG_SIZE = 0x0220;  // log2 of the receive slots (0..12)
+constexpr uint64_t REG_GSI_RQ_CONSUMER = 0x0228;  // u32: receive consumer index (free-running)
+
+constexpr uint32_t GSI_QPN = 1;                 // QP0 (SMI) and QP1 (GSI) are reserved
+constexpr uint32_t GSI_QKEY = 0x80010000;       // the well-known GSI Q_Key
+constexpr uint32_t MAD_BYTES = 256;
+constexpr uint32_t GSI_SLOT_BYTES = 64 + MAD_BYTES;
+constexpr uint8_t MAD_BASE_VERSION = 1;
+constexpr uint8_t MAD_CLASS_CM = 0x07;          // communication management
+constexpr uint8_t MAD_CM_CLASS_VERSION = 2;
+constexpr uint8_t MAD_METHOD_SEND = 0x03;
+// CM attribute IDs (IBA 12.6; big-endian in the MAD header at byte 16).
+enum cm_attribute : uint16_t {
+    CM_ATTR_REQ = 0x0010,
+    CM_ATTR_MRA = 0x0011,
+    CM_ATTR_REJ = 0x0012,
+    CM_ATTR_REP = 0x0013,
+    CM_ATTR_RTU = 0x0014,
+    CM_ATTR_DREQ = 0x0015,
+    CM_ATTR_DREP = 0x0016,
+};
+
+enum gsi_send_done : uint8_t { GSI_SENT = 1, GSI_DROPPED = 2 };
+
+// Send slot header (the address vector; the NIC takes it as given, like a UD WQE's).
+struct gsi_send_header {          // 64 B
+    uint8_t dst_mac[6];
+    uint8_t src_mac[6];
+    uint32_t dst_ip;              // IPv4, host order
+    uint32_t src_ip;
+    uint32_t dest_qp;             // GSI_QPN
+    uint32_t qkey;                // GSI_QKEY
+    uint16_t udp_src_port;        // flow entropy (>= 0xC000)
+    uint16_t pkey;
+    uint8_t reserved[30];
+    uint8_t done;                 // written by the NIC (gsi_send_done), written last
+};
+static_assert(sizeof(gsi_send_header) == 64);
+constexpr size_t GSI_SEND_DONE_OFFSET = 63;
+
+// Receive slot header, written by the NIC in one DMA write with the MAD after it.
+struct gsi_recv_header {          // 64 B
+    uint8_t src_mac[6];
+    uint8_t dst_mac[6];
+    uint32_t src_ip;              // host order
+    uint32_t dst_ip;
+    uint32_t src_qp;              // DETH source QP
+    uint32_t qkey;                // DETH Q_Key
+    uint32_t psn;                 // BTH PSN of the frame
+    uint16_t pkey;
+    uint16_t udp_src_port;
+    uint8_t reserved[27];
+    uint8_t flags;                // bit 7 = phase
+};
+static_assert(sizeof(gsi_recv_header) == 64);
+// -- END GSI section.
 
 }  // namespace rnic::hsi

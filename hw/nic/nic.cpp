@@ -36,9 +36,12 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     , m_tx_engine("tx_engine", cfg.tx_engine, m_clk, id, m_contexts, m_translation, m_dma,
                   m_wqe_fetch.out(), *m_send_path, m_cq_writer, ctx)
     , m_recv_path("recv_path", cfg.recv_path, m_clk, id, m_contexts, m_translation, m_dma,
-                  m_tx_engine, m_cq_writer, ctx) {
+                  m_tx_engine, m_cq_writer, ctx)
+    , m_gsi("gsi", cfg.gsi, m_clk, id, m_dma, m_cq_writer, link.tx(link_side), ctx) {
     m_doorbell.bind_cq_writer(&m_cq_writer);
     m_doorbell.bind_netdma(&m_netdma);
+    m_doorbell.bind_gsi(&m_gsi);
+    m_recv_path.set_gsi(&m_gsi);
     m_context_cache.watch_icm_base(&m_doorbell.registers().icm_base, cfg.limits.max_qps,
                                    cfg.limits.max_keys);
     m_doorbell.set_icm_bytes_needed(context_cache::icm_bytes(
@@ -48,6 +51,8 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     m_wqe_fetch.set_context_cache(&m_context_cache);
     m_tx_engine.set_context_cache(&m_context_cache);
     m_recv_path.set_context_cache(&m_context_cache);
+    // MODIFY_QP to ERROR flushes the QP's requests in flight and its posted receives.
+    m_cmd_processor.set_qp_error_handler([this](uint32_t qpn) { m_tx_engine.flush_qp(qpn); });
     link.attach(link_side, &m_recv_path);
 }
 

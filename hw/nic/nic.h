@@ -15,6 +15,7 @@
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/doorbell/doorbell.h"
+#include "hw/gsi/gsi.h"
 #include "hw/netdma/netdma.h"
 #include "hw/nic/nic_config.h"
 #include "hw/recv_path/recv_path.h"
@@ -32,6 +33,7 @@ namespace rnic::hw {
 //             cmd_processor  dma_engine  translation |             recv_path <- MAC
 //                    |                        |   responses/ACKs <-----/  |
 //                 cq_writer <-----------------+-------------------------- +
+//   gsi (QP1 MADs): BAR0 rings <-> MAC transmit FIFO / recv_path's UD frames
 class nic : public sc_core::sc_module {
 public:
     nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity& id,
@@ -63,6 +65,7 @@ private:
     std::unique_ptr<send_path_unit> m_send_path;  // model, RTL or lockstep (rnic.send_path.impl)
     tx_engine m_tx_engine;
     recv_path m_recv_path;
+    gsi m_gsi;  // QP1: CM MADs as UD frames (BAR0 window routed by the doorbell block)
 };
 
 }  // namespace rnic::hw

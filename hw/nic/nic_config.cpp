@@ -23,6 +23,7 @@ nic_config parse_nic_config(config::reader r) {
     c.cmd_processor = parse_cmd_processor_config(r.child("cmd_processor"));
     c.context_cache = parse_context_cache_config(r.child("context_cache"));
     c.netdma = parse_netdma_config(r.child("netdma"));
+    c.gsi = parse_gsi_config(r.child("gsi"));
     r.finish();
     return c;
 }

@@ -15,6 +15,7 @@
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/netdma/netdma_config.h"
 #include "hw/doorbell/doorbell.h"
+#include "hw/gsi/gsi.h"
 #include "hw/recv_path/recv_path_config.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/translation/translation.h"
@@ -39,6 +40,7 @@ struct nic_config {
     cmd_processor_config cmd_processor;
     context_cache_config context_cache;
     netdma_config netdma;
+    gsi_config gsi;
 };
 
 nic_config parse_nic_config(config::reader r);

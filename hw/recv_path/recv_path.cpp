@@ -92,8 +92,15 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     s.add(b, "acks_received", m_stats.acks_received, "count", "ACKs received");
     s.add(b, "naks_received", m_stats.naks_received, "count", "NAKs received");
     s.add(b, "read_requests", m_stats.read_requests, "count", "READ requests served");
+    s.add(b, "duplicate_reads", m_stats.duplicate_reads, "count",
+          "duplicate READ requests served again (counted in read_requests too)");
     s.add(b, "read_responses", m_stats.read_responses, "count", "READ response packets placed");
     s.add(b, "protection_errors", m_stats.protection_errors, "count", "key, PD, rights or bounds faults");
+    s.add(b, "fatal_naks", m_stats.fatal_naks, "count",
+          "access / invalid request / operational NAKs sent (the QP went to error)");
+    s.add(b, "flushed_receives", m_stats.flushed_receives, "count",
+          "receive WQEs completed with a flush error (QP in error)");
+    tx.set_qp_error_listener([this](uint32_t qpn) { flush_receives(qpn); });
     if (ctx.vcd != nullptr) {
         m_fifo.trace(ctx.vcd, b);
         sc_core::sc_trace(ctx.vcd, m_stats.frames, b + ".frames");
@@ -115,13 +122,77 @@ void recv_path::receive_frame(fabric::eth_frame&& frame) {
     m_fifo.put(std::move(frame));  // never blocks: not full
 }
 
+void recv_path::flush_receives(uint32_t qpn) {
+    m_flushes.push_back(qpn);
+    m_flush_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void recv_path::flush_queue(uint32_t qpn) {
+    qp_context* qp = m_contexts.qp(qpn);
+    if (qp == nullptr || qp->state != hsi::QPS_ERROR) {
+        return;
+    }
+    m_pending_acks[qpn].count = 0;  // nothing more is acknowledged
+    if (qp->have_recv) {
+        // The receive a multi-packet SEND was filling.
+        post_recv_cqe(qpn, *qp, hsi::CQE_RECV, hsi::CQE_WR_FLUSH_ERR, 0, 0, false, 0);
+        ++m_stats.flushed_receives;
+    }
+    if (qp->srqn != 0) {
+        return;  // SRQ receives belong to the SRQ, not to the failed QP
+    }
+    // Every posted receive, in ring order: its index comes from the WQE header (read ahead
+    // already, or one 16 B DMA read each).
+    auto& pf = m_rq_prefetch[qpn];
+    while (qp->valid && qp->state == hsi::QPS_ERROR && qp->rq_consumer != qp->rq_producer) {
+        const uint32_t index = qp->rq_consumer;
+        const uint64_t ring = qp->rq_addr;
+        hsi::rq_wqe_hdr h{};
+        if (!pf.empty() && pf.front().index == index && pf.front().ring == ring &&
+            pf.front().bytes.size() >= sizeof(h)) {
+            m_clk.wait_until(pf.front().ready);
+            std::memcpy(&h, pf.front().bytes.data(), sizeof(h));
+            pf.pop_front();
+        } else {
+            pf.clear();
+            const uint32_t mask = (1u << qp->rq_log_depth) - 1;
+            m_dma.read_wait(dma_client::RQ_FETCH,
+                            ring + static_cast<uint64_t>(index & mask) * qp->rq_stride, &h,
+                            sizeof(h));
+        }
+        if (!qp->valid || qp->state != hsi::QPS_ERROR || qp->rq_consumer != index) {
+            break;  // reset or destroyed meanwhile
+        }
+        ++qp->rq_consumer;
+        qp->current_recv.wqe_index = h.wqe_index;
+        qp->current_recv.srqn = 0;
+        post_recv_cqe(qpn, *qp, hsi::CQE_RECV, hsi::CQE_WR_FLUSH_ERR, 0, 0, false, 0);
+        ++m_stats.flushed_receives;
+    }
+    pf.clear();
+}
+
 void recv_path::rx_thread() {
     for (;;) {
+        // Flushes run between frames, so a receive is never completed twice.
+        while (m_fifo.empty() && m_flushes.empty()) {
+            sc_core::wait(m_fifo.written_event() | m_flush_event);
+        }
+        if (!m_flushes.empty()) {
+            const uint32_t qpn = m_flushes.front();
+            m_flushes.pop_front();
+            flush_queue(qpn);
+            continue;
+        }
         fabric::eth_frame f = m_fifo.get();
         const sc_core::sc_time arrived = sc_core::sc_time_stamp();
         ++m_stats.frames;
         m_stats.bytes += f.data.size();
         m_clk.wait_cycles(m_cfg.parse_cycles);
+        if (m_gsi != nullptr && gsi::claims(f.data)) {
+            m_gsi->receive(std::move(f));  // QP1 MAD: the GSI block checks and places it
+            continue;
+        }
         roce::parsed_frame p;
         const roce::parse_error e = roce::parse_frame(f.data.data(), f.data.size(), p);
         if (e != roce::parse_error::NONE) {
@@ -323,10 +394,13 @@ void recv_path::serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_fram
                                               XLATE_REMOTE_READ, true, job.segments);
     if (xs != xlate_status::OK) {
         ++m_stats.protection_errors;
-        send_ack(qpn, qp, bth.psn, AETH_NAK_ACCESS);
+        nak_fatal(qpn, qp, bth.psn, AETH_NAK_ACCESS);
         return;
     }
     ++m_stats.read_requests;
+    if (!first_time) {
+        ++m_stats.duplicate_reads;
+    }
     if (first_time) {
         flush_ack(qpn, qp);  // responses ACK what came before; keep ACKs in order
         qp.expected_psn = (qp.expected_psn + packets_of(reth.dma_length, qp.pmtu)) & PSN_MASK;
@@ -347,6 +421,33 @@ void recv_path::serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_fram
     d.dst_ip = qp.dest_ip;
     d.flow_id = flow_id;
     m_tx.post_response(std::move(job));
+}
+
+void recv_path::nak_fatal(uint32_t qpn, qp_context& qp, uint32_t psn, uint8_t syndrome) {
+    flush_ack(qpn, qp);  // responses in PSN order: held ACKs before the NAK
+    send_ack(qpn, qp, psn, syndrome);
+    ++m_stats.fatal_naks;
+    // The NAK is queued first, so it still goes out; then the QP stops (later requests are
+    // dropped as bad_state), its send queue and posted receives are flushed.
+    m_tx.qp_error(qpn);
+}
+
+bool recv_path::key_live(uint32_t key, uint32_t pdn) {
+    if (key == hsi::PRIVILEGED_KEY) {
+        return true;
+    }
+    if (m_cache != nullptr) {
+        m_cache->access(ctx_kind::MPT, hsi::key_index(key));  // a hit: hit_cycles
+    }
+    const mpt_entry* e = m_contexts.mpt(key);
+    if (e == nullptr || !e->valid || e->pdn != pdn) {
+        return false;
+    }
+    if (e->is_mw) {
+        const mpt_entry* mr = m_contexts.mpt_slot(e->parent_index << 8);
+        return mr != nullptr && mr->valid;
+    }
+    return true;
 }
 
 void recv_path::flush_ack(uint32_t qpn, qp_context& qp) {
@@ -414,6 +515,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             ++m_stats.out_of_sequence;
             if (!qp.nak_sent) {  // one NAK per gap
                 qp.nak_sent = true;
+                flush_ack(qpn, qp);  // held ACKs first: ACK/NAK PSNs never go backwards
                 send_ack(qpn, qp, qp.expected_psn, AETH_NAK_PSN);
             }
         }
@@ -429,10 +531,8 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
         return;
     }
 
-    auto nak = [&](uint8_t syndrome) {
-        flush_ack(qpn, qp);
-        send_ack(qpn, qp, bth.psn, syndrome);
-    };
+    // Every NAK of a request that passed the PSN check is fatal for the responder QP.
+    auto nak = [&](uint8_t syndrome) { nak_fatal(qpn, qp, bth.psn, syndrome); };
 
     const bool consumes = is_send(op) ? (oi.is_first || oi.is_only)
                                       : (op == roce::RC_WRITE_LAST_IMM || op == roce::RC_WRITE_ONLY_IMM);
@@ -463,6 +563,19 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
         }
     }
 
+    if (is_send(op) && !consumes) {
+        // Middle/Last: the receive buffer's keys are checked again for every packet (an MR
+        // deregistered while the SEND streams in stops it here).
+        for (const auto& sge : qp.current_recv.sges) {
+            if (!key_live(sge.lkey, qp.pdn)) {
+                ++m_stats.protection_errors;
+                post_recv_cqe(qpn, qp, hsi::CQE_RECV, hsi::CQE_LOCAL_PROT_ERR, qp.recv_offset, 0,
+                              true, flow_id);
+                nak(AETH_NAK_OPERATIONAL);
+                return;
+            }
+        }
+    }
     if (is_send(op)) {
         const auto& segs = m_recv_segments[qpn];
         uint64_t capacity = 0;
@@ -513,6 +626,12 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             qp.write_remaining = reth.dma_length;
             segs.swap(wsegs);
             qp.write_offset = 0;
+        } else if (!key_live(qp.write_rkey, qp.pdn)) {
+            // Middle/Last: the key is checked again per packet, so a region deregistered (or
+            // a window invalidated) mid-WRITE takes no more bytes.
+            ++m_stats.protection_errors;
+            nak(AETH_NAK_ACCESS);
+            return;
         }
         if (len > qp.write_remaining) {
             nak(AETH_NAK_INVALID);
@@ -587,6 +706,15 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
     if (offset + len > t.length) {
         ++m_stats.bad_opcode_sequence;
         return;
+    }
+    // The sink's keys, per packet: a sink deregistered mid-READ takes no more bytes; the READ
+    // completes with a local protection error and the QP fails.
+    for (const uint32_t key : t.sink_keys) {
+        if (!key_live(key, t.pdn)) {
+            ++m_stats.protection_errors;
+            m_tx.on_read_fault(qpn, t.first_psn, hsi::CQE_LOCAL_PROT_ERR);
+            return;
+        }
     }
     ++m_stats.read_responses;
     place(t.segments, offset, frame + p.payload_offset, len);

@@ -18,6 +18,7 @@
 #include "hw/context_cache/context_cache.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
+#include "hw/gsi/gsi.h"
 #include "hw/nic/nic_identity.h"
 #include "hw/recv_path/recv_path_config.h"
 #include "hw/roce/roce.h"
@@ -41,6 +42,12 @@ public:
     // QP context reads/updates go through this cache when set (else on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
 
+    // `qpn` entered ERROR: its posted receives (and the one a multi-packet SEND was filling)
+    // complete with CQE_WR_FLUSH_ERR, in order. Done by the receive thread between frames.
+    void flush_receives(uint32_t qpn);
+    // UD SEND-only frames (QP1 MADs) go to the GSI block after the parse stage when set.
+    void set_gsi(gsi* g) { m_gsi = g; }
+
     struct stats {
         uint64_t frames = 0;
         uint64_t bytes = 0;
@@ -61,13 +68,22 @@ public:
         uint64_t acks_received = 0;
         uint64_t naks_received = 0;
         uint64_t read_requests = 0;
+        uint64_t duplicate_reads = 0;  // READ requests served again (duplicates)
         uint64_t read_responses = 0;
         uint64_t protection_errors = 0;
+        uint64_t fatal_naks = 0;        // NAKs that put the responder QP in error
+        uint64_t flushed_receives = 0;  // receive WQEs completed with a flush error
     };
     const stats& get_stats() const { return m_stats; }
 
 private:
     void rx_thread();
+    void flush_queue(uint32_t qpn);
+    // Responder class C/D errors (IBA 9.9.3): NAK, then the QP goes to ERROR.
+    void nak_fatal(uint32_t qpn, qp_context& qp, uint32_t psn, uint8_t syndrome);
+    // Per-packet key re-check (through the MPT cache): the key still names a valid region of
+    // PD `pdn` (a region deregistered or invalidated mid-transfer fails it).
+    bool key_live(uint32_t key, uint32_t pdn);
     void handle(const fabric::eth_frame& f, const roce::parsed_frame& p);
     void handle_request(uint32_t qpn, qp_context& qp, const uint8_t* frame,
                         const roce::parsed_frame& p, uint64_t flow_id);
@@ -120,8 +136,11 @@ private:
     std::vector<std::deque<prefetched>> m_rq_prefetch;
     std::deque<std::pair<sc_core::sc_time, uint32_t>> m_ack_timers;  // (deadline, qpn), in order
     sc_core::sc_event m_ack_timer_event;
+    std::deque<uint32_t> m_flushes;  // QPs whose receive queues are to be flushed
+    sc_core::sc_event m_flush_event;
     stats m_stats;
     context_cache* m_cache = nullptr;
+    gsi* m_gsi = nullptr;
     uint64_t m_current_flow = 0;  // flow of the frame being handled (ACKs inherit it)
 };
 

@@ -113,9 +113,12 @@ bool mac_fifo_output::ready_at(uint64_t edge, bool frame_start) {
     if (!frame_start || !m_fifo.full()) {
         return true;
     }
-    // A pop at exactly this time may still be pending in this delta: let it run.
-    sc_core::wait(sc_core::SC_ZERO_TIME);
-    return !m_fifo.full();
+    // A pop at exactly this time counts for this edge (as in next_ready), but it may come in
+    // any later delta of this time step: wait for it, or until the step is over (one time
+    // resolution unit later, well before the next edge).
+    const sc_core::sc_time t = sc_core::sc_time_stamp();
+    sc_core::wait(sc_core::sc_get_time_resolution(), m_fifo.read_event());
+    return sc_core::sc_time_stamp() == t && !m_fifo.full();
 }
 
 // --- send_path_inputs ------------------------------------------------------------------------

@@ -146,7 +146,7 @@ void send_path_model::run() {
             }
             m_beat_edges.clear();
             fabric::eth_frame f;
-            f.data = m_frame;
+            f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
             f.flow_id = d.flow_id;
             m_in.release_payload(plan.payload_len);
             if (plan.last) {
@@ -159,10 +159,15 @@ void send_path_model::run() {
 
 void send_path_model::build_current_frame() {
     const uint32_t len = m_cur_plan.payload_len;
-    m_payload.assign(len, 0);
+    if (m_payload.size() < len) {
+        m_payload.resize(len);  // grows to the largest packet once, then is reused as is
+    }
     const uint64_t have = std::min<uint64_t>(
         len, m_in.payload_end() > m_cur_pay_off ? m_in.payload_end() - m_cur_pay_off : 0);
     m_in.copy_payload(m_cur_pay_off, static_cast<size_t>(have), m_payload.data());
+    // Bytes not in yet (a reset mid-frame) read as zero; the others were just copied.
+    std::fill(m_payload.begin() + static_cast<std::ptrdiff_t>(have),
+              m_payload.begin() + static_cast<std::ptrdiff_t>(len), uint8_t{0});
     m_frame.clear();
     roce::build_frame(make_frame_header(m_cur_desc, m_cur_plan), m_payload.data(), len, m_frame);
 }

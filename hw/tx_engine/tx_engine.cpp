@@ -12,24 +12,35 @@ namespace rnic::hw {
 namespace {
 constexpr uint32_t PSN_MASK = 0xFFFFFF;
 // a <= b in 24-bit serial arithmetic.
-bool psn_le(uint32_t a, uint32_t b) { return ((b - a) & PSN_MASK) < 0x800000; }
+bool psn_le(uint32_t a, uint32_t b) {
+    return ((b - a) & PSN_MASK) < 0x800000;
+}
 bool psn_in(uint32_t psn, uint32_t first, uint32_t last) {
     return psn_le(first, psn) && psn_le(psn, last);
 }
-uint32_t packets_of(uint32_t len, uint32_t pmtu) { return len == 0 ? 1 : (len + pmtu - 1) / pmtu; }
+uint32_t packets_of(uint32_t len, uint32_t pmtu) {
+    return len == 0 ? 1 : (len + pmtu - 1) / pmtu;
+}
 
 uint8_t cqe_opcode_of(uint8_t wqe_opcode) {
     switch (wqe_opcode) {
         case hsi::WQE_SEND:
         case hsi::WQE_SEND_IMM:
-        case hsi::WQE_SEND_INV: return hsi::CQE_SEND;
+        case hsi::WQE_SEND_INV:
+            return hsi::CQE_SEND;
         case hsi::WQE_WRITE:
-        case hsi::WQE_WRITE_IMM: return hsi::CQE_WRITE;
-        case hsi::WQE_READ: return hsi::CQE_READ;
-        case hsi::WQE_FAST_REG: return hsi::CQE_FAST_REG;
-        case hsi::WQE_BIND_MW: return hsi::CQE_BIND_MW;
-        case hsi::WQE_LOCAL_INV: return hsi::CQE_LOCAL_INV;
-        default: return hsi::CQE_SEND;
+        case hsi::WQE_WRITE_IMM:
+            return hsi::CQE_WRITE;
+        case hsi::WQE_READ:
+            return hsi::CQE_READ;
+        case hsi::WQE_FAST_REG:
+            return hsi::CQE_FAST_REG;
+        case hsi::WQE_BIND_MW:
+            return hsi::CQE_BIND_MW;
+        case hsi::WQE_LOCAL_INV:
+            return hsi::CQE_LOCAL_INV;
+        default:
+            return hsi::CQE_SEND;
     }
 }
 }  // namespace
@@ -84,6 +95,10 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     s.add(b, "nak_sequence", m_stats.nak_sequence, "count", "PSN sequence error NAKs acted on");
     s.add(b, "rnr_naks", m_stats.rnr_naks, "count", "RNR NAKs received");
     s.add(b, "retry_exceeded", m_stats.retry_exceeded, "count", "QPs failed: retries exhausted");
+    s.add(b, "read_reissues", m_stats.read_reissues, "count",
+          "READs re-issued from a missing response PSN");
+    s.add(b, "dropped_in_error", m_stats.dropped_in_error, "count",
+          "queued requests and READ responses of a QP in error, not sent");
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         m_responses.trace(ctx.vcd, b);
@@ -96,7 +111,9 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     }
 }
 
-void tx_engine::post_response(tx_job&& job) { m_responses.put(std::move(job)); }
+void tx_engine::post_response(tx_job&& job) {
+    m_responses.put(std::move(job));
+}
 
 tx_descriptor tx_engine::base_descriptor(const qp_context& qp, uint32_t qpn) const {
     tx_descriptor d;
@@ -131,6 +148,10 @@ void tx_engine::process_wqe(wqe_item& w) {
     while (st.queue.size() >= m_cfg.max_outstanding) {
         sc_core::wait(m_progress);
     }
+    qp = m_contexts.qp(w.qpn);  // the QP may have changed while this WQE waited
+    if (qp == nullptr) {
+        return;
+    }
     outstanding o;
     o.wqe_index = w.ctrl.wqe_index;
     o.cqe_opcode = cqe_opcode_of(w.ctrl.opcode);
@@ -157,8 +178,13 @@ void tx_engine::process_wqe(wqe_item& w) {
         if (st.reads_in_flight > 0) {
             ++m_stats.fence_waits;
         }
-        while (st.reads_in_flight > 0) {
+        while (st.reads_in_flight > 0 && !in_error(w.qpn)) {
             sc_core::wait(m_progress);
+        }
+        if (in_error(w.qpn)) {
+            ++m_stats.flushed;
+            finish_now(hsi::CQE_WR_FLUSH_ERR);
+            return;
         }
     }
     const uint8_t op = w.ctrl.opcode;
@@ -182,6 +208,13 @@ void tx_engine::process_wqe(wqe_item& w) {
         length = job.inline_data.size();
     } else {
         const sc_core::sc_time xlate_start = sc_core::sc_time_stamp();
+        // MPT/MTT lines the lookups missed in the context cache (timeline: hit or miss).
+        auto xlate_misses = [this] {
+            return m_cache == nullptr ? uint64_t{0}
+                                      : m_cache->get_stats(ctx_kind::MPT).misses +
+                                            m_cache->get_stats(ctx_kind::MTT).misses;
+        };
+        const uint64_t misses_before = xlate_misses();
         for (const auto& sge : w.sges) {
             const xlate_status xs =
                 m_xlate.translate(sge.lkey, qp->pdn, sge.addr, sge.length,
@@ -192,11 +225,17 @@ void tx_engine::process_wqe(wqe_item& w) {
                 fail_qp(w.qpn);
                 return;
             }
+            if (is_read) {
+                o.read_keys.push_back(sge.lkey);
+            }
             length += sge.length;
         }
         if (m_ctx.tracer != nullptr && !w.sges.empty()) {
-            m_ctx.tracer->slice(name(), "translation", w.flow_id, xlate_start,
-                                sc_core::sc_time_stamp());
+            const uint64_t misses = xlate_misses() - misses_before;
+            m_ctx.tracer->slice(
+                name(), "translation", w.flow_id, xlate_start, sc_core::sc_time_stamp(),
+                misses == 0 ? std::string("\"cache\":\"hit\"")
+                            : "\"cache\":\"miss\",\"misses\":" + std::to_string(misses));
         }
     }
     if (length > 0x7FFFFFFF) {
@@ -208,9 +247,16 @@ void tx_engine::process_wqe(wqe_item& w) {
         if (st.reads_in_flight >= qp->max_rd_atomic) {
             ++m_stats.read_limit_waits;
         }
-        while (st.reads_in_flight >= std::max<uint32_t>(1, qp->max_rd_atomic)) {
+        while (st.reads_in_flight >= std::max<uint32_t>(1, qp->max_rd_atomic) && !in_error(w.qpn)) {
             sc_core::wait(m_progress);
         }
+    }
+    if (in_error(w.qpn)) {
+        // The QP failed (or was flushed) while this WQE waited for a slot, a fence or the
+        // translation: it is flushed, never sent.
+        ++m_stats.flushed;
+        finish_now(hsi::CQE_WR_FLUSH_ERR);
+        return;
     }
 
     tx_descriptor& d = job.desc;
@@ -220,13 +266,29 @@ void tx_engine::process_wqe(wqe_item& w) {
     d.solicited = (w.ctrl.flags & hsi::WQE_FLAG_SOLICITED) != 0;
     d.imm_or_key = w.ctrl.imm_or_key;
     switch (op) {
-        case hsi::WQE_SEND: d.kind = tx_kind::SEND; break;
-        case hsi::WQE_SEND_IMM: d.kind = tx_kind::SEND; d.with_imm = true; break;
-        case hsi::WQE_SEND_INV: d.kind = tx_kind::SEND; d.with_inv = true; break;
-        case hsi::WQE_WRITE: d.kind = tx_kind::WRITE; break;
-        case hsi::WQE_WRITE_IMM: d.kind = tx_kind::WRITE; d.with_imm = true; break;
-        case hsi::WQE_READ: d.kind = tx_kind::READ_REQUEST; break;
-        default: break;
+        case hsi::WQE_SEND:
+            d.kind = tx_kind::SEND;
+            break;
+        case hsi::WQE_SEND_IMM:
+            d.kind = tx_kind::SEND;
+            d.with_imm = true;
+            break;
+        case hsi::WQE_SEND_INV:
+            d.kind = tx_kind::SEND;
+            d.with_inv = true;
+            break;
+        case hsi::WQE_WRITE:
+            d.kind = tx_kind::WRITE;
+            break;
+        case hsi::WQE_WRITE_IMM:
+            d.kind = tx_kind::WRITE;
+            d.with_imm = true;
+            break;
+        case hsi::WQE_READ:
+            d.kind = tx_kind::READ_REQUEST;
+            break;
+        default:
+            break;
     }
     d.remote_va = w.ctrl.remote_va;
     d.rkey = w.ctrl.rkey;
@@ -258,7 +320,8 @@ void tx_engine::execute_local(wqe_item& w, outstanding& o) {
     o.status = hsi::CQE_OK;
     qp_context* qp = m_contexts.qp(w.qpn);
     switch (w.ctrl.opcode) {
-        case hsi::WQE_NOP: break;
+        case hsi::WQE_NOP:
+            break;
         case hsi::WQE_LOCAL_INV: {
             mpt_entry* e = m_contexts.mpt(w.ctrl.imm_or_key);
             if (e == nullptr || e->pdn != qp->pdn ||
@@ -278,12 +341,14 @@ void tx_engine::execute_local(wqe_item& w, outstanding& o) {
             hsi::fast_reg_segment f{};
             std::memcpy(&f, w.segment.data(), sizeof(f));
             mpt_entry* e = m_contexts.mpt_slot(f.key);
-            const bool remote = (f.access & (hsi::ACCESS_REMOTE_READ | hsi::ACCESS_REMOTE_WRITE)) != 0;
+            const bool remote =
+                (f.access & (hsi::ACCESS_REMOTE_READ | hsi::ACCESS_REMOTE_WRITE)) != 0;
             if (e == nullptr || !e->allocated || e->is_mw || !(e->access & hsi::ACCESS_FAST_REG) ||
                 e->valid || e->pdn != qp->pdn || f.page_count > e->max_pages ||
                 (remote && !(e->access & hsi::ACCESS_REMOTE_ACCESS_OK)) ||
                 f.first_byte_offset >= hsi::PAGE_SIZE ||
-                f.length + f.first_byte_offset > static_cast<uint64_t>(f.page_count) * hsi::PAGE_SIZE) {
+                f.length + f.first_byte_offset >
+                    static_cast<uint64_t>(f.page_count) * hsi::PAGE_SIZE) {
                 o.status = hsi::CQE_LOCAL_PROT_ERR;
                 break;
             }
@@ -334,7 +399,9 @@ void tx_engine::execute_local(wqe_item& w, outstanding& o) {
             ++mr->bind_count;
             break;
         }
-        default: o.status = hsi::CQE_LOCAL_QP_OP_ERR; break;
+        default:
+            o.status = hsi::CQE_LOCAL_QP_OP_ERR;
+            break;
     }
 }
 
@@ -371,26 +438,70 @@ void tx_engine::retire(uint32_t qpn) {
     }
 }
 
-void tx_engine::fail_qp(uint32_t qpn) {
-    qp_context* qp = m_contexts.qp_slot(qpn);
-    if (qp == nullptr || qp->state == hsi::QPS_ERROR) {
-        return;
+bool tx_engine::in_error(uint32_t qpn) const {
+    const qp_context* qp = m_contexts.qp(qpn);
+    return qp == nullptr || qp->state == hsi::QPS_ERROR;
+}
+
+void tx_engine::read_finished(uint32_t qpn, qp_state& st) {
+    // Both counts of READs in flight (the engine's and the QP context's) drop on every path a
+    // READ leaves the wire: done, NAKed, faulted or flushed.
+    if (st.reads_in_flight > 0) {
+        --st.reads_in_flight;
     }
-    qp->state = hsi::QPS_ERROR;
+    if (qp_context* qp = m_contexts.qp_slot(qpn)) {
+        qp->outstanding_reads -= qp->outstanding_reads > 0 ? 1 : 0;
+    }
+}
+
+void tx_engine::flush_outstanding(uint32_t qpn) {
     qp_state& st = m_qps[qpn];
     for (auto& o : st.queue) {
         if (!o.done) {
             o.done = true;
             o.status = hsi::CQE_WR_FLUSH_ERR;
             ++m_stats.flushed;
-            if (o.is_read && st.reads_in_flight > 0) {
-                --st.reads_in_flight;
+            if (o.is_read) {
+                read_finished(qpn, st);
             }
         }
     }
+    st.rnr_wait = false;
     arm_timer(qpn, st, sc_core::SC_ZERO_TIME);
-    m_cq_writer.post_event(hsi::EVENT_QP_ERROR, qpn);
+    // Queued go-back-N resends are skipped by the transmit thread (the QP is in error).
+    m_progress.notify(sc_core::SC_ZERO_TIME);
     retire(qpn);
+}
+
+void tx_engine::fail_qp(uint32_t qpn) {
+    qp_context* qp = m_contexts.qp_slot(qpn);
+    if (qp == nullptr || qp->state == hsi::QPS_ERROR) {
+        return;
+    }
+    qp->state = hsi::QPS_ERROR;
+    m_cq_writer.post_event(hsi::EVENT_QP_ERROR, qpn);
+    flush_outstanding(qpn);
+    if (m_error_listener) {
+        m_error_listener(qpn);
+    }
+}
+
+void tx_engine::qp_error(uint32_t qpn) {
+    fail_qp(qpn);
+}
+
+void tx_engine::flush_qp(uint32_t qpn) {
+    qp_context* qp = m_contexts.qp_slot(qpn);
+    if (qp == nullptr) {
+        return;
+    }
+    // Software moved the QP to ERROR: no async event (IBA 11.6.3 affiliated errors are for
+    // transitions the hardware makes), but the same flush of both queues.
+    qp->state = hsi::QPS_ERROR;
+    flush_outstanding(qpn);
+    if (m_error_listener) {
+        m_error_listener(qpn);
+    }
 }
 
 void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
@@ -421,8 +532,8 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
 
 sc_core::sc_time tx_engine::timeout_of(const qp_context& qp) const {
     // IBA local ACK timeout: 4.096 us x 2^timeout_log.
-    return sc_core::sc_time(4.096 * static_cast<double>(1ull << std::min<uint8_t>(qp.timeout_log, 31)),
-                            sc_core::SC_US);
+    return sc_core::sc_time(
+        4.096 * static_cast<double>(1ull << std::min<uint8_t>(qp.timeout_log, 31)), sc_core::SC_US);
 }
 
 void tx_engine::arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline) {
@@ -438,27 +549,52 @@ void tx_engine::arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& de
 
 void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
     const qp_context* qp = m_contexts.qp_slot(qpn);
+    if (qp != nullptr) {
+        st.retries_left = qp->retry_count;  // forward progress resets the retry budgets
+    }
+    if (st.rnr_wait) {
+        // Progress of an earlier message (a READ's responses) during an RNR back-off: the
+        // back-off still owns the timer and the RNR-NAKed message keeps its RNR budget.
+        return;
+    }
     bool waiting = false;  // anything still waiting for the network?
     for (const auto& o : st.queue) {
         waiting = waiting || !o.done;
     }
-    st.rnr_wait = false;
     if (qp != nullptr) {
-        st.retries_left = qp->retry_count;  // forward progress resets the retry budgets
         st.rnr_left = qp->rnr_retry;
     }
-    arm_timer(qpn, st, waiting && qp != nullptr ? sc_core::sc_time_stamp() + timeout_of(*qp)
-                                                : sc_core::SC_ZERO_TIME);
+    arm_timer(qpn, st,
+              waiting && qp != nullptr ? sc_core::sc_time_stamp() + timeout_of(*qp)
+                                       : sc_core::SC_ZERO_TIME);
 }
 
-void tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
+bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
     qp_state& st = m_qps[qpn];
     if (st.retransmits_queued > 0) {
-        return;  // a go-back-N is already on its way
+        return false;  // a go-back-N is already on its way
     }
     for (auto& o : st.queue) {
         if (o.done || !psn_le(psn, o.last_psn)) {
             continue;
+        }
+        if (o.is_read && o.resp_next != o.first_psn) {
+            // Responses up to resp_next are placed: re-issue the READ from the first missing
+            // response (IBA 9.7.5.1.4), for the rest of the range. The responder serves it as
+            // a duplicate READ, starting at that PSN.
+            tx_job j = o.job;
+            const uint32_t skip = (o.resp_next - o.first_psn) & PSN_MASK;
+            const uint64_t bytes = static_cast<uint64_t>(skip) * j.desc.pmtu;
+            if (bytes < j.desc.length) {
+                j.desc.psn = o.resp_next;
+                j.desc.remote_va += bytes;
+                j.desc.length -= static_cast<uint32_t>(bytes);
+                m_retransmits.push_back(std::move(j));
+                ++st.retransmits_queued;
+                ++m_stats.retransmits;
+                ++m_stats.read_reissues;
+                continue;
+            }
         }
         // Whole messages go again; the responder drops the packets it already has as
         // duplicates and resumes at its expected PSN.
@@ -467,6 +603,7 @@ void tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
         ++m_stats.retransmits;
     }
     m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+    return st.retransmits_queued > 0;
 }
 
 void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
@@ -474,11 +611,12 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
     if (it == m_qps.end()) {
         return;
     }
+    // The NAK acknowledges everything before `psn` in any case (IBA 9.7.5.1.3).
+    on_ack(qpn, (psn - 1) & PSN_MASK);
     if (it->second.rnr_wait && psn == it->second.rnr_psn) {
         return;  // the RNR timer owns the retry of this PSN
     }
     ++m_stats.nak_sequence;
-    on_ack(qpn, (psn - 1) & PSN_MASK);
     go_back_n(qpn, psn);
 }
 
@@ -560,8 +698,8 @@ void tx_engine::on_nak(uint32_t qpn, uint32_t psn, uint8_t status) {
         if (!o.done && psn_in(psn, o.first_psn, o.last_psn)) {
             o.done = true;
             o.status = status;
-            if (o.is_read && it->second.reads_in_flight > 0) {
-                --it->second.reads_in_flight;
+            if (o.is_read) {
+                read_finished(qpn, it->second);
             }
             break;
         }
@@ -583,6 +721,10 @@ read_target tx_engine::find_read(uint32_t qpn, uint32_t psn) {
             t.segments = o.read_segments;
             t.flow_id = o.flow_id;
             t.next_psn = o.resp_next;
+            t.sink_keys = o.read_keys;
+            if (const qp_context* qp = m_contexts.qp(qpn)) {
+                t.pdn = qp->pdn;
+            }
             break;
         }
     }
@@ -594,14 +736,20 @@ void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn,
     if (it == m_qps.end()) {
         return;
     }
-    for (auto& o : it->second.queue) {
+    qp_state& st = it->second;
+    for (auto& o : st.queue) {
         if (o.is_read && !o.done && o.first_psn == first_psn) {
             if (in_order) {
                 o.resp_next = (psn + 1) & PSN_MASK;
                 o.resp_gap = false;
+                // A valid response is forward progress (IBA 9.7.6.1.2): the retransmission
+                // timer and the retry budget start over.
+                restart_timer(qpn, st);
             } else if (!o.resp_gap) {
-                o.resp_gap = true;
-                go_back_n(qpn, first_psn);
+                // Once per gap: the responses behind the missing one are still arriving and
+                // must not each re-issue the READ. If the re-issued READ loses its first
+                // response too, the retransmission timer repairs it.
+                o.resp_gap = go_back_n(qpn, first_psn);
             }
             return;
         }
@@ -618,14 +766,29 @@ void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {
         if (o.is_read && !o.done && o.first_psn == first_psn) {
             o.done = true;
             o.status = hsi::CQE_OK;
-            --it->second.reads_in_flight;
-            if (qp_context* qp = m_contexts.qp_slot(qpn)) {
-                qp->outstanding_reads -= qp->outstanding_reads > 0 ? 1 : 0;
-            }
+            read_finished(qpn, it->second);
             break;
         }
     }
+    restart_timer(qpn, it->second);  // progress; stops the timer if nothing else is waiting
     retire(qpn);
+}
+
+void tx_engine::on_read_fault(uint32_t qpn, uint32_t first_psn, uint8_t status) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end() || in_error(qpn)) {
+        return;
+    }
+    on_ack(qpn, (first_psn - 1) & PSN_MASK);  // responses imply earlier requests arrived
+    for (auto& o : it->second.queue) {
+        if (o.is_read && !o.done && o.first_psn == first_psn) {
+            o.done = true;
+            o.status = status;
+            read_finished(qpn, it->second);
+            break;
+        }
+    }
+    fail_qp(qpn);
 }
 
 void tx_engine::transmit_thread() {
@@ -638,6 +801,12 @@ void tx_engine::transmit_thread() {
         // then retransmissions, which must precede newer requests.
         if (!m_responses.empty()) {
             tx_job job = m_responses.get();
+            // ACKs and NAKs always go (the NAK that put the QP in error among them); READ
+            // responses of a QP in error are dropped.
+            if (job.desc.kind == tx_kind::READ_RESPONSE && in_error(job.desc.src_qpn)) {
+                ++m_stats.dropped_in_error;
+                continue;
+            }
             send_job(job);
         } else if (!m_retransmits.empty()) {
             tx_job job = std::move(m_retransmits.front());
@@ -646,13 +815,19 @@ void tx_engine::transmit_thread() {
             if (it != m_qps.end() && it->second.retransmits_queued > 0) {
                 --it->second.retransmits_queued;
             }
-            const qp_context* qp = m_contexts.qp(job.desc.src_qpn);
-            if (qp != nullptr && qp->state != hsi::QPS_ERROR) {
+            if (in_error(job.desc.src_qpn)) {
+                ++m_stats.dropped_in_error;
+            } else {
                 send_job(job);
             }
         } else {
             tx_job job = m_requests.get();
-            send_job(job);
+            // Requests queued before their QP failed were flushed already: not sent.
+            if (in_error(job.desc.src_qpn)) {
+                ++m_stats.dropped_in_error;
+            } else {
+                send_job(job);
+            }
         }
     }
 }
@@ -665,8 +840,8 @@ void tx_engine::send_job(tx_job& job) {
         ++m_stats.responses;
     }
     m_send_path.put_descriptor(d);
-    const bool has_payload = d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE ||
-                             d.kind == tx_kind::READ_RESPONSE;
+    const bool has_payload =
+        d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_RESPONSE;
     if (!has_payload || d.length == 0) {
         return;
     }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -42,15 +43,16 @@ struct read_target {
     uint32_t length = 0;
     std::vector<dma_segment> segments;
     uint64_t flow_id = 0;
-    uint32_t next_psn = 0;  // the response PSN the requester takes next (in order only)
+    uint32_t next_psn = 0;            // the response PSN the requester takes next (in order only)
+    uint32_t pdn = 0;                 // the QP's PD: the sink keys are re-checked per packet
+    std::vector<uint32_t> sink_keys;  // local keys of the sink's scatter entries
 };
 
 class tx_engine : public sc_core::sc_module {
 public:
     tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg, const clock_domain& clk,
-              const nic_identity& id, context_store& contexts, translation& xlate,
-              dma_engine& dma, channel<wqe_item>& wqes, send_path_if& send_path,
-              cq_writer& cqw, sim_context& ctx);
+              const nic_identity& id, context_store& contexts, translation& xlate, dma_engine& dma,
+              channel<wqe_item>& wqes, send_path_if& send_path, cq_writer& cqw, sim_context& ctx);
 
     // --- from the receive path (responder side) ---
     // Queue an ACK/NAK or a READ response (blocking while the response FIFO is full).
@@ -73,6 +75,25 @@ public:
     void on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn, bool in_order);
     // The READ starting at `first_psn` received its last response packet.
     void on_read_done(uint32_t qpn, uint32_t first_psn);
+    // The sink of the READ starting at `first_psn` no longer passes its key check (MR
+    // deregistered or invalidated mid-transfer): the READ completes with `status` and the QP
+    // goes to error.
+    void on_read_fault(uint32_t qpn, uint32_t first_psn, uint8_t status);
+
+    // --- QP error (IBA 10.3.1: every outstanding WR of both queues completes with a flush
+    // error) ---
+    // The responder hit a fatal error on `qpn` (it sent a remote access / invalid request /
+    // remote operational NAK): the QP goes to ERROR, the async QP error event is posted and the
+    // send queue is flushed.
+    void qp_error(uint32_t qpn);
+    // The command processor moved `qpn` to ERROR (modify QP, e.g. NdkFlush): requests in flight
+    // and queued complete with CQE_WR_FLUSH_ERR at once; nothing more of the QP is sent.
+    void flush_qp(uint32_t qpn);
+    // Called whenever a QP enters ERROR through this engine (the receive path flushes the
+    // posted receives).
+    void set_qp_error_listener(std::function<void(uint32_t)> fn) {
+        m_error_listener = std::move(fn);
+    }
 
     // QP context reads/updates go through this cache when set (else on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
@@ -90,11 +111,13 @@ public:
         uint64_t local_ops = 0;
         uint64_t fence_waits = 0;
         uint64_t read_limit_waits = 0;
-        uint64_t timeouts = 0;          // retransmission timer expiries
-        uint64_t retransmits = 0;       // messages sent again (go-back-N)
-        uint64_t nak_sequence = 0;      // PSN sequence error NAKs acted on
+        uint64_t timeouts = 0;      // retransmission timer expiries
+        uint64_t retransmits = 0;   // messages sent again (go-back-N)
+        uint64_t nak_sequence = 0;  // PSN sequence error NAKs acted on
         uint64_t rnr_naks = 0;
         uint64_t retry_exceeded = 0;    // QPs put in error: retry or RNR retry exhausted
+        uint64_t read_reissues = 0;     // READs re-issued for a missing response
+        uint64_t dropped_in_error = 0;  // queued requests / READ responses of an ERROR QP, not sent
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -105,22 +128,23 @@ private:
         bool signaled = false;
         bool is_read = false;
         bool done = false;
-        uint8_t status = 0;            // hsi::cqe_status
+        uint8_t status = 0;  // hsi::cqe_status
         uint32_t first_psn = 0;
-        uint32_t last_psn = 0;         // ACK covering this PSN completes a SEND/WRITE
+        uint32_t last_psn = 0;  // ACK covering this PSN completes a SEND/WRITE
         uint32_t length = 0;
         std::vector<dma_segment> read_segments;
-        uint32_t resp_next = 0;        // READ: next response PSN expected
-        bool resp_gap = false;         // READ: re-issued for a gap, no in-order response since
+        std::vector<uint32_t> read_keys;  // READ: local keys of the sink (re-checked per packet)
+        uint32_t resp_next = 0;           // READ: next response PSN expected
+        bool resp_gap = false;            // READ: re-issued for a gap, no in-order response since
         uint64_t flow_id = 0;
-        tx_job job;                    // what went on the wire, kept for retransmission
+        tx_job job;  // what went on the wire, kept for retransmission
     };
     struct qp_state {
         std::deque<outstanding> queue;
         uint32_t reads_in_flight = 0;
         // Reliability (IBA 9.7): one retransmission timer per QP, restarted on progress.
         sc_core::sc_time deadline = sc_core::SC_ZERO_TIME;  // zero: timer stopped
-        bool rnr_wait = false;         // the timer is an RNR back-off, not a timeout
+        bool rnr_wait = false;  // the timer is an RNR back-off, not a timeout
         uint32_t rnr_psn = 0;
         uint8_t retries_left = 7;
         uint8_t rnr_left = 7;
@@ -132,7 +156,13 @@ private:
     void timer_thread();
     void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
     void restart_timer(uint32_t qpn, qp_state& st);
-    void go_back_n(uint32_t qpn, uint32_t psn);
+    // Queues every unfinished message from `psn` on for retransmission (a READ that already
+    // placed responses is re-issued from its first missing response). False if a go-back-N of
+    // the QP is already queued.
+    bool go_back_n(uint32_t qpn, uint32_t psn);
+    void read_finished(uint32_t qpn, qp_state& st);
+    void flush_outstanding(uint32_t qpn);
+    bool in_error(uint32_t qpn) const;
     sc_core::sc_time timeout_of(const qp_context& qp) const;
     void process_wqe(wqe_item& w);
     void execute_local(wqe_item& w, outstanding& o);
@@ -159,10 +189,11 @@ private:
     sc_core::sc_event m_retransmit_event;
     std::set<std::pair<sc_core::sc_time, uint32_t>> m_timers;  // (deadline, qpn)
     sc_core::sc_event m_timer_changed;
-    sc_core::sc_event m_progress;      // an outstanding request completed
+    sc_core::sc_event m_progress;  // an outstanding request completed
     std::unordered_map<uint32_t, qp_state> m_qps;
     stats m_stats;
     context_cache* m_cache = nullptr;
+    std::function<void(uint32_t)> m_error_listener;
 };
 
 }  // namespace rnic::hw

@@ -10,6 +10,8 @@
 
 #include "hw/hsi/hsi.h"
 
+#include <sys/mman.h>
+
 namespace rnic::ndk {
 
 host_config parse_host_config(config::reader r) {
@@ -36,6 +38,26 @@ constexpr uint64_t PAGE = fabric::host_memory::PAGE_BYTES;
 bool in_thread() {
     sc_core::sc_process_handle h = sc_core::sc_get_current_process_handle();
     return h.valid() && h.proc_kind() == sc_core::SC_THREAD_PROC_;
+}
+
+// Kernel virtual addresses travel on the wire (RETH VAs of registered buffers), so they must
+// not depend on the process: allocations are mapped at consecutive addresses of a fixed
+// region, in allocation order, one guard page apart. Same config, same addresses, same bytes
+// (whichever send path implementation or sanitizer allocates around them). If the kernel
+// cannot place a mapping there, it goes anywhere (still correct, no longer reproducible).
+uint64_t g_next_kernel_va = uint64_t{0x4000} << 32;
+
+uint8_t* map_kernel_va(size_t bytes) {
+    void* hint = reinterpret_cast<void*>(static_cast<uintptr_t>(g_next_kernel_va));
+    void* p = mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        return nullptr;
+    }
+    if (p == hint) {
+        g_next_kernel_va += bytes + PAGE;
+    }
+    return static_cast<uint8_t*>(p);  // zero-filled
 }
 }  // namespace
 
@@ -79,18 +101,17 @@ host_system::~host_system() {
         for (uint64_t p : a.pages) {
             m_memory.unmap_external(p);
         }
-        std::free(a.base);
+        munmap(a.base, a.bytes);
     }
 }
 
 void* host_system::alloc(size_t bytes, bool contiguous) {
     const size_t n = std::max<size_t>(1, (bytes + PAGE - 1) / PAGE);
-    auto* base = static_cast<uint8_t*>(std::aligned_alloc(PAGE, n * PAGE));
+    uint8_t* base = map_kernel_va(n * PAGE);
     if (base == nullptr) {
         SC_REPORT_ERROR(name(), "host memory allocation failed");
         return nullptr;
     }
-    std::memset(base, 0, n * PAGE);
     allocation a{base, n * PAGE, std::vector<uint64_t>(n)};
     if (contiguous || n == 1) {
         std::iota(a.pages.begin(), a.pages.end(), m_next_page);
@@ -128,7 +149,7 @@ void host_system::free(void* va) {
     for (uint64_t p : it->second.pages) {
         m_memory.unmap_external(p);
     }
-    std::free(it->second.base);
+    munmap(it->second.base, it->second.bytes);
     m_allocs.erase(it);
 }
 

@@ -151,11 +151,11 @@ NTSTATUS close_any(NDK_OBJECT_HEADER* h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx) 
 // ---------------------------------------------------------------------------------------------
 // Adapter bring-up
 // ---------------------------------------------------------------------------------------------
-adapter_impl::adapter_impl(host_system& h, fabric_cm& c, const adapter_params& p)
+adapter_impl::adapter_impl(host_system& h, fabric_cm* c, const adapter_params& p)
     : host(h)
     , cm(c)
     , params(p)
-    , qpns(p.limits.max_qps)
+    , qpns(p.limits.max_qps, 2)  // QP0 (SMI) and QP1 (GSI) are reserved
     , cqns(p.limits.max_cqs)
     , pdns(p.limits.max_pds)
     , srqns(p.limits.max_srqs)
@@ -360,6 +360,9 @@ void adapter_impl::isr() {
                 break;
             case hsi::EVENT_QP_ERROR:
                 // The NIC moved the QP to ERROR and flushes it; completions report it.
+                break;
+            case hsi::EVENT_GSI_RECEIVE:
+                gsi_poll();  // CM MADs (connector.cpp)
                 break;
             case hsi::EVENT_SRQ_LIMIT:
                 if (ev.data < srq_table.size() && srq_table[ev.data] != nullptr) {
@@ -580,7 +583,10 @@ NTSTATUS build_lam(NDK_ADAPTER* a, MDL* mdl, SIZE_T length, NDK_FN_REQUEST_COMPL
     ULONG first = 0;
     const NTSTATUS st = mdl_pages(mdl, length, pages, first);
     if (st != STATUS_SUCCESS) {
-        return st;
+        return st;  // nothing was written into the consumer's LAM: no partial mapping
+    }
+    if (pages.size() > impl(a)->params.limits.max_mtt_pages) {
+        return STATUS_INSUFFICIENT_RESOURCES;  // beyond MaxRegistrationSize
     }
     const ULONG need =
         static_cast<ULONG>(FIELD_OFFSET(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) +

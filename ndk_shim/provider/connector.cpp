@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// Provider driver: connectors, listeners and shared endpoints over fabric_cm. The exchange is
-// the RDMA-CM one: REQ (caller data, QPN, PSN, IRD/ORD) -> REP or REJ (callee data) -> RTU;
-// DREQ -> DREP for a graceful disconnect. QPs move INIT -> RTR -> RTS by CMD_MODIFY_QP with the
-// peer's QPN, PSN, IP, MAC, the path MTU and the retry settings.
+// Provider driver: connectors, listeners and shared endpoints, and the CM agent behind them. The
+// exchange is IB CM's (IBA 12) with RoCE's IP addressing: REQ (caller data, QPN, PSN, IRD/ORD)
+// -> REP or REJ (callee data) -> RTU; DREQ -> DREP for a graceful disconnect; MRA when the
+// consumer has not answered a REQ yet. Each message is a 256 B MAD (cm_mad.h) that the NIC's
+// GSI sends as a RoCEv2 UD frame to QP1 (hw/gsi); adapters opened with a fabric_cm hand the
+// same messages to it instead. QPs move INIT -> RTR -> RTS by CMD_MODIFY_QP with the peer's
+// QPN, PSN, IP, MAC, the path MTU and the retry settings.
 //
 // Active:  Connect -> REQ ... REP -> Connect completes; CompleteConnect -> RTR/RTS -> RTU,
 //          CompleteConnect completes.
 // Passive: REQ -> listener's connect event (new connector); Accept -> RTR/RTS -> REP ... RTU
 //          -> Accept completes. Reject -> REJ (synchronous).
+// Loss: QP1 is unreliable. REQ, REP and DREQ are sent again every cm_timeout_ns until answered,
+// cm_retries times, then the request fails with STATUS_IO_TIMEOUT (a REJ "timeout" tells the
+// peer). Duplicates are answered: a REQ being considered by an MRA, a rejected REQ by the same
+// REJ, a REP after CompleteConnect by the RTU again, a DREQ by a DREP.
 #include <algorithm>
 #include <cstring>
 
@@ -63,6 +70,143 @@ std::vector<uint8_t> copy_data(const void* data, ULONG len) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+// Adapter side: CM transport (GSI rings or fabric_cm)
+// ---------------------------------------------------------------------------------------------
+namespace {
+constexpr std::array<uint8_t, 6> BROADCAST_MAC = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+
+uint8_t* gsi_slot(uint8_t* ring, uint32_t log, uint32_t index) {
+    return ring + static_cast<size_t>(index & ((1u << log) - 1)) * hsi::GSI_SLOT_BYTES;
+}
+
+void arm_timer(connector_impl* c, double ns) {
+    ++c->busy;
+    c->timer = c->adapter->host.queue_dpc(
+        [c] {
+            c->timer = 0;
+            c->on_timeout();
+            --c->busy;
+            c->adapter->progress(c);
+        },
+        ns);
+}
+}  // namespace
+
+uint32_t adapter_impl::new_conn_id() {
+    if (next_conn == 0) {
+        next_conn = (params.node_id & 0xFFF) << 20;  // IDs differ per node (easier to read)
+    }
+    if (++next_conn == 0) {
+        ++next_conn;
+    }
+    return next_conn;
+}
+
+void adapter_impl::gsi_init() {
+    const size_t bytes = (size_t{1} << params.gsi_log_size) * hsi::GSI_SLOT_BYTES;
+    gsi_sq = static_cast<uint8_t*>(host.alloc(bytes, true));
+    gsi_rq = static_cast<uint8_t*>(host.alloc(bytes, true));
+    std::memset(gsi_sq, 0, bytes);
+    std::memset(gsi_rq, 0, bytes);
+    gsi_sq_producer = gsi_sq_consumer = gsi_rq_consumer = 0;
+    host.mmio_write64(hsi::REG_GSI_SQ_BASE, host.phys(gsi_sq));
+    host.mmio_write64(hsi::REG_GSI_SQ_LOG_SIZE, params.gsi_log_size);
+    host.mmio_write64(hsi::REG_GSI_RQ_BASE, host.phys(gsi_rq));
+    host.mmio_write64(hsi::REG_GSI_RQ_LOG_SIZE, params.gsi_log_size);
+    host.mmio_write32(hsi::REG_GSI_RQ_CONSUMER, 0);
+}
+
+void adapter_impl::gsi_release() {
+    if (gsi_sq == nullptr) {
+        return;
+    }
+    host.mmio_write64(hsi::REG_GSI_RQ_BASE, 0);  // the NIC stops writing into the ring
+    host.mmio_write64(hsi::REG_GSI_SQ_BASE, 0);
+    host.free(gsi_sq);
+    host.free(gsi_rq);
+    gsi_sq = gsi_rq = nullptr;
+}
+
+void adapter_impl::cm_send(cm_message m, const std::array<uint8_t, 6>& dst_mac) {
+    m.mac = params.mac;
+    m.pmtu_log = static_cast<uint8_t>(path_mtu_log(params.default_mtu));
+    m.retry_count = params.retry_count;
+    m.rnr_retry = params.rnr_retry;
+    m.timeout_log = params.timeout_log;
+    if (cm != nullptr) {
+        cm->send(m);
+        return;
+    }
+    const uint32_t size = 1u << params.gsi_log_size;
+    // Reclaim the slots the NIC has sent (their done byte, written in ring order).
+    while (gsi_sq_consumer != gsi_sq_producer) {
+        volatile const uint8_t* done =
+            gsi_slot(gsi_sq, params.gsi_log_size, gsi_sq_consumer) + hsi::GSI_SEND_DONE_OFFSET;
+        if (*done == 0) {
+            break;
+        }
+        ++gsi_sq_consumer;
+    }
+    if (gsi_sq_producer - gsi_sq_consumer >= size) {
+        ++cm_stats.send_ring_full;  // dropped like a lost frame: the timers recover
+        return;
+    }
+    uint8_t* slot = gsi_slot(gsi_sq, params.gsi_log_size, gsi_sq_producer);
+    hsi::gsi_send_header h{};
+    std::memcpy(h.dst_mac, dst_mac.data(), 6);
+    std::memcpy(h.src_mac, params.mac.data(), 6);
+    h.dst_ip = m.dst_ip;
+    h.src_ip = params.ip;
+    h.dest_qp = hsi::GSI_QPN;
+    h.qkey = hsi::GSI_QKEY;
+    h.udp_src_port = static_cast<uint16_t>(0xC000 | (m.src_conn & 0x3FFF));
+    h.pkey = 0xFFFF;
+    const auto mad = encode_cm_mad(m, (static_cast<uint64_t>(params.node_id) << 48) | ++next_tid);
+    std::memcpy(slot + sizeof(h), mad.data(), mad.size());
+    std::memcpy(slot, &h, sizeof(h));  // done = 0: the NIC owns the slot
+    ++gsi_sq_producer;
+    ++cm_stats.mads_sent;
+    host.cpu(host.config().post_ns);  // build the MAD
+    host.mmio_write32(hsi::REG_GSI_SQ_DOORBELL, gsi_sq_producer);
+}
+
+void adapter_impl::gsi_poll() {
+    if (gsi_rq == nullptr) {
+        return;
+    }
+    bool took = false;
+    for (;;) {
+        const uint8_t* slot = gsi_slot(gsi_rq, params.gsi_log_size, gsi_rq_consumer);
+        hsi::gsi_recv_header h;
+        std::memcpy(&h, slot, sizeof(h));
+        const uint8_t phase = ((gsi_rq_consumer >> params.gsi_log_size) & 1) ? 0 : 1;
+        if (((h.flags >> 7) & 1) != phase) {
+            break;
+        }
+        std::array<uint8_t, hsi::MAD_BYTES> mad;
+        std::memcpy(mad.data(), slot + sizeof(h), mad.size());
+        ++gsi_rq_consumer;
+        took = true;
+        cm_message m;
+        if (h.src_qp != hsi::GSI_QPN || h.qkey != hsi::GSI_QKEY || !decode_cm_mad(mad.data(), m) ||
+            h.dst_ip != params.ip) {
+            ++cm_stats.mads_ignored;
+            continue;
+        }
+        if (m.type != cm_message::REQ) {
+            m.src_ip = h.src_ip;
+            m.dst_ip = h.dst_ip;
+        }
+        std::memcpy(m.mac.data(), h.src_mac, 6);
+        ++cm_stats.mads_received;
+        cm_receive(m);
+    }
+    if (took) {
+        host.mmio_write32(hsi::REG_GSI_RQ_CONSUMER, gsi_rq_consumer);  // slots back to the NIC
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // connector_impl
 // ---------------------------------------------------------------------------------------------
 void connector_impl::send(cm_message m) {
@@ -72,8 +216,61 @@ void connector_impl::send(cm_message m) {
     m.src_port = local_port;
     m.dst_ip = peer_ip;
     m.dst_port = peer_port;
-    m.mac = adapter->params.mac;
-    adapter->cm.send(m);
+    adapter->cm_send(m, peer_mac);
+}
+
+void connector_impl::send_reliable(cm_message m, double timeout_ns) {
+    stop_timer();
+    last_sent = m;
+    retries_left = adapter->params.cm_retries;
+    send(m);
+    arm_timer(this, timeout_ns > 0 ? timeout_ns : adapter->params.cm_timeout_ns);
+}
+
+void connector_impl::stop_timer() {
+    if (timer != 0 && adapter->host.cancel_dpc(timer)) {
+        --busy;  // the timeout DPC will not run
+    }
+    timer = 0;
+}
+
+void connector_impl::on_timeout() {
+    if (retries_left > 0) {
+        --retries_left;
+        ++adapter->cm_stats.retransmits;
+        send(last_sent);
+        arm_timer(this, adapter->params.cm_timeout_ns);
+        return;
+    }
+    ++adapter->cm_stats.timeouts;
+    cm_message rej;
+    rej.type = cm_message::REJ;
+    rej.reject_reason = CM_REJ_TIMEOUT;
+    switch (state) {
+        case CONNECTING:  // no REP: the peer is silent (or every REQ was lost)
+            rej.rejected_msg = 0;
+            send(rej);
+            state = REJECTED;
+            detach_qp(false);
+            adapter->conns.erase(conn_id);
+            complete_request(STATUS_IO_TIMEOUT);
+            break;
+        case ACCEPTING:  // no RTU: the peer never called CompleteConnect
+            rej.rejected_msg = 1;
+            send(rej);
+            state = DISCONNECTED;
+            detach_qp(true);
+            complete_request(STATUS_IO_TIMEOUT);
+            break;
+        case DISCONNECTING:  // no DREP
+            state = DISCONNECTED;
+            if (disc_req_cb != nullptr) {
+                complete_disconnect(STATUS_IO_TIMEOUT);
+            }
+            break;
+        default:
+            break;
+    }
 }
 
 void connector_impl::complete_request(NTSTATUS status) {
@@ -139,24 +336,40 @@ void connector_impl::on_message(const cm_message& m) {
     switch (m.type) {
         case cm_message::REP:
             if (state == CONNECTING) {
+                stop_timer();
                 peer = m;
                 have_peer = true;
                 peer_conn = m.src_conn;
+                peer_mac = m.mac;
                 state = REPLIED;
                 complete_request(STATUS_SUCCESS);
+            } else if (state == CONNECTED) {
+                cm_message rtu;  // our RTU was lost: the peer is still waiting for it
+                rtu.type = cm_message::RTU;
+                send(rtu);
+            }
+            break;
+        case cm_message::MRA:
+            if (state == CONNECTING && m.rejected_msg == 0) {
+                // The peer got the REQ; its consumer has not answered yet: wait longer.
+                stop_timer();
+                retries_left = adapter->params.cm_retries;
+                arm_timer(this, adapter->params.cm_timeout_ns * adapter->params.cm_mra_factor);
             }
             break;
         case cm_message::REJ:
             if (state == CONNECTING) {
+                stop_timer();
                 peer = m;
                 have_peer = true;
                 state = REJECTED;
                 detach_qp(false);
                 adapter->conns.erase(conn_id);
-                complete_request(m.reject_status);
+                complete_request(reject_status(m.reject_reason));
             } else if (state == REQ_RECEIVED) {
                 state = DISCONNECTED;  // the requester gave up before Accept / Reject
             } else if (state == ACCEPTING || state == REPLIED || state == COMPLETING) {
+                stop_timer();
                 state = DISCONNECTED;  // the peer abandoned the connection
                 detach_qp(true);
                 if (awaiting_peer) {
@@ -166,6 +379,7 @@ void connector_impl::on_message(const cm_message& m) {
             break;
         case cm_message::RTU:
             if (state == ACCEPTING && awaiting_peer) {
+                stop_timer();
                 state = CONNECTED;
                 if (qp != nullptr) {
                     qp->state = qp_impl::CONNECTED;
@@ -176,30 +390,25 @@ void connector_impl::on_message(const cm_message& m) {
         case cm_message::DREQ: {
             cm_message rep;
             rep.type = cm_message::DREP;
+            send(rep);  // also for a retransmitted DREQ whose DREP was lost
             if (state == CONNECTED) {
                 state = PEER_DISCONNECTED;
-                send(rep);
                 report_disconnect();  // reported once; no flush (ndkpi.md 6)
-            } else {
-                send(rep);
-                if (state == REQ_RECEIVED || state == REPLIED) {
-                    state = DISCONNECTED;  // abandoned before it was accepted / completed
-                    detach_qp(false);
-                } else if (state == ACCEPTING && awaiting_peer) {
-                    state = DISCONNECTED;
-                    detach_qp(true);
-                    complete_request(STATUS_CONNECTION_ABORTED);
-                }
+            } else if (state == REQ_RECEIVED || state == REPLIED) {
+                state = DISCONNECTED;  // abandoned before it was accepted / completed
+                detach_qp(false);
+            } else if (state == ACCEPTING && awaiting_peer) {
+                stop_timer();
+                state = DISCONNECTED;
+                detach_qp(true);
+                complete_request(STATUS_CONNECTION_ABORTED);
             }
             break;
         }
         case cm_message::DREP:
             if (state == DISCONNECTING) {
+                stop_timer();
                 state = DISCONNECTED;
-                if (disc_timer != 0 && adapter->host.cancel_dpc(disc_timer)) {
-                    --busy;  // the timeout DPC will not run
-                }
-                disc_timer = 0;
                 complete_disconnect(STATUS_SUCCESS);
             }
             break;
@@ -210,24 +419,29 @@ void connector_impl::on_message(const cm_message& m) {
 
 void connector_impl::cancel() {
     adapter_impl* ad = adapter;
+    stop_timer();
     // Tell the peer, unless it already knows.
     cm_message m;
+    m.type = cm_message::REJ;
+    m.reject_reason = CM_REJ_STALE_CONN;
     switch (state) {
         case REQ_RECEIVED:
-            m.type = cm_message::REJ;
-            m.reject_status = STATUS_CONNECTION_REFUSED;
+            m.reject_reason = CM_REJ_CONSUMER;
             send(m);
             break;
         case CONNECTING:
+            send(m);
+            break;
         case REPLIED:
         case COMPLETING:
         case ACCEPTING:
+            m.rejected_msg = passive ? 1 : 2;
+            send(m);
+            break;
         case CONNECTED:
-            m.type = state == CONNECTED ? cm_message::DREQ : cm_message::REJ;
-            m.reject_status = STATUS_CONNECTION_ABORTED;
-            if (peer_conn != 0 || state == CONNECTED || state == CONNECTING) {
-                send(m);
-            }
+            m.type = cm_message::DREQ;
+            m.qpn = peer.qpn;
+            send(m);  // closing: one try, no answer awaited
             break;
         default:
             break;
@@ -268,19 +482,38 @@ void connector_impl::teardown(std::function<void()> done) {
 // ---------------------------------------------------------------------------------------------
 void adapter_impl::cm_receive(const cm_message& msg) {
     if (msg.type == cm_message::REQ) {
+        // A retransmitted REQ: the connection exists already (or was rejected).
+        for (auto& [id, c] : conns) {
+            if (c->passive && c->peer_conn == msg.src_conn && c->peer_ip == msg.src_ip) {
+                if (c->state == connector_impl::REQ_RECEIVED) {
+                    cm_message mra;
+                    mra.type = cm_message::MRA;
+                    mra.rejected_msg = 0;
+                    c->send(mra);
+                    ++cm_stats.mras_sent;
+                }
+                return;  // ACCEPTING: the REP timer resends it
+            }
+        }
+        for (const cm_message& rej : recent_rejects) {
+            if (rej.dst_conn == msg.src_conn && rej.dst_ip == msg.src_ip) {
+                cm_send(rej, msg.mac);
+                return;
+            }
+        }
         auto it = listeners.find(msg.dst_port);
         listener_impl* l = it != listeners.end() ? it->second : nullptr;
         if (l == nullptr || l->paused || l->closing || msg.dst_ip != params.ip) {
             cm_message rej;
             rej.type = cm_message::REJ;
-            rej.reject_status = STATUS_CONNECTION_REFUSED;
+            rej.reject_reason = CM_REJ_INVALID_SERVICE_ID;
+            rej.rejected_msg = 0;
             rej.dst_conn = msg.src_conn;
             rej.src_ip = params.ip;
             rej.src_port = msg.dst_port;
             rej.dst_ip = msg.src_ip;
             rej.dst_port = msg.src_port;
-            rej.mac = params.mac;
-            cm.send(rej);
+            cm_send(rej, msg.mac);
             return;
         }
         auto* c = new connector_impl;
@@ -288,10 +521,11 @@ void adapter_impl::cm_receive(const cm_message& msg) {
         c->adapter = this;
         c->passive = true;
         c->state = connector_impl::REQ_RECEIVED;
-        c->conn_id = cm.new_connection_id();
+        c->conn_id = new_conn_id();
         c->peer_conn = msg.src_conn;
         c->peer = msg;
         c->have_peer = true;
+        c->peer_mac = msg.mac;
         c->local_ip = params.ip;
         c->local_port = msg.dst_port;
         c->peer_ip = msg.src_ip;
@@ -306,7 +540,7 @@ void adapter_impl::cm_receive(const cm_message& msg) {
     }
     connector_impl* target = nullptr;
     auto it = conns.find(msg.dst_conn);
-    if (it != conns.end()) {
+    if (it != conns.end() && it->second->peer_ip == msg.src_ip) {
         target = it->second;
     } else {
         // A requester that gives up before the reply does not know our id yet: match its own.
@@ -323,12 +557,13 @@ void adapter_impl::cm_receive(const cm_message& msg) {
         // The connector is gone: still answer, so the peer's Disconnect completes.
         cm_message rep;
         rep.type = cm_message::DREP;
+        rep.src_conn = msg.dst_conn;
         rep.dst_conn = msg.src_conn;
         rep.src_ip = params.ip;
-        rep.src_port = msg.dst_port;
         rep.dst_ip = msg.src_ip;
-        rep.dst_port = msg.src_port;
-        cm.send(rep);
+        cm_send(rep, msg.mac);
+    } else {
+        ++cm_stats.mads_ignored;
     }
 }
 
@@ -370,8 +605,9 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
     if (st != STATUS_SUCCESS || dst_ip == 0 || dst_port == 0) {
         return STATUS_INVALID_ADDRESS;
     }
-    if (!ad->cm.reachable(dst_ip)) {
-        return STATUS_HOST_UNREACHABLE;
+    if (ad->cm != nullptr && !ad->cm->reachable(dst_ip)) {
+        return STATUS_HOST_UNREACHABLE;  // fabric_cm knows every address; on the wire the
+                                         // REQ goes out and times out (STATUS_IO_TIMEOUT)
     }
     if (src_ip == 0) {
         src_ip = ad->params.ip;
@@ -391,7 +627,8 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
     c->local_port = src_port;
     c->peer_ip = dst_ip;
     c->peer_port = dst_port;
-    c->conn_id = ad->cm.new_connection_id();
+    c->conn_id = ad->new_conn_id();
+    c->peer_mac = BROADCAST_MAC;  // ARP is not modelled: the REQ is broadcast
     c->my_ird = std::min<uint32_t>(ird, max_rd);
     c->my_ord = std::min<uint32_t>(ord, max_rd);
     c->my_psn = initial_psn(ad->params.node_id, qp->qpn, c->conn_id);
@@ -412,13 +649,17 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
     req.ord = c->my_ord;
     req.private_data = copy_data(pdata, plen);
     ad->host.cpu(ad->host.config().post_ns);
-    c->send(req);
+    c->send_reliable(req);
     return STATUS_PENDING;
 }
 
 NTSTATUS finish_connect(connector_impl* c, NDK_FN_DISCONNECT_EVENT_CALLBACK dcb,
                         NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dcb_ex, PVOID dctx,
                         NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
+    if (!c->passive && c->state == connector_impl::DISCONNECTED && c->have_peer &&
+        c->peer.type == cm_message::REP) {
+        return STATUS_CONNECTION_ABORTED;  // the peer gave up (REJ, DREQ) after its REP
+    }
     if (c->state != connector_impl::REPLIED || c->passive) {
         return STATUS_CONNECTION_INVALID;
     }
@@ -442,7 +683,8 @@ NTSTATUS finish_connect(connector_impl* c, NDK_FN_DISCONNECT_EVENT_CALLBACK dcb,
         if (st != hsi::CMD_OK) {
             cm_message rej;
             rej.type = cm_message::REJ;
-            rej.reject_status = STATUS_CONNECTION_ABORTED;
+            rej.reject_reason = CM_REJ_STALE_CONN;
+            rej.rejected_msg = 1;
             c->send(rej);
             c->state = connector_impl::DISCONNECTED;
             c->detach_qp(true);
@@ -504,7 +746,7 @@ NTSTATUS do_accept(connector_impl* c, NDK_QP* qpp, ULONG ird, ULONG ord, const v
                      if (st != hsi::CMD_OK) {
                          cm_message rej;
                          rej.type = cm_message::REJ;
-                         rej.reject_status = STATUS_CONNECTION_REFUSED;
+                         rej.reject_reason = CM_REJ_CONSUMER;
                          c->send(rej);
                          c->state = connector_impl::DISCONNECTED;
                          c->detach_qp(true);
@@ -518,8 +760,8 @@ NTSTATUS do_accept(connector_impl* c, NDK_QP* qpp, ULONG ird, ULONG ord, const v
                      rep.ird = c->my_ird;
                      rep.ord = c->my_ord;
                      rep.private_data = data;
-                     c->send(rep);
                      c->awaiting_peer = true;  // Accept completes on the RTU
+                     c->send_reliable(rep);
                  });
     return STATUS_PENDING;
 }
@@ -582,9 +824,20 @@ NTSTATUS reject(NDK_CONNECTOR* p, CONST PVOID pdata, ULONG plen) {
     }
     cm_message rej;
     rej.type = cm_message::REJ;
-    rej.reject_status = STATUS_CONNECTION_REFUSED;
+    rej.reject_reason = CM_REJ_CONSUMER;
+    rej.rejected_msg = 0;
     rej.private_data = copy_data(pdata, plen);
     c->send(rej);
+    // Kept to answer the REQ again if the REJ is lost (the connector may be closed by then).
+    rej.src_conn = c->conn_id;
+    rej.dst_conn = c->peer_conn;
+    rej.src_ip = c->local_ip;
+    rej.dst_ip = c->peer_ip;
+    auto& recent = c->adapter->recent_rejects;
+    recent.push_back(rej);
+    if (recent.size() > 64) {
+        recent.pop_front();
+    }
     c->state = connector_impl::REJECTED;
     c->adapter->conns.erase(c->conn_id);
     return STATUS_SUCCESS;
@@ -648,7 +901,6 @@ NTSTATUS connector_peer_address(NDK_CONNECTOR* p, PSOCKADDR a, ULONG* len) {
 
 NTSTATUS disconnect(NDK_CONNECTOR* p, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
     connector_impl* c = impl(p);
-    adapter_impl* ad = c->adapter;
     if (c->state == connector_impl::PEER_DISCONNECTED) {
         c->detach_qp(true);  // implicit flush; the peer already left, no handshake
         c->state = connector_impl::DISCONNECTED;
@@ -659,24 +911,14 @@ NTSTATUS disconnect(NDK_CONNECTOR* p, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
     }
     cm_message dreq;
     dreq.type = cm_message::DREQ;
-    c->send(dreq);
+    dreq.qpn = c->peer.qpn;
     c->detach_qp(true);
     c->state = connector_impl::DISCONNECTING;
     c->disc_req_cb = cb;
     c->disc_req_ctx = ctx;
     ++c->busy;
-    // The handshake times out if the peer never answers (the DREP cancels the timer).
-    ++c->busy;
-    c->disc_timer = ad->host.queue_dpc(
-        [c] {
-            if (c->state == connector_impl::DISCONNECTING && c->disc_req_cb != nullptr) {
-                c->state = connector_impl::DISCONNECTED;
-                c->complete_disconnect(STATUS_IO_TIMEOUT);
-            }
-            --c->busy;
-            c->adapter->progress(c);
-        },
-        std::max(1e6, 100 * ad->cm.get_config().delay_ns));
+    // Completes on the DREP; sent again on timeouts, then STATUS_IO_TIMEOUT.
+    c->send_reliable(dreq);
     return STATUS_PENDING;
 }
 

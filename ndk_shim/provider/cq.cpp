@@ -79,6 +79,57 @@ void cq_impl::write_doorbell(uint8_t hw_arm) {
     ++adapter->counters.cq_doorbells;
 }
 
+namespace {
+// How often a count-moderated notification re-checks the queue (the NIC interrupts on the first
+// matching CQE only; the driver counts the rest by looking at the ring).
+constexpr double MODERATION_POLL_NS = 500;
+
+bool by_interval(const cq_impl* cq) {
+    return cq->moderation_interval_us != 0 && cq->moderation_interval_us != MAXULONG;
+}
+bool by_count(const cq_impl* cq) {
+    return cq->moderation_count > 1 && cq->moderation_count != MAXULONG &&
+           cq->moderation_count <= cq->depth;
+}
+
+uint32_t queued(const cq_impl* cq) {
+    uint32_t n = 0;
+    while (n < (1u << cq->log_size) && cq->valid_at(cq->consumer + n)) {
+        ++n;
+    }
+    return n;
+}
+
+// Software interrupt moderation (ndkpi.md 7): the notification that an arm earned at `start` is
+// held until ModerationCount completions are queued or ModerationInterval us passed, whichever
+// comes first (the current settings apply at every check: "as soon as possible").
+void deliver_moderated(cq_impl* cq, sc_core::sc_time start) {
+    adapter_impl* ad = cq->adapter;
+    if (cq->closing) {
+        --cq->busy;  // the close completion must be the last callback: drop it
+        ad->progress(cq);
+        return;
+    }
+    const bool interval = by_interval(cq);
+    const bool count = by_count(cq);
+    const sc_core::sc_time limit(interval ? cq->moderation_interval_us : 0, sc_core::SC_US);
+    const sc_core::sc_time waited = sc_core::sc_time_stamp() - start;
+    const bool due = (!interval && !count) || (count && queued(cq) >= cq->moderation_count) ||
+                     (interval && waited >= limit) || cq->overrun;
+    if (due) {
+        cq->notify_cb(cq->notify_ctx, STATUS_SUCCESS);
+        --cq->busy;
+        ad->progress(cq);
+        return;
+    }
+    double next_ns = count ? MODERATION_POLL_NS : 1e30;
+    if (interval) {
+        next_ns = std::min(next_ns, (limit - waited).to_seconds() * 1e9);
+    }
+    ad->host.queue_dpc([cq, start] { deliver_moderated(cq, start); }, next_ns);
+}
+}  // namespace
+
 void cq_impl::on_event(NTSTATUS status) {
     if (closing || notify_cb == nullptr || arm < 0) {
         return;  // an overrun with no arm is reported by the next ArmCq
@@ -88,7 +139,8 @@ void cq_impl::on_event(NTSTATUS status) {
             return;
         }
         overrun_reported = true;
-    } else if (!has_match(arm)) {
+    } else if (overrun || !has_match(arm)) {
+        // After an overrun the CQ is dead: no more completion notifications (ndkpi.md 7).
         // Stale event (the consumer already polled the CQE, or an ERRORS-only arm): the arm
         // stays until a matching completion is really queued.
         return;
@@ -96,17 +148,8 @@ void cq_impl::on_event(NTSTATUS status) {
     arm = -1;  // one-shot
     ++adapter->counters.cq_notifications;
     ++busy;
-    const bool moderated = moderation_interval_us != 0 && moderation_interval_us != MAXULONG &&
-                           status == STATUS_SUCCESS;
-    if (moderated) {
-        // Software interrupt moderation: hold the notification for the interval.
-        adapter->host.queue_dpc(
-            [this, status] {
-                notify_cb(notify_ctx, status);
-                --busy;
-                adapter->progress(this);
-            },
-            moderation_interval_us * 1000.0);
+    if (status == STATUS_SUCCESS && (by_interval(this) || by_count(this))) {
+        deliver_moderated(this, sc_core::sc_time_stamp());  // errors are never held
         return;
     }
     notify_cb(notify_ctx, status);
@@ -120,51 +163,61 @@ ULONG cq_impl::poll(R* results, ULONG n) {
     host.cpu(host.config().poll_ns);
     const uint32_t mask = (1u << log_size) - 1;
     ULONG count = 0;
-    while (count < n && !overrun && valid_at(consumer)) {
-        const hsi::cqe c = ring[consumer & mask];
-        ++consumer;
-        ++adapter->counters.cqes_polled;
-        qp_impl* qp = c.qpn < adapter->qp_table.size() ? adapter->qp_table[c.qpn] : nullptr;
-        if (qp == nullptr) {
-            continue;  // the QP was destroyed: nobody to report to
-        }
-        const NTSTATUS st = cqe_status_to_ntstatus(c.status);
-        void* req = nullptr;
-        NDK_OPERATION_TYPE type;
-        ULONG bytes = 0;
-        if (is_receive(c.opcode)) {
-            type = c.opcode == hsi::CQE_RECV_INV ? NdkOperationTypeReceiveAndInvalidate
-                                                 : NdkOperationTypeReceive;
-            bytes = c.byte_len;
-            if (c.srqn & 0x80000000u) {
-                const uint32_t sn = c.srqn & 0x00FFFFFFu;
-                srq_impl* s = sn < adapter->srq_table.size() ? adapter->srq_table[sn] : nullptr;
-                if (s == nullptr) {
-                    continue;
-                }
-                req = s->shadow[c.wqe_index & (s->shadow.size() - 1)];
-                s->retire(c.wqe_index);
-            } else {
-                req = qp->rq_shadow[c.wqe_index & (qp->rq_shadow.size() - 1)];
-                qp->retire_rq(c.wqe_index);
+    // The answer "nothing queued" must hold when poll returns: the empty-poll doorbell costs CPU
+    // time (MMIO write), and a CQE landing meanwhile would be missed by a caller that then sleeps
+    // until the next DMA write (wait_for_completion_activity) -> hang. So look at the ring again
+    // after that doorbell, as drivers re-poll after an arm.
+    for (;;) {
+        while (count < n && !overrun && valid_at(consumer)) {
+            const hsi::cqe c = ring[consumer & mask];
+            ++consumer;
+            ++adapter->counters.cqes_polled;
+            qp_impl* qp = c.qpn < adapter->qp_table.size() ? adapter->qp_table[c.qpn] : nullptr;
+            if (qp == nullptr) {
+                continue;  // the QP was destroyed: nobody to report to
             }
-        } else {
-            const sq_shadow_entry& e = qp->sq_shadow[c.wqe_index & (qp->sq_shadow.size() - 1)];
-            req = e.context;
-            type = e.type;
-            bytes = c.byte_len;
-            qp->retire_sq(c.wqe_index);
+            const NTSTATUS st = cqe_status_to_ntstatus(c.status);
+            void* req = nullptr;
+            NDK_OPERATION_TYPE type;
+            ULONG bytes = 0;
+            if (is_receive(c.opcode)) {
+                type = c.opcode == hsi::CQE_RECV_INV ? NdkOperationTypeReceiveAndInvalidate
+                                                     : NdkOperationTypeReceive;
+                bytes = c.byte_len;
+                if (c.srqn & 0x80000000u) {
+                    const uint32_t sn = c.srqn & 0x00FFFFFFu;
+                    srq_impl* s = sn < adapter->srq_table.size() ? adapter->srq_table[sn] : nullptr;
+                    if (s == nullptr) {
+                        continue;
+                    }
+                    req = s->shadow[c.wqe_index & (s->shadow.size() - 1)];
+                    s->retire(c.wqe_index);
+                } else {
+                    req = qp->rq_shadow[c.wqe_index & (qp->rq_shadow.size() - 1)];
+                    qp->retire_rq(c.wqe_index);
+                }
+            } else {
+                const sq_shadow_entry& e = qp->sq_shadow[c.wqe_index & (qp->sq_shadow.size() - 1)];
+                req = e.context;
+                type = e.type;
+                bytes = c.byte_len;
+                qp->retire_sq(c.wqe_index);
+            }
+            fill(results[count], st, bytes, qp->context, req, type, c.vendor_err, c.imm_or_key);
+            ++count;
         }
-        fill(results[count], st, bytes, qp->context, req, type, c.vendor_err, c.imm_or_key);
-        ++count;
-    }
-    if (consumer - reported >= report_threshold || (count == 0 && consumer != reported)) {
-        // Keep the current arm when only the consumer index moves.
-        const uint8_t hw = arm == static_cast<int>(NDK_CQ_NOTIFY_ANY) ? hsi::CQ_ARM_ANY
-                           : arm == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED)
-                               ? hsi::CQ_ARM_SOLICITED
-                               : hsi::CQ_ARM_NONE;
-        write_doorbell(hw);
+        if (consumer - reported >= report_threshold || (count == 0 && consumer != reported)) {
+            // Keep the current arm when only the consumer index moves.
+            const uint8_t hw = arm == static_cast<int>(NDK_CQ_NOTIFY_ANY) ? hsi::CQ_ARM_ANY
+                               : arm == static_cast<int>(NDK_CQ_NOTIFY_SOLICITED)
+                                   ? hsi::CQ_ARM_SOLICITED
+                                   : hsi::CQ_ARM_NONE;
+            write_doorbell(hw);
+            if (count == 0 && !overrun && valid_at(consumer)) {
+                continue;  // a CQE landed during the doorbell write
+            }
+        }
+        break;
     }
     return count;
 }
@@ -263,7 +316,7 @@ VOID arm_cq(NDK_CQ* p, ULONG type) {
     // Already satisfied (a completion is queued, or an overrun was not reported yet): fire from
     // a DPC, never from inside ArmCq.
     const bool overrun_due = cq->overrun && !cq->overrun_reported;
-    if (overrun_due || cq->has_match(cq->arm)) {
+    if (overrun_due || (!cq->overrun && cq->has_match(cq->arm))) {
         ++cq->busy;
         cq->adapter->host.queue_dpc([cq, overrun_due] {
             --cq->busy;
@@ -289,7 +342,7 @@ NTSTATUS control_cq_moderation(NDK_CQ* p, ULONG interval, ULONG count) {
         return STATUS_INVALID_PARAMETER_MIX;
     }
     // Moderation is done by the driver (the NIC interrupts on the first matching CQE): the
-    // notification is held for `interval` us; a count-only setting notifies immediately.
+    // notification is held until `count` CQEs are queued or `interval` us passed.
     cq->moderation_interval_us = interval;
     cq->moderation_count = count;
     return STATUS_SUCCESS;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Connection manager service shared by all hosts of a run: carries the connection exchange
 // (REQ / REP / REJ / RTU, DREQ / DREP) between provider drivers with a simulated one-way delay.
-// It stands in for the RDMA-CM MADs a RoCE NIC would send over the wire (not modelled as
-// packets): each message is delivered in the destination host's DPC thread `delay_ns` later.
+// The legacy stand-in for the CM MADs that adapters opened without it send over the wire
+// (hw/gsi): each message is delivered in the destination host's DPC thread `delay_ns` later.
 #pragma once
 
 #include <array>
@@ -11,29 +11,11 @@
 #include <vector>
 
 #include "ndk_shim/ntstatus.h"
+#include "ndk_shim/provider/cm_mad.h"
 
 namespace rnic::ndk {
 
 class host_system;
-
-struct cm_message {
-    enum kind : uint8_t { REQ, REP, REJ, RTU, DREQ, DREP };
-    kind type = REQ;
-    uint64_t src_conn = 0;  // sender's connection id
-    uint64_t dst_conn = 0;  // receiver's connection id (0 in a REQ)
-    uint32_t src_ip = 0;    // host order
-    uint16_t src_port = 0;
-    uint32_t dst_ip = 0;
-    uint16_t dst_port = 0;
-    // Transport attributes of the sender's QP (REQ, REP).
-    uint32_t qpn = 0;
-    uint32_t psn = 0;
-    uint32_t ird = 0;  // inbound read limit the sender accepts
-    uint32_t ord = 0;  // outbound reads the sender wants to issue
-    std::array<uint8_t, 6> mac{};
-    NTSTATUS reject_status = STATUS_CONNECTION_REFUSED;  // REJ
-    std::vector<uint8_t> private_data;
-};
 
 // What a provider adapter exposes to the CM: its host (for delivery) and a receive hook.
 class cm_port {
@@ -64,15 +46,11 @@ public:
     // dropped if the destination detached meanwhile.
     bool send(const cm_message& msg);
 
-    // Fabric-wide unique, never 0.
-    uint64_t new_connection_id() { return ++m_next_conn; }
-
     uint64_t messages_sent() const { return m_sent; }
 
 private:
     config m_cfg;
     std::map<uint32_t, cm_port*> m_ports;
-    uint64_t m_next_conn = 0;
     uint64_t m_sent = 0;
 };
 

@@ -131,9 +131,11 @@ NTSTATUS register_mr(NDK_MR* p, MDL* mdl, SIZE_T length, ULONG flags, NDK_FN_REQ
     c.u.mr.page_count = static_cast<uint32_t>(pages.size());
     c.u.mr.access = mr_access(flags);
     c.u.mr.first_byte_offset = fbo;
-    return mr_request(mr, c, cb, ctx, [ad, mr, list](NTSTATUS s) {
+    const uint32_t access = c.u.mr.access;
+    return mr_request(mr, c, cb, ctx, [ad, mr, list, access](NTSTATUS s) {
         ad->host.free(list);  // the NIC copied it into its MTT
         mr->registered = s == STATUS_SUCCESS;
+        mr->access = mr->registered ? access : 0;
     });
 }
 
@@ -143,6 +145,7 @@ NTSTATUS deregister_mr(NDK_MR* p, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
         return STATUS_INVALID_DEVICE_STATE;
     }
     mr->registered = false;
+    mr->access = 0;
     return mr_request(mr, destroy_mr_cmd(mr->key(), mr->pd->pdn), cb, ctx, [](NTSTATUS) {});
 }
 
@@ -167,8 +170,10 @@ NTSTATUS initialize_fast_register_mr(NDK_MR* p, ULONG page_count, BOOLEAN remote
     c.u.mr.page_count = page_count;
     c.u.mr.access = hsi::ACCESS_FAST_REG | hsi::ACCESS_LOCAL_WRITE | hsi::ACCESS_MW_BIND |
                     (mr->remote_access ? hsi::ACCESS_REMOTE_ACCESS_OK : 0u);
-    return mr_request(mr, c, cb, ctx, [ad, mr](NTSTATUS s) {
+    const uint32_t access = c.u.mr.access;
+    return mr_request(mr, c, cb, ctx, [ad, mr, access](NTSTATUS s) {
         mr->registered = s == STATUS_SUCCESS;
+        mr->access = mr->registered ? access : 0;
         if (!mr->registered) {
             ad->host.free(mr->fr_page_list);
             mr->fr_page_list = nullptr;

@@ -10,7 +10,9 @@
 // depends on the DPC thread and may run inside a callback.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,6 +22,7 @@
 
 #include "hw/hsi/hsi.h"
 #include "ndk_shim/ndk_sim.h"
+#include "ndk_shim/provider/cm_mad.h"
 
 namespace rnic::ndk::provider {
 
@@ -27,11 +30,17 @@ struct adapter_impl;
 struct qp_impl;
 struct connector_impl;
 
-// Handle allocator (QPN, CQN, PDN, SRQN, key index) over [1, count): index 0 is reserved.
+// Handle allocator (QPN, CQN, PDN, SRQN, key index) over [first, count): the handles below
+// `first` are reserved (index 0 always; QPNs 0 and 1 are the SMI and GSI QPs).
 class handle_pool {
 public:
-    explicit handle_pool(uint32_t count = 0)
-        : m_used(count, false) {}
+    explicit handle_pool(uint32_t count = 0, uint32_t first = 1)
+        : m_used(count, false)
+        , m_next(first) {
+        for (uint32_t h = 1; h < first && h < count; ++h) {
+            m_used[h] = true;  // never handed out, never counted as in use
+        }
+    }
     // 0 when exhausted.
     uint32_t alloc();
     void free(uint32_t h);
@@ -167,6 +176,7 @@ struct mr_impl : NDK_MR, object_base {
     uint32_t variant = 0;              // key variant byte
     bool registered = false;           // RegisterMr or InitializeFastRegisterMr completed
     bool remote_access = false;        // fast-reg: initialised with RemoteAccess
+    uint32_t access = 0;               // hsi::mr_access of the current registration
     uint32_t page_capacity = 0;        // fast-reg
     uint64_t* fr_page_list = nullptr;  // fast-reg page list (driver memory the NIC reads)
     uint32_t key() const { return index << 8 | (variant & 0xFF); }
@@ -211,8 +221,8 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     };
     state_t state = IDLE;
     bool passive = false;
-    uint64_t conn_id = 0;
-    uint64_t peer_conn = 0;
+    uint32_t conn_id = 0;    // local communication ID
+    uint32_t peer_conn = 0;  // the peer's (0 until it answered)
     qp_impl* qp = nullptr;
     uint32_t local_ip = 0, peer_ip = 0;
     uint16_t local_port = 0, peer_port = 0;
@@ -221,11 +231,15 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     uint32_t my_psn = 0;
     cm_message peer;  // the peer's REQ (passive) or REP/REJ (active)
     bool have_peer = false;
+    std::array<uint8_t, 6> peer_mac{};  // broadcast until the peer's first MAD
+    // Retransmission of the last REQ / REP / DREQ until its answer (CM response timeout).
+    cm_message last_sent;
+    uint64_t timer = 0;  // host DPC token of the pending timeout (0 = none)
+    uint32_t retries_left = 0;
     // Pending request completions.
     NDK_FN_REQUEST_COMPLETION req_cb = nullptr;
     void* req_ctx = nullptr;
     NDK_FN_REQUEST_COMPLETION disc_req_cb = nullptr;
-    uint64_t disc_timer = 0;  // host DPC token of the disconnect handshake timeout
     void* disc_req_ctx = nullptr;
     // Disconnect event (plain or Ex).
     NDK_FN_DISCONNECT_EVENT_CALLBACK disc_cb = nullptr;
@@ -241,6 +255,11 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     void complete_disconnect(NTSTATUS status);
     void on_message(const cm_message& m);
     void send(cm_message m);
+    // Sends `m` and retransmits it every CM response timeout (`service` times longer after an
+    // MRA) until stop_timer(); after cm_retries retransmissions on_timeout() runs.
+    void send_reliable(cm_message m, double timeout_ns = 0);
+    void stop_timer();
+    void on_timeout();
     void detach_qp(bool flush);
     void report_disconnect();
 };
@@ -248,7 +267,7 @@ struct connector_impl : NDK_CONNECTOR, object_base {
 // --------------------------------------------------------------------------------------------
 struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     host_system& host;
-    fabric_cm& cm;
+    fabric_cm* cm = nullptr;  // in-simulator CM service; nullptr: CM MADs on the wire (GSI)
     adapter_params params;
     NDK_VERSION version{1, 2};
     adapter_counters counters;
@@ -272,13 +291,23 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     std::vector<qp_impl*> qp_table;
     std::vector<cq_impl*> cq_table;
     std::vector<srq_impl*> srq_table;
-    std::map<uint64_t, connector_impl*> conns;
+    std::map<uint32_t, connector_impl*> conns;  // by local communication ID
+    uint32_t next_conn = 0;
+    uint64_t next_tid = 0;
+    // GSI (QP1) rings: CM MADs on the wire (hsi GSI section).
+    uint8_t* gsi_sq = nullptr;
+    uint8_t* gsi_rq = nullptr;
+    uint32_t gsi_sq_producer = 0, gsi_sq_consumer = 0;
+    uint32_t gsi_rq_consumer = 0;
+    cm_counters cm_stats;
+    // REJs sent by NdkReject, answered again to a retransmitted REQ (newest last, at most 64).
+    std::deque<cm_message> recent_rejects;
     std::map<uint16_t, listener_impl*> listeners;
     std::map<uint16_t, uint32_t> port_refs;
     uint16_t next_ephemeral = 49152;
     sc_core::sc_event children_gone;
 
-    adapter_impl(host_system& h, fabric_cm& c, const adapter_params& p);
+    adapter_impl(host_system& h, fabric_cm* c, const adapter_params& p);
     ~adapter_impl() override;
 
     bool sync() const { return !host.config().async_create; }
@@ -302,6 +331,15 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     NTSTATUS take_port(uint16_t& port);  // 0 = ephemeral
     void release_port(uint16_t port);
     uint32_t new_key(uint32_t index);  // next variant for a key index
+
+    // CM transport (connector.cpp).
+    uint32_t new_conn_id();
+    // Sends a CM message to `dst_mac` (broadcast while unknown): a MAD on the GSI send ring,
+    // or through fabric_cm. Fills in the sender's MAC.
+    void cm_send(cm_message m, const std::array<uint8_t, 6>& dst_mac);
+    void gsi_init();     // programs the GSI rings (after init())
+    void gsi_release();  // turns the rings off and frees them (close_adapter)
+    void gsi_poll();     // EVENT_GSI_RECEIVE: decode and dispatch the received MADs
 
     // cm_port
     host_system& cm_host() override { return host; }
@@ -451,7 +489,7 @@ VOID control_connect_events(NDK_LISTENER*, BOOLEAN);
 NTSTATUS shared_endpoint_local_address(NDK_SHARED_ENDPOINT*, PSOCKADDR, ULONG*);
 
 // Provider limits not in nic_limits.
-constexpr ULONG MAX_CALLER_DATA = 56;   // RDMA-CM REQ private data over RoCE
-constexpr ULONG MAX_CALLEE_DATA = 148;  // RDMA-CM REJ (REP allows 196): the smaller one
+constexpr ULONG MAX_CALLER_DATA = CM_REQ_CALLER_DATA;  // REQ private data (cm_mad.h)
+constexpr ULONG MAX_CALLEE_DATA = CM_CALLEE_DATA;      // REJ's (REP allows more): the smaller one
 
 }  // namespace rnic::ndk::provider

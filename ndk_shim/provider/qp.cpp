@@ -269,6 +269,11 @@ NTSTATUS qp_bind(NDK_QP* p, PVOID rc, NDK_MR* mrp, NDK_MW* mwp, PVOID va, SIZE_T
     if (!mr->registered) {
         return qp->fail(STATUS_INVALID_PARAMETER);
     }
+    // Remote write on the window needs local write on the region (ndkpi.md 8): rights not
+    // granted at registration fail inline (ndkpi.md 6), no CQE.
+    if ((access & hsi::ACCESS_REMOTE_WRITE) && !(mr->access & hsi::ACCESS_LOCAL_WRITE)) {
+        return qp->fail(STATUS_ACCESS_VIOLATION);
+    }
     hsi::wqe_ctrl c{};
     c.opcode = hsi::WQE_BIND_MW;
     c.flags = wqe_flags(flags);

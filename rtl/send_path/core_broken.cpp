@@ -2,7 +2,9 @@
 // Deliberately broken variants of rtl/send_path/send_path.sv (parameter BREAK) that the
 // conformance suite must catch: one cycle late, and a wrong ICRC byte.
 #include "Vsend_path_badcrc.h"
+#include "Vsend_path_badcrc___024root.h"
 #include "Vsend_path_late.h"
+#include "Vsend_path_late___024root.h"
 #include "rtl/send_path/send_path_broken.h"
 #include "rtl/send_path/verilated_core.h"
 

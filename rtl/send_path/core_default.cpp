@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The send path RTL built into the simulator (ours, or RNICSIM_SEND_PATH_RTL's).
 #include "Vsend_path.h"
+#include "Vsend_path___024root.h"  // clock trigger state (verilated_core.h, fast edges)
 #include "rtl/send_path/verilated_core.h"
 
 #ifndef RNICSIM_SEND_PATH_RTL_SOURCE

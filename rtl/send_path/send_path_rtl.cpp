@@ -488,7 +488,10 @@ bool send_path_rtl::edge(uint64_t e) {
         if (m_out_beat == 0) {
             m_frame_first_edge = e;
         }
-        m_frame_len = off + static_cast<size_t>(__builtin_popcountll(keep));
+        // Every beat but a frame's last is full (no popcount call per beat).
+        m_frame_len =
+            off +
+            (keep == ~uint64_t{0} ? size_t{64} : static_cast<size_t>(__builtin_popcountll(keep)));
         if (m_observer) {
             hw::frame_beat& b = m_pending_beats.emplace_back();
             std::copy(m_frame_buf.begin() + static_cast<std::ptrdiff_t>(off),

@@ -42,14 +42,17 @@ struct sink : rnic::fabric::frame_sink_if {
     }
 };
 
-// A RoCEv2-shaped frame: BTH opcode at byte 42, destination QP at bytes 47..49.
+// A RoCEv2-shaped frame: BTH opcode at byte 42, destination QP at bytes 47..49. A frame shorter
+// than 50 bytes has no room for those fields and stays filler only.
 eth_frame roce_frame(size_t len, uint64_t flow, uint8_t opcode, uint32_t dest_qp) {
     eth_frame f;
     f.data.assign(len, 0x5A);
-    f.data[42] = opcode;
-    f.data[47] = static_cast<uint8_t>(dest_qp >> 16);
-    f.data[48] = static_cast<uint8_t>(dest_qp >> 8);
-    f.data[49] = static_cast<uint8_t>(dest_qp);
+    if (len >= 50) {
+        f.data[42] = opcode;
+        f.data[47] = static_cast<uint8_t>(dest_qp >> 16);
+        f.data[48] = static_cast<uint8_t>(dest_qp >> 8);
+        f.data[49] = static_cast<uint8_t>(dest_qp);
+    }
     f.flow_id = flow;
     return f;
 }

@@ -16,12 +16,18 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <gtest/gtest.h>
+
 #include "hw/common/sim_context.h"
 #include "hw/hsi/hsi.h"
 #include "ndk_shim/host/host_system.h"
 #include "ndk_shim/ndk_sim.h"
+#include "ndk_shim/provider/provider.h"
 #include "tlm/host_memory/host_memory.h"
 #include "tlm/pcie/pcie_link.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 namespace rnic::ndk::test {
 
@@ -374,5 +380,146 @@ struct notify_log {
         l->status = st;
     }
 };
+
+// ---------------------------------------------------------------------------------------------
+// Shared by the per-family tests
+// ---------------------------------------------------------------------------------------------
+
+// Synchronous creation (host_config::async_create = false): Create* return the final status.
+inline host_config sync_cfg() {
+    host_config c;
+    c.async_create = false;
+    return c;
+}
+// Asynchronous creation (the default): Create* return STATUS_PENDING and complete from the ISR.
+inline host_config async_cfg() {
+    return host_config{};
+}
+
+inline SOCKADDR_IN addr(uint32_t ip, uint16_t port) {
+    SOCKADDR_IN a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(ip);
+    return a;
+}
+
+// A little-endian field of a byte image (WQE, ring slot).
+template <typename T>
+T at(const std::vector<uint8_t>& b, size_t off) {
+    T v{};
+    std::memcpy(&v, b.data() + off, sizeof(T));
+    return v;
+}
+
+// The object of a create call in either mode: `st` is what the call returned; PENDING waits for
+// the create completion recorded in `log`. Null (and a gtest failure) if the creation failed.
+// `out` is the call's out-parameter, read after the call (hence by reference).
+template <typename T>
+T* created(NTSTATUS st, T*& out, create_log& log) {
+    if (st == STATUS_PENDING) {
+        if (!wait_until([&] { return log.calls == 1; })) {
+            ADD_FAILURE() << "create completion never came";
+            return nullptr;
+        }
+        st = log.status;
+        if (st == STATUS_SUCCESS) {
+            return reinterpret_cast<T*>(log.object);
+        }
+    }
+    EXPECT_EQ(st, STATUS_SUCCESS) << ntstatus_name(st);
+    return st == STATUS_SUCCESS ? out : nullptr;
+}
+
+// The final status of a request in either mode (PENDING waits for the completion in `log`).
+inline NTSTATUS finished(NTSTATUS st, request_log& log) {
+    if (st != STATUS_PENDING) {
+        return st;
+    }
+    if (!wait_until([&] { return log.calls == 1; })) {
+        return STATUS_PENDING;
+    }
+    return log.status;
+}
+
+// The fake NIC has no wire: the tests of posting rules mark a QP connected (RTS) the way the
+// connector does once CompleteConnect / Accept finished, without a peer.
+inline void force_connected(NDK_QP* qp) {
+    provider::impl(qp)->state = provider::qp_impl::CONNECTED;
+}
+
+// Listener connect events: the last incoming connector and how many arrived.
+struct listen_state {
+    NDK_CONNECTOR* incoming = nullptr;
+    int events = 0;
+    static VOID fn(PVOID ctx, NDK_CONNECTOR* c) {
+        auto* s = static_cast<listen_state*>(ctx);
+        s->incoming = c;
+        ++s->events;
+    }
+};
+struct disc_log {
+    int calls = 0;
+    static VOID fn(PVOID ctx) { ++static_cast<disc_log*>(ctx)->calls; }
+};
+
+// Adapter + PD + one CQ (armed notifications go to `notes`) + one QP, in either creation mode.
+struct endpoint {
+    NDK_ADAPTER* adapter = nullptr;
+    NDK_PD* pd = nullptr;
+    NDK_CQ* cq = nullptr;
+    NDK_QP* qp = nullptr;
+    notify_log notes;
+
+    void open(node& n, fabric_cm& cm, const adapter_params& p, ULONG inline_size = 64,
+              ULONG cq_depth = 64) {
+        ASSERT_EQ(open_adapter(n.host, cm, p, &adapter), STATUS_SUCCESS);
+        create_log pl, cl, ql;
+        NDK_PD* pd_out = nullptr;
+        pd = created(adapter->Dispatch->NdkCreatePd(adapter, create_log::fn, &pl, &pd_out), pd_out,
+                     pl);
+        ASSERT_NE(pd, nullptr);
+        NDK_CQ* cq_out = nullptr;
+        cq = created(adapter->Dispatch->NdkCreateCq(adapter, cq_depth, notify_log::fn, &notes,
+                                                    nullptr, create_log::fn, &cl, &cq_out),
+                     cq_out, cl);
+        ASSERT_NE(cq, nullptr);
+        NDK_QP* qp_out = nullptr;
+        qp = created(pd->Dispatch->NdkCreateQp(pd, cq, cq, this, 16, 16, 4, 4, inline_size,
+                                               create_log::fn, &ql, &qp_out),
+                     qp_out, ql);
+        ASSERT_NE(qp, nullptr);
+    }
+    uint32_t qpn() const { return get_qp_number(qp); }
+};
+
+// Host memory the driver and the NIC can both see, with an MDL over it.
+struct host_buffer {
+    host_system* host = nullptr;
+    uint8_t* data = nullptr;
+    MDL* mdl = nullptr;
+    host_buffer(host_system& h, size_t bytes, size_t mdl_off = 0, size_t mdl_len = 0)
+        : host(&h)
+        , data(static_cast<uint8_t*>(h.alloc(bytes))) {
+        mdl = h.build_mdl(data + mdl_off, mdl_len != 0 ? mdl_len : bytes - mdl_off);
+    }
+    ~host_buffer() {
+        host->free_mdl(mdl);
+        host->free(data);
+    }
+    host_buffer(const host_buffer&) = delete;
+    host_buffer& operator=(const host_buffer&) = delete;
+};
+
+// A CQE as the NIC would write it for `qp`.
+inline hsi::cqe make_cqe(uint32_t qpn, uint16_t wqe_index, uint8_t opcode,
+                         uint8_t status = hsi::CQE_OK) {
+    hsi::cqe e{};
+    e.qpn = qpn;
+    e.wqe_index = wqe_index;
+    e.opcode = opcode;
+    e.status = status;
+    return e;
+}
 
 }  // namespace rnic::ndk::test

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The files of a run's output folder: stats.json, summary.txt (perftest style), config.json.
+// The files of a run's output folder: stats.json, summary.txt (perftest style), config.json,
+// speed.json (the simulator's own speed, the one file that depends on the machine).
 #pragma once
 
 #include <string>
@@ -13,17 +14,20 @@ namespace rnic::output {
 
 // stats.json: {"blocks": {<module>: {<counter>: v}}, "summary": {...}, "stages": {<stage>:
 // {...}}, "stages_by_block": {<block>: {<stage>: {...}}}, "integrity": {...}, "sim": {...},
-// "result": {...}} (configs/README.md lists the keys). Only sim.wall_s and sim.packets_per_wall_s
-// depend on the machine; everything else is a function of the config.
+// "result": {...}} (configs/README.md lists the keys). A function of the config alone: two runs
+// of the same config and seed write the same bytes. Wall-clock figures are in speed.json.
 nlohmann::json make_stats_json(const scenario::run_result& r);
 
-// stats.json minus the fields that depend on the machine (sim.wall_s, sim.packets_per_wall_s):
-// what two runs of the same config agree on byte for byte.
-nlohmann::json without_wall_fields(nlohmann::json stats);
+// speed.json: {"wall_s", "simulated_ns", "packets", "packets_per_wall_s",
+// "simulated_ns_per_wall_s"}: how fast this machine simulated the run. The only output that
+// changes between two runs of the same config.
+nlohmann::json make_speed_json(const scenario::run_result& r);
 
-// summary.txt: perftest-like table of the workload and its results; the last line holds the
-// simulator speed (wall time) and is the only line that varies between identical runs.
+// summary.txt: perftest-like table of the workload and its results (no wall-clock figures).
 std::string make_summary(const scenario::scenario_config& cfg, const scenario::run_result& r);
+
+// One line for the terminal (stderr): "rnicsim: simulator speed: 1.234 s wall, ...".
+std::string make_speed_line(const scenario::run_result& r);
 
 // JSON text as written to stats.json / config.json: 2-space indent, sorted keys, final newline.
 std::string to_file_text(const nlohmann::json& j);

@@ -54,6 +54,17 @@ const entry SIGNALS[] = {
     {"node*.nic.dma_engine.reads_in_flight", "DMA reads issued and not yet complete (all clients)"},
     {"node*.nic.dma_engine.writes_in_flight",
      "DMA writes whose requester waits for the last TLP to leave"},
+    // QP context state of the QPs chosen by outputs.waves_qps (hw::qp_context)
+    {"node*.nic.qp*.state",
+     "QP state: 0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 ERROR (set by MODIFY_QP commands)"},
+    {"node*.nic.qp*.sq_producer", "send-queue producer index from the doorbells (free-running)"},
+    {"node*.nic.qp*.sq_fetched", "send-queue WQEs read by WQE fetch (free-running)"},
+    {"node*.nic.qp*.next_psn", "requester: next PSN to send"},
+    {"node*.nic.qp*.outstanding_reads", "requester: RDMA READs in flight"},
+    {"node*.nic.qp*.rq_producer", "receive-queue producer index from the doorbells"},
+    {"node*.nic.qp*.rq_consumer", "receive WQEs taken by the receive path"},
+    {"node*.nic.qp*.expected_psn", "responder: next PSN it accepts"},
+    {"node*.nic.qp*.msn", "responder: messages completed (MSN of its ACKs)"},
     // transmit engine
     {"node*.nic.tx_engine.wqes", "counter: WQEs processed"},
     {"node*.nic.tx_engine.messages", "counter: request messages handed to the send path"},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <stdexcept>
@@ -139,9 +140,10 @@ void timeline::flush(bool force) {
     m_buf.clear();
 }
 
-timeline::place timeline::place_slice(const std::string& block, const std::string& stage,
-                                      uint64_t start_ps, uint64_t end_ps) {
-    m_key.assign(block).append(1, ' ').append(stage);
+timeline::place timeline::place_slice(const std::string& block, uint64_t start_ps,
+                                      uint64_t end_ps) {
+    // One track per block (a Chrome thread per lane of it); the slices carry the stage name.
+    m_key.assign(block);
     auto it = m_tracks.find(m_key);
     if (it == m_tracks.end()) {
         // Block names are hierarchical: "<node>.nic.<block>..." -> process <node>.
@@ -161,13 +163,10 @@ timeline::place timeline::place_slice(const std::string& block, const std::strin
                 R"({{"ph":"M","name":"process_sort_index","pid":{0},"tid":0,"args":{{"sort_index":{0}}}}})",
                 pit->second);
         }
-        const auto bit =
-            m_blocks.emplace(block, static_cast<int>(m_blocks.size() + 1) * 1000).first;
         track t;
         t.pid = pit->second;
-        t.sort_base = bit->second;
-        // Later stages of the block sort after its earlier ones.
-        bit->second += 100;
+        // Blocks in first-seen order (the pipeline's order for the first WQE), lanes after.
+        t.sort_base = static_cast<int>(m_tracks.size() + 1) * 1000;
         it = m_tracks.emplace(m_key, std::move(t)).first;
     }
     track& t = it->second;
@@ -230,7 +229,58 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
         return;
     }
 
-    const place p = place_slice(block, stage, start_ps, end_ps);
+    const place p = place_slice(block, start_ps, end_ps);
+    if (flow_id == 0 && stage == "doorbell") {
+        hold_doorbell(block, p, start_ps, end_ps, args_json);
+        return;
+    }
+    if (flow_id != 0 && stage == "wqe_fetch") {
+        attach_doorbell(block, flow_id, start_ps);
+    }
+    write_slice(p, stage, flow_id, start_ps, end_ps, args_json);
+}
+
+namespace {
+
+// "node0.nic.doorbell" -> "node0": the process of a block.
+std::string node_of(const std::string& block) {
+    return block.substr(0, block.find('.'));
+}
+
+}  // namespace
+
+void timeline::hold_doorbell(const std::string& block, const place& p, uint64_t start_ps,
+                             uint64_t end_ps, const std::string& args_json) {
+    const size_t at = args_json.find("\"qpn\":");
+    if (at == std::string::npos) {
+        write_slice(p, "doorbell", 0, start_ps, end_ps, args_json);
+        return;
+    }
+    const auto qpn = static_cast<uint32_t>(std::strtoul(args_json.c_str() + at + 6, nullptr, 10));
+    m_held[{node_of(block), qpn}].push_back({p, start_ps, end_ps, args_json});
+}
+
+void timeline::attach_doorbell(const std::string& block, uint64_t flow_id, uint64_t start_ps) {
+    // WQE fetch's flow ids are node << 56 | QPN << 32 | count (hw/wqe_fetch).
+    const std::pair<std::string, uint32_t> key{node_of(block),
+                                               static_cast<uint32_t>(flow_id >> 32) & 0xFFFFFF};
+    auto [bit, fresh] = m_batch_start.emplace(key, start_ps);
+    if (!fresh && bit->second == start_ps) {
+        return;  // a later WQE of the same batch
+    }
+    bit->second = start_ps;
+    auto hit = m_held.find(key);
+    // The doorbell that queued this batch ended (QP handed to WQE fetch) when the batch began.
+    if (hit == m_held.end() || hit->second.empty() || hit->second.front().end_ps > start_ps) {
+        return;
+    }
+    const held_slice h = hit->second.front();
+    hit->second.erase(hit->second.begin());
+    write_slice(h.p, "doorbell", flow_id, h.start_ps, h.end_ps, h.args);
+}
+
+void timeline::write_slice(const place& p, const std::string& stage, uint64_t flow_id,
+                           uint64_t start_ps, uint64_t end_ps, const std::string& args_json) {
     emit_begin();
     m_buf += R"({"ph":"X","name":)";
     append_json_string(m_buf, stage);
@@ -279,6 +329,13 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
 void timeline::close() {
     if (m_file == nullptr) {
         return;
+    }
+    // Doorbells no fetch followed (the QP had nothing left to fetch): per QP, no WQE.
+    for (auto& [key, held] : m_held) {
+        for (const held_slice& h : held) {
+            write_slice(h.p, "doorbell", 0, h.start_ps, h.end_ps, h.args);
+        }
+        held.clear();
     }
     m_buf += "\n]}\n";
     flush(true);

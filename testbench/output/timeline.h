@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // WQE timeline: collects every block's stage slices, aggregates per-stage latency for
 // stats.json and, on request, writes DIR/trace.json in the Chrome trace-event format that
-// Perfetto and chrome://tracing open (one process per node, tracks per block and stage, flow
-// arrows through each WQE's slices).
+// Perfetto and chrome://tracing open (one process per node, one track per block, slices named
+// by stage, flow arrows through each WQE's slices).
 #pragma once
 
 #include <cstdint>
@@ -74,12 +74,12 @@ public:
     uint64_t events_written() const { return m_events; }
 
 private:
-    // The Chrome threads of one stage of one block ("node1.nic.recv_path rx_dma"): slices are
-    // spread over lanes so that slices on one thread never overlap (Perfetto requires strictly
-    // nested slices per thread; pipelined and queued stages overlap).
+    // The Chrome threads of one block ("node1.nic.recv_path"): slices are spread over lanes
+    // ("node1.nic.recv_path #2", ...) so that slices on one thread never overlap (Perfetto
+    // requires strictly nested slices per thread; pipelined and queued stages overlap).
     struct track {
         int pid = 0;
-        int sort_base = 0;               // keeps a block's stages together, in first-seen order
+        int sort_base = 0;               // keeps a block's lanes together, in first-seen order
         std::vector<int> lane_tid;       // Chrome tid of each lane
         std::vector<uint64_t> lane_end;  // end (ps) of the last slice placed in each lane
     };
@@ -87,8 +87,21 @@ private:
         int pid;
         int tid;
     };
-    place place_slice(const std::string& block, const std::string& stage, uint64_t start_ps,
-                      uint64_t end_ps);
+    place place_slice(const std::string& block, uint64_t start_ps, uint64_t end_ps);
+    // Writes one placed slice and, for a WQE's slice, the flow arrow from its previous one.
+    void write_slice(const place& p, const std::string& stage, uint64_t flow_id, uint64_t start_ps,
+                     uint64_t end_ps, const std::string& args_json);
+    // A doorbell is per QP, not per WQE (flow 0, args "qpn"): its slice is held until the WQE
+    // fetch it started reads the QP's next batch, and joins the flow of that batch's first WQE.
+    struct held_slice {
+        place p;
+        uint64_t start_ps;
+        uint64_t end_ps;
+        std::string args;
+    };
+    void hold_doorbell(const std::string& block, const place& p, uint64_t start_ps, uint64_t end_ps,
+                       const std::string& args_json);
+    void attach_doorbell(const std::string& block, uint64_t flow_id, uint64_t start_ps);
     void emit_begin();
     void emit_end();
     void flush(bool force);
@@ -98,12 +111,15 @@ private:
     std::string m_buf;  // pending JSON text, written out in large chunks
     bool m_first = true;
 
-    std::unordered_map<std::string, track> m_tracks;  // "<block> <stage>" -> its lanes
+    std::unordered_map<std::string, track> m_tracks;  // block -> its lanes
     std::map<std::string, int> m_pids;                // node name -> pid
-    std::unordered_map<std::string, int> m_blocks;    // block -> sort base
     int m_next_tid = 1;
     std::string m_key;                                                // scratch for the track key
     std::unordered_map<uint64_t, std::pair<place, uint64_t>> m_last;  // flow -> last slice
+    // (node, QPN) -> doorbell slices not yet attached, oldest first; and the start of the
+    // latest fetch batch seen (the batch's WQEs share it: only its first takes the doorbell).
+    std::map<std::pair<std::string, uint32_t>, std::vector<held_slice>> m_held;
+    std::map<std::pair<std::string, uint32_t>, uint64_t> m_batch_start;
     // Per (block, stage), found through a small cache keyed by where the caller's stage string
     // lives: a call site passes a short (in-place) std::string temporary built at the same
     // place of the same thread's stack every time. Always verified by comparing the strings,

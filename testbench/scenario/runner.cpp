@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 
 #include <systemc>
@@ -35,10 +36,13 @@ struct testbench {
     std::array<std::unique_ptr<node>, NODES> nodes;
     std::unique_ptr<workload> load;
 
-    // `vcd`: where the blocks trace their signals (the waves recorder), or null.
-    testbench(const scenario_config& cfg, sc_core::sc_trace_file* vcd, hw::event_tracer* tracer) {
+    // `vcd`: where the blocks trace their signals (the waves recorder), or null. `rtl_fst_base`:
+    // where a Verilated send path writes its own waveform (<base>.fst, <base>.node1.fst), or empty.
+    testbench(const scenario_config& cfg, sc_core::sc_trace_file* vcd, hw::event_tracer* tracer,
+              std::string rtl_fst_base = {}) {
         ctx.vcd = vcd;
         ctx.tracer = tracer;
+        ctx.rtl_fst_base = std::move(rtl_fst_base);
         link = std::make_unique<fabric::eth_link>("link", cfg.topology.link, ctx);
         for (size_t i = 0; i < NODES; ++i) {
             nodes[i] =
@@ -46,6 +50,39 @@ struct testbench {
         }
         load = std::make_unique<workload>(
             "workload", cfg, std::array<node*, NODES>{nodes[0].get(), nodes[1].get()}, cm, ctx);
+        if (vcd != nullptr) {
+            trace_qps(cfg, vcd);
+        }
+    }
+
+    // The context state of the chosen QPs (outputs.waves_qps) on every node, as the NIC keeps
+    // it in its QP context table: "<node>.nic.qp<N>.<field>". The table is sized at
+    // elaboration, so a slot's fields can be traced before the driver creates the QP.
+    void trace_qps(const scenario_config& cfg, sc_core::sc_trace_file* vcd) {
+        std::vector<uint32_t> qpns = cfg.outputs.waves_qps;
+        if (qpns.empty()) {
+            for (uint32_t q = 1; q <= cfg.workload.qps + 1; ++q) {
+                qpns.push_back(q);
+            }
+        }
+        for (const auto& n : nodes) {
+            for (uint32_t q : qpns) {
+                hw::qp_context* c = n->nic.contexts().qp_slot(q);
+                if (c == nullptr) {
+                    continue;  // beyond rnic.limits.max_qps
+                }
+                const std::string p = std::string(n->nic.name()) + ".qp" + std::to_string(q) + ".";
+                sc_core::sc_trace(vcd, c->state, p + "state", 8);
+                sc_core::sc_trace(vcd, c->sq_producer, p + "sq_producer");
+                sc_core::sc_trace(vcd, c->sq_fetched, p + "sq_fetched");
+                sc_core::sc_trace(vcd, c->next_psn, p + "next_psn");
+                sc_core::sc_trace(vcd, c->outstanding_reads, p + "outstanding_reads");
+                sc_core::sc_trace(vcd, c->rq_producer, p + "rq_producer");
+                sc_core::sc_trace(vcd, c->rq_consumer, p + "rq_consumer");
+                sc_core::sc_trace(vcd, c->expected_psn, p + "expected_psn");
+                sc_core::sc_trace(vcd, c->msn, p + "msn");
+            }
+        }
     }
 };
 
@@ -229,14 +266,29 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
 
     // The testbench is never deleted: SystemC keeps its processes (some still suspended when a
     // time limit ends the run) until the process exits, and a process holds one elaboration.
-    auto* tb = new testbench(cfg, waves.get(), tl.get());
+    // With waveforms on, an RTL send path also writes the RTL's own waveform next to waves.vcd
+    // (rtl.fst for node 0, rtl.node1.fst for node 1): the model has no RTL signals to write.
+    std::string rtl_fst_base;
+    if (!opts.waves_vcd.empty()) {
+        rtl_fst_base = (std::filesystem::path(opts.waves_vcd).parent_path() / "rtl").string();
+    }
+    auto* tb = new testbench(cfg, waves.get(), tl.get(), rtl_fst_base);
 
     if (pcap) {
         // Stamped with the time the first bit leaves the sender's MAC, before fault injection
         // (a frame the link drops or corrupts is captured as sent). Picoseconds floor to ns.
         const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
         output::pcap_writer* w = pcap.get();
-        tb->link->set_capture([w, ps_per_unit](int, const fabric::eth_frame& f) {
+        // outputs.pcap_links: which directions of the link (empty: both).
+        std::array<bool, 2> side = {cfg.outputs.pcap_links.empty(), cfg.outputs.pcap_links.empty()};
+        for (const std::string& l : cfg.outputs.pcap_links) {
+            side[0] = side[0] || l == "link" || l == "link.dir0";
+            side[1] = side[1] || l == "link" || l == "link.dir1";
+        }
+        tb->link->set_capture([w, ps_per_unit, side](int from, const fabric::eth_frame& f) {
+            if (!side[from == 0 ? 0 : 1]) {
+                return;
+            }
             const auto ps = static_cast<uint64_t>(
                 std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
             w->write(ps / 1000, f.data.data(), f.data.size());

@@ -16,10 +16,13 @@ namespace rnic::scenario {
 // Where the optional outputs of a run go (the CLI passes paths in the staging folder); an
 // empty path leaves that output off and costs nothing.
 struct run_options {
-    // waves.vcd: every block's traced signals, limited to cfg.outputs.waves_start_ns ..
-    // waves_end_ns (the file is created at the window start and closed at its end).
+    // waves.vcd: every block's traced signals and the context state of the QPs in
+    // cfg.outputs.waves_qps, limited to cfg.outputs.waves_start_ns .. waves_end_ns (the file is
+    // created at the window start and closed at its end).
     std::string waves_vcd;
-    std::string pcap;   // wire.pcap: every frame as its first bit leaves a MAC
+    // wire.pcap: every frame (of the links in cfg.outputs.pcap_links) as its first bit leaves a
+    // MAC.
+    std::string pcap;
     std::string trace;  // trace.json: Chrome trace events of every stage of every WQE
     // A progress bar on stderr once the run lasts 2 s of wall time (output::progress_bar). The
     // simulation then runs in slices of simulated time between which the bar is redrawn: no

@@ -18,8 +18,32 @@ const char* to_string(operation op) {
             return "send";
         case operation::READ:
             return "read";
+        case operation::MIXED:
+            return "mixed";
     }
     return "?";
+}
+
+operation operation_of(const workload_config& w, uint32_t q, uint64_t i) {
+    if (w.op != operation::MIXED) {
+        return w.op;
+    }
+    // splitmix64 of (seed, q, i): a stateless draw, so both consumers and the tests agree on
+    // every message's operation without sharing a generator.
+    uint64_t z = w.seed ^ (uint64_t{q} << 40) ^ (i * 0x9E3779B97F4A7C15ull);
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const uint64_t total = uint64_t{w.mix.write} + w.mix.read + w.mix.send;
+    if (total == 0) {
+        return operation::WRITE;  // rejected by parse_workload; never divide by 0
+    }
+    const uint64_t pick = z % total;
+    if (pick < w.mix.write) {
+        return operation::WRITE;
+    }
+    return pick < uint64_t{w.mix.write} + w.mix.read ? operation::READ : operation::SEND;
 }
 
 bool parse_mac(const std::string& s, std::array<uint8_t, 6>& out) {
@@ -153,8 +177,21 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
 workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
     workload_config w;
     std::string op = to_string(w.op);
-    r.get_one_of("operation", op, {"write", "send", "read"});
-    w.op = op == "send" ? operation::SEND : op == "read" ? operation::READ : operation::WRITE;
+    r.get_one_of("operation", op, {"write", "send", "read", "mixed"});
+    w.op = op == "send"    ? operation::SEND
+           : op == "read"  ? operation::READ
+           : op == "mixed" ? operation::MIXED
+                           : operation::WRITE;
+    {
+        config::reader m = r.child("mix");
+        m.get("write", w.mix.write, 0u, 1000000u);
+        m.get("read", w.mix.read, 0u, 1000000u);
+        m.get("send", w.mix.send, 0u, 1000000u);
+        m.finish();
+        if (uint64_t{w.mix.write} + w.mix.read + w.mix.send == 0) {
+            r.error("mix", "the weights of write, read and send are all 0");
+        }
+    }
     r.get("message_bytes", w.message_bytes, uint64_t{0}, uint64_t{1} << 32);
     r.get("messages", w.messages, uint64_t{1}, uint64_t{1} << 40);
     r.get("qps", w.qps, 1u, 1u << 20);
@@ -164,6 +201,10 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
     r.get("inline_threshold", w.inline_threshold, 0u, 1u << 20);
     r.get("use_events", w.use_events);
     r.get("time_limit_ms", w.time_limit_ms, 0.0, 1e9);
+    r.get("idle_ms", w.idle_ms, 0.0, 1e6);
+    r.get("timeout_log", w.timeout_log, 0u, 31u);
+    r.get("retry_count", w.retry_count, 0u, 7u);
+    r.get("rnr_retry", w.rnr_retry, 0u, 7u);
 
     // Against the adapter's limits (rnic.limits): what NdkCreateQp/NdkWrite would reject.
     auto over = [&](const char* key, uint64_t value, uint64_t max, const char* what) {
@@ -173,14 +214,13 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
     };
     over("message_bytes", w.message_bytes, lim.max_message, "rnic.limits.max_message");
     over("qps", w.qps, lim.max_qps, "rnic.limits.max_qps");
-    // SEND keeps 2 x queue_depth receives posted (see workload.cpp).
-    over("queue_depth", w.op == operation::SEND ? 2ull * w.queue_depth : w.queue_depth,
-         lim.max_qp_depth,
-         w.op == operation::SEND ? "(x2 receives for send) rnic.limits.max_qp_depth"
-                                 : "rnic.limits.max_qp_depth");
+    // SEND (and a mix with SENDs) keeps 2 x queue_depth receives posted (see workload.cpp).
+    const bool sends = has_sends(w);
+    over("queue_depth", sends ? 2ull * w.queue_depth : w.queue_depth, lim.max_qp_depth,
+         sends ? "(x2 receives for send) rnic.limits.max_qp_depth" : "rnic.limits.max_qp_depth");
     over("inline_threshold", w.inline_threshold, lim.max_inline, "rnic.limits.max_inline");
     // One CQ per node holds every completion that can be outstanding on it.
-    const uint64_t per_qp = (w.op == operation::SEND ? 2ull : 1ull) * w.queue_depth;
+    const uint64_t per_qp = (sends ? 2ull : 1ull) * w.queue_depth;
     if (uint64_t{w.qps} * per_qp > lim.max_cq_depth) {
         r.error("qps", std::to_string(w.qps) + " QPs x " + std::to_string(per_qp) +
                            " completions = " + std::to_string(uint64_t{w.qps} * per_qp) +
@@ -193,7 +233,7 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
     return w;
 }
 
-outputs_config parse_outputs(config::reader r) {
+outputs_config parse_outputs(config::reader r, const hw::nic_limits& lim) {
     outputs_config o;
     r.get("dir", o.dir);
     if (o.dir.empty()) {
@@ -208,6 +248,47 @@ outputs_config parse_outputs(config::reader r) {
     }
     r.get("pcap", o.pcap);
     r.get("trace", o.trace);
+    // outputs.pcap_links: names of links (or link directions) to capture.
+    nlohmann::json links = nlohmann::json::array();
+    if (const nlohmann::json* v = r.raw("pcap_links"); v != nullptr) {
+        if (!v->is_array()) {
+            r.error("pcap_links", config::describe(*v) + " is not an array of link names");
+        } else {
+            for (size_t i = 0; i < v->size(); ++i) {
+                const nlohmann::json& e = (*v)[i];
+                const std::string key = "pcap_links." + std::to_string(i);
+                if (!e.is_string() || (e != "link" && e != "link.dir0" && e != "link.dir1")) {
+                    r.error(key, config::describe(e) +
+                                     " is not a link: \"link\", \"link.dir0\" or \"link.dir1\"");
+                    continue;
+                }
+                o.pcap_links.push_back(e.get<std::string>());
+                links.push_back(e);
+            }
+        }
+    }
+    r.set_effective("pcap_links", links);
+    // outputs.waves_qps: QPNs whose context state waves.vcd holds.
+    nlohmann::json qps = nlohmann::json::array();
+    if (const nlohmann::json* v = r.raw("waves_qps"); v != nullptr) {
+        if (!v->is_array()) {
+            r.error("waves_qps", config::describe(*v) + " is not an array of QP numbers");
+        } else {
+            for (size_t i = 0; i < v->size(); ++i) {
+                const nlohmann::json& e = (*v)[i];
+                const std::string key = "waves_qps." + std::to_string(i);
+                if (!e.is_number_unsigned() || e.get<uint64_t>() < 1 ||
+                    e.get<uint64_t>() >= lim.max_qps) {
+                    r.error(key, config::describe(e) + " is not a QPN in [1, " +
+                                     std::to_string(lim.max_qps - 1) + "] (rnic.limits.max_qps)");
+                    continue;
+                }
+                o.waves_qps.push_back(e.get<uint32_t>());
+                qps.push_back(e);
+            }
+        }
+    }
+    r.set_effective("waves_qps", qps);
     r.finish();
     return o;
 }
@@ -222,7 +303,7 @@ scenario_config parse_scenario(const nlohmann::json& j) {
     s.rnic = hw::parse_nic_config(root.child("rnic"));
     s.host = ndk::parse_host_config(root.child("host"));
     s.workload = parse_workload(root.child("workload"), s.rnic.limits);
-    s.outputs = parse_outputs(root.child("outputs"));
+    s.outputs = parse_outputs(root.child("outputs"), s.rnic.limits);
     for (size_t i = 0; i < NODES; ++i) {
         if (s.topology.nodes[i].mtu > s.rnic.limits.max_mtu) {
             ctx.errors.push_back("topology.nodes." + std::to_string(i) +
@@ -315,7 +396,8 @@ scenario_config load_scenario(const std::string& file, const std::vector<std::st
         } else {
             const std::string name = preset_name.get<std::string>();
             const size_t slash = file.find_last_of('/');
-            const std::string near = slash == std::string::npos ? name : file.substr(0, slash + 1) + name;
+            const std::string near =
+                slash == std::string::npos ? name : file.substr(0, slash + 1) + name;
             std::ifstream p(name.empty() || name[0] == '/' ? name : near);
             if (!p) {
                 p.open(name);

@@ -31,11 +31,20 @@ struct topology_config {
     fabric::eth_link_config link;          // the cable between node 0 (side 0) and node 1 (side 1)
 };
 
-enum class operation { WRITE, SEND, READ };
+// MIXED: each message draws WRITE, SEND or READ (workload_config::mix, operation_of()).
+enum class operation { WRITE, SEND, READ, MIXED };
 const char* to_string(operation op);
 
+// Weights of the operations of a "mixed" workload (key "workload.mix").
+struct operation_mix {
+    uint32_t write = 1;
+    uint32_t read = 1;
+    uint32_t send = 1;
+};
+
 struct workload_config {
-    operation op = operation::WRITE;  // key "operation": "write" | "send" | "read"
+    operation op = operation::WRITE;  // key "operation": "write" | "send" | "read" | "mixed"
+    operation_mix mix;                // "mixed" only: relative weights, not all 0
     uint64_t message_bytes = 65536;   // per work request, one SGE
     uint64_t messages = 1000;         // in total, spread over the QPs
     uint32_t qps = 1;                 // connected QP pairs
@@ -45,7 +54,23 @@ struct workload_config {
     uint32_t inline_threshold = 0;    // WRITE/SEND of at most this many bytes go inline
     bool use_events = false;          // arm the CQ and sleep instead of polling it
     double time_limit_ms = 10000;     // simulated; the run fails if the workload is not done
+    // Simulated time node 0 stays idle (connected, nothing posted) after its last completion
+    // and before it disconnects: what idle time costs the simulator (configs/bench/idle_10ms).
+    double idle_ms = 0;
+    // Transport attributes the provider gives every QP (IBA QP attributes; NDK has no per-QP
+    // knob for them): local ACK timeout 4.096 us x 2^timeout_log, retries, RNR retries.
+    uint32_t timeout_log = 14;
+    uint32_t retry_count = 7;
+    uint32_t rnr_retry = 7;  // 7: retry forever
 };
+
+// The operation of message `i` of QP `q`: `w.op`, or for MIXED a draw from the workload seed
+// weighted by `w.mix` (the same on both nodes and in tests: a hash of seed, q and i).
+operation operation_of(const workload_config& w, uint32_t q, uint64_t i);
+// True when some message of the workload is a SEND (node 1 posts receives).
+inline bool has_sends(const workload_config& w) {
+    return w.op == operation::SEND || (w.op == operation::MIXED && w.mix.send > 0);
+}
 
 struct outputs_config {
     std::string dir = "out";    // rnicsim run --out DIR is --set outputs.dir=DIR
@@ -54,6 +79,12 @@ struct outputs_config {
     double waves_end_ns = 1e18;
     bool pcap = false;   // DIR/wire.pcap: every frame on the link
     bool trace = false;  // DIR/trace.json: Chrome trace events of every WQE
+    // wire.pcap captures these links only: "link" (both directions), "link.dir0" (node 0 to
+    // node 1) or "link.dir1"; empty = every link.
+    std::vector<std::string> pcap_links;
+    // waves.vcd holds the context state of these QPNs on every node (qp<N>.*); empty = QPNs 1
+    // to workload.qps + 1 (the GSI QP and the workload's QPs, numbered in creation order).
+    std::vector<uint32_t> waves_qps;
 };
 
 struct scenario_config {

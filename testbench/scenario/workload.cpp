@@ -73,6 +73,8 @@ NDK_OPERATION_TYPE ndk_type(operation op) {
             return NdkOperationTypeSend;
         case operation::READ:
             return NdkOperationTypeRead;
+        case operation::MIXED:
+            break;  // never asked: each message has its own operation
     }
     return NdkOperationTypeWrite;
 }
@@ -99,15 +101,28 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
     // messages to land before its target slot is checked and reused.
     m_slots = std::max<uint64_t>(1, std::min<uint64_t>(m_per_qp[0], 2ull * m_w.queue_depth));
     m_stride = std::max<uint64_t>(64, (m_w.message_bytes + 63) / 64 * 64);
+    m_region_bytes = uint64_t{qps} * m_slots * m_stride;
+    m_regions = m_w.op == operation::MIXED ? 3 : 1;
 
     m_remote.resize(qps);
     m_next.assign(qps, 0);
     m_done.assign(qps, 0);
     m_limit = m_per_qp;
     m_limit_total = m_total;
-    m_write_checked.assign(qps, 0);
+    m_last_write.assign(uint64_t{qps} * m_slots, 0);
     m_read_checked.assign(qps, 0);
     m_post_time.resize(uint64_t{qps} * m_w.queue_depth);
+    m_send_index.resize(qps);
+    if (has_sends(m_w)) {
+        for (uint32_t q = 0; q < qps; ++q) {
+            for (uint64_t i = 0; i < m_per_qp[q]; ++i) {
+                if (operation_of(m_w, q, i) == operation::SEND) {
+                    m_send_index[q].push_back(i);
+                }
+            }
+            m_recv_total += m_send_index[q].size();
+        }
+    }
     m_recv_posted.assign(qps, 0);
     m_recv_done.assign(qps, 0);
     m_latency_ns.reserve(m_total / m_w.signal_every + qps);
@@ -218,6 +233,9 @@ void workload::open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULO
     p.ip = nc.ip;
     p.limits = m_cfg.rnic.limits;
     p.default_mtu = nc.mtu;
+    p.timeout_log = static_cast<uint8_t>(m_w.timeout_log);
+    p.retry_count = static_cast<uint8_t>(m_w.retry_count);
+    p.rnr_retry = static_cast<uint8_t>(m_w.rnr_retry);
     check(s, ndk::open_adapter(s.n->host, m_cm, p, &s.adapter), "open_adapter");
 
     ULONG info_size = sizeof(s.info);
@@ -252,7 +270,7 @@ void workload::open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULO
 
     // One buffer for all QPs' rings, real process memory shared with the simulated DRAM,
     // registered as one MR over a chain of MDLs.
-    s.buffer_bytes = uint64_t{m_w.qps} * m_slots * m_stride;
+    s.buffer_bytes = (s.index == 1 ? m_regions : 1) * m_region_bytes;
     s.buffer = static_cast<uint8_t*>(s.n->host.alloc(s.buffer_bytes));
     MDL** link = &s.mdl;
     for (uint64_t off = 0; off < s.buffer_bytes; off += MDL_CHUNK) {
@@ -372,7 +390,7 @@ void workload::accept_all(side& s) {
 // --------------------------------------------------------------------------------------------
 
 void workload::post_receive(side& s, uint32_t q, uint64_t j) {
-    uint8_t* p = slot_ptr(s, q, j % m_slots);
+    uint8_t* p = slot_ptr(s, q, j % m_slots, region_of(operation::SEND));
     std::memset(p, POISON, m_w.message_bytes);
     NDK_SGE sge{};
     sge.VirtualAddress = p;
@@ -391,20 +409,25 @@ void workload::post_message(side& s, uint32_t q, uint64_t i) {
     const uint64_t slot = i % m_slots;
     uint8_t* local = slot_ptr(s, q, slot);
     const size_t len = m_w.message_bytes;
-    switch (m_w.op) {
-        case operation::WRITE:
-            if (i >= m_slots) {
-                // Message i - slots completed at least queue_depth messages ago: its bytes are
-                // in the target slot this one is about to overwrite.
-                check_bytes(pattern_key(m_w.seed, q, i - m_slots), slot_ptr(m_side[1], q, slot));
-                ++m_write_checked[q];
+    const operation op = operation_of(m_w, q, i);
+    switch (op) {
+        case operation::WRITE: {
+            uint64_t& prev = m_last_write[uint64_t{q} * m_slots + slot];
+            if (prev != 0) {
+                // The previous WRITE into this target slot (message prev - 1 <= i - slots)
+                // completed at least queue_depth messages ago: its bytes are in the slot this
+                // one is about to overwrite.
+                check_bytes(pattern_key(m_w.seed, q, prev - 1), slot_ptr(m_side[1], q, slot));
             }
+            prev = i + 1;
             pattern_fill(pattern_key(m_w.seed, q, i), local, len);
             break;
+        }
         case operation::SEND:
             pattern_fill(pattern_key(m_w.seed, q, i), local, len);
             break;
         case operation::READ:
+        case operation::MIXED:
             std::memset(local, POISON, len);
             break;
     }
@@ -417,17 +440,17 @@ void workload::post_message(side& s, uint32_t q, uint64_t i) {
     const bool last = i + 1 == m_per_qp[q];
     const bool signaled = (i + 1) % m_w.signal_every == 0 || last;
     ULONG flags = signaled ? 0 : NDK_OP_FLAG_SILENT_SUCCESS;
-    if (m_w.op != operation::READ && m_w.inline_threshold > 0 && len <= m_w.inline_threshold) {
+    if (op != operation::READ && m_w.inline_threshold > 0 && len <= m_w.inline_threshold) {
         flags |= NDK_OP_FLAG_INLINE;
     }
-    const uint64_t remote = m_remote[q].va + slot * m_stride;
+    const uint64_t remote = m_remote[q].va + region_of(op) * m_region_bytes + slot * m_stride;
     const auto ctx = reinterpret_cast<PVOID>(static_cast<uintptr_t>(i));
     NDK_QP* qp = s.qps[q];
 
     // Latency starts before the post call: it includes the CPU time of posting, as perftest's.
     m_post_time[uint64_t{q} * m_w.queue_depth + i % m_w.queue_depth] = sc_core::sc_time_stamp();
     NTSTATUS st = STATUS_SUCCESS;
-    switch (m_w.op) {
+    switch (op) {
         case operation::WRITE:
             st = qp->Dispatch->NdkWrite(qp, ctx, &sge, nsge, remote, m_remote[q].token, flags);
             break;
@@ -435,6 +458,7 @@ void workload::post_message(side& s, uint32_t q, uint64_t i) {
             st = qp->Dispatch->NdkSend(qp, ctx, &sge, nsge, flags);
             break;
         case operation::READ:
+        case operation::MIXED:  // operation_of never returns MIXED
             st = qp->Dispatch->NdkRead(qp, ctx, &sge, nsge, remote, m_remote[q].token, flags);
             break;
     }
@@ -478,14 +502,15 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
     }
 
     if (s.index == 0) {
-        if (q >= m_w.qps || r.Type != ndk_type(m_w.op) || idx < m_done[q] || idx >= m_next[q]) {
+        const operation op = operation_of(m_w, static_cast<uint32_t>(q), idx);
+        if (q >= m_w.qps || r.Type != ndk_type(op) || idx < m_done[q] || idx >= m_next[q]) {
             ++c.unexpected_completions;
             record_failure(fmt::format("node0: unexpected completion: type {}, QP {}, request {}",
                                        static_cast<int>(r.Type), q, idx));
             return;
         }
         if (ok) {
-            switch (m_w.op) {
+            switch (op) {
                 case operation::WRITE:
                     ++c.write_completions;
                     break;
@@ -493,6 +518,7 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
                     ++c.send_completions;
                     break;
                 case operation::READ:
+                case operation::MIXED:
                     ++c.read_completions;
                     break;
             }
@@ -500,11 +526,14 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
                 m_post_time[q * m_w.queue_depth + idx % m_w.queue_depth];
             m_latency_ns.push_back(static_cast<uint64_t>(
                 (sc_core::sc_time_stamp() - posted) / sc_core::sc_time(1, sc_core::SC_NS) + 0.5));
-            if (m_w.op == operation::READ) {
+            if (m_w.op == operation::READ || m_w.op == operation::MIXED) {
                 // In-order completion: every read up to idx has landed in its sink slot.
+                const auto qp = static_cast<uint32_t>(q);
                 for (uint64_t m = m_read_checked[q]; m <= idx; ++m) {
-                    check_bytes(pattern_key(m_w.seed, static_cast<uint32_t>(q), m % m_slots),
-                                slot_ptr(s, static_cast<uint32_t>(q), m % m_slots));
+                    if (operation_of(m_w, qp, m) == operation::READ) {
+                        check_bytes(pattern_key(m_w.seed, qp, m % m_slots),
+                                    slot_ptr(s, qp, m % m_slots));
+                    }
                 }
                 m_read_checked[q] = idx + 1;
             }
@@ -519,7 +548,8 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
     }
 
     // Node 1 posts only receives, and they complete in order.
-    if (q >= m_w.qps || r.Type != NdkOperationTypeReceive || idx != m_recv_done[q]) {
+    if (q >= m_w.qps || r.Type != NdkOperationTypeReceive || idx != m_recv_done[q] ||
+        idx >= m_send_index[q].size()) {
         ++c.unexpected_completions;
         record_failure(fmt::format("node1: unexpected completion: type {}, QP {}, request {}",
                                    static_cast<int>(r.Type), q, idx));
@@ -536,9 +566,11 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
         record_failure(fmt::format("node1: QP {} receive {}: {} bytes transferred, sent {}", q, idx,
                                    r.BytesTransferred, m_w.message_bytes));
     }
+    // Receive idx holds the QP's idx-th SEND (message send_index[idx] of the QP).
     const auto qp = static_cast<uint32_t>(q);
-    check_bytes(pattern_key(m_w.seed, qp, idx), slot_ptr(s, qp, idx % m_slots));
-    if (m_recv_posted[q] < m_per_qp[q]) {
+    check_bytes(pattern_key(m_w.seed, qp, m_send_index[q][idx]),
+                slot_ptr(s, qp, idx % m_slots, region_of(operation::SEND)));
+    if (m_recv_posted[q] < m_send_index[q].size()) {
         post_receive(s, qp, m_recv_posted[q]);  // reuses the slot just checked
     }
 }
@@ -640,6 +672,9 @@ void workload::initiator_thread() {
     try {
         const ULONG mr_flags = m_w.op == operation::READ
                                    ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK
+                               : m_w.op == operation::MIXED
+                                   ? NDK_MR_FLAG_ALLOW_LOCAL_READ | NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+                                         NDK_MR_FLAG_RDMA_READ_SINK
                                    : NDK_MR_FLAG_ALLOW_LOCAL_READ;
         open(s, m_w.qps * m_w.queue_depth, m_w.queue_depth, 1, mr_flags);
         while (!m_listening) {
@@ -660,6 +695,10 @@ void workload::initiator_thread() {
                 wait_for_completions(s);
             }
         }
+        if (m_w.idle_ms > 0) {
+            // Idle with every QP connected: no block has work, so this costs one timed event.
+            sc_core::wait(sc_core::sc_time(m_w.idle_ms, sc_core::SC_MS));
+        }
 
         disconnect_all(s);
         teardown(s);
@@ -672,21 +711,29 @@ void workload::initiator_thread() {
 void workload::target_thread() {
     side& s = m_side[1];
     try {
-        const bool send = m_w.op == operation::SEND;
-        const ULONG mr_flags = send                         ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE
+        const bool send = has_sends(m_w);
+        const bool mixed = m_w.op == operation::MIXED;
+        const ULONG mr_flags = mixed ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+                                           NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
+                                           NDK_MR_FLAG_ALLOW_REMOTE_READ
+                               : send                       ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE
                                : m_w.op == operation::WRITE ? NDK_MR_FLAG_ALLOW_REMOTE_WRITE
                                                             : NDK_MR_FLAG_ALLOW_REMOTE_READ;
         const ULONG rq_depth = send ? static_cast<ULONG>(m_slots) : 1;
         open(s, m_w.qps * rq_depth, 1, rq_depth, mr_flags);
         for (uint32_t q = 0; q < m_w.qps; ++q) {
             if (send) {
-                while (m_recv_posted[q] < std::min(m_per_qp[q], m_slots)) {
+                const uint64_t sends = m_send_index[q].size();
+                while (m_recv_posted[q] < std::min(sends, m_slots)) {
                     post_receive(s, q, m_recv_posted[q]);
                 }
-            } else if (m_w.op == operation::READ) {
+            }
+            if (m_w.op == operation::READ || mixed) {
                 // READ sources are static: slot k holds pattern k for the whole run.
+                const uint32_t region = region_of(operation::READ);
                 for (uint64_t k = 0; k < m_slots; ++k) {
-                    pattern_fill(pattern_key(m_w.seed, q, k), slot_ptr(s, q, k), m_w.message_bytes);
+                    pattern_fill(pattern_key(m_w.seed, q, k), slot_ptr(s, q, k, region),
+                                 m_w.message_bytes);
                 }
             }
         }
@@ -711,7 +758,7 @@ void workload::target_thread() {
         accept_all(s);
 
         if (send) {
-            while (m_received < m_total && s.disconnects < m_w.qps) {
+            while (m_received < m_recv_total && s.disconnects < m_w.qps) {
                 if (!reap(s)) {
                     wait_for_completions(s);
                 }
@@ -737,13 +784,14 @@ void workload::target_thread() {
 
 void workload::finish(run_result& r) {
     const uint64_t len = m_w.message_bytes;
-    if (m_w.op == operation::WRITE) {
-        // The last messages of each QP are still in their target slots.
-        for (uint32_t q = 0; q < m_w.qps; ++q) {
-            for (uint64_t m = m_write_checked[q]; m < m_done[q]; ++m) {
-                check_bytes(pattern_key(m_w.seed, q, m), slot_ptr(m_side[1], q, m % m_slots));
+    // The last WRITE into each target slot is still there (checked if it completed).
+    for (uint32_t q = 0; q < m_w.qps; ++q) {
+        for (uint64_t slot = 0; slot < m_slots; ++slot) {
+            uint64_t& last = m_last_write[uint64_t{q} * m_slots + slot];
+            if (last != 0 && last - 1 < m_done[q]) {
+                check_bytes(pattern_key(m_w.seed, q, last - 1), slot_ptr(m_side[1], q, slot));
             }
-            m_write_checked[q] = m_done[q];
+            last = 0;
         }
     }
 

@@ -46,6 +46,11 @@ struct consumer_counters {
 // pattern per slot, node 0 poisons its sink slot before posting. Checks: SEND at each receive
 // completion, READ at each initiator completion, WRITE when the target slot is about to be
 // reused and, for the last `slots` messages, after the simulation (finish()).
+//
+// "mixed": message i of QP q is operation_of(workload, q, i). Node 1's buffer then has three
+// regions per QP ring (WRITE targets, READ sources, receive buffers), so the operations never
+// share a slot; node 1 keeps receives posted for the SEND share; each message is checked as
+// its operation is.
 class workload : public sc_core::sc_module {
 public:
     workload(sc_core::sc_module_name name, const scenario_config& cfg,
@@ -131,8 +136,16 @@ private:
     uint64_t slot_offset(uint32_t q, uint64_t slot) const {
         return (uint64_t{q} * m_slots + slot) * m_stride;
     }
-    uint8_t* slot_ptr(const side& s, uint32_t q, uint64_t slot) const {
-        return s.buffer + slot_offset(q, slot);
+    uint8_t* slot_ptr(const side& s, uint32_t q, uint64_t slot, uint32_t region = 0) const {
+        return s.buffer + region * m_region_bytes + slot_offset(q, slot);
+    }
+    // Node 1's region of an operation: 0 WRITE target (and everything when not mixed), 1 READ
+    // source, 2 receive buffers.
+    uint32_t region_of(operation op) const {
+        if (m_w.op != operation::MIXED) {
+            return 0;
+        }
+        return op == operation::READ ? 1 : op == operation::SEND ? 2 : 0;
     }
     void check_bytes(uint64_t key, const uint8_t* p);
 
@@ -150,20 +163,24 @@ private:
     // Shape of the rings.
     uint64_t m_stride;               // bytes between slots (message_bytes, 64 B aligned)
     uint64_t m_slots;                // message buffers per QP on each side
+    uint64_t m_region_bytes = 0;     // qps x slots x stride: one ring of every QP
+    uint32_t m_regions = 1;          // node 1's regions (3 for "mixed")
     std::vector<uint64_t> m_per_qp;  // messages of each QP
     uint64_t m_total = 0;
 
     // Initiator progress, per QP.
     std::vector<remote_ring> m_remote;
-    std::vector<uint64_t> m_next;               // next message to post
-    std::vector<uint64_t> m_done;               // messages completed (in order)
-    std::vector<uint64_t> m_limit;              // messages that will be posted (< per_qp on error)
-    uint64_t m_limit_total = 0;                 // sum of m_limit
-    std::vector<uint64_t> m_write_checked;      // WRITE: messages verified in their target slot
-    std::vector<uint64_t> m_read_checked;       // READ: messages verified in their sink slot
+    std::vector<uint64_t> m_next;          // next message to post
+    std::vector<uint64_t> m_done;          // messages completed (in order)
+    std::vector<uint64_t> m_limit;         // messages that will be posted (< per_qp on error)
+    uint64_t m_limit_total = 0;            // sum of m_limit
+    std::vector<uint64_t> m_last_write;    // [q * slots + slot]: last WRITE there + 1 (0: none)
+    std::vector<uint64_t> m_read_checked;  // READ: messages verified in their sink slot
     std::vector<sc_core::sc_time> m_post_time;  // [q * queue_depth + i % queue_depth]
     uint64_t m_completed = 0;                   // sum of m_done
     // Target progress (SEND), per QP.
+    std::vector<std::vector<uint64_t>> m_send_index;  // message index of each SEND of the QP
+    uint64_t m_recv_total = 0;                        // SENDs in the whole workload
     std::vector<uint64_t> m_recv_posted;
     std::vector<uint64_t> m_recv_done;
     uint64_t m_received = 0;

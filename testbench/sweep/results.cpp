@@ -43,7 +43,7 @@ const std::vector<metric>& metrics() {
         {"integrity_bytes_checked", "/integrity/bytes_checked"},
         {"integrity_mismatches", "/integrity/mismatches"},
         {"simulated_ns", "/sim/simulated_ns"},
-        {"wall_s", "/sim/wall_s"},
+        {"wall_s", "/wall_s", SPEED_FILE},
         {"packets", "/sim/packets"},
     };
     return m;
@@ -94,6 +94,9 @@ point_record read_point(const std::string& out_dir, const plan& p, const point& 
     if (!has_stats) {
         rec.stats = nullptr;
     }
+    if (!read_json(dir / SPEED_FILE, rec.speed)) {
+        rec.speed = nullptr;
+    }
     const std::string status = done.value("status", std::string());
     if (status == "ok" && has_stats) {
         rec.state = point_state::OK;
@@ -141,10 +144,11 @@ std::string make_results_csv(const std::string& out_dir, const plan& p, results_
         csv << "," << to_string(rec.state);
         for (const auto& m : metrics()) {
             csv << ",";
-            if (rec.stats.is_object()) {
+            const nlohmann::json& from = std::string(m.file) == SPEED_FILE ? rec.speed : rec.stats;
+            if (from.is_object()) {
                 const nlohmann::json::json_pointer ptr(m.pointer);
-                if (rec.stats.contains(ptr) && !rec.stats.at(ptr).is_null()) {
-                    csv << csv_field(format_value(rec.stats.at(ptr)));
+                if (from.contains(ptr) && !from.at(ptr).is_null()) {
+                    csv << csv_field(format_value(from.at(ptr)));
                 }
             }
         }

@@ -13,23 +13,26 @@
 
 namespace rnic::sweep {
 
-// A results.csv column taken from a point's stats.json.
-struct metric {
-    const char* column;   // goodput_gbps
-    const char* pointer;  // JSON pointer into stats.json: /summary/goodput_gbps
-};
-// In column order: messages, bytes, goodput_gbps, msg_rate_mpps, latency_{avg,p50,p99,max}_ns,
-// integrity_bytes_checked, integrity_mismatches, simulated_ns, wall_s, packets.
-const std::vector<metric>& metrics();
-
-// "point", "status", "error" and the metric columns: names a parameter may not take.
-bool is_results_column(const std::string& name);
-
 inline constexpr const char* PLAN_FILE = "plan.json";
 inline constexpr const char* RESULTS_FILE = "results.csv";
 inline constexpr const char* POINTS_DIR = "points";
 inline constexpr const char* DONE_FILE = "done.json";  // written last into a point's folder
 inline constexpr const char* STATS_FILE = "stats.json";
+inline constexpr const char* SPEED_FILE = "speed.json";  // wall-clock figures of the point's run
+
+// A results.csv column taken from a point's stats.json (or, for the simulator's wall-clock
+// speed, from its speed.json).
+struct metric {
+    const char* column;   // goodput_gbps
+    const char* pointer;  // JSON pointer into the file: /summary/goodput_gbps
+    const char* file = STATS_FILE;
+};
+// In column order: messages, bytes, goodput_gbps, msg_rate_mpps, latency_{avg,p50,p99,max}_ns,
+// integrity_bytes_checked, integrity_mismatches, simulated_ns, wall_s (speed.json), packets.
+const std::vector<metric>& metrics();
+
+// "point", "status", "error" and the metric columns: names a parameter may not take.
+bool is_results_column(const std::string& name);
 
 enum class point_state { OK, FAILED, MISSING };
 const char* to_string(point_state s);  // "ok" | "failed" | "missing"
@@ -39,6 +42,7 @@ struct point_record {
     point_state state = point_state::MISSING;
     std::string error;     // why it failed or is missing
     nlohmann::json stats;  // its stats.json, null when there is none
+    nlohmann::json speed;  // its speed.json, null when there is none
 };
 
 // DIR/points/<id>

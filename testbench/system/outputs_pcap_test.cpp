@@ -153,25 +153,37 @@ TEST(OutputsPcap, TsharkDecodesEveryFrameAsRoce) {
         GTEST_SKIP() << "tshark not installed";
     }
     scratch s;
+    // Every frame of every operation (READ requests and responses, SEND with padding too).
+    for (const char* op : {"read", "send", "write"}) {
+        SCOPED_TRACE(op);
+        const pcap_run p = run_with_pcap(
+            s, op, {std::string("workload.operation=") + op, "workload.message_bytes=3001"});
+        ASSERT_EQ(p.exit_code, 0) << p.err;
+        const std::string pcap = s.dir + "/" + op + "/wire.pcap";
+        const cli_result protos =
+            shell(s, quote(tshark) + " -n -r " + quote(pcap) + " -T fields -e frame.protocols");
+        ASSERT_EQ(protos.exit_code, 0) << protos.err;
+        std::stringstream lines(protos.out);
+        std::string line;
+        size_t n = 0;
+        // The InfiniBand dissector hands a SEND's or READ response's payload on to "data"
+        // (no upper protocol claims it); WRITE payload and header-only packets stay in it.
+        while (std::getline(lines, line)) {
+            EXPECT_TRUE(line == "eth:ethertype:ip:udp:infiniband" ||
+                        line == "eth:ethertype:ip:udp:infiniband:data")
+                << "frame " << n + 1 << ": " << line;
+            ++n;
+        }
+        EXPECT_EQ(n, p.pcap.records.size());
+        // No malformed packet and no error-level expert info anywhere.
+        const cli_result bad = shell(s, quote(tshark) + " -n -r " + quote(pcap) +
+                                            " -Y '_ws.malformed || _ws.expert.severity >= error'");
+        ASSERT_EQ(bad.exit_code, 0) << bad.err;
+        EXPECT_EQ(bad.out, "");
+    }
     const pcap_run p = run_with_pcap(s, "t", {});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     const std::string pcap = s.dir + "/t/wire.pcap";
-    const cli_result protos =
-        shell(s, quote(tshark) + " -n -r " + quote(pcap) + " -T fields -e frame.protocols");
-    ASSERT_EQ(protos.exit_code, 0) << protos.err;
-    std::stringstream lines(protos.out);
-    std::string line;
-    size_t n = 0;
-    while (std::getline(lines, line)) {
-        EXPECT_EQ(line, "eth:ethertype:ip:udp:infiniband") << "frame " << n + 1;
-        ++n;
-    }
-    EXPECT_EQ(n, p.pcap.records.size());
-    // No malformed packet and no error-level expert info anywhere.
-    const cli_result bad = shell(s, quote(tshark) + " -n -r " + quote(pcap) +
-                                        " -Y '_ws.malformed || _ws.expert.severity >= error'");
-    ASSERT_EQ(bad.exit_code, 0) << bad.err;
-    EXPECT_EQ(bad.out, "");
     // tshark reads the BTH as the model wrote it: PSNs of one QP's data frames count up by one.
     const cli_result psn = shell(s, quote(tshark) + " -n -r " + quote(pcap) +
                                         " -Y 'infiniband.bth.opcode == 7' -T fields -e "
@@ -197,6 +209,25 @@ TEST(OutputsPcap, SameConfigGivesTheSameBytes) {
     ASSERT_EQ(c.exit_code, 0) << c.err;
     EXPECT_EQ(c.bytes.size(), a.bytes.size());
     EXPECT_FALSE(c.bytes == a.bytes);
+}
+
+// outputs.pcap_links: one direction of the link only.
+TEST(OutputsPcap, OnlyTheNamedLinkDirection) {
+    scratch s;
+    const pcap_run p = run_with_pcap(s, "d", {"outputs.pcap_links=[\"link.dir1\"]"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_FALSE(p.pcap.truncated);
+    // Node 1 to node 0 only: for an RDMA WRITE, the ACKs.
+    EXPECT_EQ(p.pcap.records.size(), p.stats["blocks"]["link.dir1"]["frames"].get<uint64_t>());
+    ASSERT_GT(p.pcap.records.size(), 0u);
+    for (const pcap_record& r : p.pcap.records) {
+        EXPECT_EQ(check_roce_frame(r.data), "");
+        EXPECT_EQ(r.data[42], 0x11) << "not an ACK";
+    }
+    // "link": both directions, as with no selection.
+    const pcap_run both = run_with_pcap(s, "b", {"outputs.pcap_links=[\"link\"]"});
+    ASSERT_EQ(both.exit_code, 0) << both.err;
+    EXPECT_EQ(both.pcap.records.size(), both.stats["sim"]["packets"].get<uint64_t>());
 }
 
 TEST(OutputsPcap, OffByDefault) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // DIR/trace.json end to end (outputs.trace): Chrome trace events that Perfetto and
-// chrome://tracing open, one complete WQE from fetch to completion linked by flow events, no
-// overlapping slices on a thread, times that agree with wire.pcap, per-stage latency in
-// stats.json with or without the trace, and the same bytes for the same config.
+// chrome://tracing open, one track per block, one complete WQE from doorbell to completion linked
+// by flow events, no overlapping slices on a thread, times that agree with wire.pcap, per-stage
+// latency in stats.json with or without the trace and equal to the trace's slices, and the same
+// bytes for the same config.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -26,6 +27,7 @@ struct slice {
     std::string thread;  // thread_name of its (pid, tid)
     std::string name;
     std::string flow;
+    json args;
     int pid = 0;
     int tid = 0;
     uint64_t ts_ps = 0;
@@ -63,6 +65,7 @@ trace parse_trace(const std::string& text) {
             s.thread = t.threads.at({s.pid, s.tid});
             s.name = e.at("name");
             s.flow = e.at("args").at("flow");
+            s.args = e.at("args");
             s.ts_ps = to_ps(e.at("ts"));
             s.dur_ps = to_ps(e.at("dur"));
             t.slices.push_back(s);
@@ -138,23 +141,42 @@ TEST(OutputsTrace, OneWqeFlowsFromFetchToCompletion) {
             << stage << " on " << it->second.front()->thread;
         return *it->second.front();
     };
-    const slice& fetch = one("wqe_fetch", "node0.nic.wqe_fetch wqe_fetch");
-    const slice& xlate = one("translation", "node0.nic.tx_engine translation");
-    const slice& dma = one("payload_dma", "node0.nic.tx_engine payload_dma");
-    const slice& first = one("RC_WRITE_FIRST", "node0.nic.send_path RC_WRITE_FIRST");
-    const slice& ack = one("ack", "node0.nic.tx_engine ack");
-    const slice& cqe = one("cqe", "node0.nic.cq_writer cqe");
+    // One track per block: its lanes are named "<block>" and "<block> #<n>".
+    const slice& bell = one("doorbell", "node0.nic.doorbell");
+    const slice& fetch = one("wqe_fetch", "node0.nic.wqe_fetch");
+    const slice& xlate = one("translation", "node0.nic.tx_engine");
+    const slice& dma = one("payload_dma", "node0.nic.tx_engine");
+    const slice& first = one("RC_WRITE_FIRST", "node0.nic.send_path");
+    const slice& ack = one("ack", "node0.nic.tx_engine");
+    const slice& cqe = one("cqe", "node0.nic.cq_writer");
     ASSERT_FALSE(HasFailure());
+    for (const slice& x : t.slices) {
+        const std::string& th = x.thread;
+        const std::string block = th.substr(0, th.find(' '));
+        EXPECT_TRUE(th == block || th.rfind(block + " #", 0) == 0) << th;
+    }
+    // The doorbell names its QP; the translation says whether the context cache hit (the
+    // first WQE's keys and pages are not cached yet).
+    EXPECT_EQ(bell.args.at("qpn").get<uint64_t>(),
+              (std::stoull(flow, nullptr, 16) >> 32) & 0xFFFFFF);
+    EXPECT_EQ(xlate.args.at("cache"), "miss");
+    EXPECT_GT(xlate.args.at("misses").get<int>(), 0);
+    for (const slice& x : t.slices) {
+        if (x.name == "translation") {
+            const std::string c = x.args.at("cache");
+            EXPECT_TRUE(c == "hit" || c == "miss") << c;
+        }
+    }
     EXPECT_EQ(by_stage["RC_WRITE_MIDDLE"].size(), 62u);
     EXPECT_EQ(by_stage["RC_WRITE_LAST"].size(), 1u);
     // 64 data packets on the wire and into node 1; the ACK back is the WQE's too.
     size_t data_wire = 0, data_receive = 0;
     uint64_t last_data_receive = 0;
     for (const slice* w : by_stage["wire"]) {
-        data_wire += starts_with(w->thread, "link.dir0 wire") ? 1 : 0;
+        data_wire += starts_with(w->thread, "link.dir0") ? 1 : 0;
     }
     for (const slice* w : by_stage["receive"]) {
-        if (starts_with(w->thread, "node1.nic.recv_path receive")) {
+        if (starts_with(w->thread, "node1.nic.recv_path")) {
             ++data_receive;
             last_data_receive = std::max(last_data_receive, w->ts_ps + w->dur_ps);
         }
@@ -163,6 +185,7 @@ TEST(OutputsTrace, OneWqeFlowsFromFetchToCompletion) {
     EXPECT_EQ(data_receive, 64u);
     EXPECT_EQ(by_stage["rx_dma"].size(), 64u);
     // In time order through the blocks.
+    EXPECT_LE(bell.ts_ps + bell.dur_ps, fetch.ts_ps);
     EXPECT_LE(fetch.ts_ps + fetch.dur_ps, xlate.ts_ps + xlate.dur_ps);
     EXPECT_LE(xlate.ts_ps, dma.ts_ps);
     EXPECT_LE(dma.ts_ps, first.ts_ps);
@@ -282,6 +305,49 @@ TEST(OutputsTrace, StageLatencyIsInStatsWithOrWithoutTheTrace) {
     // Aggregation does not depend on whether the events are written.
     EXPECT_EQ(with.stats.at("stages"), without.stats.at("stages"));
     EXPECT_EQ(with.stats.at("stages_by_block"), without.stats.at("stages_by_block"));
+}
+
+// stats.json's per-stage breakdown is the distribution of the trace's slices of that stage:
+// count, average, nearest-rank p50/p99 and maximum of their durations.
+TEST(OutputsTrace, StageLatencyInStatsIsWhatTheTraceShows) {
+    scratch s;
+    const traced_run r = run_traced(s, "t", {"outputs.trace=true", "workload.qps=2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const trace t = parse_trace(r.text);
+    std::map<std::string, std::vector<uint64_t>> durations;  // stage -> ps
+    for (const slice& x : t.slices) {
+        durations[x.name].push_back(x.dur_ps);
+    }
+    const json& st = r.stats.at("stages");
+    std::set<std::string> in_stats;
+    for (const auto& [stage, v] : st.items()) {
+        in_stats.insert(stage);
+    }
+    std::set<std::string> in_trace;
+    for (const auto& [stage, d] : durations) {
+        in_trace.insert(stage);
+    }
+    EXPECT_EQ(in_stats, in_trace);
+    for (const char* stage : {"doorbell", "wqe_fetch", "translation", "payload_dma",
+                              "RC_WRITE_FIRST", "wire", "receive", "rx_dma", "ack", "cqe"}) {
+        EXPECT_TRUE(in_trace.count(stage)) << stage;
+    }
+    auto rank = [](const std::vector<uint64_t>& sorted, double p) {
+        const auto k = std::max<size_t>(
+            1, static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size()))));
+        return sorted[k - 1];
+    };
+    for (auto& [stage, d] : durations) {
+        SCOPED_TRACE(stage);
+        std::sort(d.begin(), d.end());
+        const json& v = st.at(stage);
+        const double sum = std::accumulate(d.begin(), d.end(), 0.0);
+        EXPECT_EQ(v.at("count").get<size_t>(), d.size());
+        EXPECT_NEAR(v.at("avg_ns").get<double>(), sum / d.size() / 1000.0, 1e-6);
+        EXPECT_DOUBLE_EQ(v.at("p50_ns").get<double>(), rank(d, 0.50) / 1000.0);
+        EXPECT_DOUBLE_EQ(v.at("p99_ns").get<double>(), rank(d, 0.99) / 1000.0);
+        EXPECT_DOUBLE_EQ(v.at("max_ns").get<double>(), d.back() / 1000.0);
+    }
 }
 
 TEST(OutputsTrace, SameConfigGivesTheSameBytes) {

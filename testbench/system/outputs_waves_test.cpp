@@ -185,9 +185,10 @@ TEST(OutputsWaves, EveryBlockHasItsScopeAndEverySignalIsDocumented) {
     const std::string readme = read_file(source_dir() + "/configs/README.md");
     ASSERT_FALSE(readme.empty());
     for (const std::string& n : names) {
-        const std::string generic =
+        const std::string generic = std::regex_replace(
             std::regex_replace(std::regex_replace(n, std::regex("^node[0-9]+\\."), "node<i>."),
-                               std::regex("\\.channel[0-9]+\\."), ".channel<k>.");
+                               std::regex("\\.channel[0-9]+\\."), ".channel<k>."),
+            std::regex("\\.qp[0-9]+\\."), ".qp<n>.");
         EXPECT_NE(readme.find("| `" + generic + "` |"), std::string::npos)
             << generic << " is not in configs/README.md's signal table";
     }
@@ -288,6 +289,84 @@ TEST(OutputsWaves, SameConfigGivesTheSameBytes) {
     EXPECT_EQ(parse_vcd(a.text).date, "rnicsim ");  // the wall-clock date is not kept
 }
 
+// The QPs' context state: by default every QP the workload uses, else only the chosen QPNs.
+TEST(OutputsWaves, QpStateForTheChosenQpsOnly) {
+    scratch s;
+    const waves_run all = run_waves(s, "all", {"workload.qps=2"});
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    const vcd a = parse_vcd(all.text);
+    ASSERT_TRUE(a.ok);
+    // The largest value each signal took (the QPs are destroyed, their contexts cleared, at
+    // the end of the run).
+    std::map<std::string, std::set<uint64_t>> seen;  // every value each signal took
+    auto peaks = [&seen](const vcd& v) {
+        std::map<std::string, uint64_t> peak;
+        auto see = [&](const std::string& name, const std::string& val) {
+            const uint64_t x = val[0] == 'b' ? std::stoull(val.substr(1), nullptr, 2) : 0;
+            peak[name] = std::max(peak[name], x);
+            seen[name].insert(x);
+        };
+        for (const auto& [n, val] : v.initial) {
+            see(n, val);
+        }
+        for (const auto& [t, changes] : v.steps) {
+            for (const auto& [n, val] : changes) {
+                see(n, val);
+            }
+        }
+        return peak;
+    };
+    const auto peak = peaks(a);
+    // The workload's QPs: those whose send queue got work on node 0 (4 WRs each).
+    std::vector<std::string> used;
+    std::set<std::string> qps_traced;
+    const std::regex qp_signal("node0\\.nic\\.(qp[0-9]+)\\.sq_producer");
+    for (const auto& [name, value] : peak) {
+        std::smatch m;
+        if (std::regex_match(name, m, qp_signal)) {
+            qps_traced.insert(m[1]);
+            if (value == 4) {
+                used.push_back(m[1]);
+            }
+        }
+    }
+    ASSERT_EQ(used.size(), 2u) << "QPs traced: " << qps_traced.size();
+    EXPECT_EQ(qps_traced.size(), 3u);  // the GSI QP and the workload's two
+    // Both sides went through INIT and RTR to RTS (and to ERROR at the teardown), and the
+    // responder accepted every PSN the requester sent.
+    for (const std::string& qp : used) {
+        for (const char* node : {"node0", "node1"}) {
+            const std::set<uint64_t>& states = seen.at(std::string(node) + ".nic." + qp + ".state");
+            EXPECT_TRUE(states.count(1) && states.count(2) && states.count(3)) << node << " " << qp;
+        }
+        EXPECT_EQ(peak.at("node0.nic." + qp + ".sq_fetched"), 4u) << qp;
+        EXPECT_GT(peak.at("node0.nic." + qp + ".next_psn"), 4u) << qp;
+        EXPECT_EQ(peak.at("node0.nic." + qp + ".next_psn"),
+                  peak.at("node1.nic." + qp + ".expected_psn"))
+            << qp;
+    }
+
+    // Only the second one.
+    const std::string qpn = used[1].substr(2);
+    const waves_run one =
+        run_waves(s, "one", {"workload.qps=2", "outputs.waves_qps=[" + qpn + "]"});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const vcd o = parse_vcd(one.text);
+    ASSERT_TRUE(o.ok);
+    size_t qp_signals = 0;
+    for (const auto& [id, name] : o.names) {
+        if (std::regex_search(name, std::regex("\\.qp[0-9]+\\."))) {
+            EXPECT_NE(name.find("." + used[1] + "."), std::string::npos) << name;
+            ++qp_signals;
+        }
+    }
+    EXPECT_EQ(qp_signals, 2u * 9);  // nine fields on each node
+    EXPECT_LT(o.names.size(), a.names.size());
+    EXPECT_EQ(peaks(o).at("node0.nic." + used[1] + ".sq_producer"), 4u);
+    EXPECT_EQ(json::parse(read_file(s.dir + "/one/config.json"))["outputs"]["waves_qps"],
+              json::array({std::stoi(qpn)}));
+}
+
 // The header patch on a file as SystemC writes it when the window opens late.
 TEST(OutputsWaves, HeaderFixMovesInitialValuesToTheWindowStart) {
     scratch s;
@@ -314,3 +393,25 @@ TEST(OutputsWaves, HeaderFixMovesInitialValuesToTheWindowStart) {
 }
 
 }  // namespace
+
+// With waveforms on, a Verilated send path writes the RTL's own waveform next to waves.vcd, one
+// file per node; the model writes none.
+TEST(OutputsWaves, RtlSendPathWritesItsOwnFstPerNode) {
+    scratch s;
+    const waves_run rtl = run_waves(s, "rtl", {"rnic.send_path.impl=rtl"});
+    ASSERT_EQ(rtl.exit_code, 0) << rtl.err;
+    for (const char* f : {"/rtl/rtl.fst", "/rtl/rtl.node1.fst"}) {
+        ASSERT_TRUE(fs::exists(s.dir + f)) << f;
+        EXPECT_GT(fs::file_size(s.dir + f), 100u) << f;
+    }
+    const std::string fst2vcd = find_tool("fst2vcd");
+    if (!fst2vcd.empty()) {
+        const cli_result b = shell(s, quote(fst2vcd) + " " + quote(s.dir + "/rtl/rtl.fst"));
+        ASSERT_EQ(b.exit_code, 0) << b.err;
+        EXPECT_NE(b.out.find("$var"), std::string::npos);
+        EXPECT_NE(b.out.find("#"), std::string::npos);  // value changes, not just a header
+    }
+    const waves_run model = run_waves(s, "model", {});
+    ASSERT_EQ(model.exit_code, 0) << model.err;
+    EXPECT_FALSE(fs::exists(s.dir + "/model/rtl.fst"));
+}

@@ -197,7 +197,7 @@ TEST(Protection, WriteWithAddressWrapAround) {
 // The responder side of a remote access error (IBA 9.9.3, responder class C errors): after
 // NAKing, node 1's QP goes to the error state too, and its posted receive is flushed
 // (STATUS_CANCELLED), so both consumers learn the connection is dead.
-TEST(Protection, DISABLED_ResponderQpFailsAfterAccessNak) {
+TEST(Protection, ResponderQpFailsAfterAccessNak) {
     two_node_bench b(bench_doc());
     pair_setup s(b);
     std::vector<NDK_RESULT_EX> got0, got1;
@@ -494,7 +494,7 @@ size_t landed(const uint8_t* p, size_t len, uint8_t v) {
 }
 
 // Node 1's WRITE target is deregistered mid-WRITE.
-TEST(Protection, DISABLED_WriteTargetDeregisteredMidTransfer) {
+TEST(Protection, WriteTargetDeregisteredMidTransfer) {
     two_node_bench b(bench_doc());
     pair_setup s(b);
     std::vector<NDK_RESULT_EX> got0;
@@ -524,7 +524,7 @@ TEST(Protection, DISABLED_WriteTargetDeregisteredMidTransfer) {
 }
 
 // Node 0's READ sink is deregistered while the responses stream in.
-TEST(Protection, DISABLED_ReadSinkDeregisteredMidTransfer) {
+TEST(Protection, ReadSinkDeregisteredMidTransfer) {
     two_node_bench b(bench_doc());
     pair_setup s(b);
     std::vector<NDK_RESULT_EX> got0;

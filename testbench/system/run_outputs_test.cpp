@@ -11,8 +11,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "testbench/output/run_report.h"
-
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -105,7 +103,7 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     const cli_result r = rnicsim(s, short_run(out));
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     EXPECT_EQ(files_in(out),
-              (std::vector<std::string>{"config.json", "stats.json", "summary.txt"}));
+              (std::vector<std::string>{"config.json", "speed.json", "stats.json", "summary.txt"}));
 
     // summary.txt is what was printed.
     EXPECT_EQ(read_file(out + "/summary.txt"), r.out);
@@ -124,9 +122,17 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     EXPECT_EQ(stats["integrity"]["bytes_checked"], 40 * 65536);
     EXPECT_EQ(stats["integrity"]["mismatches"], 0);
     EXPECT_GT(stats["sim"]["simulated_ns"].get<uint64_t>(), 0u);
-    EXPECT_GT(stats["sim"]["wall_s"].get<double>(), 0.0);
     EXPECT_GE(stats["sim"]["packets"].get<uint64_t>(), 40u * 64);  // 64 KiB in 1 KiB packets
-    EXPECT_GT(stats["sim"]["packets_per_wall_s"].get<double>(), 0.0);
+    // The simulator's speed: in speed.json and on stderr, not in stats.json or summary.txt.
+    EXPECT_FALSE(stats["sim"].contains("wall_s"));
+    const json speed = json::parse(read_file(out + "/speed.json"));
+    EXPECT_GT(speed["wall_s"].get<double>(), 0.0);
+    EXPECT_EQ(speed["packets"], stats["sim"]["packets"]);
+    EXPECT_EQ(speed["simulated_ns"], stats["sim"]["simulated_ns"]);
+    EXPECT_GT(speed["packets_per_wall_s"].get<double>(), 0.0);
+    EXPECT_GT(speed["simulated_ns_per_wall_s"].get<double>(), 0.0);
+    EXPECT_NE(r.err.find("rnicsim: simulator speed: "), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("wall"), std::string::npos) << r.out;
     // Block counters under their hierarchical module names.
     EXPECT_TRUE(stats["blocks"].contains("link.dir0")) << stats["blocks"].dump();
     EXPECT_TRUE(stats["blocks"].contains("node0.memory"));
@@ -142,37 +148,62 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     EXPECT_EQ(json::parse(shown.out)["outputs"]["dir"], out);
 }
 
+// Every output on, two QPs, written twice into two folders: every file but speed.json is the
+// same bytes (DESIGN.md 4: same config and seed, same outputs).
 TEST(RunOutputs, SameConfigAndSeedGiveTheSameOutputs) {
     scratch s;
-    const std::string out = s.dir + "/out";
-    const std::vector<std::string> args = {"run",   quickstart(),    "--out",
-                                           out,     "--set",         "workload.messages=30",
-                                           "--set", "workload.qps=2"};
-    ASSERT_EQ(rnicsim(s, args).exit_code, 0);
-    const std::string stats1 = read_file(out + "/stats.json");
-    const std::string summary1 = read_file(out + "/summary.txt");
-    const std::string config1 = read_file(out + "/config.json");
-    ASSERT_EQ(rnicsim(s, args).exit_code, 0);  // replaces the first run's folder
-    const std::string stats2 = read_file(out + "/stats.json");
-    const std::string summary2 = read_file(out + "/summary.txt");
+    auto args = [&](const std::string& out) {
+        return std::vector<std::string>{
+            "run",   quickstart(),           "--out", out,
+            "--set", "workload.messages=30", "--set", "workload.qps=2",
+            "--set", "outputs.pcap=true",    "--set", "outputs.trace=true",
+            "--set", "outputs.waves=true"};
+    };
+    const std::string a = s.dir + "/a";
+    const std::string b = s.dir + "/b";
+    const cli_result ra = rnicsim(s, args(a));
+    ASSERT_EQ(ra.exit_code, 0) << ra.err;
+    const cli_result rb = rnicsim(s, args(b));
+    ASSERT_EQ(rb.exit_code, 0) << rb.err;
+    EXPECT_EQ(ra.out, rb.out);  // the summary printed
 
-    const json a = rnic::output::without_wall_fields(json::parse(stats1));
-    const json b = rnic::output::without_wall_fields(json::parse(stats2));
-    EXPECT_EQ(a.dump(2), b.dump(2));
-    EXPECT_EQ(config1, read_file(out + "/config.json"));
-    // summary.txt: all but the simulator-speed line.
-    auto body = [](const std::string& t) { return t.substr(0, t.rfind(" Simulator speed")); };
-    EXPECT_EQ(body(summary1), body(summary2));
-    EXPECT_NE(body(summary1).find("Integrity"), std::string::npos);
+    const std::vector<std::string> names = files_in(a);
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"config.json", "speed.json", "stats.json", "summary.txt",
+                                        "trace.json", "waves.vcd", "wire.pcap"}));
+    EXPECT_EQ(files_in(b), names);
+    for (const std::string& n : names) {
+        if (n == "speed.json") {
+            continue;  // wall-clock figures
+        }
+        const std::string x = read_file(a + "/" + n);
+        const std::string y = read_file(b + "/" + n);
+        EXPECT_GT(x.size(), 0u) << n;
+        // config.json names its own output folder; everything else must match byte for byte.
+        if (n == "config.json") {
+            json cx = json::parse(x);
+            json cy = json::parse(y);
+            EXPECT_EQ(cx["outputs"]["dir"], a);
+            cx["outputs"]["dir"] = cy["outputs"]["dir"];
+            EXPECT_EQ(cx, cy);
+            continue;
+        }
+        EXPECT_TRUE(x == y) << n << " differs between two runs of the same config and seed";
+    }
+    // Running again into the same folder replaces it with the same bytes.
+    const std::string stats1 = read_file(a + "/stats.json");
+    ASSERT_EQ(rnicsim(s, args(a)).exit_code, 0);
+    EXPECT_TRUE(read_file(a + "/stats.json") == stats1);
 
     // A different seed moves different bytes but the same amount.
     const std::string other = s.dir + "/other";
-    std::vector<std::string> seeded = args;
-    seeded[3] = other;
+    std::vector<std::string> seeded = args(other);
     seeded.insert(seeded.end(), {"--set", "workload.seed=99"});
     ASSERT_EQ(rnicsim(s, seeded).exit_code, 0);
     const json c = json::parse(read_file(other + "/stats.json"));
-    EXPECT_EQ(c["integrity"]["bytes_checked"], a["integrity"]["bytes_checked"]);
+    const json s1 = json::parse(stats1);
+    EXPECT_EQ(c["integrity"]["bytes_checked"], s1["integrity"]["bytes_checked"]);
+    EXPECT_FALSE(read_file(other + "/wire.pcap") == read_file(a + "/wire.pcap"));
 }
 
 TEST(RunOutputs, WavesOnlyWhenRequested) {

@@ -149,7 +149,8 @@ TEST(ScenarioConfig, NotOneOf) {
     EXPECT_EQ(error_of({{"rnic", {{"pcie", {{"lanes", 12}}}}}}),
               "rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16");
     EXPECT_EQ(error_of({{"workload", {{"operation", "atomic"}}}}),
-              "workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\"");
+              "workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\", "
+              "\"mixed\"");
     json nodes = json::array({{{"mtu", 1500}}, json::object()});
     EXPECT_EQ(error_of({{"topology", {{"nodes", nodes}}}}),
               "topology.nodes.0.mtu: 1500 is not one of 256, 512, 1024, 2048, 4096");
@@ -229,7 +230,8 @@ TEST(ScenarioConfig, ReportsEveryErrorTogether) {
     } catch (const config_error& e) {
         const std::vector<std::string> expected = {
             "rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16",
-            "workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\"",
+            "workload.operation: \"atomic\" is not one of \"write\", \"send\", \"read\", "
+            "\"mixed\"",
             "workload.queue_depth: 0 out of range [1, 1048576]",
             "outputs.waves: \"yes\" is not true or false",
             "bogus: unknown key",

@@ -586,6 +586,7 @@ void file_point(const std::string& out_dir, const plan& p, size_t index, const s
     fs::create_directories(dir);
     if (!stats.is_null()) {
         std::ofstream(dir / STATS_FILE) << stats.dump(2);
+        std::ofstream(dir / SPEED_FILE) << json({{"wall_s", 0.25}}).dump(2);
     }
     const json done = {{"status", status},
                        {"error", error},
@@ -602,7 +603,7 @@ json fake_stats(double goodput) {
               {"msg_rate_mpps", 0.125},
               {"latency_ns", {{"avg", 1234.5}, {"p50", 1200}, {"p99", 1500}, {"max", 1600}}}}},
             {"integrity", {{"bytes_checked", 512}, {"mismatches", 0}}},
-            {"sim", {{"simulated_ns", 98765}, {"wall_s", 0.25}, {"packets", 16}}},
+            {"sim", {{"simulated_ns", 98765}, {"packets", 16}}},
             {"blocks", {{"nic0.doorbell", {{"rings", 8}}}}}};
 }
 
@@ -696,7 +697,8 @@ case "$sets" in
 esac
 mkdir -p "$out"
 echo "summary of$sets"
-printf '{"summary":{"messages":8,"bytes":%s,"goodput_gbps":%s.5,"msg_rate_mpps":0.25,"latency_ns":{"avg":1000.5,"p50":990,"p99":1500,"max":2000}},"integrity":{"bytes_checked":%s,"mismatches":0},"sim":{"simulated_ns":123456,"wall_s":0.01,"packets":16}}\n' $((bytes*8)) $bytes $((bytes*8)) > "$out/stats.json"
+printf '{"summary":{"messages":8,"bytes":%s,"goodput_gbps":%s.5,"msg_rate_mpps":0.25,"latency_ns":{"avg":1000.5,"p50":990,"p99":1500,"max":2000}},"integrity":{"bytes_checked":%s,"mismatches":0},"sim":{"simulated_ns":123456,"packets":16}}\n' $((bytes*8)) $bytes $((bytes*8)) > "$out/stats.json"
+echo '{"wall_s":0.01}' > "$out/speed.json"
 echo '{}' > "$out/config.json"
 )",
                    true);
@@ -764,9 +766,9 @@ TEST(SweepRunner, RunsEveryPointAndCsvEqualsStats) {
         EXPECT_EQ(rows[i].at("point"), "000" + std::to_string(i));
         EXPECT_EQ(rows[i].at("workload.message_bytes"), p.points[i].values[0].dump());
         EXPECT_EQ(rows[i].at("status"), "ok");
-        const json stats = json::parse(read_file(dir / "stats.json"));
         for (const auto& m : metrics()) {
-            EXPECT_EQ(json::parse(rows[i].at(m.column)), stats.at(json::json_pointer(m.pointer)))
+            const json from = json::parse(read_file(dir / m.file));  // stats.json, speed.json
+            EXPECT_EQ(json::parse(rows[i].at(m.column)), from.at(json::json_pointer(m.pointer)))
                 << m.column;
         }
         // The run's outputs, its stdout/stderr and the done marker, all in one folder.

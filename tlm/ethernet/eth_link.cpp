@@ -37,7 +37,8 @@ eth_link_config parse_eth_link_config(config::reader r) {
             }
         }
         if (!ok) {
-            f.error("link_down_ns", "expected a list of [start_ns, end_ns] pairs with end > start >= 0");
+            f.error("link_down_ns",
+                    "expected a list of [start_ns, end_ns] pairs with end > start >= 0");
         }
     }
     nlohmann::json down = nlohmann::json::array();
@@ -58,16 +59,15 @@ uint64_t eth_wire_bytes(size_t frame_len_without_fcs) {
     return with_fcs + 8 + 12;
 }
 
-eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg,
-                   hw::sim_context& ctx)
+eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw::sim_context& ctx)
     : sc_module(name)
     , m_cfg(cfg)
     , m_ps_per_byte(8000.0 / cfg.rate_gbps)
     , m_rng(cfg.faults.seed)
     , m_ctx(ctx) {
     for (int side = 0; side < 2; ++side) {
-        m_tx[side] = std::make_unique<hw::channel<eth_frame>>(
-            "mac_tx" + std::to_string(side), cfg.tx_fifo_frames);
+        m_tx[side] = std::make_unique<hw::channel<eth_frame>>("mac_tx" + std::to_string(side),
+                                                              cfg.tx_fifo_frames);
         sc_core::sc_spawn(sc_core::sc_bind(&eth_link::serializer_thread, this, side),
                           sc_core::sc_gen_unique_name("serializer"));
         sc_core::sc_spawn(sc_core::sc_bind(&eth_link::delivery_thread, this, side),
@@ -78,9 +78,12 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg,
         ctx.stats.add(b, "wire_bytes", m_stats[side].wire_bytes, "bytes",
                       "bytes on the wire incl. FCS, preamble and inter-frame gap");
         ctx.stats.add(b, "busy_ps", m_stats[side].busy_ps, "ps", "time the direction was sending");
-        ctx.stats.add(b, "faults_dropped", m_stats[side].dropped, "count", "frames dropped by fault injection");
-        ctx.stats.add(b, "faults_corrupted", m_stats[side].corrupted, "count", "frames with a bit flipped");
-        ctx.stats.add(b, "faults_duplicated", m_stats[side].duplicated, "count", "frames delivered twice");
+        ctx.stats.add(b, "faults_dropped", m_stats[side].dropped, "count",
+                      "frames dropped by fault injection");
+        ctx.stats.add(b, "faults_corrupted", m_stats[side].corrupted, "count",
+                      "frames with a bit flipped");
+        ctx.stats.add(b, "faults_duplicated", m_stats[side].duplicated, "count",
+                      "frames delivered twice");
         ctx.stats.add(b, "faults_reordered", m_stats[side].reordered, "count", "frames held back");
         ctx.stats.add(b, "faults_delayed", m_stats[side].delayed, "count", "frames given jitter");
         ctx.stats.add(b, "faults_link_down", m_stats[side].link_down_drops, "count",
@@ -132,8 +135,9 @@ void eth_link::serializer_thread(int side) {
         // The last bit arrives at the peer one propagation delay after it leaves. Preamble
         // and IFG are part of the slot, so the frame's bytes are in after (wire - 12) bytes.
         const sc_core::sc_time arrive =
-            f.tx_start + sc_core::sc_time(std::round(static_cast<double>(wire - 12) * m_ps_per_byte),
-                                          sc_core::SC_PS) +
+            f.tx_start +
+            sc_core::sc_time(std::round(static_cast<double>(wire - 12) * m_ps_per_byte),
+                             sc_core::SC_PS) +
             sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
         if (m_ctx.tracer != nullptr) {
             m_ctx.tracer->slice(std::string(name()) + ".dir" + std::to_string(side), "wire",
@@ -187,8 +191,9 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
             const bool corrupt = uniform() < fc.corrupt;
             const bool dup = uniform() < fc.duplicate;
             const bool reorder = uniform() < fc.reorder;
-            const double jitter = fc.jitter_ns > 0 ? uniform() * fc.jitter_ns : 0.0;
-            const size_t bit = static_cast<size_t>(uniform() * static_cast<double>(f.data.size() * 8));
+            const double jitter = uniform() * fc.jitter_ns;  // drawn even when jitter_ns is 0
+            const size_t bit =
+                static_cast<size_t>(uniform() * static_cast<double>(f.data.size() * 8));
             if (drop) {
                 ++st.dropped;
                 return;

@@ -3,17 +3,21 @@
 #include "tlm/pcie/pcie_link.h"
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 namespace rnic::fabric {
 
 namespace {
 constexpr double PS_PER_NS = 1000.0;
 
-sc_core::sc_time ps_to_time(double ps) { return sc_core::sc_time(std::ceil(ps), sc_core::SC_PS); }
-double time_to_ps(const sc_core::sc_time& t) { return t.to_seconds() * 1e12; }
+sc_core::sc_time ps_to_time(double ps) {
+    return sc_core::sc_time(std::ceil(ps), sc_core::SC_PS);
+}
+double time_to_ps(const sc_core::sc_time& t) {
+    return t.to_seconds() * 1e12;
+}
 
 // Bytes from addr up to the next `boundary`-aligned address (a TLP must not cross it).
 uint32_t bytes_to_boundary(uint64_t addr, uint32_t boundary) {
@@ -39,7 +43,8 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
 
     const std::string b = stats_prefix.empty() ? std::string(this->name()) : stats_prefix;
     auto& s = ctx.stats;
-    s.add(b, "up_mwr_tlps", m_up.mwr_tlps, "TLPs", "memory write TLPs device->host (DMA writes, MSI-X)");
+    s.add(b, "up_mwr_tlps", m_up.mwr_tlps, "TLPs",
+          "memory write TLPs device->host (DMA writes, MSI-X)");
     s.add(b, "up_mrd_tlps", m_up.mrd_tlps, "TLPs", "memory read requests device->host");
     s.add(b, "up_payload_bytes", m_up.payload_bytes, "bytes", "TLP payload bytes device->host");
     s.add(b, "up_wire_bytes", m_up.wire_bytes, "bytes", "TLP bytes incl. headers device->host");
@@ -137,14 +142,41 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len) {
     return data_arrival;
 }
 
-void pcie_link::memory_read(uint64_t addr, uint8_t* data, uint32_t len) {
-    tlm::tlm_generic_payload gp;
-    gp.set_command(tlm::TLM_READ_COMMAND);
+namespace {
+// Re-arms a payload kept across requests (the fields a fresh one would have).
+void prepare(tlm::tlm_generic_payload& gp, tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
+             uint32_t len) {
+    gp.set_command(cmd);
     gp.set_address(addr);
     gp.set_data_ptr(data);
     gp.set_data_length(len);
+    gp.set_streaming_width(len);
+    gp.set_byte_enable_ptr(nullptr);
+    gp.set_byte_enable_length(0);
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+}
+}  // namespace
+
+std::vector<uint8_t> pcie_link::take_buffer() {
+    if (m_free_buffers.empty()) {
+        return {};
+    }
+    std::vector<uint8_t> b = std::move(m_free_buffers.back());
+    m_free_buffers.pop_back();
+    return b;
+}
+
+void pcie_link::recycle(std::vector<uint8_t>&& b) {
+    if (m_free_buffers.size() < 256) {
+        m_free_buffers.push_back(std::move(b));
+    }
+}
+
+void pcie_link::memory_read(uint64_t addr, uint8_t* data, uint32_t len) {
+    tlm::tlm_generic_payload& gp = m_mem_gp;
+    prepare(gp, tlm::TLM_READ_COMMAND, addr, data, len);
     sc_core::sc_time ignored = sc_core::SC_ZERO_TIME;  // latency is in read_timing
-    mem_out->b_transport(gp, ignored);  // a DMA read: counted by host memory
+    mem_out->b_transport(gp, ignored);                 // a DMA read: counted by host memory
     // Writes still in flight were issued before this read and land before it (ordering).
     for (const auto& w : m_up_writes) {
         const uint64_t lo = std::max(addr, w.addr);
@@ -170,9 +202,15 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
         if (addr >= MSI_BASE && addr < MSI_BASE + MSI_SIZE) {
             ++m_msi_writes;
         }
-        m_up_writes.push_back({at, addr, std::vector<uint8_t>(p, p + len)});
+        const bool was_empty = m_up_writes.empty();
+        m_up_writes.push_back({at, addr, take_buffer()});
+        m_up_writes.back().data.assign(p, p + len);
         m_up_writes_in_flight = static_cast<uint32_t>(m_up_writes.size());
-        m_up_event.notify(sc_core::SC_ZERO_TIME);
+        if (was_empty) {
+            // Otherwise upstream_thread is in a timed wait for an earlier write, and this one
+            // lands no earlier (posted writes leave in order): no wake-up, no delta cycle.
+            m_up_event.notify(sc_core::SC_ZERO_TIME);
+        }
         delay = ps_to_time(sent) - sc_core::sc_time_stamp();
     }
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -189,9 +227,12 @@ void pcie_link::host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&
         // Posted MMIO write: the CPU is done once the TLP is handed to the root port.
         const double sent = write_timing(t_ps, gp.get_address(), len, m_down_free_ps, m_down);
         const uint8_t* p = gp.get_data_ptr();
-        m_down_mmio.push_back({ps_to_time(sent + m_latency_ps), gp.get_address(),
-                               std::vector<uint8_t>(p, p + len)});
-        m_down_event.notify(sc_core::SC_ZERO_TIME);
+        const bool was_empty = m_down_mmio.empty();
+        m_down_mmio.push_back(
+            {ps_to_time(sent + m_latency_ps), gp.get_address(), std::vector<uint8_t>(p, p + len)});
+        if (was_empty) {
+            m_down_event.notify(sc_core::SC_ZERO_TIME);  // see dev_b_transport
+        }
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     } else if (gp.is_read()) {
         // Non-posted MMIO read: request down, completion up; the CPU stalls for the round trip.
@@ -215,9 +256,8 @@ void pcie_link::host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&
         }
         sc_core::sc_time bar_delay = arrival - sc_core::sc_time_stamp();
         bar_out->b_transport(gp, bar_delay);
-        const double cpl_end = send_tlp(m_up_free_ps, m_up,
-                                        time_to_ps(sc_core::sc_time_stamp() + bar_delay),
-                                        m_hdr_cpl + len);
+        const double cpl_end = send_tlp(
+            m_up_free_ps, m_up, time_to_ps(sc_core::sc_time_stamp() + bar_delay), m_hdr_cpl + len);
         ++m_up.cpld_tlps;
         m_up.payload_bytes += len;  // the completion carries the register value
         delay = ps_to_time(cpl_end + m_latency_ps) - sc_core::sc_time_stamp();
@@ -243,15 +283,15 @@ void pcie_link::upstream_thread() {
             if (m_msi_handler) {
                 m_msi_handler(w.addr, data);
             }
+            recycle(std::move(w.data));
             continue;
         }
-        tlm::tlm_generic_payload gp;
-        gp.set_command(tlm::TLM_WRITE_COMMAND);
-        gp.set_address(w.addr);
-        gp.set_data_ptr(w.data.data());
-        gp.set_data_length(static_cast<unsigned>(w.data.size()));
+        tlm::tlm_generic_payload& gp = m_mem_gp;
+        prepare(gp, tlm::TLM_WRITE_COMMAND, w.addr, w.data.data(),
+                static_cast<uint32_t>(w.data.size()));
         sc_core::sc_time d = sc_core::SC_ZERO_TIME;
         mem_out->b_transport(gp, d);  // memory latency does not delay a posted write's effect
+        recycle(std::move(w.data));
     }
 }
 

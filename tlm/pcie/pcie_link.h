@@ -37,7 +37,7 @@ public:
     tlm_utils::simple_initiator_socket<pcie_link> bar_out{"bar_out"};     // to the NIC's BAR0
     // Host side.
     tlm_utils::simple_target_socket<pcie_link> host_mmio_in{"host_mmio_in"};  // CPU MMIO
-    tlm_utils::simple_initiator_socket<pcie_link> mem_out{"mem_out"};          // host memory
+    tlm_utils::simple_initiator_socket<pcie_link> mem_out{"mem_out"};         // host memory
 
     static constexpr uint64_t MSI_BASE = 0xFEE00000;  // MSI window on x86
     static constexpr uint64_t MSI_SIZE = 0x100000;
@@ -59,7 +59,7 @@ public:
         uint64_t mrd_tlps = 0;
         uint64_t cpld_tlps = 0;
         uint64_t payload_bytes = 0;
-        uint64_t wire_bytes = 0;   // TLP headers + payload (DLLP overhead is in the rate)
+        uint64_t wire_bytes = 0;  // TLP headers + payload (DLLP overhead is in the rate)
         uint64_t busy_ps = 0;
     };
     const direction_stats& upstream() const { return m_up; }
@@ -90,13 +90,16 @@ private:
     double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
                         direction_stats& st);
     void memory_read(uint64_t addr, uint8_t* data, uint32_t len);
+    // Buffers of posted writes in flight are recycled: no allocation per DMA write.
+    std::vector<uint8_t> take_buffer();
+    void recycle(std::vector<uint8_t>&& b);
 
     pcie_config m_cfg;
     double m_byte_ns;
     double m_latency_ps;
     double m_mem_latency_ps = -1;
-    uint32_t m_hdr_mem;   // MWr / MRd header + framing + DLL
-    uint32_t m_hdr_cpl;   // CplD header + framing + DLL
+    uint32_t m_hdr_mem;  // MWr / MRd header + framing + DLL
+    uint32_t m_hdr_cpl;  // CplD header + framing + DLL
     double m_up_free_ps = 0;
     double m_down_free_ps = 0;
     std::vector<double> m_tag_free_ps;
@@ -104,6 +107,8 @@ private:
     std::deque<pending_mmio> m_down_mmio;
     sc_core::sc_event m_up_event;
     sc_core::sc_event m_down_event;
+    std::vector<std::vector<uint8_t>> m_free_buffers;
+    tlm::tlm_generic_payload m_mem_gp;  // host memory accesses (b_transport does not yield)
     std::function<void(uint64_t, uint32_t)> m_msi_handler;
     direction_stats m_up;
     direction_stats m_down;
