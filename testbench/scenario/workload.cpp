@@ -236,7 +236,7 @@ void workload::open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULO
     p.timeout_log = static_cast<uint8_t>(m_w.timeout_log);
     p.retry_count = static_cast<uint8_t>(m_w.retry_count);
     p.rnr_retry = static_cast<uint8_t>(m_w.rnr_retry);
-    check(s, ndk::open_adapter(s.n->host, m_cm, p, &s.adapter), "open_adapter");
+    check(s, ndk::open_adapter(s.n->host, p, &s.adapter), "open_adapter");
 
     ULONG info_size = sizeof(s.info);
     check(s, s.adapter->Dispatch->NdkQueryAdapterInfo(s.adapter, &s.info, &info_size),

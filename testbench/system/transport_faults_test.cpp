@@ -251,15 +251,17 @@ TEST(TransportFaults, ReadUnderAllFaults) {
 
 // --- retry exhaustion through the scenario keys ---------------------------------------------
 
-// workload.timeout_log / retry_count reach every QP: with the link down for good (connection
-// setup does not use it) the first WRITE is sent once and retried twice, 1 ms apart, then
-// completes with "retry exceeded" (STATUS_IO_TIMEOUT) and the rest of the window is flushed.
+// workload.timeout_log / retry_count reach every QP: with every frame to the responder's data QP
+// lost (the connection exchange, on QP 1, gets through) the first WRITE is sent once and retried
+// twice, 1 ms apart, then completes with "retry exceeded" (STATUS_IO_TIMEOUT) and the rest of the
+// window is flushed.
 TEST(TransportFaults, RetryExhaustionThroughScenarioKeys) {
     json w = workload("write", 64, 4096, 1);
     w["timeout_log"] = 8;  // 4.096 us x 2^8 = 1.05 ms
     w["retry_count"] = 2;
     w["time_limit_ms"] = 100;
-    const json doc = scenario_doc(w, {{"link_down_ns", {{0, 1e12}}}});
+    // QPNs 0 and 1 are reserved: node 1's one data QP is QP 2.
+    const json doc = scenario_doc(w, {{"drop", 1.0}, {"qp", 2}});
     const scenario::scenario_config cfg = scenario::parse_scenario(doc);
     EXPECT_EQ(cfg.workload.timeout_log, 8u);
     EXPECT_EQ(cfg.workload.retry_count, 2u);
