@@ -13,7 +13,6 @@
 #include <systemc>
 
 #include "hw/common/sim_context.h"
-#include "ndk_shim/provider/fabric_cm.h"
 #include "testbench/output/pcap_writer.h"
 #include "testbench/output/progress.h"
 #include "testbench/output/timeline.h"
@@ -31,7 +30,6 @@ namespace {
 // their counters and traces in it), the link before the NICs that attach to it.
 struct testbench {
     hw::sim_context ctx;
-    ndk::fabric_cm cm;
     std::unique_ptr<fabric::eth_link> link;
     std::array<std::unique_ptr<node>, NODES> nodes;
     std::unique_ptr<workload> load;
@@ -49,7 +47,7 @@ struct testbench {
                 std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg, *link, ctx);
         }
         load = std::make_unique<workload>(
-            "workload", cfg, std::array<node*, NODES>{nodes[0].get(), nodes[1].get()}, cm, ctx);
+            "workload", cfg, std::array<node*, NODES>{nodes[0].get(), nodes[1].get()}, ctx);
         if (vcd != nullptr) {
             trace_qps(cfg, vcd);
         }

@@ -85,11 +85,10 @@ constexpr size_t MAX_FAILURES = 20;         // failures listed; the rest are cou
 }  // namespace
 
 workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
-                   std::array<node*, NODES> nodes, ndk::fabric_cm& cm, hw::sim_context& ctx)
+                   std::array<node*, NODES> nodes, hw::sim_context& ctx)
     : sc_module(name)
     , m_cfg(cfg)
-    , m_w(cfg.workload)
-    , m_cm(cm) {
+    , m_w(cfg.workload) {
     const uint32_t qps = m_w.qps;
     m_total = m_w.messages;
     m_per_qp.assign(qps, m_total / qps);

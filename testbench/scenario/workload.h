@@ -39,6 +39,8 @@ struct consumer_counters {
 
 // Node 0 connects `qps` QPs to node 1 and runs the operation over them with `queue_depth` work
 // requests outstanding per QP; node 1 listens, accepts, and (SEND) keeps receives posted.
+// Connections are set up as the NDK does it, with IB CM MADs on QP 1 over the simulated link
+// (hw/gsi), so they are in wire.pcap and subject to the link's faults (the CM retransmits).
 //
 // Buffers: per QP a ring of `slots` message buffers on each side (slots = min(messages of the
 // QP, 2 x queue_depth)); message i uses slot i % slots. WRITE/SEND: the sender writes message
@@ -54,7 +56,7 @@ struct consumer_counters {
 class workload : public sc_core::sc_module {
 public:
     workload(sc_core::sc_module_name name, const scenario_config& cfg,
-             std::array<node*, NODES> nodes, ndk::fabric_cm& cm, hw::sim_context& ctx);
+             std::array<node*, NODES> nodes, hw::sim_context& ctx);
 
     // Both consumers have torn down (or one failed and stopped the simulation).
     bool finished() const { return m_finished[0] && m_finished[1]; }
@@ -156,7 +158,6 @@ private:
 
     const scenario_config& m_cfg;
     const workload_config& m_w;
-    ndk::fabric_cm& m_cm;
     std::array<side, NODES> m_side;
     bool m_finished[NODES] = {false, false};
 
