@@ -27,8 +27,8 @@ constexpr uint64_t REG_DEVICE_ID = 0x0030;
 // contexts, then MPT, then MTT; sizes from the NIC's limits and context_cache config). The
 // NIC caches entries on chip and reads/writes lines here on misses/evictions. 0 = none: the
 // tables are on chip and never miss.
-constexpr uint64_t REG_ICM_BASE = 0x0038;       // bus address, 4 KiB aligned, contiguous
-constexpr uint64_t REG_ICM_SIZE = 0x0040;       // bytes (read: bytes the NIC needs)
+constexpr uint64_t REG_ICM_BASE = 0x0038;  // bus address, 4 KiB aligned, contiguous
+constexpr uint64_t REG_ICM_SIZE = 0x0040;  // bytes (read: bytes the NIC needs)
 // Send-queue doorbell: bits 0..23 QPN, bits 32..47 SQ producer index (free-running, in WQEs).
 constexpr uint64_t REG_SQ_DOORBELL = 0x0100;
 // Receive-queue doorbell: bits 0..23 QPN (or SRQN with bit 24 set), bits 32..47 producer index.
@@ -69,55 +69,55 @@ enum wqe_opcode : uint8_t {
 };
 
 enum wqe_flags : uint8_t {
-    WQE_FLAG_SIGNALED = 1 << 0,   // write a CQE on success
-    WQE_FLAG_SOLICITED = 1 << 1,  // set SE in the last packet
-    WQE_FLAG_FENCE = 1 << 2,      // wait for earlier READs to complete
-    WQE_FLAG_INLINE = 1 << 3,     // payload is inline after the control segment
+    WQE_FLAG_SIGNALED = 1 << 0,        // write a CQE on success
+    WQE_FLAG_SOLICITED = 1 << 1,       // set SE in the last packet
+    WQE_FLAG_FENCE = 1 << 2,           // wait for earlier READs to complete
+    WQE_FLAG_INLINE = 1 << 3,          // payload is inline after the control segment
     WQE_FLAG_READ_LOCAL_INV = 1 << 4,  // READ: invalidate first SGE's key on success
 };
 
-struct wqe_ctrl {                 // 64 B
-    uint8_t opcode;               // wqe_opcode
-    uint8_t flags;                // wqe_flags
-    uint8_t num_sge;              // data segments (or 0 with INLINE)
-    uint8_t size_bb;              // WQE size in 64 B basic blocks, >= 1
-    uint16_t wqe_index;           // producer index of this WQE (wraps at 2^16)
+struct wqe_ctrl {        // 64 B
+    uint8_t opcode;      // wqe_opcode
+    uint8_t flags;       // wqe_flags
+    uint8_t num_sge;     // data segments (or 0 with INLINE)
+    uint8_t size_bb;     // WQE size in 64 B basic blocks, >= 1
+    uint16_t wqe_index;  // producer index of this WQE (wraps at 2^16)
     uint16_t reserved0;
-    uint32_t total_length;        // sum of SGE lengths (or inline bytes)
-    uint32_t imm_or_key;          // immediate data, key to invalidate, or LOCAL_INV key
-    uint64_t remote_va;           // WRITE/READ
-    uint32_t rkey;                // WRITE/READ
-    uint32_t qpn;                 // for WQE push: which QP
-    uint64_t doorbell;            // for WQE push: the SQ doorbell value, else 0
+    uint32_t total_length;  // sum of SGE lengths (or inline bytes)
+    uint32_t imm_or_key;    // immediate data, key to invalidate, or LOCAL_INV key
+    uint64_t remote_va;     // WRITE/READ
+    uint32_t rkey;          // WRITE/READ
+    uint32_t qpn;           // for WQE push: which QP
+    uint64_t doorbell;      // for WQE push: the SQ doorbell value, else 0
     uint8_t reserved1[24];
 };
 static_assert(sizeof(wqe_ctrl) == 64);
 
-struct wqe_sge {                  // 16 B data segment
-    uint64_t addr;                // VA within the MR of `lkey`, or a logical (bus) address
+struct wqe_sge {    // 16 B data segment
+    uint64_t addr;  // VA within the MR of `lkey`, or a logical (bus) address
     uint32_t length;
-    uint32_t lkey;                // local key; the privileged key means `addr` is a bus address
+    uint32_t lkey;  // local key; the privileged key means `addr` is a bus address
 };
 static_assert(sizeof(wqe_sge) == 16);
 
-struct fast_reg_segment {        // 64 B, after the control segment of WQE_FAST_REG
-    uint32_t key;                // key to (re)register
-    uint32_t access;             // access flags (mr_access)
-    uint64_t base_va;            // first byte of the region
-    uint64_t length;             // bytes
-    uint64_t page_list_addr;     // bus address of page_count 8 B page addresses (PAGE_SIZE)
+struct fast_reg_segment {     // 64 B, after the control segment of WQE_FAST_REG
+    uint32_t key;             // key to (re)register
+    uint32_t access;          // access flags (mr_access)
+    uint64_t base_va;         // first byte of the region
+    uint64_t length;          // bytes
+    uint64_t page_list_addr;  // bus address of page_count 8 B page addresses (PAGE_SIZE)
     uint32_t page_count;
     uint32_t first_byte_offset;
     uint8_t reserved[24];
 };
 static_assert(sizeof(fast_reg_segment) == 64);
 
-struct bind_segment {            // 64 B, after the control segment of WQE_BIND_MW
-    uint32_t mw_key;             // window key to bind
-    uint32_t mr_key;             // local key of the MR it windows
-    uint64_t va;                 // window start (within the MR)
+struct bind_segment {  // 64 B, after the control segment of WQE_BIND_MW
+    uint32_t mw_key;   // window key to bind
+    uint32_t mr_key;   // local key of the MR it windows
+    uint64_t va;       // window start (within the MR)
     uint64_t length;
-    uint32_t access;             // remote rights (mr_access)
+    uint32_t access;  // remote rights (mr_access)
     uint8_t reserved[36];
 };
 static_assert(sizeof(bind_segment) == 64);
@@ -144,17 +144,17 @@ enum cqe_opcode : uint8_t {
     CQE_BIND_MW = 5,
     CQE_LOCAL_INV = 6,
     CQE_RECV = 7,
-    CQE_RECV_IMM = 8,      // receive of SEND with immediate or WRITE with immediate
-    CQE_RECV_INV = 9,      // receive of SEND with invalidate (key in imm_or_key)
+    CQE_RECV_IMM = 8,  // receive of SEND with immediate or WRITE with immediate
+    CQE_RECV_INV = 9,  // receive of SEND with invalidate (key in imm_or_key)
 };
 
 // Hardware completion syndromes; ndk_shim maps them to NTSTATUS in one table.
 enum cqe_status : uint8_t {
     CQE_OK = 0,
-    CQE_LOCAL_LENGTH_ERR = 1,     // receive buffer too small, SGE sum mismatch
-    CQE_LOCAL_PROT_ERR = 2,       // bad lkey, bounds, rights, PD mismatch on a local buffer
-    CQE_LOCAL_QP_OP_ERR = 3,      // malformed WQE
-    CQE_WR_FLUSH_ERR = 4,         // flushed (QP in error / NdkFlush)
+    CQE_LOCAL_LENGTH_ERR = 1,  // receive buffer too small, SGE sum mismatch
+    CQE_LOCAL_PROT_ERR = 2,    // bad lkey, bounds, rights, PD mismatch on a local buffer
+    CQE_LOCAL_QP_OP_ERR = 3,   // malformed WQE
+    CQE_WR_FLUSH_ERR = 4,      // flushed (QP in error / NdkFlush)
     CQE_MW_BIND_ERR = 5,
     CQE_REMOTE_ACCESS_ERR = 6,    // NAK remote access error
     CQE_REMOTE_INVALID_REQ = 7,   // NAK invalid request
@@ -169,18 +169,18 @@ enum cqe_flags : uint8_t {
     CQE_FLAG_PHASE = 1 << 7,
 };
 
-struct cqe {                      // 32 B
+struct cqe {  // 32 B
     uint32_t qpn;
-    uint16_t wqe_index;           // SQ or RQ index the CQE completes
-    uint8_t opcode;               // cqe_opcode
-    uint8_t status;               // cqe_status
-    uint32_t byte_len;            // received bytes (receives and READ)
-    uint32_t imm_or_key;          // immediate data or invalidated key
-    uint32_t srqn;                // SRQ the receive came from (0 if none), bit 31 = valid
-    uint32_t vendor_err;          // provider diagnostic (ProviderErrorCode)
+    uint16_t wqe_index;   // SQ or RQ index the CQE completes
+    uint8_t opcode;       // cqe_opcode
+    uint8_t status;       // cqe_status
+    uint32_t byte_len;    // received bytes (receives and READ)
+    uint32_t imm_or_key;  // immediate data or invalidated key
+    uint32_t srqn;        // SRQ the receive came from (0 if none), bit 31 = valid
+    uint32_t vendor_err;  // provider diagnostic (ProviderErrorCode)
     uint32_t reserved;
     uint8_t reserved1[3];
-    uint8_t flags;                // cqe_flags; written last (the phase bit)
+    uint8_t flags;  // cqe_flags; written last (the phase bit)
 };
 static_assert(sizeof(cqe) == 32);
 
@@ -199,7 +199,7 @@ enum cmd_opcode : uint8_t {
     CMD_CREATE_QP = 6,
     CMD_MODIFY_QP = 7,
     CMD_DESTROY_QP = 8,
-    CMD_CREATE_MR = 9,      // register (page list in host memory) or reserve a fast-reg MR
+    CMD_CREATE_MR = 9,  // register (page list in host memory) or reserve a fast-reg MR
     CMD_DESTROY_MR = 10,
     CMD_CREATE_MW = 11,
     CMD_DESTROY_MW = 12,
@@ -215,7 +215,7 @@ enum cmd_status : uint8_t {
     CMD_BAD_PARAM = 2,
     CMD_NO_RESOURCES = 3,
     CMD_BAD_HANDLE = 4,
-    CMD_BUSY = 5,           // object still referenced
+    CMD_BUSY = 5,  // object still referenced
 };
 // BAD_PARAM: handle out of range (or SRQN 0, key index 0), create on an existing object, bad
 // depth/stride/address/vector/access, illegal QP transition. BAD_HANDLE: the object to modify or
@@ -231,15 +231,15 @@ enum mr_access : uint32_t {
     ACCESS_LOCAL_WRITE = 1 << 0,
     ACCESS_REMOTE_READ = 1 << 1,
     ACCESS_REMOTE_WRITE = 1 << 2,
-    ACCESS_FAST_REG = 1 << 3,       // MR is a fast-register MR (keys change by WQE)
+    ACCESS_FAST_REG = 1 << 3,          // MR is a fast-register MR (keys change by WQE)
     ACCESS_REMOTE_ACCESS_OK = 1 << 4,  // fast-reg MR initialised with RemoteAccess
     ACCESS_MW_BIND = 1 << 5,
 };
 
-struct cmd_create_cq {           // CMD_CREATE_CQ / CMD_RESIZE_CQ
+struct cmd_create_cq {  // CMD_CREATE_CQ / CMD_RESIZE_CQ
     uint32_t cqn;
     uint32_t log_depth;
-    uint64_t ring_addr;          // bus address of depth x 32 B
+    uint64_t ring_addr;  // bus address of depth x 32 B
     uint32_t msix_vector;
     uint32_t reserved;
 };
@@ -248,34 +248,34 @@ struct cmd_create_qp {
     uint32_t pdn;
     uint32_t send_cqn;
     uint32_t recv_cqn;
-    uint32_t srqn;               // 0 = none
+    uint32_t srqn;  // 0 = none
     uint16_t sq_log_depth;
     uint16_t rq_log_depth;
     uint64_t sq_addr;
     uint64_t rq_addr;
-    uint16_t sq_stride;          // bytes per SQ slot
+    uint16_t sq_stride;  // bytes per SQ slot
     uint16_t rq_stride;
     uint16_t max_inline;
     uint16_t reserved;
 };
 struct cmd_modify_qp {
     uint32_t qpn;
-    uint8_t state;               // qp_state
-    uint8_t pmtu_log;            // log2 of path MTU bytes (8..12)
+    uint8_t state;     // qp_state
+    uint8_t pmtu_log;  // log2 of path MTU bytes (8..12)
     uint8_t retry_count;
     uint8_t rnr_retry;
     uint32_t dest_qpn;
     uint32_t sq_psn;
     uint32_t rq_psn;
-    uint32_t dest_ip;            // IPv4, host order
+    uint32_t dest_ip;  // IPv4, host order
     uint8_t dest_mac[6];
-    uint8_t timeout_log;         // 4.096 us x 2^timeout_log
-    uint8_t max_rd_atomic;       // ORD
+    uint8_t timeout_log;    // 4.096 us x 2^timeout_log
+    uint8_t max_rd_atomic;  // ORD
 };
 struct cmd_create_mr {
-    uint32_t key;                // lkey = rkey
+    uint32_t key;  // lkey = rkey
     uint32_t pdn;
-    uint64_t va;                 // base VA of the region
+    uint64_t va;  // base VA of the region
     uint64_t length;
     uint64_t page_list_addr;     // bus address of page_count x 8 B page bus addresses
     uint32_t page_count;         // max pages for a fast-reg MR
@@ -289,19 +289,19 @@ struct cmd_create_srq {
     uint64_t ring_addr;
     uint16_t log_depth;
     uint16_t stride;
-    uint32_t limit;              // SRQ limit event threshold (0 = off)
+    uint32_t limit;  // SRQ limit event threshold (0 = off)
 };
-struct cmd_object {              // PD, MW, destroy: just a handle (MR/MW: the key)
+struct cmd_object {  // PD, MW, destroy: just a handle (MR/MW: the key)
     uint32_t handle;
     uint32_t pdn;
 };
 
-struct cmd_slot {                // 64 B
-    uint8_t opcode;              // cmd_opcode
-    uint8_t status;              // cmd_status, written by the NIC
-    uint8_t done;                // 1 when the NIC wrote status (written last)
+struct cmd_slot {    // 64 B
+    uint8_t opcode;  // cmd_opcode
+    uint8_t status;  // cmd_status, written by the NIC
+    uint8_t done;    // 1 when the NIC wrote status (written last)
     uint8_t reserved0;
-    uint32_t token;              // driver cookie, echoed in the event
+    uint32_t token;  // driver cookie, echoed in the event
     union {
         cmd_create_cq cq;
         cmd_create_qp qp;
@@ -319,24 +319,26 @@ constexpr size_t CMD_STATUS_OFFSET = 1;  // status and done bytes written back
 // Event queue (16 B entries, phase bit like the CQ), interrupts on MSI-X vector 0.
 // ---------------------------------------------------------------------------------------------
 enum event_type : uint8_t {
-    EVENT_CMD_DONE = 1,          // data = command token
-    EVENT_CQ_COMPLETION = 2,     // data = CQN (armed CQ got a matching completion)
-    EVENT_CQ_ERROR = 3,          // data = CQN (overrun)
-    EVENT_QP_ERROR = 4,          // data = QPN
-    EVENT_SRQ_LIMIT = 5,         // data = SRQN
-    EVENT_GSI_RECEIVE = 6,       // data = GSI receive producer index (hsi GSI section)
+    EVENT_CMD_DONE = 1,       // data = command token
+    EVENT_CQ_COMPLETION = 2,  // data = CQN (armed CQ got a matching completion)
+    EVENT_CQ_ERROR = 3,       // data = CQN (overrun)
+    EVENT_QP_ERROR = 4,       // data = QPN
+    EVENT_SRQ_LIMIT = 5,      // data = SRQN
+    EVENT_GSI_RECEIVE = 6,    // data = GSI receive producer index (hsi GSI section)
 };
 struct event_entry {
     uint8_t type;
     uint8_t reserved[6];
-    uint8_t flags;               // bit 7 = phase
+    uint8_t flags;  // bit 7 = phase
     uint32_t data;
     uint32_t data2;
 };
 static_assert(sizeof(event_entry) == 16);
 
 // Keys: bits 8..31 index the MPT entry, bits 0..7 are a variant tag (changed on re-register).
-constexpr uint32_t key_index(uint32_t key) { return key >> 8; }
+constexpr uint32_t key_index(uint32_t key) {
+    return key >> 8;
+}
 constexpr uint32_t PRIVILEGED_KEY = 0x00000001;  // index 0: logical (bus) addresses, local only
 
 constexpr uint32_t PAGE_SIZE = 4096;
@@ -428,15 +430,15 @@ static_assert(sizeof(netdma_descriptor) == 64);
 static_assert(offsetof(netdma_descriptor, next) == 24);
 constexpr uint64_t NETDMA_DESC_NEXT_OFFSET = 24;
 
-constexpr uint32_t NETDMA_CTRL_INTERRUPT = 0x00000001;           // interrupt after this one
-constexpr uint32_t NETDMA_CTRL_SOURCE_NO_SNOOP = 0x00000002;     // accepted, not modelled
+constexpr uint32_t NETDMA_CTRL_INTERRUPT = 0x00000001;             // interrupt after this one
+constexpr uint32_t NETDMA_CTRL_SOURCE_NO_SNOOP = 0x00000002;       // accepted, not modelled
 constexpr uint32_t NETDMA_CTRL_DESTINATION_NO_SNOOP = 0x00000004;  // accepted, not modelled
-constexpr uint32_t NETDMA_CTRL_STATUS_UPDATE = 0x00000008;       // write the completion word
-constexpr uint32_t NETDMA_CTRL_SERIALIZE = 0x00000010;   // writes leave before the next reads
-constexpr uint32_t NETDMA_CTRL_NULL_TRANSFER = 0x00000020;       // no data movement
-constexpr uint32_t NETDMA_CTRL_SOURCE_PAGE_BREAK = 0x00000040;   // source goes on at next_source
+constexpr uint32_t NETDMA_CTRL_STATUS_UPDATE = 0x00000008;         // write the completion word
+constexpr uint32_t NETDMA_CTRL_SERIALIZE = 0x00000010;      // writes leave before the next reads
+constexpr uint32_t NETDMA_CTRL_NULL_TRANSFER = 0x00000020;  // no data movement
+constexpr uint32_t NETDMA_CTRL_SOURCE_PAGE_BREAK = 0x00000040;  // source goes on at next_source
 constexpr uint32_t NETDMA_CTRL_DESTINATION_PAGE_BREAK = 0x00000080;  // ... at next_destination
-constexpr uint32_t NETDMA_CTRL_DESTINATION_DCA = 0x00000200;     // DCA hint (counted only)
+constexpr uint32_t NETDMA_CTRL_DESTINATION_DCA = 0x00000200;         // DCA hint (counted only)
 constexpr uint32_t NETDMA_OP_MASK = 0xFF000000;
 constexpr uint32_t NETDMA_OP_COPY = 0x00000000;
 constexpr uint32_t NETDMA_OP_CONTEXT_CHANGE = 0xFF000000;  // transfer_size bits 0..7 = APIC id
@@ -463,12 +465,12 @@ constexpr uint64_t REG_GSI_RQ_BASE = 0x0218;      // bus address of the receive 
 constexpr uint64_t REG_GSI_RQ_LOG_SIZE = 0x0220;  // log2 of the receive slots (0..12)
 constexpr uint64_t REG_GSI_RQ_CONSUMER = 0x0228;  // u32: receive consumer index (free-running)
 
-constexpr uint32_t GSI_QPN = 1;                 // QP0 (SMI) and QP1 (GSI) are reserved
-constexpr uint32_t GSI_QKEY = 0x80010000;       // the well-known GSI Q_Key
+constexpr uint32_t GSI_QPN = 1;            // QP0 (SMI) and QP1 (GSI) are reserved
+constexpr uint32_t GSI_QKEY = 0x80010000;  // the well-known GSI Q_Key
 constexpr uint32_t MAD_BYTES = 256;
 constexpr uint32_t GSI_SLOT_BYTES = 64 + MAD_BYTES;
 constexpr uint8_t MAD_BASE_VERSION = 1;
-constexpr uint8_t MAD_CLASS_CM = 0x07;          // communication management
+constexpr uint8_t MAD_CLASS_CM = 0x07;  // communication management
 constexpr uint8_t MAD_CM_CLASS_VERSION = 2;
 constexpr uint8_t MAD_METHOD_SEND = 0x03;
 // CM attribute IDs (IBA 12.6; big-endian in the MAD header at byte 16).
@@ -485,34 +487,34 @@ enum cm_attribute : uint16_t {
 enum gsi_send_done : uint8_t { GSI_SENT = 1, GSI_DROPPED = 2 };
 
 // Send slot header (the address vector; the NIC takes it as given, like a UD WQE's).
-struct gsi_send_header {          // 64 B
+struct gsi_send_header {  // 64 B
     uint8_t dst_mac[6];
     uint8_t src_mac[6];
-    uint32_t dst_ip;              // IPv4, host order
+    uint32_t dst_ip;  // IPv4, host order
     uint32_t src_ip;
-    uint32_t dest_qp;             // GSI_QPN
-    uint32_t qkey;                // GSI_QKEY
-    uint16_t udp_src_port;        // flow entropy (>= 0xC000)
+    uint32_t dest_qp;       // GSI_QPN
+    uint32_t qkey;          // GSI_QKEY
+    uint16_t udp_src_port;  // flow entropy (>= 0xC000)
     uint16_t pkey;
     uint8_t reserved[30];
-    uint8_t done;                 // written by the NIC (gsi_send_done), written last
+    uint8_t done;  // written by the NIC (gsi_send_done), written last
 };
 static_assert(sizeof(gsi_send_header) == 64);
 constexpr size_t GSI_SEND_DONE_OFFSET = 63;
 
 // Receive slot header, written by the NIC in one DMA write with the MAD after it.
-struct gsi_recv_header {          // 64 B
+struct gsi_recv_header {  // 64 B
     uint8_t src_mac[6];
     uint8_t dst_mac[6];
-    uint32_t src_ip;              // host order
+    uint32_t src_ip;  // host order
     uint32_t dst_ip;
-    uint32_t src_qp;              // DETH source QP
-    uint32_t qkey;                // DETH Q_Key
-    uint32_t psn;                 // BTH PSN of the frame
+    uint32_t src_qp;  // DETH source QP
+    uint32_t qkey;    // DETH Q_Key
+    uint32_t psn;     // BTH PSN of the frame
     uint16_t pkey;
     uint16_t udp_src_port;
     uint8_t reserved[27];
-    uint8_t flags;                // bit 7 = phase
+    uint8_t flags;  // bit 7 = phase
 };
 static_assert(sizeof(gsi_recv_header) == 64);
 // -- END GSI section.

@@ -10,12 +10,12 @@
 #include "hw/common/config_reader.h"
 #include "hw/context/limits.h"
 #include "hw/context_cache/context_cache.h"
-#include "hw/nic/nic_identity.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/dma_engine/dma_engine.h"
-#include "hw/netdma/netdma_config.h"
 #include "hw/doorbell/doorbell.h"
 #include "hw/gsi/gsi.h"
+#include "hw/netdma/netdma_config.h"
+#include "hw/nic/nic_identity.h"
 #include "hw/recv_path/recv_path_config.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/translation/translation.h"
@@ -26,7 +26,7 @@
 namespace rnic::hw {
 
 struct nic_config {
-    double clock_mhz = 500.0;          // core clock of every block
+    double clock_mhz = 500.0;  // core clock of every block
     nic_limits limits;
     fabric::pcie_config pcie;
     doorbell_config doorbell;

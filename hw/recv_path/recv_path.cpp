@@ -11,25 +11,29 @@ namespace rnic::hw {
 
 namespace {
 constexpr uint32_t PSN_MASK = 0xFFFFFF;
-constexpr uint8_t AETH_ACK = 0x1F;            // ACK, no credit information
-constexpr uint8_t AETH_RNR = 0x20;           // RNR NAK; low 5 bits: timer code
+constexpr uint8_t AETH_ACK = 0x1F;  // ACK, no credit information
+constexpr uint8_t AETH_RNR = 0x20;  // RNR NAK; low 5 bits: timer code
 // IBA table 45: RNR NAK timer field -> minimum delay, ms.
-constexpr double RNR_TIMER_MS[32] = {655.36, 0.01,  0.02,  0.03,  0.04,  0.06,  0.08,  0.12,
-                                     0.16,   0.24,  0.32,  0.48,  0.64,  0.96,  1.28,  1.92,
-                                     2.56,   3.84,  5.12,  7.68,  10.24, 15.36, 20.48, 30.72,
+constexpr double RNR_TIMER_MS[32] = {655.36, 0.01,  0.02,  0.03,   0.04,   0.06,   0.08,   0.12,
+                                     0.16,   0.24,  0.32,  0.48,   0.64,   0.96,   1.28,   1.92,
+                                     2.56,   3.84,  5.12,  7.68,   10.24,  15.36,  20.48,  30.72,
                                      40.96,  61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
 constexpr uint8_t AETH_NAK_PSN = 0x60;
 constexpr uint8_t AETH_NAK_INVALID = 0x61;
 constexpr uint8_t AETH_NAK_ACCESS = 0x62;
 constexpr uint8_t AETH_NAK_OPERATIONAL = 0x63;
 
-uint32_t packets_of(uint32_t len, uint32_t pmtu) { return len == 0 ? 1 : (len + pmtu - 1) / pmtu; }
+uint32_t packets_of(uint32_t len, uint32_t pmtu) {
+    return len == 0 ? 1 : (len + pmtu - 1) / pmtu;
+}
 
 bool is_send(uint8_t op) {
     return op <= roce::RC_SEND_ONLY_IMM || op == roce::RC_SEND_LAST_INV ||
            op == roce::RC_SEND_ONLY_INV;
 }
-bool is_write(uint8_t op) { return op >= roce::RC_WRITE_FIRST && op <= roce::RC_WRITE_ONLY_IMM; }
+bool is_write(uint8_t op) {
+    return op >= roce::RC_WRITE_FIRST && op <= roce::RC_WRITE_ONLY_IMM;
+}
 bool is_read_response(uint8_t op) {
     return op >= roce::RC_READ_RESP_FIRST && op <= roce::RC_READ_RESP_ONLY;
 }
@@ -80,8 +84,10 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     s.add(b, "unknown_qp", m_stats.unknown_qp, "count", "frames dropped: no such QP");
     s.add(b, "bad_state", m_stats.bad_state, "count", "frames dropped: QP not ready");
     s.add(b, "duplicates", m_stats.duplicates, "count", "duplicate requests (re-ACKed)");
-    s.add(b, "out_of_sequence", m_stats.out_of_sequence, "count", "requests ahead of the expected PSN");
-    s.add(b, "bad_opcode_sequence", m_stats.bad_opcode_sequence, "count", "First/Middle/Last out of order");
+    s.add(b, "out_of_sequence", m_stats.out_of_sequence, "count",
+          "requests ahead of the expected PSN");
+    s.add(b, "bad_opcode_sequence", m_stats.bad_opcode_sequence, "count",
+          "First/Middle/Last out of order");
     s.add(b, "payload_bytes", m_stats.payload_bytes, "bytes", "payload placed in host memory");
     s.add(b, "messages", m_stats.messages, "count", "request messages completed as responder");
     s.add(b, "receive_wqes", m_stats.receive_wqes, "count", "receive WQEs consumed");
@@ -95,7 +101,8 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     s.add(b, "duplicate_reads", m_stats.duplicate_reads, "count",
           "duplicate READ requests served again (counted in read_requests too)");
     s.add(b, "read_responses", m_stats.read_responses, "count", "READ response packets placed");
-    s.add(b, "protection_errors", m_stats.protection_errors, "count", "key, PD, rights or bounds faults");
+    s.add(b, "protection_errors", m_stats.protection_errors, "count",
+          "key, PD, rights or bounds faults");
     s.add(b, "fatal_naks", m_stats.fatal_naks, "count",
           "access / invalid request / operational NAKs sent (the QP went to error)");
     s.add(b, "flushed_receives", m_stats.flushed_receives, "count",
@@ -258,7 +265,8 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
             const uint32_t in = static_cast<uint32_t>(offset - seg_start);
             const uint32_t n = std::min<uint32_t>(len, s.len - in);
             const sc_core::sc_time issued = sc_core::sc_time_stamp();
-            const sc_core::sc_time sent = m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
+            const sc_core::sc_time sent =
+                m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
             if (m_ctx.tracer != nullptr) {
                 m_ctx.tracer->slice(name(), "rx_dma", m_current_flow, issued, sent);
             }
@@ -302,8 +310,8 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
     } else {
         pf.clear();
         buf.resize(stride);
-        m_dma.read_wait(dma_client::RQ_FETCH, ring + static_cast<uint64_t>(consumer & mask) * stride,
-                        buf.data(), stride);
+        m_dma.read_wait(dma_client::RQ_FETCH,
+                        ring + static_cast<uint64_t>(consumer & mask) * stride, buf.data(), stride);
     }
     ++consumer;
     // Read ahead the next posted WQEs (their slots are not rewritten until consumed).
@@ -313,8 +321,9 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
         p.index = idx;
         p.ring = ring;
         p.bytes.resize(stride);
-        p.ready = m_dma.read(dma_client::RQ_FETCH, ring + static_cast<uint64_t>(idx & mask) * stride,
-                             p.bytes.data(), stride);
+        p.ready =
+            m_dma.read(dma_client::RQ_FETCH, ring + static_cast<uint64_t>(idx & mask) * stride,
+                       p.bytes.data(), stride);
         pf.push_back(std::move(p));
     }
     if (srq != nullptr && srq->limit != 0 && srq->producer - srq->consumer < srq->limit) {
@@ -534,8 +543,9 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
     // Every NAK of a request that passed the PSN check is fatal for the responder QP.
     auto nak = [&](uint8_t syndrome) { nak_fatal(qpn, qp, bth.psn, syndrome); };
 
-    const bool consumes = is_send(op) ? (oi.is_first || oi.is_only)
-                                      : (op == roce::RC_WRITE_LAST_IMM || op == roce::RC_WRITE_ONLY_IMM);
+    const bool consumes = is_send(op)
+                              ? (oi.is_first || oi.is_only)
+                              : (op == roce::RC_WRITE_LAST_IMM || op == roce::RC_WRITE_ONLY_IMM);
     if (is_send(op) && consumes == qp.have_recv) {
         // A First/Only while a SEND is open, or a Middle/Last with none open.
         ++m_stats.bad_opcode_sequence;
@@ -603,7 +613,8 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
                 opcode = hsi::CQE_RECV_INV;
                 imm = p.hdr.ieth_rkey;
                 mpt_entry* e = m_contexts.mpt(imm);
-                if (e != nullptr && e->pdn == qp.pdn && (e->is_mw || (e->access & hsi::ACCESS_FAST_REG))) {
+                if (e != nullptr && e->pdn == qp.pdn &&
+                    (e->is_mw || (e->access & hsi::ACCESS_FAST_REG))) {
                     e->valid = false;
                 }
             }
@@ -645,8 +656,8 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             ++m_stats.messages;
             ++qp.msn;
             if (oi.has_immdt) {
-                post_recv_cqe(qpn, qp, hsi::CQE_RECV_IMM, hsi::CQE_OK, qp.write_offset,
-                              p.hdr.immdt, bth.se, flow_id);
+                post_recv_cqe(qpn, qp, hsi::CQE_RECV_IMM, hsi::CQE_OK, qp.write_offset, p.hdr.immdt,
+                              bth.se, flow_id);
             }
         }
     }
@@ -677,12 +688,15 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
                     m_tx.on_nak_sequence(qpn, bth.psn);
                     break;
                 }
-                static const uint8_t status[] = {hsi::CQE_RETRY_EXCEEDED, hsi::CQE_REMOTE_INVALID_REQ,
-                                                 hsi::CQE_REMOTE_ACCESS_ERR, hsi::CQE_REMOTE_OP_ERR};
+                static const uint8_t status[] = {
+                    hsi::CQE_RETRY_EXCEEDED, hsi::CQE_REMOTE_INVALID_REQ,
+                    hsi::CQE_REMOTE_ACCESS_ERR, hsi::CQE_REMOTE_OP_ERR};
                 m_tx.on_nak(qpn, bth.psn, status[std::min<uint8_t>(code, 3)]);
                 break;
             }
-            default: ++m_stats.parse_errors; break;
+            default:
+                ++m_stats.parse_errors;
+                break;
         }
         return;
     }

@@ -31,8 +31,8 @@ namespace rnic::hw {
 class recv_path : public sc_core::sc_module, public fabric::frame_sink_if {
 public:
     recv_path(sc_core::sc_module_name name, const recv_path_config& cfg, const clock_domain& clk,
-              const nic_identity& id, context_store& contexts, translation& xlate,
-              dma_engine& dma, tx_engine& tx, cq_writer& cqw, sim_context& ctx);
+              const nic_identity& id, context_store& contexts, translation& xlate, dma_engine& dma,
+              tx_engine& tx, cq_writer& cqw, sim_context& ctx);
 
     // From the link, when the frame's last bit is in.
     void receive_frame(fabric::eth_frame&& frame) override;
@@ -52,10 +52,10 @@ public:
         uint64_t frames = 0;
         uint64_t bytes = 0;
         uint64_t fifo_drops = 0;
-        uint64_t parse_errors = 0;     // any roce::parse_error
+        uint64_t parse_errors = 0;  // any roce::parse_error
         uint64_t bad_icrc = 0;
         uint64_t unknown_qp = 0;
-        uint64_t bad_state = 0;        // QP not ready to receive
+        uint64_t bad_state = 0;  // QP not ready to receive
         uint64_t duplicates = 0;
         uint64_t out_of_sequence = 0;
         uint64_t bad_opcode_sequence = 0;
@@ -63,7 +63,7 @@ public:
         uint64_t messages = 0;
         uint64_t receive_wqes = 0;
         uint64_t rq_prefetch_hits = 0;
-        uint64_t rnr = 0;              // SEND with no receive WQE posted
+        uint64_t rnr = 0;  // SEND with no receive WQE posted
         uint64_t naks_sent = 0;
         uint64_t acks_received = 0;
         uint64_t naks_received = 0;

@@ -10,11 +10,16 @@ namespace rnic::hw {
 
 const char* to_string(xlate_status s) {
     switch (s) {
-        case xlate_status::OK: return "ok";
-        case xlate_status::BAD_KEY: return "bad_key";
-        case xlate_status::PD_MISMATCH: return "pd_mismatch";
-        case xlate_status::ACCESS: return "access";
-        case xlate_status::BOUNDS: return "bounds";
+        case xlate_status::OK:
+            return "ok";
+        case xlate_status::BAD_KEY:
+            return "bad_key";
+        case xlate_status::PD_MISMATCH:
+            return "pd_mismatch";
+        case xlate_status::ACCESS:
+            return "access";
+        case xlate_status::BOUNDS:
+            return "bounds";
     }
     return "?";
 }
@@ -107,7 +112,8 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
     if (m_cache != nullptr && len > 0) {
         // One MTT cache access per line of page entries the range touches.
         const uint32_t first = mr->mtt_base + static_cast<uint32_t>(offset / hsi::PAGE_SIZE);
-        const uint32_t last = mr->mtt_base + static_cast<uint32_t>((offset + len - 1) / hsi::PAGE_SIZE);
+        const uint32_t last =
+            mr->mtt_base + static_cast<uint32_t>((offset + len - 1) / hsi::PAGE_SIZE);
         const uint32_t per_line = m_cache->mtt_entries_per_line();
         for (uint32_t i = first; i <= last; i = (i / per_line + 1) * per_line) {
             m_cache->access(ctx_kind::MTT, i);
@@ -116,7 +122,8 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
     while (left > 0) {
         const uint64_t page = offset / hsi::PAGE_SIZE;
         const uint32_t in_page = static_cast<uint32_t>(offset % hsi::PAGE_SIZE);
-        const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(left, hsi::PAGE_SIZE - in_page));
+        const uint32_t n =
+            static_cast<uint32_t>(std::min<uint64_t>(left, hsi::PAGE_SIZE - in_page));
         const uint64_t bus = m_contexts.mtt(mr->mtt_base + static_cast<uint32_t>(page)) + in_page;
         if (!out.empty() && out.back().bus_addr + out.back().len == bus) {
             out.back().len += n;  // physically contiguous: one DMA segment
@@ -128,7 +135,8 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
         ++pages;
     }
     m_stats.pages += pages;
-    const uint64_t cycles = m_cfg.mpt_lookup_cycles + (pages > 0 ? m_cfg.mtt_lookup_cycles + pages - 1 : 0);
+    const uint64_t cycles =
+        m_cfg.mpt_lookup_cycles + (pages > 0 ? m_cfg.mtt_lookup_cycles + pages - 1 : 0);
     m_clk.wait_until(start + m_clk.cycles(cycles));
     return xlate_status::OK;
 }

@@ -37,8 +37,9 @@ wqe_fetch::wqe_fetch(sc_core::sc_module_name name, const wqe_fetch_config& cfg,
     s.add(this->name(), "dma_reads", m_stats.dma_reads, "count", "DMA reads of SQ rings");
     s.add(this->name(), "pushed", m_stats.pushed, "count", "WQEs taken from a doorbell push");
     s.add(this->name(), "malformed", m_stats.malformed, "count", "WQEs with a bad opcode or size");
-    s.add(this->name(), "out_full_waits", [this] { return nlohmann::json(m_out.full_waits()); },
-          "count", "times the transmit engine was not ready for a WQE");
+    s.add(
+        this->name(), "out_full_waits", [this] { return nlohmann::json(m_out.full_waits()); },
+        "count", "times the transmit engine was not ready for a WQE");
     if (ctx.vcd != nullptr) {
         m_out.trace(ctx.vcd, this->name());
         sc_core::sc_trace(ctx.vcd, m_stats.wqes, std::string(this->name()) + ".wqes_fetched");
@@ -85,8 +86,9 @@ void wqe_fetch::fetch_thread() {
             std::memcpy(buf.data(), &pushed, sizeof(pushed));
             ++m_stats.pushed;
         } else {
-            m_dma.read_wait(dma_client::WQE_FETCH, qp->sq_addr + static_cast<uint64_t>(slot) * stride,
-                            buf.data(), n * stride);
+            m_dma.read_wait(dma_client::WQE_FETCH,
+                            qp->sq_addr + static_cast<uint64_t>(slot) * stride, buf.data(),
+                            n * stride);
             ++m_stats.dma_reads;
         }
         qp->sq_fetched = first + n;

@@ -125,14 +125,13 @@ TEST(Cli, ValidateListsEveryErrorAndExits2) {
     const cli_result r = rnicsim(s, {"validate", file});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err,
-              "rnicsim: " + file +
-                  ": 4 config errors:\n"
-                  "  rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16\n"
-                  "  workload.operation: \"atomic\" is not one of \"write\", \"send\", "
-                  "\"read\", \"mixed\"\n"
-                  "  workload.queue_depth: 0 out of range [1, 1048576]\n"
-                  "  colour: unknown key\n");
+    EXPECT_EQ(r.err, "rnicsim: " + file +
+                         ": 4 config errors:\n"
+                         "  rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16\n"
+                         "  workload.operation: \"atomic\" is not one of \"write\", \"send\", "
+                         "\"read\", \"mixed\"\n"
+                         "  workload.queue_depth: 0 out of range [1, 1048576]\n"
+                         "  colour: unknown key\n");
 }
 
 TEST(Cli, ValidateAppliesOverrides) {

@@ -41,15 +41,15 @@ public:
 // Seeded wire faults (issue: reliable transport). Each probability applies per frame, to the
 // frames that match the filters (QP, opcode, time window).
 struct fault_config {
-    double drop = 0;               // frame lost
-    double corrupt = 0;            // one random bit flipped (headers included)
-    double duplicate = 0;          // frame delivered twice
-    double reorder = 0;            // frame held back by reorder_delay_ns (later ones overtake it)
+    double drop = 0;       // frame lost
+    double corrupt = 0;    // one random bit flipped (headers included)
+    double duplicate = 0;  // frame delivered twice
+    double reorder = 0;    // frame held back by reorder_delay_ns (later ones overtake it)
     double reorder_delay_ns = 2000;
-    double jitter_ns = 0;          // extra delay, uniform in [0, jitter_ns]
-    int64_t qp = -1;               // only frames to this destination QP (-1: all)
-    int32_t opcode = -1;           // only frames with this BTH opcode (-1: all)
-    double window_start_ns = 0;    // only frames sent in [start, end)
+    double jitter_ns = 0;        // extra delay, uniform in [0, jitter_ns]
+    int64_t qp = -1;             // only frames to this destination QP (-1: all)
+    int32_t opcode = -1;         // only frames with this BTH opcode (-1: all)
+    double window_start_ns = 0;  // only frames sent in [start, end)
     double window_end_ns = 1e18;
     std::vector<std::pair<double, double>> link_down_ns;  // frames sent in these are lost
     uint64_t seed = 1;
@@ -80,7 +80,9 @@ public:
     hw::channel<eth_frame>& tx(int side) { return *m_tx[side]; }
     void attach(int side, frame_sink_if* sink) { m_sink[side] = sink; }
     // Called with every frame as its first bit leaves a MAC (pcap writer).
-    void set_capture(std::function<void(int side, const eth_frame&)> fn) { m_capture = std::move(fn); }
+    void set_capture(std::function<void(int side, const eth_frame&)> fn) {
+        m_capture = std::move(fn);
+    }
 
     const eth_link_config& config() const { return m_cfg; }
     double ps_per_byte() const { return m_ps_per_byte; }
@@ -90,13 +92,13 @@ public:
         uint64_t bytes = 0;       // frame bytes (no FCS)
         uint64_t wire_bytes = 0;  // incl. FCS, preamble, IFG
         uint64_t busy_ps = 0;
-        uint64_t dropped = 0;     // faults injected, by kind
+        uint64_t dropped = 0;  // faults injected, by kind
         uint64_t corrupted = 0;
         uint64_t duplicated = 0;
         uint64_t reordered = 0;
         uint64_t delayed = 0;
         uint64_t link_down_drops = 0;
-        uint64_t pause_ps = 0;    // time the sender was paused by PFC
+        uint64_t pause_ps = 0;  // time the sender was paused by PFC
         uint64_t pauses = 0;
     };
     const stats& get_stats(int side) const { return m_stats[side]; }
@@ -119,7 +121,7 @@ private:
     sc_core::sc_event m_in_flight_event[2];
     std::function<void(int, const eth_frame&)> m_capture;
     stats m_stats[2];
-    bool m_busy[2] = {false, false};  // traced: a frame is on the wire
+    bool m_busy[2] = {false, false};    // traced: a frame is on the wire
     bool m_paused[2] = {false, false};  // traced: PFC pause from the receiver of this direction
     sc_core::sc_event m_resume[2];
 };
