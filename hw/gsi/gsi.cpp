@@ -4,12 +4,14 @@
 
 #include <cstring>
 
+#include "hw/common/byte_order.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/roce/roce.h"
 
 namespace rnic::hw {
 
 namespace {
+using namespace rnic::bytes;
 constexpr uint8_t UD_SEND_ONLY = 0x64;  // BTH opcode (UD = RC + 0x60)
 constexpr size_t DETH_BYTES = 8;
 constexpr size_t MAD_OFFSET = roce::BTH_OFFSET + roce::BTH_BYTES + DETH_BYTES;
@@ -27,28 +29,6 @@ void store_le(uint8_t* p, unsigned len, uint64_t v) {
     for (unsigned i = 0; i < len; ++i) {
         p[i] = static_cast<uint8_t>(v >> (8 * i));
     }
-}
-void put16(uint8_t* p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-void put24(uint8_t* p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 16);
-    p[1] = static_cast<uint8_t>(v >> 8);
-    p[2] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-    put16(p, static_cast<uint16_t>(v >> 16));
-    put16(p + 2, static_cast<uint16_t>(v));
-}
-uint16_t get16(const uint8_t* p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-uint32_t get24(const uint8_t* p) {
-    return static_cast<uint32_t>(p[0]) << 16 | static_cast<uint32_t>(p[1]) << 8 | p[2];
-}
-uint32_t get32(const uint8_t* p) {
-    return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2);
 }
 uint16_t ip_checksum(const uint8_t* h) {
     uint32_t sum = 0;

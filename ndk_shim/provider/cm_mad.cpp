@@ -5,42 +5,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hw/common/byte_order.h"
+
 namespace rnic::ndk {
 
 namespace {
+using namespace rnic::bytes;
 constexpr size_t HDR = 24;  // MAD common header; CM message fields follow it
 constexpr uint64_t SERVICE_ID_TCP_PS = 0x0000000001060000ull;  // RDMA_PS_TCP << 16
 constexpr size_t IP_CM_HEADER = 36;
 
-void put16(uint8_t* p, uint16_t v) {
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-void put24(uint8_t* p, uint32_t v) {
-    p[0] = static_cast<uint8_t>(v >> 16);
-    p[1] = static_cast<uint8_t>(v >> 8);
-    p[2] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-    put16(p, static_cast<uint16_t>(v >> 16));
-    put16(p + 2, static_cast<uint16_t>(v));
-}
-void put64(uint8_t* p, uint64_t v) {
-    put32(p, static_cast<uint32_t>(v >> 32));
-    put32(p + 4, static_cast<uint32_t>(v));
-}
-uint16_t get16(const uint8_t* p) {
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-uint32_t get24(const uint8_t* p) {
-    return static_cast<uint32_t>(p[0]) << 16 | static_cast<uint32_t>(p[1]) << 8 | p[2];
-}
-uint32_t get32(const uint8_t* p) {
-    return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2);
-}
-uint64_t get64(const uint8_t* p) {
-    return static_cast<uint64_t>(get32(p)) << 32 | get32(p + 4);
-}
 // IPv4-mapped GID ::ffff:a.b.c.d.
 void put_gid(uint8_t* p, uint32_t ip) {
     std::memset(p, 0, 16);
