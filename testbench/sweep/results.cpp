@@ -28,6 +28,19 @@ bool read_json(const fs::path& file, nlohmann::json& out) {
     }
 }
 
+// The CSV field of the value at `pointer` in `from`; empty when there is none (a point that did
+// not finish, or a stat the run did not report).
+std::string field_at(const nlohmann::json& from, const std::string& pointer) {
+    if (!from.is_object()) {
+        return "";
+    }
+    const nlohmann::json::json_pointer ptr(pointer);
+    if (!from.contains(ptr) || from.at(ptr).is_null()) {
+        return "";
+    }
+    return csv_field(format_value(from.at(ptr)));
+}
+
 }  // namespace
 
 const std::vector<metric>& metrics() {
@@ -133,6 +146,9 @@ std::string make_results_csv(const std::string& out_dir, const plan& p, results_
     for (const auto& m : metrics()) {
         csv << "," << m.column;
     }
+    for (const auto& c : p.stat_columns) {
+        csv << "," << csv_field(c.name);
+    }
     csv << ",error\n";
     results_summary counts;
     for (const auto& pt : p.points) {
@@ -143,14 +159,11 @@ std::string make_results_csv(const std::string& out_dir, const plan& p, results_
         }
         csv << "," << to_string(rec.state);
         for (const auto& m : metrics()) {
-            csv << ",";
             const nlohmann::json& from = std::string(m.file) == SPEED_FILE ? rec.speed : rec.stats;
-            if (from.is_object()) {
-                const nlohmann::json::json_pointer ptr(m.pointer);
-                if (from.contains(ptr) && !from.at(ptr).is_null()) {
-                    csv << csv_field(format_value(from.at(ptr)));
-                }
-            }
+            csv << "," << field_at(from, m.pointer);
+        }
+        for (const auto& c : p.stat_columns) {
+            csv << "," << field_at(rec.stats, c.pointer);
         }
         csv << "," << csv_field(rec.state == point_state::OK ? "" : rec.error) << "\n";
         switch (rec.state) {

@@ -204,6 +204,51 @@ parameter parse_parameter(const nlohmann::json& j, const std::string& origin,
     return p;
 }
 
+// {"name": "qpc_misses_node1", "stat": "/blocks/node1.nic.context_cache/qpc_misses"}
+stat_column parse_stat_column(const nlohmann::json& e, const std::string& origin,
+                              config::parse_context& ctx) {
+    stat_column c;
+    if (!e.is_object()) {
+        ctx.errors.push_back(origin + ": " + config::describe(e) +
+                             " is not an object {\"name\", \"stat\"}");
+        return c;
+    }
+    config::reader r(e, origin, ctx);
+    const nlohmann::json* name = r.raw("name");
+    const nlohmann::json* stat = r.raw("stat");
+    r.finish();
+    if (name == nullptr) {
+        r.error("name", "missing (the results.csv column name)");
+    } else if (!name->is_string() || name->get<std::string>().empty()) {
+        r.error("name", config::describe(*name) + " is not a non-empty string");
+    } else if (name->get<std::string>().find_first_of(",\"\n\r") != std::string::npos) {
+        r.error("name", name->dump() +
+                            " holds a comma, quote or newline, which results.csv "
+                            "headers avoid");
+    } else if (is_results_column(name->get<std::string>())) {
+        r.error("name", name->dump() + " is a column results.csv already has");
+    } else {
+        c.name = name->get<std::string>();
+    }
+    if (stat == nullptr) {
+        r.error("stat",
+                "missing (a JSON pointer into stats.json, like "
+                "/blocks/node1.nic.context_cache/qpc_misses)");
+    } else if (!stat->is_string() || stat->get<std::string>().empty() ||
+               stat->get<std::string>().front() != '/') {
+        r.error("stat", config::describe(*stat) +
+                            " is not a JSON pointer into stats.json (it starts with /)");
+    } else {
+        try {
+            nlohmann::json::json_pointer check(stat->get<std::string>());
+            c.pointer = stat->get<std::string>();
+        } catch (const nlohmann::json::exception&) {
+            r.error("stat", stat->dump() + " is not a valid JSON pointer (~ must be ~0 or ~1)");
+        }
+    }
+    return c;
+}
+
 std::vector<std::string> read_file_or_error(const std::string& file, std::string& text) {
     std::ifstream in(file);
     if (!in) {
@@ -355,6 +400,18 @@ sweep_spec parse_sweep(const nlohmann::json& j, const std::string& dir) {
             spec.axes.push_back(std::move(ax));
         }
     }
+    const nlohmann::json* stats = r.raw("stats_columns");
+    if (stats != nullptr) {
+        if (!stats->is_array()) {
+            r.error("stats_columns",
+                    config::describe(*stats) + " is not an array of {\"name\", \"stat\"} objects");
+        } else {
+            for (size_t i = 0; i < stats->size(); ++i) {
+                spec.stat_columns.push_back(
+                    parse_stat_column((*stats)[i], "stats_columns." + std::to_string(i), ctx));
+            }
+        }
+    }
     r.finish();
 
     // Every column and every varied path once.
@@ -375,6 +432,15 @@ sweep_spec parse_sweep(const nlohmann::json& j, const std::string& dir) {
                                          q + " is also set by " + paths[q]);
                 }
             }
+        }
+    }
+
+    for (size_t i = 0; i < spec.stat_columns.size(); ++i) {
+        const std::string& n = spec.stat_columns[i].name;
+        const std::string origin = "stats_columns." + std::to_string(i);
+        if (!n.empty() && !names.emplace(n, origin).second) {
+            ctx.errors.push_back(origin + ".name: \"" + n + "\" is also the name of " + names[n] +
+                                 "; give each column its own name");
         }
     }
 
@@ -418,6 +484,7 @@ plan expand(const sweep_spec& spec) {
     p.sweep_file = spec.file.empty() ? "" : fs::absolute(spec.file).lexically_normal().string();
     p.base = spec.base;
     p.description = spec.description;
+    p.stat_columns = spec.stat_columns;
     for (const auto& ax : spec.axes) {
         for (const auto& prm : ax.params) {
             p.columns.push_back(prm.name);
@@ -606,11 +673,16 @@ nlohmann::json plan::to_json() const {
     for (const auto& pt : points) {
         pts.push_back({{"id", pt.id}, {"values", pt.values}, {"overrides", pt.overrides}});
     }
+    nlohmann::json stats = nlohmann::json::array();
+    for (const auto& c : stat_columns) {
+        stats.push_back({{"name", c.name}, {"stat", c.pointer}});
+    }
     return {{"format", "rnicsim-sweep-plan-1"},
             {"sweep", sweep_file},
             {"description", description},
             {"base", base},
             {"columns", columns},
+            {"stats_columns", stats},
             {"points", pts}};
 }
 
@@ -639,6 +711,20 @@ plan plan::from_json(const nlohmann::json& j) {
     if (const auto* v = need(j, "columns", is_arr, "")) {
         for (const auto& c : *v) {
             p.columns.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+        }
+    }
+    if (j.is_object() && j.contains("stats_columns")) {  // absent in plans of older sweeps
+        const nlohmann::json& v = j["stats_columns"];
+        for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
+            const std::string where = "stats_columns." + std::to_string(i) + ".";
+            const auto* name = need(v[i], "name", is_str, where);
+            const auto* stat = need(v[i], "stat", is_str, where);
+            if (name != nullptr && stat != nullptr) {
+                p.stat_columns.push_back({name->get<std::string>(), stat->get<std::string>()});
+            }
+        }
+        if (!v.is_array()) {
+            errors.push_back("stats_columns: not an array");
         }
     }
     if (const auto* v = need(j, "points", is_arr, "")) {

@@ -26,12 +26,21 @@ struct axis {
     size_t size() const { return params.empty() ? 0 : params.front().values.size(); }
 };
 
+// An extra results.csv column (sweep-file key "stats_columns"): a value of each point's
+// stats.json, named by a JSON pointer because block names hold dots
+// (/blocks/node1.nic.context_cache/qpc_misses).
+struct stat_column {
+    std::string name;     // column name
+    std::string pointer;  // JSON pointer into stats.json
+};
+
 struct sweep_spec {
     std::string file;         // the sweep file as named on the command line
     std::string description;  // free text
     std::string base;         // base scenario, absolute (relative paths are from the sweep file)
     std::vector<std::pair<std::string, nlohmann::json>> fixed;  // "set": every point, first
-    std::vector<axis> axes;  // the grid: the first axis varies slowest
+    std::vector<axis> axes;                 // the grid: the first axis varies slowest
+    std::vector<stat_column> stat_columns;  // after the built-in metrics in results.csv
 };
 
 // One run of the sweep.
@@ -45,11 +54,12 @@ struct point {
 // The expanded sweep, written as DIR/plan.json so that `sweep point` and `sweep collect` (on
 // another machine of a cluster, or after an interruption) see exactly the same points.
 struct plan {
-    std::string sweep_file;            // absolute
-    std::string description;           // of the sweep file (plot titles)
-    std::string base;                  // absolute
-    std::vector<std::string> columns;  // parameter names, in axis order
-    std::vector<point> points;         // index order
+    std::string sweep_file;                 // absolute
+    std::string description;                // of the sweep file (plot titles)
+    std::string base;                       // absolute
+    std::vector<std::string> columns;       // parameter names, in axis order
+    std::vector<stat_column> stat_columns;  // extra stats.json columns of the sweep file
+    std::vector<point> points;              // index order
 
     nlohmann::json to_json() const;
     // Throws config::config_error naming the broken key of plan.json.

@@ -323,6 +323,30 @@ TEST(SweepFile, EveryErrorNamesItsJsonPath) {
         {"set null", R"({"base": "b", "set": {"a.b": null}, "parameters": [{"path": "a.c",
            "values": [1]}]})",
          "set.a.b: null is not a config value"},
+        {"stats_columns type", R"({"base": "b", "parameters": [{"path": "a.b", "values": [1]}],
+           "stats_columns": {"x": "/a"}})",
+         "stats_columns: an object is not an array"},
+        {"stat column type", R"({"base": "b", "parameters": [{"path": "a.b", "values": [1]}],
+           "stats_columns": ["/a"]})",
+         "stats_columns.0: \"/a\" is not an object"},
+        {"stat column name missing", R"({"base": "b", "parameters": [{"path": "a.b",
+           "values": [1]}], "stats_columns": [{"stat": "/a"}]})",
+         "stats_columns.0.name: missing"},
+        {"stat column reserved name", R"({"base": "b", "parameters": [{"path": "a.b",
+           "values": [1]}], "stats_columns": [{"name": "goodput_gbps", "stat": "/a"}]})",
+         "stats_columns.0.name: \"goodput_gbps\" is a column results.csv already has"},
+        {"stat column not a pointer", R"({"base": "b", "parameters": [{"path": "a.b",
+           "values": [1]}], "stats_columns": [{"name": "m", "stat": "blocks.x"}]})",
+         "stats_columns.0.stat: \"blocks.x\" is not a JSON pointer"},
+        {"stat column bad escape", R"({"base": "b", "parameters": [{"path": "a.b",
+           "values": [1]}], "stats_columns": [{"name": "m", "stat": "/a~2"}]})",
+         "stats_columns.0.stat: \"/a~2\" is not a valid JSON pointer"},
+        {"stat column unknown key", R"({"base": "b", "parameters": [{"path": "a.b",
+           "values": [1]}], "stats_columns": [{"name": "m", "stat": "/a", "file": "x"}]})",
+         "stats_columns.0.file: unknown key"},
+        {"stat column name twice", R"({"base": "b", "parameters": [{"path": "a.b",
+           "name": "m", "values": [1]}], "stats_columns": [{"name": "m", "stat": "/a"}]})",
+         "stats_columns.0.name: \"m\" is also the name of parameters.0"},
         {"too many points", R"({"base": "b", "parameters": [
            {"path": "a.a", "range": {"from": 1, "to": 1000, "step": 1}},
            {"path": "a.b", "range": {"from": 1, "to": 1000, "step": 1}}]})",
@@ -450,6 +474,19 @@ TEST(SweepExpand, PlanJsonRoundTrips) {
     const plan q = plan::from_json(json::parse(p.to_json().dump()));
     EXPECT_EQ(q.base, p.base);
     EXPECT_EQ(q.columns, p.columns);
+    EXPECT_TRUE(q.stat_columns.empty());
+    // Extra stats.json columns survive the round trip, in order.
+    const plan r = plan::from_json(json::parse(expand(parse_sweep(json::parse(R"({"base": "/b.json",
+            "parameters": [{"path": "workload.qps", "values": [1]}],
+            "stats_columns": [{"name": "z", "stat": "/blocks/node1.nic.x/misses"},
+                              {"name": "a", "stat": "/sim/packets"}]})"),
+                                                                  "/"))
+                                                   .to_json()
+                                                   .dump()));
+    ASSERT_EQ(r.stat_columns.size(), 2u);
+    EXPECT_EQ(r.stat_columns[0].name, "z");
+    EXPECT_EQ(r.stat_columns[0].pointer, "/blocks/node1.nic.x/misses");
+    EXPECT_EQ(r.stat_columns[1].name, "a");
     ASSERT_EQ(q.points.size(), p.points.size());
     for (size_t i = 0; i < p.points.size(); ++i) {
         EXPECT_EQ(q.points[i].id, p.points[i].id);
@@ -651,6 +688,28 @@ TEST(SweepResults, CsvHasParametersStatusMetricsAndErrors) {
     // Quoting per RFC 4180.
     EXPECT_NE(csv.find(",\"a,b\","), std::string::npos);
     EXPECT_NE(csv.find(",\"c\"\"d\","), std::string::npos);
+}
+
+TEST(SweepResults, StatsColumnsFollowTheMetrics) {
+    scratch s;
+    const plan p = expand(parse_sweep(json::parse(R"({"base": "/b.json",
+        "parameters": [{"path": "workload.qps", "values": [1, 2]}],
+        "stats_columns": [{"name": "rings", "stat": "/blocks/nic0.doorbell/rings"},
+                          {"name": "absent", "stat": "/blocks/nic0.doorbell/nothing"}]})"),
+                                      "/"));
+    json st = fake_stats(1);
+    st["blocks"]["nic0.doorbell"]["rings"] = 42;
+    file_point(s.dir, p, 0, "ok", st);
+    const auto rows = csv_rows(make_results_csv(s.dir, p));
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].at("rings"), "42");
+    EXPECT_EQ(rows[0].at("absent"), "");  // a stat the run did not report stays empty
+    EXPECT_EQ(rows[1].at("rings"), "");   // a point that has not run
+    const auto header = parse_csv(make_results_csv(s.dir, p)).front();
+    ASSERT_GE(header.size(), 3u);
+    EXPECT_EQ(header[header.size() - 3], "rings");
+    EXPECT_EQ(header[header.size() - 2], "absent");
+    EXPECT_EQ(header.back(), "error");
 }
 
 TEST(SweepResults, CsvFieldQuotesOnlyWhenNeeded) {
