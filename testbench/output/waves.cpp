@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// Windowed VCD: trace registrations recorded at elaboration, replayed when the window opens.
+// Windowed VCD: trace registrations recorded at elaboration; a change-only writer for scalar
+// variables, SystemC's VCD writer for SystemC datatypes.
 #include "testbench/output/waves.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <stdexcept>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -48,7 +52,261 @@ int width_of() {
     throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
 }
 
+// VCD identifiers in registration order: a..z, ba..zz, ... (short, and never "#" or "$").
+std::string vcd_id(size_t n) {
+    std::string id;
+    do {
+        id.insert(id.begin(), static_cast<char>('a' + n % 26));
+        n /= 26;
+    } while (n > 0);
+    return id;
+}
+
+// The scope tree of the dot-separated signal names, children in name order.
+struct scope_node {
+    std::map<std::string, scope_node> children;
+    std::vector<size_t> signals;  // indices, registration order
+};
+
 }  // namespace
+
+template <typename T>
+void waves::add_probe(const T& object, int width) {
+    probe p;
+    p.where = &object;
+    p.width = width;
+    if constexpr (std::is_same_v<T, bool>) {
+        p.k = probe::kind::BOOL;
+    } else if constexpr (std::is_integral_v<T>) {
+        p.k = std::is_signed_v<T> ? probe::kind::SIGNED : probe::kind::UNSIGNED;
+    } else if constexpr (std::is_same_v<T, float>) {
+        p.k = probe::kind::REAL32;
+    } else if constexpr (std::is_same_v<T, double>) {
+        p.k = probe::kind::REAL64;
+    } else {
+        m_all_scalar = false;  // a SystemC datatype: SystemC's writer knows how to show it
+        return;
+    }
+    if constexpr (std::is_arithmetic_v<T>) {
+        p.bytes = sizeof(T);
+    }
+    if (p.k == probe::kind::UNSIGNED || p.k == probe::kind::SIGNED) {
+        p.width = width > 0 && width < 64 ? width : 64;
+    }
+    p.id = vcd_id(m_probes.size());
+    const auto index = static_cast<uint32_t>(m_probes.size());
+    switch (p.bytes) {
+        case 1:
+            m_watch8.push_back({p.where, 0, index});
+            break;
+        case 2:
+            m_watch16.push_back({p.where, 0, index});
+            break;
+        case 4:
+            m_watch32.push_back({p.where, 0, index});
+            break;
+        default:
+            m_watch64.push_back({p.where, 0, index});
+            break;
+    }
+    m_probes.push_back(std::move(p));
+}
+
+template <typename R>
+void waves::scan(std::vector<watch<R>>& w, uint64_t now) {
+    for (auto& x : w) {
+        R v;
+        std::memcpy(&v, x.where, sizeof v);  // one load
+        if (v == x.raw) {
+            continue;
+        }
+        x.raw = v;
+        probe& p = m_probes[x.probe];
+        const uint64_t value = sample(p);  // bits outside the traced width may have changed
+        if (value != p.last) {
+            if (now != m_time_written) {
+                m_buf += fmt::format("#{}\n", now);
+                m_time_written = now;
+            }
+            p.last = value;
+            write_value(p, value);
+        }
+    }
+}
+
+uint64_t waves::sample(const probe& p) const {
+    switch (p.k) {
+        case probe::kind::BOOL:
+            return *static_cast<const bool*>(p.where) ? 1 : 0;
+        case probe::kind::UNSIGNED:
+        case probe::kind::SIGNED: {
+            uint64_t v = 0;
+            if (p.k == probe::kind::SIGNED) {  // sign-extend, then keep `width` bits
+                switch (p.bytes) {
+                    case 1:
+                        v = static_cast<uint64_t>(*static_cast<const int8_t*>(p.where));
+                        break;
+                    case 2:
+                        v = static_cast<uint64_t>(*static_cast<const int16_t*>(p.where));
+                        break;
+                    case 4:
+                        v = static_cast<uint64_t>(*static_cast<const int32_t*>(p.where));
+                        break;
+                    default:
+                        v = static_cast<uint64_t>(*static_cast<const int64_t*>(p.where));
+                        break;
+                }
+            } else {
+                switch (p.bytes) {
+                    case 1:
+                        v = *static_cast<const uint8_t*>(p.where);
+                        break;
+                    case 2:
+                        v = *static_cast<const uint16_t*>(p.where);
+                        break;
+                    case 4:
+                        v = *static_cast<const uint32_t*>(p.where);
+                        break;
+                    default:
+                        v = *static_cast<const uint64_t*>(p.where);
+                        break;
+                }
+            }
+            return p.width >= 64 ? v : v & ((uint64_t{1} << p.width) - 1);
+        }
+        case probe::kind::REAL32: {
+            const double d = *static_cast<const float*>(p.where);
+            uint64_t bits;
+            std::memcpy(&bits, &d, sizeof bits);
+            return bits;
+        }
+        case probe::kind::REAL64: {
+            uint64_t bits;
+            std::memcpy(&bits, p.where, sizeof bits);
+            return bits;
+        }
+    }
+    return 0;
+}
+
+void waves::write_value(const probe& p, uint64_t v) {
+    switch (p.k) {
+        case probe::kind::BOOL:
+            m_buf += v ? '1' : '0';
+            break;
+        case probe::kind::REAL32:
+        case probe::kind::REAL64: {
+            double d;
+            std::memcpy(&d, &v, sizeof d);
+            m_buf += fmt::format("r{:.16g} ", d);
+            break;
+        }
+        default: {
+            // Binary without leading zeros, as SystemC writes it ("b0" for zero).
+            char bits[66];
+            int n = 0;
+            bits[n++] = 'b';
+            int top = 63;
+            while (top > 0 && ((v >> top) & 1) == 0) {
+                --top;
+            }
+            for (int b = top; b >= 0; --b) {
+                bits[n++] = static_cast<char>('0' + ((v >> b) & 1));
+            }
+            bits[n++] = ' ';
+            m_buf.append(bits, n);
+            break;
+        }
+    }
+    m_buf += p.id;
+    m_buf += '\n';
+}
+
+void waves::write_header() {
+    scope_node root;
+    for (size_t i = 0; i < m_signals.size(); ++i) {
+        scope_node* at = &root;
+        const std::string& name = m_signals[i].name;
+        size_t from = 0;
+        for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', from)) {
+            at = &at->children[name.substr(from, dot - from)];
+            from = dot + 1;
+        }
+        at->signals.push_back(i);
+    }
+    m_buf += "$date\n     rnicsim\n$end\n\n$version\n rnicsim (SystemC ";
+    m_buf += sc_core::sc_release();
+    m_buf += ")\n$end\n\n$timescale\n     " + sc_core::sc_get_time_resolution().to_string() +
+             "\n$end\n\n$scope module SystemC $end\n";
+    auto write_scope = [&](const scope_node& s, auto& self) -> void {
+        for (const size_t i : s.signals) {
+            const probe& p = m_probes[i];
+            const std::string& name = m_signals[i].name;
+            const std::string leaf = name.substr(name.rfind('.') + 1);
+            if (p.k == probe::kind::REAL32 || p.k == probe::kind::REAL64) {
+                m_buf += fmt::format("$var real 1 {} {} $end\n", p.id, leaf);
+            } else if (p.k == probe::kind::BOOL || p.width == 1) {
+                m_buf += fmt::format("$var wire 1 {} {} $end\n", p.id, leaf);
+            } else {
+                m_buf += fmt::format("$var wire {} {} {} [{}:0] $end\n", p.width, p.id, leaf,
+                                     p.width - 1);
+            }
+        }
+        for (const auto& [name, child] : s.children) {
+            m_buf += "$scope module " + name + " $end\n";
+            self(child, self);
+            m_buf += "$upscope $end\n";
+        }
+    };
+    write_scope(root, write_scope);
+    m_buf += "$upscope $end\n$enddefinitions $end\n\n";
+}
+
+void waves::flush() {
+    if (m_out != nullptr && !m_buf.empty()) {
+        if (std::fwrite(m_buf.data(), 1, m_buf.size(), m_out) != m_buf.size()) {
+            m_write_failed = true;
+        }
+    }
+    m_buf.clear();
+}
+
+// The end of a time step: the first one of the window writes the header and every initial
+// value, the others the variables that changed since the last step.
+void waves::cycle(bool delta_cycle) {
+    if (delta_cycle || m_out == nullptr) {
+        return;
+    }
+    const uint64_t now = sc_core::sc_time_stamp().value();
+    if (!m_dumped) {
+        write_header();
+        m_buf += fmt::format("#{}\n$dumpvars\n", now);
+        for (auto& p : m_probes) {
+            p.last = sample(p);
+            write_value(p, p.last);
+        }
+        m_buf += "$end\n";
+        auto seed = [](auto& watches) {
+            for (auto& x : watches) {
+                std::memcpy(&x.raw, x.where, sizeof x.raw);
+            }
+        };
+        seed(m_watch8);
+        seed(m_watch16);
+        seed(m_watch32);
+        seed(m_watch64);
+        m_dumped = true;
+        m_time_written = now;
+    } else {
+        scan(m_watch8, now);
+        scan(m_watch16, now);
+        scan(m_watch32, now);
+        scan(m_watch64, now);
+    }
+    if (m_buf.size() >= (size_t{1} << 16)) {
+        flush();
+    }
+}
 
 waves::~waves() {
     try {
@@ -69,12 +327,14 @@ void waves::record(std::string name, std::string type, int width,
         const tp* p = &object;                                                  \
         record(name, type_name<tp>(), width_of<tp>(),                           \
                [p, name](sc_core::sc_trace_file* tf) { tf->trace(*p, name); }); \
+        add_probe(object, width_of<tp>());                                      \
     }
 #define RNIC_WAVES_TRACE_B(tp)                                                                \
     void waves::trace(const tp& object, const std::string& name, int width) {                 \
         const tp* p = &object;                                                                \
         record(name, fmt::format("{}{}", type_name<tp>(), 8 * sizeof(tp)), width,             \
                [p, name, width](sc_core::sc_trace_file* tf) { tf->trace(*p, name, width); }); \
+        add_probe(object, width);                                                             \
     }
 RNIC_WAVES_TRACE_A(sc_core::sc_event)
 RNIC_WAVES_TRACE_A(sc_core::sc_time)
@@ -111,18 +371,22 @@ void waves::trace(const unsigned int& object, const std::string& name, const cha
     record(name, "enum", 32, [p, name, enum_literals](sc_core::sc_trace_file* tf) {
         tf->trace(*p, name, enum_literals);
     });
+    add_probe(object, 32);
 }
 
 void waves::write_comment(const std::string& comment) {
-    if (m_file != nullptr) {
-        m_file->write_comment(comment);
+    if (m_sc_file != nullptr) {
+        m_sc_file->write_comment(comment);
+    } else if (m_out != nullptr && m_dumped) {
+        m_buf += "$comment\n" + comment + "\n$end\n";
     }
 }
 
 void waves::set_time_unit(double v, sc_core::sc_time_unit tu) {
-    if (m_file != nullptr) {
-        m_file->set_time_unit(v, tu);
+    if (m_sc_file != nullptr) {
+        m_sc_file->set_time_unit(v, tu);
     }
+    // The own writer's unit is the kernel's time resolution: every time is exact.
 }
 
 void waves::open(const std::string& path) {
@@ -134,20 +398,46 @@ void waves::open(const std::string& path) {
         throw std::invalid_argument("waves::open: " + path + " does not end in .vcd");
     }
     m_path = path;
-    m_file = sc_core::sc_create_vcd_trace_file(path.substr(0, path.size() - suffix.size()).c_str());
-    m_file->set_time_unit(1, sc_core::SC_PS);  // the kernel's resolution: exact times
-    for (const auto& r : m_replay) {
-        r(m_file);
+    if (m_all_scalar) {
+        m_out = std::fopen(path.c_str(), "wb");
+        if (m_out == nullptr) {
+            io_error(path, "cannot create");
+        }
+        sc_core::sc_get_curr_simcontext()->add_trace_file(this);
+    } else {
+        m_sc_file =
+            sc_core::sc_create_vcd_trace_file(path.substr(0, path.size() - suffix.size()).c_str());
+        m_sc_file->set_time_unit(1, sc_core::SC_PS);  // the kernel's resolution: exact times
+        for (const auto& r : m_replay) {
+            r(m_sc_file);
+        }
     }
+    m_open = true;
     m_opened = true;
 }
 
 void waves::close() {
-    if (m_file == nullptr) {
+    if (!m_open) {
         return;
     }
-    sc_core::sc_close_vcd_trace_file(m_file);
-    m_file = nullptr;
+    m_open = false;
+    if (m_out != nullptr) {
+        sc_core::sc_get_curr_simcontext()->remove_trace_file(this);
+        flush();
+        const bool failed = m_write_failed || std::fclose(m_out) != 0;
+        m_out = nullptr;
+        if (!m_dumped) {  // no time step in the window: no file, as with SystemC's writer
+            std::error_code ec;
+            std::filesystem::remove(m_path, ec);
+            return;
+        }
+        if (failed) {
+            io_error(m_path, "cannot write");
+        }
+        return;
+    }
+    sc_core::sc_close_vcd_trace_file(m_sc_file);
+    m_sc_file = nullptr;
     // SystemC writes the file only once it sampled a time step: a window that opened at the
     // very end may leave nothing.
     std::FILE* f = std::fopen(m_path.c_str(), "rb");
