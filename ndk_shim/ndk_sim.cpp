@@ -9,8 +9,7 @@ namespace rnic::ndk {
 // ---------------------------------------------------------------------------------------------
 // Simulator entry points
 // ---------------------------------------------------------------------------------------------
-namespace {
-NTSTATUS open_any(host_system& host, fabric_cm* cm, const adapter_params& p, NDK_ADAPTER** out) {
+NTSTATUS open_adapter(host_system& host, const adapter_params& p, NDK_ADAPTER** out) {
     using namespace provider;
     const auto neg = negotiate_ndk_version(p.version, NDK_VERSION_1_2);
     if (neg.status != NDIS_STATUS_SUCCESS) {
@@ -22,36 +21,22 @@ NTSTATUS open_any(host_system& host, fabric_cm* cm, const adapter_params& p, NDK
         p.cm_timeout_ns <= 0 || p.cm_mra_factor < 1 || out == nullptr) {
         return STATUS_INVALID_PARAMETER;
     }
-    auto* ad = new adapter_impl(host, cm, p);
+    auto* ad = new adapter_impl(host, p);
     ad->version = neg.version;
     ad->init_header(ad, NdkObjectTypeAdapter, &adapter_dispatch);
-    if (cm != nullptr && !cm->attach(p.ip, ad)) {
-        delete ad;
-        return STATUS_ADDRESS_ALREADY_EXISTS;
-    }
     const NTSTATUS st = ad->init();
     if (st != STATUS_SUCCESS) {
-        if (cm != nullptr) {
-            cm->detach(p.ip, ad);
-        }
         delete ad;
         return st;
     }
-    if (cm == nullptr) {
-        ad->gsi_init();
+    ad->gsi_init();
+    if (ad->address_in_use()) {
+        ad->gsi_release();
+        delete ad;
+        return STATUS_ADDRESS_ALREADY_EXISTS;
     }
     *out = ad;
     return STATUS_SUCCESS;
-}
-}  // namespace
-
-NTSTATUS open_adapter(host_system& host, const adapter_params& p, NDK_ADAPTER** out) {
-    return open_any(host, nullptr, p, out);
-}
-
-NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p,
-                      NDK_ADAPTER** out) {
-    return open_any(host, &cm, p, out);
 }
 
 void close_adapter(NDK_ADAPTER* adapter) {
@@ -73,9 +58,6 @@ void close_adapter(NDK_ADAPTER* adapter) {
                 break;  // the NIC stopped answering: give up
             }
         }
-    }
-    if (ad->cm != nullptr) {
-        ad->cm->detach(ad->params.ip, ad);
     }
     ad->gsi_release();
     delete ad;

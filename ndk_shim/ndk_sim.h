@@ -11,7 +11,6 @@
 #include "hw/context/limits.h"
 #include "ndk_shim/host/host_system.h"
 #include "ndk_shim/ndkpi.h"
-#include "ndk_shim/provider/fabric_cm.h"
 
 namespace rnic::ndk {
 
@@ -38,16 +37,15 @@ struct adapter_params {
     uint32_t gsi_log_size = 6;  // GSI send and receive rings: 64 MAD slots each
 };
 
-// Initialises the NIC through MMIO (command ring, event queue, MSI-X vector 0) and returns the
-// NDK adapter. Must be called from an SC_THREAD. Fails with NDIS_STATUS_BAD_VERSION for an
-// unsupported p.version, STATUS_INVALID_PARAMETER for a bad MTU, STATUS_ADDRESS_ALREADY_EXISTS
-// if another adapter on `cm` (when given) owns p.ip, NDIS_STATUS_ADAPTER_NOT_READY if `host`
-// already has an open adapter (one driver instance per NIC: it owns the command and event queues).
-// The connection exchange travels as IB CM MADs through the NIC's GSI (QP1) over the wire.
+// Initialises the NIC through MMIO (command ring, event queue, MSI-X vector 0, GSI rings) and
+// returns the NDK adapter. Must be called from an SC_THREAD. Fails with NDIS_STATUS_BAD_VERSION
+// for an unsupported p.version, STATUS_INVALID_PARAMETER for a bad MTU,
+// NDIS_STATUS_ADAPTER_NOT_READY if `host` already has an open adapter (one driver instance per
+// NIC: it owns the command and event queues), STATUS_ADDRESS_ALREADY_EXISTS if duplicate address
+// detection (host config dad_probes > 0: ARP probes for p.ip, arp_timeout_ns apart) hears
+// another node answer for p.ip. The connection exchange travels as IB CM MADs through the NIC's
+// GSI (QP1) over the wire, to the MAC that ARP resolves for the peer (or the gateway).
 NTSTATUS open_adapter(host_system& host, const adapter_params& p, NDK_ADAPTER** out);
-// Same, with the connection exchange carried by the in-simulator `cm` service instead (no
-// frames on the wire; for benches without a real NIC, until they move to the GSI).
-NTSTATUS open_adapter(host_system& host, fabric_cm& cm, const adapter_params& p, NDK_ADAPTER** out);
 // Blocking: waits until every child object is closed and every callback has returned
 // (ndkpi.md 5.6), then releases the adapter. From an SC_THREAD, never from a callback.
 void close_adapter(NDK_ADAPTER* adapter);
@@ -77,6 +75,8 @@ struct cm_counters {
     uint64_t retransmits = 0;     // REQ / REP / DREQ sent again after a timeout
     uint64_t timeouts = 0;        // exchanges given up after cm_retries
     uint64_t mras_sent = 0;
+    uint64_t arp_sent = 0;      // ARP requests and probes put on the GSI send ring
+    uint64_t arp_received = 0;  // ARP frames taken from the GSI receive ring
 };
 cm_counters get_cm_counters(NDK_ADAPTER* adapter);
 

@@ -3,6 +3,7 @@
 #include "hw/cmd_processor/cmd_processor.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include "hw/context_cache/context_cache.h"
@@ -20,8 +21,8 @@ constexpr uint32_t MAX_PMTU_LOG = 12;  // 4096 B
 constexpr uint32_t MAX_STRIDE = 4096;
 
 const char* status_name(size_t s) {
-    static const char* names[] = {"ok",           "bad_opcode", "bad_param",
-                                  "no_resources", "bad_handle", "busy"};
+    static const char* names[] = {"ok",         "bad_opcode", "bad_param",   "no_resources",
+                                  "bad_handle", "busy",       "device_fatal"};
     return names[s];
 }
 
@@ -40,6 +41,13 @@ cmd_processor_config parse_cmd_processor_config(config::reader r) {
     return c;
 }
 
+fault_config parse_fault_config(config::reader r) {
+    fault_config c;
+    r.get("fatal_error_at_ns", c.fatal_error_at_ns, 0.0, 1e15);
+    r.finish();
+    return c;
+}
+
 cmd_processor::cmd_processor(sc_core::sc_module_name name, const cmd_processor_config& cfg,
                              const clock_domain& clk, context_store& contexts, dma_engine& dma,
                              const nic_limits& limits, doorbell& db, cq_writer& cqw,
@@ -54,6 +62,9 @@ cmd_processor::cmd_processor(sc_core::sc_module_name name, const cmd_processor_c
     , m_cq_writer(cqw) {
     SC_HAS_PROCESS(cmd_processor);
     SC_THREAD(command_thread);
+    SC_METHOD(on_fatal_timer);
+    sensitive << m_fatal_event;
+    dont_initialize();
 
     const std::string b = this->name();
     auto& s = ctx.stats;
@@ -98,7 +109,12 @@ void cmd_processor::command_thread() {
             m_dma.read_wait(dma_client::COMMAND, slot_addr, &slot, sizeof(slot));
             // +cycles_per_command: firmware decode and context-table update.
             m_clk.wait_cycles(m_cfg.cycles_per_command);
-            const uint8_t status = execute(slot);
+            const uint8_t status = m_fatal ? hsi::CMD_DEVICE_FATAL : execute(slot);
+            if (slot.opcode == hsi::CMD_QUERY_DEVICE && status == hsi::CMD_OK) {
+                // The output goes ahead of the status (posted writes stay in order).
+                m_dma.write_wait(dma_client::COMMAND, slot_addr + offsetof(hsi::cmd_slot, u),
+                                 &slot.u.query, sizeof(slot.u.query));
+            }
             // Status and done in one 2-byte write: the driver never sees done without status.
             const uint8_t writeback[2] = {status, 1};
             m_dma.write_wait(dma_client::COMMAND, slot_addr + hsi::CMD_STATUS_OFFSET, writeback,
@@ -152,9 +168,68 @@ uint8_t cmd_processor::execute(hsi::cmd_slot& cmd) {
         case hsi::CMD_DESTROY_SRQ:
             return destroy_srq(cmd.u.obj.handle);
         case hsi::CMD_QUERY_DEVICE:
-            return hsi::CMD_OK;
+            return query_device(cmd.u.query);
+        case hsi::CMD_MODIFY_CQ:
+            return m_cq_writer.modify_moderation(cmd.u.modify_cq.cqn, cmd.u.modify_cq.count,
+                                                 cmd.u.modify_cq.period_us);
         default:
             return hsi::CMD_BAD_OPCODE;
+    }
+}
+
+uint8_t cmd_processor::query_device(hsi::cmd_query_device& out) const {
+    const cq_config& cq = m_cq_writer.get_cq_config();
+    out = hsi::cmd_query_device{};
+    out.caps = cq.interrupt_moderation ? hsi::DEVICE_CAP_CQ_MODERATION : 0;
+    out.moderation_timers = cq.interrupt_moderation ? cq.moderation_timers : 0;
+    return hsi::CMD_OK;
+}
+
+void cmd_processor::qp_to_error(uint32_t qpn) {
+    qp_context* qp = m_contexts.qp(qpn);
+    if (qp == nullptr) {
+        return;
+    }
+    qp->state = hsi::QPS_ERROR;
+    invalidate_qp(qpn);
+    if (m_qp_error_handler) {
+        m_qp_error_handler(qpn);
+    }
+    m_doorbell.kick(qpn);
+}
+
+void cmd_processor::inject_fatal_error(uint32_t syndrome) {
+    if (m_fatal) {
+        return;
+    }
+    m_fatal = true;
+    // CQs first: the flushes of the QPs below find them dead and write nothing.
+    m_cq_writer.device_fatal();
+    for (uint32_t srqn = 0; srqn < m_contexts.max_srqs(); ++srqn) {
+        if (srq_context* srq = m_contexts.srq(srqn)) {
+            srq->error = true;
+        }
+    }
+    for (uint32_t qpn = 0; qpn < m_contexts.max_qps(); ++qpn) {
+        qp_context* qp = m_contexts.qp(qpn);
+        if (qp != nullptr && qp->state != hsi::QPS_ERROR) {
+            qp_to_error(qpn);
+        }
+    }
+    m_cq_writer.post_event(hsi::EVENT_DEVICE_FATAL, syndrome);
+}
+
+void cmd_processor::fatal_error_at(const sc_core::sc_time& at) {
+    m_fatal_at = at;
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    m_fatal_event.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
+}
+
+void cmd_processor::on_fatal_timer() {
+    // Runs once at a scheduled fault (rnic.faults.fatal_error_at_ns); costs nothing otherwise.
+    // Nothing in the fatal path blocks (flushes and kicks only queue work).
+    if (m_fatal_at <= sc_core::sc_time_stamp()) {
+        inject_fatal_error(hsi::FATAL_INJECTED);
     }
 }
 
@@ -352,6 +427,9 @@ uint8_t cmd_processor::modify_qp(const hsi::cmd_modify_qp& c) {
         fresh.state = hsi::QPS_RESET;
         *qp = fresh;
         invalidate_qp(c.qpn);
+        if (m_qp_reset_handler) {
+            m_qp_reset_handler(c.qpn);
+        }
         return hsi::CMD_OK;
     }
     const bool allowed = (from == hsi::QPS_RESET && to == hsi::QPS_INIT) ||
@@ -413,6 +491,9 @@ uint8_t cmd_processor::destroy_qp(uint32_t qpn) {
     }
     *qp = qp_context{};
     invalidate_qp(qpn);
+    if (m_qp_reset_handler) {
+        m_qp_reset_handler(qpn);
+    }
     return hsi::CMD_OK;
 }
 

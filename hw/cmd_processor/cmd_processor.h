@@ -28,6 +28,12 @@ struct cmd_processor_config {
 };
 cmd_processor_config parse_cmd_processor_config(config::reader r);
 
+// Injected device faults (`rnic.faults`).
+struct fault_config {
+    double fatal_error_at_ns = 0;  // catastrophic error at this simulated time; 0 = never
+};
+fault_config parse_fault_config(config::reader r);
+
 // Timing per command, on the NIC clock grid: 64 B DMA read of the slot (PCIe round trip),
 // cycles_per_command, the page-list DMA reads of CREATE_MR (in chunks of max_inline_mtt_fetch
 // pages), then a 2 B DMA write of status+done and the EVENT_CMD_DONE entry. Commands run one
@@ -47,8 +53,26 @@ public:
     void set_qp_error_handler(std::function<void(uint32_t qpn)> fn) {
         m_qp_error_handler = std::move(fn);
     }
+    // Optional: called when MODIFY_QP moves a QP to RESET or DESTROY_QP removes it, after the
+    // context is cleared (the transmit engine, receive path and doorbell drop their per-QP
+    // state, so a QP re-created under the same number starts clean).
+    void set_qp_reset_handler(std::function<void(uint32_t qpn)> fn) {
+        m_qp_reset_handler = std::move(fn);
+    }
     // Command-ring index of the next command to execute (free-running).
     uint32_t consumer() const { return m_consumer; }
+
+    // A QP goes to ERROR because the hardware says so (its CQ or SRQ died, fatal error): the
+    // same as MODIFY_QP to ERROR (flush through the error handler, kick the SQ).
+    void qp_to_error(uint32_t qpn);
+    // Catastrophic error (test hook; rnic.faults.fatal_error_at_ns via fatal_error_at): every
+    // QP to ERROR, every CQ and SRQ dead, EVENT_DEVICE_FATAL(syndrome) posted, every later
+    // command answered CMD_DEVICE_FATAL. From a process during the simulation; nothing in it
+    // blocks. Idempotent.
+    void inject_fatal_error(uint32_t syndrome = hsi::FATAL_INJECTED);
+    // Schedules inject_fatal_error at simulated time `at` (one timed event).
+    void fatal_error_at(const sc_core::sc_time& at);
+    bool fatal() const { return m_fatal; }
 
     struct stats {
         uint64_t commands = 0;
@@ -56,7 +80,7 @@ public:
         uint64_t mtt_pages_loaded = 0;
         uint64_t mtt_dma_reads = 0;  // page-list DMA reads
         uint64_t ring_errors = 0;    // doorbells with no usable ring (base 0, bad size/index)
-        std::array<uint64_t, 6> by_status{};  // indexed by hsi::cmd_status
+        std::array<uint64_t, 7> by_status{};  // indexed by hsi::cmd_status
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -79,6 +103,8 @@ private:
     uint8_t create_srq(const hsi::cmd_create_srq& c);
     uint8_t modify_srq(const hsi::cmd_create_srq& c);
     uint8_t destroy_srq(uint32_t srqn);
+    uint8_t query_device(hsi::cmd_query_device& out) const;
+    void on_fatal_timer();  // SC_METHOD on m_fatal_event
     bool depth_ok(uint32_t log_depth, uint32_t limit) const;
     void invalidate_qp(uint32_t qpn);
     void invalidate_key(uint32_t key);
@@ -93,9 +119,13 @@ private:
     cq_writer& m_cq_writer;
     context_cache* m_context_cache = nullptr;
     std::function<void(uint32_t)> m_qp_error_handler;
+    std::function<void(uint32_t)> m_qp_reset_handler;
     uint32_t m_consumer = 0;
     stats m_stats;
     bool m_busy = false;  // traced
+    bool m_fatal = false;
+    sc_core::sc_time m_fatal_at = sc_core::SC_ZERO_TIME;  // 0: no scheduled fault
+    sc_core::sc_event m_fatal_event;
 };
 
 }  // namespace rnic::hw

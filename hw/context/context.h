@@ -17,14 +17,17 @@ namespace rnic::hw {
 
 struct cq_context {
     bool valid = false;
-    bool error = false;            // overrun: no more CQEs
+    bool error = false;  // overrun, CQE write error or device fatal: no more CQEs
     uint32_t log_depth = 0;
     uint64_t ring_addr = 0;
     uint32_t msix_vector = 0;
-    uint32_t producer = 0;         // free-running CQE count written
-    uint32_t consumer = 0;         // last consumer index the driver reported
+    uint32_t producer = 0;  // free-running CQE count written
+    uint32_t consumer = 0;  // last consumer index the driver reported
     uint8_t armed = hsi::CQ_ARM_NONE;
-    uint32_t refcount = 0;         // QPs using it
+    uint32_t refcount = 0;  // QPs using it
+    // Interrupt moderation (CMD_MODIFY_CQ, hw/cq_writer): 0/0 = off.
+    uint32_t moderation_count = 0;      // hold the event until this many CQEs are unconsumed
+    uint32_t moderation_period_us = 0;  // ... or this long after the first matching CQE
 };
 
 struct srq_context {
@@ -33,16 +36,17 @@ struct srq_context {
     uint64_t ring_addr = 0;
     uint32_t log_depth = 0;
     uint32_t stride = 0;
-    uint32_t producer = 0;         // from RQ doorbells with the SRQ bit
-    uint32_t consumer = 0;         // receive WQEs taken
-    uint32_t limit = 0;            // limit event threshold (0 = disarmed)
+    uint32_t producer = 0;  // from RQ doorbells with the SRQ bit
+    uint32_t consumer = 0;  // receive WQEs taken
+    uint32_t limit = 0;     // limit event threshold (0 = disarmed)
     uint32_t refcount = 0;
+    bool error = false;  // a WQE fetch failed (EVENT_SRQ_ERROR): no more receives
 };
 
 // A receive WQE taken for an in-progress SEND (or WRITE with immediate).
 struct recv_wqe {
     uint16_t wqe_index = 0;
-    uint32_t srqn = 0;             // 0: from the QP's own RQ
+    uint32_t srqn = 0;  // 0: from the QP's own RQ
     std::vector<hsi::wqe_sge> sges;
 };
 
@@ -64,48 +68,48 @@ struct qp_context {
     uint32_t dest_qpn = 0;
     uint32_t dest_ip = 0;
     std::array<uint8_t, 6> dest_mac{};
-    uint32_t pmtu = 1024;          // bytes
+    uint32_t pmtu = 1024;  // bytes
     uint8_t retry_count = 7;
     uint8_t rnr_retry = 7;
     uint8_t timeout_log = 14;
     uint8_t max_rd_atomic = 16;
     // Send queue.
-    uint32_t sq_producer = 0;      // from doorbells (free-running, 16 bit on the wire)
-    uint32_t sq_fetched = 0;       // WQEs read by WQE fetch
+    uint32_t sq_producer = 0;  // from doorbells (free-running, 16 bit on the wire)
+    uint32_t sq_fetched = 0;   // WQEs read by WQE fetch
     // Requester transport state.
-    uint32_t next_psn = 0;         // next PSN to send
+    uint32_t next_psn = 0;  // next PSN to send
     uint32_t outstanding_reads = 0;
     // Receive queue and responder transport state.
     uint32_t rq_producer = 0;
     uint32_t rq_consumer = 0;
-    uint32_t expected_psn = 0;     // next PSN the responder accepts
-    bool nak_sent = false;         // a sequence NAK is out for expected_psn (one per gap)
-    uint32_t msn = 0;              // messages completed as responder
-    bool have_recv = false;        // a receive WQE is held for a multi-packet SEND
+    uint32_t expected_psn = 0;  // next PSN the responder accepts
+    bool nak_sent = false;      // a sequence NAK is out for expected_psn (one per gap)
+    uint32_t msn = 0;           // messages completed as responder
+    bool have_recv = false;     // a receive WQE is held for a multi-packet SEND
     recv_wqe current_recv;
-    uint32_t recv_offset = 0;      // bytes placed into current_recv so far
+    uint32_t recv_offset = 0;  // bytes placed into current_recv so far
     // WRITE in progress as responder (RETH of the first packet).
     uint64_t write_va = 0;
     uint32_t write_rkey = 0;
     uint32_t write_remaining = 0;
-    uint32_t write_offset = 0;     // bytes of the current WRITE placed
+    uint32_t write_offset = 0;  // bytes of the current WRITE placed
 };
 
-struct mpt_entry {                 // one memory key (MR, fast-reg MR or MW)
-    bool valid = false;            // key usable now
-    bool allocated = false;        // object exists (a fast-reg MR may be allocated, not valid)
+struct mpt_entry {           // one memory key (MR, fast-reg MR or MW)
+    bool valid = false;      // key usable now
+    bool allocated = false;  // object exists (a fast-reg MR may be allocated, not valid)
     bool is_mw = false;
-    uint32_t key = 0;              // full key incl. variant byte
+    uint32_t key = 0;  // full key incl. variant byte
     uint32_t pdn = 0;
-    uint32_t access = 0;           // hsi::mr_access
+    uint32_t access = 0;  // hsi::mr_access
     uint64_t base_va = 0;
     uint64_t length = 0;
     uint32_t first_byte_offset = 0;
-    uint32_t max_pages = 0;        // fast-reg capacity
-    uint32_t mtt_base = 0;         // index of the first page in the MTT
+    uint32_t max_pages = 0;  // fast-reg capacity
+    uint32_t mtt_base = 0;   // index of the first page in the MTT
     uint32_t page_count = 0;
-    uint32_t parent_index = 0;     // MW: MPT index of the MR it windows
-    uint32_t bind_count = 0;       // MR: windows bound to it
+    uint32_t parent_index = 0;  // MW: MPT index of the MR it windows
+    uint32_t bind_count = 0;    // MR: windows bound to it
 };
 
 struct pd_context {

@@ -95,7 +95,9 @@ context_cache::context_cache(sc_core::sc_module_name name, const context_cache_c
     , m_clk(clk)
     , m_dma(dma)
     , m_caches{tag_cache(cfg.qpc, cfg.seed), tag_cache(cfg.mpt, cfg.seed + 1),
-               tag_cache(cfg.mtt, cfg.seed + 2)} {
+               tag_cache(cfg.mtt, cfg.seed + 2)}
+    , m_arbiter(clk)
+    , m_line(std::max({cfg.qpc_bytes, cfg.mpt_bytes, cfg.mtt_line_bytes})) {
     static const char* names[] = {"qpc", "mpt", "mtt"};
     for (int k = 0; k < 3; ++k) {
         const std::string p = names[k];
@@ -130,56 +132,60 @@ void context_cache::set_icm_base(uint64_t base, uint32_t qpcs, uint32_t keys) {
 }
 
 uint32_t context_cache::line_bytes(ctx_kind kind) const {
-    switch (kind) {
-        case ctx_kind::QPC:
-            return m_cfg.qpc_bytes;
-        case ctx_kind::MPT:
-            return m_cfg.mpt_bytes;
-        case ctx_kind::MTT:
-            return m_cfg.mtt_line_bytes;
-    }
-    return 64;
+    const uint32_t bytes[3] = {m_cfg.qpc_bytes, m_cfg.mpt_bytes, m_cfg.mtt_line_bytes};
+    return bytes[static_cast<int>(kind)];
 }
 
 uint64_t context_cache::line_addr(ctx_kind kind, uint64_t tag) const {
     return m_base[static_cast<int>(kind)] + tag * line_bytes(kind);
 }
 
-void context_cache::access(ctx_kind kind, uint32_t index, bool write) {
-    if (m_icm_reg != nullptr && *m_icm_reg != m_icm_seen) {
-        m_icm_seen = *m_icm_reg;
-        set_icm_base(m_icm_seen, m_qpcs, m_keys);
-    }
+void context_cache::access(ctx_kind kind, uint32_t index, bool write, cache_port who) {
     const int k = static_cast<int>(kind);
     auto& s = m_stats[k];
     // MTT lines hold several page entries; the other tables one entry per line.
     const uint64_t tag = kind == ctx_kind::MTT ? index / (m_cfg.mtt_line_bytes / 8) : index;
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    const sc_core::sc_time start = std::max(m_clk.edge_at_or_after(now), m_port_free);
-    m_port_free = start + m_clk.period();
     const cache_config& cc = k == 0 ? m_cfg.qpc : (k == 1 ? m_cfg.mpt : m_cfg.mtt);
-    if (m_base[k] == 0) {
-        ++s.hits;  // no backing tables: the context is on chip
-        m_clk.wait_until(start + m_clk.cycles(cc.hit_cycles));
-        return;
-    }
-    const tag_cache::result r = m_caches[k].access(tag, write);
-    if (r.hit) {
-        ++s.hits;
-        m_clk.wait_until(start + m_clk.cycles(cc.hit_cycles));
-        return;
-    }
-    ++s.misses;
-    m_line.resize(line_bytes(kind));
-    if (r.evicted) {
-        ++s.evictions;
-        if (r.evicted_dirty) {
-            ++s.writebacks;
-            m_dma.write(dma_client::CONTEXT, line_addr(kind, r.evicted_tag), m_line.data(),
-                        line_bytes(kind));
-        }
-    }
+    sc_core::sc_time start;
+    bool miss = false;
+    // Timing: the request is sampled at the edge at or after now; the port takes one lookup
+    // per cycle, same-cycle requests in cache_port order (zero simulated time to decide). The
+    // tag update and a dirty victim's write-back happen in grant order, at the grant.
+    m_arbiter.request(
+        static_cast<uint32_t>(who),
+        [&] {
+            if (m_icm_reg != nullptr && *m_icm_reg != m_icm_seen) {
+                m_icm_seen = *m_icm_reg;
+                set_icm_base(m_icm_seen, m_qpcs, m_keys);
+            }
+            start = std::max(sc_core::sc_time_stamp(), m_port_free);
+            m_port_free = start + m_clk.period();
+            if (m_base[k] == 0) {
+                ++s.hits;  // no backing tables: the context is on chip
+                return;
+            }
+            const tag_cache::result r = m_caches[k].access(tag, write);
+            if (r.hit) {
+                ++s.hits;
+                return;
+            }
+            miss = true;
+            ++s.misses;
+            if (r.evicted) {
+                ++s.evictions;
+                if (r.evicted_dirty) {
+                    ++s.writebacks;
+                    m_dma.write(dma_client::CONTEXT, line_addr(kind, r.evicted_tag), m_line.data(),
+                                line_bytes(kind));
+                }
+            }
+        },
+        m_clk.cycles(cc.hit_cycles));
+    // +hit_cycles: tag and data read (on a miss the tag read that finds it missing).
     m_clk.wait_until(start + m_clk.cycles(cc.hit_cycles));
+    if (!miss) {
+        return;
+    }
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     m_dma.read_wait(dma_client::CONTEXT, line_addr(kind, tag), m_line.data(), line_bytes(kind));
     s.stall_ps += static_cast<uint64_t>((sc_core::sc_time_stamp() - t0).to_seconds() * 1e12 + 0.5);

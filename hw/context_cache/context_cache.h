@@ -13,6 +13,7 @@
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
+#include "hw/common/timestep_arbiter.h"
 #include "hw/dma_engine/dma_engine.h"
 
 namespace rnic::hw {
@@ -66,6 +67,17 @@ private:
 
 enum class ctx_kind : uint8_t { QPC, MPT, MTT };
 
+// Who looks a context up. The caches share one lookup port (one request per cycle); requests
+// of the same cycle are granted in this order, first listed first (hardware priority, see
+// README.md), ties by requesting process name.
+enum class cache_port : uint8_t {
+    RECV_PATH,    // responder: packets keep arriving from the wire; it has the least slack
+    TX_ENGINE,    // requester state of the WQE the send path is about to transmit
+    TRANSLATION,  // MPT/MTT for a payload DMA already under way
+    WQE_FETCH,    // prefetch: the fetched-WQE FIFO in front of the transmit engine hides it
+    OTHER,        // anything else
+};
+
 class context_cache : public sc_core::sc_module {
 public:
     context_cache(sc_core::sc_module_name name, const context_cache_config& cfg,
@@ -85,8 +97,11 @@ public:
 
     // From an SC_THREAD: looks `index` up in the cache of `kind`, waiting the hit latency or
     // the miss (DMA read of the line, plus a write-back of a dirty victim). `write` marks the
-    // line dirty (a context update, e.g. a PSN).
-    void access(ctx_kind kind, uint32_t index, bool write = false);
+    // line dirty (a context update, e.g. a PSN). `who` is the requester's port: requests of
+    // the same cycle are granted by its priority (cache_port), whatever order SystemC runs the
+    // requesters in.
+    void access(ctx_kind kind, uint32_t index, bool write = false,
+                cache_port who = cache_port::OTHER);
     uint32_t mtt_entries_per_line() const { return m_cfg.mtt_line_bytes / 8; }
     // The command processor changed or destroyed an entry: drop the cached copy.
     void invalidate(ctx_kind kind, uint32_t index);
@@ -99,6 +114,8 @@ public:
         uint64_t stall_ps = 0;
     };
     const cache_stats& get_stats(ctx_kind k) const { return m_stats[static_cast<int>(k)]; }
+    // The lookup port's arbiter (rounds, contended rounds).
+    const timestep_arbiter& port_arbiter() const { return m_arbiter; }
 
 private:
     uint64_t line_addr(ctx_kind kind, uint64_t tag) const;
@@ -110,6 +127,7 @@ private:
     tag_cache m_caches[3];
     cache_stats m_stats[3];
     uint64_t m_base[3] = {0, 0, 0};  // table base per kind; 0 = no backing
+    timestep_arbiter m_arbiter;      // same-cycle requests: fixed priority by cache_port
     sc_core::sc_time m_port_free;    // one lookup per cycle
     const uint64_t* m_icm_reg = nullptr;
     uint64_t m_icm_seen = 0;

@@ -20,6 +20,14 @@ cq_writer_config parse_cq_writer_config(config::reader r) {
     return c;
 }
 
+cq_config parse_cq_config(config::reader r) {
+    cq_config c;
+    r.get("interrupt_moderation", c.interrupt_moderation);
+    r.get("moderation_timers", c.moderation_timers, 0u, 16777216u);
+    r.finish();
+    return c;
+}
+
 cq_writer::cq_writer(sc_core::sc_module_name name, const cq_writer_config& cfg,
                      const clock_domain& clk, context_store& contexts, dma_engine& dma,
                      const bar_registers& regs, sim_context& ctx)
@@ -31,9 +39,13 @@ cq_writer::cq_writer(sc_core::sc_module_name name, const cq_writer_config& cfg,
     , m_regs(regs)
     , m_ctx(ctx)
     , m_requests("requests", cfg.fifo_depth)
-    , m_solicited(contexts.max_cqs()) {
+    , m_solicited(contexts.max_cqs())
+    , m_moderation(contexts.max_cqs()) {
     SC_HAS_PROCESS(cq_writer);
     SC_THREAD(writer_thread);
+    SC_METHOD(on_moderation_timer);
+    sensitive << m_timer_event;
+    dont_initialize();
 
     const std::string b = this->name();
     auto& s = ctx.stats;
@@ -54,6 +66,12 @@ cq_writer::cq_writer(sc_core::sc_module_name name, const cq_writer_config& cfg,
           "pending MSI-X messages sent on unmask");
     s.add(b, "bad_vectors", m_stats.bad_vectors, "count",
           "interrupts for a vector outside the table");
+    s.add(b, "cqe_write_errors", m_stats.cqe_write_errors, "count",
+          "CQE writes that completed with a PCIe error (CQ put in error)");
+    s.add(b, "moderated", m_stats.moderated, "count",
+          "completion events held by interrupt moderation");
+    s.add(b, "moderation_timeouts", m_stats.moderation_timeouts, "count",
+          "held completion events released by the moderation period");
     s.add(
         b, "requests_max", [this] { return nlohmann::json(m_requests.max_occupancy()); }, "count",
         "peak occupancy of the completion request FIFO");
@@ -83,6 +101,122 @@ void cq_writer::post_event(uint8_t type, uint32_t data, uint32_t data2) {
 void cq_writer::cq_reset(uint32_t cqn) {
     if (cqn < m_solicited.size()) {
         m_solicited[cqn] = solicited_mark{};
+        if (m_moderation[cqn].timer) {
+            --m_timers_in_use;
+        }
+        m_moderation[cqn] = moderation_state{};  // a stale deadline entry is ignored
+    }
+}
+
+void cq_writer::device_fatal() {
+    for (uint32_t cqn = 0; cqn < m_moderation.size(); ++cqn) {
+        if (cq_context* cq = m_contexts.cq(cqn)) {
+            cq->error = true;
+            cq->armed = hsi::CQ_ARM_NONE;
+        }
+        m_moderation[cqn].held = false;
+    }
+}
+
+void cq_writer::kill_cq(uint32_t cqn, cq_context& cq, uint32_t syndrome) {
+    // The CQ is dead from now on; the driver learns it from the event. Its QPs follow it into
+    // ERROR (their completions have nowhere to go): IBA's CQ error affiliated to every QP.
+    cq.error = true;
+    cq.armed = hsi::CQ_ARM_NONE;
+    m_moderation[cqn].held = false;
+    post_event(hsi::EVENT_CQ_ERROR, cqn, syndrome);
+    for (uint32_t qpn = 0; qpn < m_contexts.max_qps(); ++qpn) {
+        qp_context* qp = m_contexts.qp(qpn);
+        if (qp == nullptr || qp->state == hsi::QPS_ERROR ||
+            (qp->send_cqn != cqn && qp->recv_cqn != cqn)) {
+            continue;
+        }
+        qp_error(qpn);
+    }
+}
+
+void cq_writer::qp_error(uint32_t qpn) {
+    if (m_qp_error_handler) {
+        m_qp_error_handler(qpn);
+    } else if (qp_context* qp = m_contexts.qp(qpn)) {
+        qp->state = hsi::QPS_ERROR;
+    }
+}
+
+uint8_t cq_writer::modify_moderation(uint32_t cqn, uint32_t count, uint32_t period_us) {
+    if (!m_cq_cfg.interrupt_moderation) {
+        return hsi::CMD_BAD_OPCODE;
+    }
+    cq_context* slot = m_contexts.cq_slot(cqn);
+    if (slot == nullptr) {
+        return hsi::CMD_BAD_PARAM;
+    }
+    cq_context* cq = m_contexts.cq(cqn);
+    if (cq == nullptr) {
+        return hsi::CMD_BAD_HANDLE;
+    }
+    moderation_state& m = m_moderation[cqn];
+    if (period_us != 0 && !m.timer) {
+        if (m_timers_in_use >= m_cq_cfg.moderation_timers) {
+            return hsi::CMD_NO_RESOURCES;  // every timer belongs to another CQ
+        }
+        m.timer = true;
+        ++m_timers_in_use;
+    } else if (period_us == 0 && m.timer) {
+        m.timer = false;
+        --m_timers_in_use;
+    }
+    cq->moderation_count = count;
+    cq->moderation_period_us = period_us;
+    if (m.held) {
+        // The newest settings apply to the event already held ("as soon as possible").
+        if (period_us != 0) {
+            m.deadline = m.since + sc_core::sc_time(period_us, sc_core::SC_US);
+            if (m.deadline > sc_core::sc_time_stamp()) {
+                m_deadlines.emplace(m.deadline, cqn);
+                m_timer_event.notify(m.deadline - sc_core::sc_time_stamp());
+            }
+        }
+        moderation_check(cqn, *cq);
+    }
+    return hsi::CMD_OK;
+}
+
+void cq_writer::moderation_check(uint32_t cqn, const cq_context& cq) {
+    const moderation_state& m = m_moderation[cqn];
+    if (!m.held) {
+        return;
+    }
+    const bool off = cq.moderation_count == 0 && cq.moderation_period_us == 0;
+    const bool count_due =
+        cq.moderation_count != 0 && cq.producer - cq.consumer >= cq.moderation_count;
+    const bool period_due = cq.moderation_period_us != 0 && m.deadline <= sc_core::sc_time_stamp();
+    if (off || count_due || period_due) {
+        release_held(cqn);
+    }
+}
+
+void cq_writer::release_held(uint32_t cqn) {
+    m_moderation[cqn].held = false;
+    ++m_stats.cq_events;
+    post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+}
+
+void cq_writer::on_moderation_timer() {
+    // One timer for every CQ: wake at the earliest deadline, release what is due, re-arm.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!m_deadlines.empty() && m_deadlines.begin()->first <= now) {
+        const auto [at, cqn] = *m_deadlines.begin();
+        m_deadlines.erase(m_deadlines.begin());
+        const moderation_state& m = m_moderation[cqn];
+        const cq_context* cq = m_contexts.cq(cqn);
+        if (m.held && m.deadline == at && cq != nullptr && !cq->error) {
+            ++m_stats.moderation_timeouts;
+            release_held(cqn);
+        }
+    }
+    if (!m_deadlines.empty()) {
+        m_timer_event.notify(m_deadlines.begin()->first - now);
     }
 }
 
@@ -93,8 +227,22 @@ bool cq_writer::solicited_pending(uint32_t cqn, const cq_context& cq) const {
 
 void cq_writer::fire_cq(uint32_t cqn, cq_context& cq) {
     cq.armed = hsi::CQ_ARM_NONE;
-    ++m_stats.cq_events;
-    post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+    if (cq.moderation_count == 0 && cq.moderation_period_us == 0) {
+        ++m_stats.cq_events;
+        post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+        return;
+    }
+    // Moderated: hold the event from this first matching completion.
+    moderation_state& m = m_moderation[cqn];
+    m.held = true;
+    m.since = sc_core::sc_time_stamp();
+    ++m_stats.moderated;
+    if (cq.moderation_period_us != 0) {
+        m.deadline = m.since + sc_core::sc_time(cq.moderation_period_us, sc_core::SC_US);
+        m_deadlines.emplace(m.deadline, cqn);
+        m_timer_event.notify(m.deadline - m.since);  // an earlier pending deadline stays
+    }
+    moderation_check(cqn, cq);
 }
 
 void cq_writer::cq_doorbell(uint32_t cqn, uint8_t arm, uint32_t consumer) {
@@ -171,9 +319,8 @@ void cq_writer::write_cqe(const completion_request& req) {
     const uint32_t depth = 1u << cq->log_depth;
     if (cq->producer - cq->consumer >= depth) {
         // No free slot: the CQ is dead from now on; the driver learns it from the event.
-        cq->error = true;
         ++m_stats.overruns;
-        post_event(hsi::EVENT_CQ_ERROR, req.cqn);
+        kill_cq(req.cqn, *cq, hsi::CQ_ERR_OVERRUN);
         return;
     }
     hsi::cqe e = req.entry;
@@ -188,15 +335,28 @@ void cq_writer::write_cqe(const completion_request& req) {
     if (solicited) {
         m_solicited[req.cqn] = {true, cq->producer};
     }
-    m_dma.write_wait(dma_client::COMPLETION, addr, &e, sizeof(e));
+    const dma_status st = m_dma.write_wait(dma_client::COMPLETION, addr, &e, sizeof(e));
+    if (st != dma_status::OK) {
+        // The ring is not reachable (memory released, IOMMU mapping gone): the CQE is lost and
+        // the CQ with it.
+        ++m_stats.cqe_write_errors;
+        if (cq->valid && !cq->error) {
+            kill_cq(req.cqn, *cq, hsi::CQ_ERR_DMA_ACCESS);
+        }
+        return;
+    }
     ++m_stats.cqes;
     if (e.status != hsi::CQE_OK) {
         ++m_stats.error_cqes;
     }
-    // The CQ may have been destroyed while the write was on its way.
-    if (cq->valid &&
-        (cq->armed == hsi::CQ_ARM_ANY || (cq->armed == hsi::CQ_ARM_SOLICITED && solicited))) {
-        fire_cq(req.cqn, *cq);
+    // The CQ may have been destroyed (or have died) while the write was on its way.
+    if (cq->valid && !cq->error) {
+        if (m_moderation[req.cqn].held) {
+            moderation_check(req.cqn, *cq);  // one more CQE may reach the count
+        } else if (cq->armed == hsi::CQ_ARM_ANY ||
+                   (cq->armed == hsi::CQ_ARM_SOLICITED && solicited)) {
+            fire_cq(req.cqn, *cq);
+        }
     }
     if (m_ctx.tracer != nullptr) {
         m_ctx.tracer->slice(name(), "cqe", req.flow_id, start, sc_core::sc_time_stamp());

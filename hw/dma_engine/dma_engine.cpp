@@ -30,6 +30,18 @@ const char* to_string(dma_client c) {
     return "?";
 }
 
+const char* to_string(dma_status s) {
+    switch (s) {
+        case dma_status::OK:
+            return "ok";
+        case dma_status::UNSUPPORTED_REQUEST:
+            return "unsupported_request";
+        case dma_status::COMPLETER_ABORT:
+            return "completer_abort";
+    }
+    return "?";
+}
+
 dma_engine_config parse_dma_engine_config(config::reader r) {
     dma_engine_config c;
     r.get("issue_cycles", c.issue_cycles, 0u, 1000u);
@@ -51,6 +63,8 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
                       "bytes read from host memory by " + c);
         ctx.stats.add(this->name(), c + "_write_bytes", m_stats[i].write_bytes, "bytes",
                       "bytes written to host memory by " + c);
+        ctx.stats.add(this->name(), c + "_errors", m_stats[i].errors, "count",
+                      "DMA requests by " + c + " that completed with a PCIe error (UR/CA)");
     }
     if (ctx.vcd != nullptr) {
         sc_core::sc_trace(ctx.vcd, m_reads_in_flight,
@@ -60,8 +74,8 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
     }
 }
 
-sc_core::sc_time dma_engine::transport(tlm::tlm_command cmd, uint64_t addr, void* data,
-                                       uint32_t len) {
+sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uint64_t addr,
+                                       void* data, uint32_t len, dma_status* status) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const sc_core::sc_time issue = m_clk.edge_at_or_after(now) + m_clk.cycles(m_cfg.issue_cycles);
     tlm::tlm_generic_payload& gp = m_gp;
@@ -76,34 +90,54 @@ sc_core::sc_time dma_engine::transport(tlm::tlm_command cmd, uint64_t addr, void
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_core::sc_time delay = issue - now;
     dma_out->b_transport(gp, delay);
+    const tlm::tlm_response_status rs = gp.get_response_status();
+    dma_status st = dma_status::OK;
+    if (rs == tlm::TLM_ADDRESS_ERROR_RESPONSE) {
+        st = dma_status::UNSUPPORTED_REQUEST;
+    } else if (rs != tlm::TLM_OK_RESPONSE && rs != tlm::TLM_INCOMPLETE_RESPONSE) {
+        // INCOMPLETE: a target that does not set a status (plain benches) counts as OK.
+        st = dma_status::COMPLETER_ABORT;
+    }
+    if (st != dma_status::OK) {
+        ++m_stats[static_cast<int>(who)].errors;
+    }
+    if (status != nullptr) {
+        *status = st;
+    }
     return now + delay;
 }
 
-sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len) {
+sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len,
+                                  dma_status* status) {
     auto& s = m_stats[static_cast<int>(who)];
     ++s.reads;
     s.read_bytes += len;
-    return transport(tlm::TLM_READ_COMMAND, addr, data, len);
+    return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, status);
 }
 
-sc_core::sc_time dma_engine::write(dma_client who, uint64_t addr, const void* data, uint32_t len) {
+sc_core::sc_time dma_engine::write(dma_client who, uint64_t addr, const void* data, uint32_t len,
+                                   dma_status* status) {
     auto& s = m_stats[static_cast<int>(who)];
     ++s.writes;
     s.write_bytes += len;
-    return transport(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len);
+    return transport(who, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, status);
 }
 
-void dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint32_t len) {
+dma_status dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint32_t len) {
     ++m_reads_in_flight;
-    const sc_core::sc_time done = read(who, addr, data, len);
+    dma_status st = dma_status::OK;
+    const sc_core::sc_time done = read(who, addr, data, len, &st);
     m_clk.wait_until(done);
     --m_reads_in_flight;
+    return st;
 }
 
-void dma_engine::write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len) {
+dma_status dma_engine::write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len) {
     ++m_writes_in_flight;
-    m_clk.wait_until(write(who, addr, data, len));
+    dma_status st = dma_status::OK;
+    m_clk.wait_until(write(who, addr, data, len, &st));
     --m_writes_in_flight;
+    return st;
 }
 
 }  // namespace rnic::hw

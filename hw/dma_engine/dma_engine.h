@@ -30,6 +30,15 @@ enum class dma_client : uint8_t {
 };
 const char* to_string(dma_client c);
 
+// How a DMA request completed on PCIe. A failed read delivers zeros; a failed write changed
+// nothing. The requesting block decides what the error means (CQ error, SRQ error, ...).
+enum class dma_status : uint8_t {
+    OK,
+    UNSUPPORTED_REQUEST,  // UR: no memory behind the address (host released it)
+    COMPLETER_ABORT,      // CA: the root complex / IOMMU refused it (mapping released)
+};
+const char* to_string(dma_status s);
+
 struct dma_engine_config {
     uint32_t issue_cycles = 2;  // descriptor decode before the first TLP: +2 cycles per request
 };
@@ -46,24 +55,30 @@ public:
     dma_engine(sc_core::sc_module_name name, const dma_engine_config& cfg, const clock_domain& clk,
                sim_context& ctx);
 
-    // Issue now; return the time the last byte has arrived in the NIC.
-    sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len);
+    // Issue now; return the time the last byte has arrived in the NIC. `status` (optional)
+    // receives how the request completed.
+    sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len,
+                          dma_status* status = nullptr);
     // Issue now; return the time the last TLP has left the NIC (posted).
-    sc_core::sc_time write(dma_client who, uint64_t addr, const void* data, uint32_t len);
-    // From an SC_THREAD: issue and wait until done.
-    void read_wait(dma_client who, uint64_t addr, void* data, uint32_t len);
-    void write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len);
+    sc_core::sc_time write(dma_client who, uint64_t addr, const void* data, uint32_t len,
+                           dma_status* status = nullptr);
+    // From an SC_THREAD: issue and wait until done; returns how the request completed (the
+    // status costs nothing extra: it is the payload's response status).
+    dma_status read_wait(dma_client who, uint64_t addr, void* data, uint32_t len);
+    dma_status write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len);
 
     struct client_stats {
         uint64_t reads = 0;
         uint64_t writes = 0;
         uint64_t read_bytes = 0;
         uint64_t write_bytes = 0;
+        uint64_t errors = 0;  // requests that completed with UR or CA
     };
     const client_stats& get_stats(dma_client c) const { return m_stats[static_cast<int>(c)]; }
 
 private:
-    sc_core::sc_time transport(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len);
+    sc_core::sc_time transport(dma_client who, tlm::tlm_command cmd, uint64_t addr, void* data,
+                               uint32_t len, dma_status* status);
 
     dma_engine_config m_cfg;
     const clock_domain& m_clk;

@@ -101,6 +101,8 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
     s.add(b, "scheduled", m_stats.scheduled, "count", "QPs handed to WQE fetch");
     s.add(b, "stale_skipped", m_stats.stale_skipped, "count",
           "scheduled QPs dropped at dispatch (destroyed, left RTS, or no work left)");
+    s.add(b, "rq_flush_requests", m_stats.rq_flush_requests, "count",
+          "RQ doorbells of QPs in ERROR: the receive path flushes the new receives");
     s.add(
         b, "sq_ready_max", [this] { return nlohmann::json(m_sq_ready.max_occupancy()); }, "count",
         "peak occupancy of the ready FIFO to WQE fetch");
@@ -366,8 +368,21 @@ void doorbell::wr_rq_doorbell(uint64_t v) {
             return;
         }
         qp->rq_producer = widen_index(qp->rq_producer, new16);
+        if (qp->state == hsi::QPS_ERROR && qp->srqn == 0 && m_rq_flush) {
+            // IBA 10.3.1: a receive posted to a QP in ERROR completes with a flush error. The
+            // receive path fetches it like any posted receive once the doorbell is decoded
+            // (+decode_cycles) and completes it with CQE_WR_FLUSH_ERR.
+            ++m_stats.rq_flush_requests;
+            m_rq_flush(id, m_clk.edge_at_or_after(m_arrival) + m_clk.cycles(m_cfg.decode_cycles));
+        }
     }
     ++m_stats.rq_doorbells;
+}
+
+void doorbell::reset_qp(uint32_t qpn) {
+    m_pushed.erase(std::remove_if(m_pushed.begin(), m_pushed.end(),
+                                  [qpn](const auto& p) { return p.first == qpn; }),
+                   m_pushed.end());
 }
 
 void doorbell::wr_cq_doorbell(uint64_t v) {

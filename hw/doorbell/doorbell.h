@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,14 @@ public:
     // `index` is the SQ producer index of the WQE (compared modulo 2^16 with wqe_index).
     // Taking index i also discards older pushed blocks of the same QP.
     bool take_pushed_wqe(uint32_t qpn, uint32_t index, hsi::wqe_ctrl& out);
+    // RQ doorbell of a QP in ERROR: `fn(qpn, at)` asks the receive path to fetch the new
+    // receive WQEs and complete them with a flush error, from `at` (the doorbell decoded).
+    void set_rq_flush_listener(std::function<void(uint32_t, const sc_core::sc_time&)> fn) {
+        m_rq_flush = std::move(fn);
+    }
+    // The command processor moved `qpn` to RESET or destroyed it: WQE-push blocks held for it
+    // belong to the old queue and are dropped (a re-created QP starts at index 0 again).
+    void reset_qp(uint32_t qpn);
     // What a read of REG_ICM_SIZE returns: the bytes of host memory the context tables need
     // (the top computes it from the limits and the context cache config). 0 = none needed.
     void set_icm_bytes_needed(uint64_t bytes) { m_icm_bytes_needed = bytes; }
@@ -106,12 +115,13 @@ public:
         uint64_t csr_writes = 0;     // CMDQ/EQ/ICM configuration registers
         uint64_t msix_writes = 0;    // MSI-X table writes
         uint64_t mmio_reads = 0;
-        uint64_t bad_reads = 0;       // reads of unknown offsets (return 0)
-        uint64_t cmd_coalesced = 0;   // command doorbells not queued (channel full)
-        uint64_t push_overflows = 0;  // pushed blocks dropped (buffer full; fetch reads by DMA)
-        uint64_t pushed_taken = 0;    // pushed blocks used by WQE fetch
-        uint64_t scheduled = 0;       // QPs handed to WQE fetch
-        uint64_t stale_skipped = 0;   // pending QPs dropped at dispatch (destroyed / no work)
+        uint64_t bad_reads = 0;          // reads of unknown offsets (return 0)
+        uint64_t cmd_coalesced = 0;      // command doorbells not queued (channel full)
+        uint64_t push_overflows = 0;     // pushed blocks dropped (buffer full; fetch reads by DMA)
+        uint64_t pushed_taken = 0;       // pushed blocks used by WQE fetch
+        uint64_t scheduled = 0;          // QPs handed to WQE fetch
+        uint64_t stale_skipped = 0;      // pending QPs dropped at dispatch (destroyed / no work)
+        uint64_t rq_flush_requests = 0;  // RQ doorbells of QPs in ERROR (receives to flush)
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -175,6 +185,7 @@ private:
     cq_writer* m_cq_writer = nullptr;
     netdma* m_netdma = nullptr;
     gsi* m_gsi = nullptr;
+    std::function<void(uint32_t, const sc_core::sc_time&)> m_rq_flush;
     bar_registers m_regs;
     channel<uint32_t> m_sq_ready;
     channel<uint32_t> m_cmd_doorbells;

@@ -43,6 +43,11 @@ uint16_t ip_checksum(const uint8_t* h) {
 bool is_cm_mad(const uint8_t* mad) {
     return mad[0] == hsi::MAD_BASE_VERSION && mad[1] == hsi::MAD_CLASS_CM;
 }
+// ARP for IPv4 over Ethernet (RFC 826): offsets in the Ethernet frame.
+constexpr size_t ARP_HTYPE = 14, ARP_PTYPE = 16, ARP_HLEN = 18, ARP_PLEN = 19, ARP_OPER = 20,
+                 ARP_SHA = 22, ARP_SPA = 28, ARP_THA = 32, ARP_TPA = 38;
+constexpr uint16_t ARP_REQUEST = 1, ARP_REPLY = 2;
+constexpr size_t ETH_MIN_FRAME = 60;  // without FCS
 }  // namespace
 
 gsi_config parse_gsi_config(config::reader r) {
@@ -82,7 +87,18 @@ gsi::gsi(sc_core::sc_module_name name, const gsi_config& cfg, const clock_domain
           "QP1 frames dropped: other MAC or IP address");
     s.add(b, "rx_bad_mad", m_stats.rx_bad_mad, "count", "QP1 frames dropped: not a CM MAD");
     s.add(b, "rx_no_buffer", m_stats.rx_no_buffer, "count",
-          "QP1 frames dropped: receive ring off or full");
+          "QP1 and ARP frames dropped: receive ring off or full");
+    s.add(b, "arp_sent", m_stats.arp_sent, "count", "ARP frames sent from send slots");
+    s.add(b, "send_bad_frame", m_stats.send_bad_frame, "count",
+          "raw send slots dropped: not ARP or bad length");
+    s.add(b, "arp_received", m_stats.arp_received, "count",
+          "ARP frames written to the receive ring");
+    s.add(b, "arp_replies_sent", m_stats.arp_replies_sent, "count",
+          "ARP replies of the hardware responder (requests for this port's IPv4)");
+    s.add(b, "arp_malformed", m_stats.arp_malformed, "count",
+          "ARP frames dropped: not IPv4 over Ethernet or too short");
+    s.add(b, "arp_not_for_us", m_stats.arp_not_for_us, "count",
+          "ARP frames dropped: for another IPv4 address or MAC");
 }
 
 bool gsi::mmio_write(uint64_t offset, const uint8_t* data, unsigned len) {
@@ -154,7 +170,32 @@ bool gsi::mmio_read(uint64_t offset, uint8_t* data, unsigned len) const {
     return true;
 }
 
+bool gsi::is_arp(const std::vector<uint8_t>& f) {
+    return f.size() >= roce::ETH_HEADER_BYTES && get16(&f[12]) == hsi::ETHERTYPE_ARP;
+}
+
+std::vector<uint8_t> gsi::build_arp_reply(const std::vector<uint8_t>& req, const nic_identity& id) {
+    std::vector<uint8_t> f(ETH_MIN_FRAME, 0);
+    uint8_t* p = f.data();
+    std::memcpy(p, &req[ARP_SHA], 6);  // to the requester
+    std::memcpy(p + 6, id.mac.data(), 6);
+    put16(p + 12, hsi::ETHERTYPE_ARP);
+    put16(p + ARP_HTYPE, 1);
+    put16(p + ARP_PTYPE, roce::ETHERTYPE_IPV4);
+    p[ARP_HLEN] = 6;
+    p[ARP_PLEN] = 4;
+    put16(p + ARP_OPER, ARP_REPLY);
+    std::memcpy(p + ARP_SHA, id.mac.data(), 6);
+    put32(p + ARP_SPA, id.ip);
+    std::memcpy(p + ARP_THA, &req[ARP_SHA], 6);
+    std::memcpy(p + ARP_TPA, &req[ARP_SPA], 4);
+    return f;
+}
+
 bool gsi::claims(const std::vector<uint8_t>& f) {
+    if (is_arp(f)) {
+        return true;
+    }
     return f.size() > roce::BTH_OFFSET && get16(&f[12]) == roce::ETHERTYPE_IPV4 &&
            f[23] == roce::IP_PROTO_UDP &&
            get16(&f[roce::ETH_HEADER_BYTES + roce::IPV4_HEADER_BYTES + 2]) ==
@@ -216,7 +257,9 @@ void gsi::send_thread() {
         std::memcpy(&h, slot.data(), sizeof(h));
         const uint8_t* mad = slot.data() + sizeof(h);
         uint8_t done = hsi::GSI_SENT;
-        if (!is_cm_mad(mad)) {
+        if (h.kind != hsi::GSI_KIND_MAD) {
+            send_raw(mad, h.kind == hsi::GSI_KIND_ARP ? h.frame_bytes : 0, done);
+        } else if (!is_cm_mad(mad)) {
             ++m_stats.send_bad_mad;
             done = hsi::GSI_DROPPED;
         } else {
@@ -229,6 +272,22 @@ void gsi::send_thread() {
         }
         m_dma.write(dma_client::COMPLETION, addr + hsi::GSI_SEND_DONE_OFFSET, &done, 1);
     }
+}
+
+void gsi::send_raw(const uint8_t* frame, uint32_t bytes, uint8_t& done) {
+    if (bytes < hsi::GSI_MIN_ARP_FRAME || bytes > hsi::GSI_MAX_RAW_FRAME ||
+        get16(frame + 12) != hsi::ETHERTYPE_ARP) {
+        ++m_stats.send_bad_frame;  // the block carries ARP only
+        done = hsi::GSI_DROPPED;
+        return;
+    }
+    fabric::eth_frame f;
+    f.data.assign(frame, frame + bytes);
+    if (f.data.size() < ETH_MIN_FRAME) {
+        f.data.resize(ETH_MIN_FRAME, 0);  // MAC pads short frames
+    }
+    m_mac_tx.put(std::move(f));
+    ++m_stats.arp_sent;
 }
 
 void gsi::receive(fabric::eth_frame&& frame) {
@@ -278,12 +337,57 @@ bool gsi::accept(const std::vector<uint8_t>& f) {
     return true;
 }
 
+bool gsi::accept_arp(const std::vector<uint8_t>& f) {
+    const uint8_t* p = f.data();
+    if (f.size() < hsi::GSI_MIN_ARP_FRAME || f.size() > hsi::GSI_MAX_RAW_FRAME ||
+        get16(p + ARP_HTYPE) != 1 || get16(p + ARP_PTYPE) != roce::ETHERTYPE_IPV4 ||
+        p[ARP_HLEN] != 6 || p[ARP_PLEN] != 4 ||
+        (get16(p + ARP_OPER) != ARP_REQUEST && get16(p + ARP_OPER) != ARP_REPLY)) {
+        ++m_stats.arp_malformed;
+        return false;
+    }
+    static const uint8_t BROADCAST[6] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    const bool mac_ok =
+        std::memcmp(p, m_id.mac.data(), 6) == 0 || std::memcmp(p, BROADCAST, 6) == 0;
+    const bool for_ip = m_id.ip != 0 && get32(p + ARP_TPA) == m_id.ip;
+    const bool reply_to_mac =
+        get16(p + ARP_OPER) == ARP_REPLY && std::memcmp(p + ARP_THA, m_id.mac.data(), 6) == 0;
+    if (!mac_ok || (!for_ip && !reply_to_mac)) {
+        ++m_stats.arp_not_for_us;
+        return false;
+    }
+    if (get16(p + ARP_OPER) == ARP_REQUEST && for_ip) {
+        // Hardware responder: the reply leaves before the request reaches the driver.
+        m_clk.wait_cycles(m_cfg.process_cycles);  // reply build
+        fabric::eth_frame r;
+        r.data = build_arp_reply(f, m_id);
+        m_mac_tx.put(std::move(r));  // blocks while the MAC FIFO is full
+        ++m_stats.arp_replies_sent;
+    }
+    return true;
+}
+
+void gsi::place(const hsi::gsi_recv_header& hdr, const uint8_t* body, size_t body_bytes) {
+    std::vector<uint8_t> slot(hsi::GSI_SLOT_BYTES, 0);
+    const uint32_t size = 1u << m_rq_log;
+    hsi::gsi_recv_header h = hdr;
+    h.flags = static_cast<uint8_t>((((m_rq_producer >> m_rq_log) & 1) ? 0 : 1) << 7);
+    std::memcpy(slot.data(), &h, sizeof(h));
+    std::memcpy(slot.data() + sizeof(h), body, body_bytes);
+    const uint64_t addr =
+        m_rq_base + static_cast<uint64_t>(m_rq_producer & (size - 1)) * hsi::GSI_SLOT_BYTES;
+    ++m_rq_producer;
+    m_dma.write(dma_client::RX_PAYLOAD, addr, slot.data(), hsi::GSI_SLOT_BYTES);  // posted
+    // The EQE follows the slot write through the same writer path (PCIe order).
+    m_cq_writer.post_event(hsi::EVENT_GSI_RECEIVE, m_rq_producer);
+}
+
 void gsi::recv_thread() {
-    std::vector<uint8_t> slot(hsi::GSI_SLOT_BYTES);
     for (;;) {
         fabric::eth_frame f = m_rx_fifo.get();
         m_clk.wait_cycles(m_cfg.process_cycles);  // header and ICRC checks
-        if (!accept(f.data)) {
+        const bool arp = is_arp(f.data);
+        if (arp ? !accept_arp(f.data) : !accept(f.data)) {
             continue;
         }
         const uint32_t size = 1u << m_rq_log;
@@ -292,6 +396,16 @@ void gsi::recv_thread() {
             continue;
         }
         const uint8_t* p = f.data.data();
+        if (arp) {
+            hsi::gsi_recv_header h{};
+            std::memcpy(h.dst_mac, p, 6);
+            std::memcpy(h.src_mac, p + 6, 6);
+            h.kind = hsi::GSI_KIND_ARP;
+            h.frame_bytes = static_cast<uint16_t>(f.data.size());
+            place(h, p, f.data.size());
+            ++m_stats.arp_received;
+            continue;
+        }
         const uint8_t* ip = p + roce::ETH_HEADER_BYTES;
         const uint8_t* bth = p + roce::BTH_OFFSET;
         hsi::gsi_recv_header h{};
@@ -304,16 +418,9 @@ void gsi::recv_thread() {
         h.psn = get24(bth + 9);
         h.pkey = get16(bth + 2);
         h.udp_src_port = get16(ip + roce::IPV4_HEADER_BYTES);
-        h.flags = static_cast<uint8_t>((((m_rq_producer >> m_rq_log) & 1) ? 0 : 1) << 7);
-        std::memcpy(slot.data(), &h, sizeof(h));
-        std::memcpy(slot.data() + sizeof(h), p + MAD_OFFSET, hsi::MAD_BYTES);
-        const uint64_t addr =
-            m_rq_base + static_cast<uint64_t>(m_rq_producer & (size - 1)) * hsi::GSI_SLOT_BYTES;
-        ++m_rq_producer;
-        m_dma.write(dma_client::RX_PAYLOAD, addr, slot.data(), hsi::GSI_SLOT_BYTES);  // posted
+        h.kind = hsi::GSI_KIND_MAD;
+        place(h, p + MAD_OFFSET, hsi::MAD_BYTES);
         ++m_stats.mads_received;
-        // The EQE follows the slot write through the same writer path (PCIe order).
-        m_cq_writer.post_event(hsi::EVENT_GSI_RECEIVE, m_rq_producer);
     }
 }
 

@@ -3,8 +3,10 @@
 // (REQ, MRA, REJ, REP, RTU, DREQ, DREP) with its peers through two host-memory rings (hw/hsi/
 // hsi.h, GSI section); on the wire each MAD is a RoCEv2 UD SEND-only frame (BTH opcode 0x64,
 // dest QP 1, DETH with the GSI Q_Key and source QP 1, 256 B MAD, ICRC) as in IBA 13.4 / annex
-// A17. Not modelled: P_Key tables (0xFFFF always), QP0/SMPs, other management classes (dropped
-// and counted), MAD segmentation (RMPP), IPv6.
+// A17. The same rings carry ARP (RFC 826) frames for the driver's neighbour resolution, and the
+// block answers ARP requests for the port's own IPv4 itself (hardware responder). Not modelled:
+// P_Key tables (0xFFFF always), QP0/SMPs, other management classes (dropped and counted), MAD
+// segmentation (RMPP), IPv6 (neighbour discovery), ARP for other EtherTypes than IPv4.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,10 @@ gsi_config parse_gsi_config(config::reader r);
 // - Receive: the receive path hands over QP1 frames after its parse stage; per frame:
 //   process_cycles (checks), then one 320 B DMA write of the slot and an EQ event
 //   (EVENT_GSI_RECEIVE) through the CQ writer, which signals MSI-X vector 0.
+// - ARP: a send slot of kind ARP is sent as is (padded to 60 B) after process_cycles. A received
+//   ARP request for the port's IPv4 is answered by the block: process_cycles, then the reply
+//   joins the MAC FIFO, before the request itself is written to the receive ring (so the
+//   driver learns the requester too). Replies for the port go to the ring like requests.
 class gsi : public sc_core::sc_module {
 public:
     gsi(sc_core::sc_module_name name, const gsi_config& cfg, const clock_domain& clk,
@@ -53,8 +59,13 @@ public:
     bool mmio_write(uint64_t offset, const uint8_t* data, unsigned len);
     bool mmio_read(uint64_t offset, uint8_t* data, unsigned len) const;
 
-    // True if the frame is a RoCEv2 UD SEND-only frame (the receive path hands those here).
+    // True if the frame is a RoCEv2 UD SEND-only frame or an ARP frame (the receive path hands
+    // those here).
     static bool claims(const std::vector<uint8_t>& frame);
+    static bool is_arp(const std::vector<uint8_t>& frame);
+    // The ARP reply the hardware responder sends for `request` (an ARP request for `id.ip`).
+    static std::vector<uint8_t> build_arp_reply(const std::vector<uint8_t>& request,
+                                                const nic_identity& id);
     // From the receive path: a claimed frame (dropped and counted when the FIFO is full).
     void receive(fabric::eth_frame&& frame);
 
@@ -71,9 +82,15 @@ public:
         uint64_t rx_bad_icrc = 0;
         uint64_t rx_not_qp1 = 0;  // UD frame for another QP (no UD QPs besides QP1)
         uint64_t rx_bad_qkey = 0;
-        uint64_t rx_not_for_us = 0;  // destination MAC or IP is not this port's
-        uint64_t rx_bad_mad = 0;     // base version / class not a CM MAD
-        uint64_t rx_no_buffer = 0;   // receive ring not set up or full
+        uint64_t rx_not_for_us = 0;     // destination MAC or IP is not this port's
+        uint64_t rx_bad_mad = 0;        // base version / class not a CM MAD
+        uint64_t rx_no_buffer = 0;      // receive ring not set up or full
+        uint64_t arp_sent = 0;          // ARP frames from send slots
+        uint64_t send_bad_frame = 0;    // send slot dropped: raw frame not ARP / bad length
+        uint64_t arp_received = 0;      // ARP frames written to the receive ring
+        uint64_t arp_replies_sent = 0;  // answers of the hardware responder
+        uint64_t arp_malformed = 0;     // not IPv4-over-Ethernet ARP, or too short
+        uint64_t arp_not_for_us = 0;    // ARP for another IPv4 / MAC
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -82,6 +99,11 @@ private:
     void recv_thread();
     // Checks a claimed frame; true if it goes to the receive ring (else a drop was counted).
     bool accept(const std::vector<uint8_t>& f);
+    // ARP receive: answers requests for this port, true if the frame goes to the ring.
+    bool accept_arp(const std::vector<uint8_t>& f);
+    void send_raw(const uint8_t* frame, uint32_t bytes, uint8_t& done);
+    // Writes one receive slot (header + bytes after it) and posts its EQ entry.
+    void place(const hsi::gsi_recv_header& h, const uint8_t* body, size_t body_bytes);
 
     gsi_config m_cfg;
     const clock_domain& m_clk;

@@ -206,7 +206,8 @@ enum cmd_opcode : uint8_t {
     CMD_CREATE_SRQ = 13,
     CMD_MODIFY_SRQ = 14,
     CMD_DESTROY_SRQ = 15,
-    CMD_QUERY_DEVICE = 16,
+    CMD_QUERY_DEVICE = 16,  // writes a cmd_query_device into the slot's `u` before the status
+    CMD_MODIFY_CQ = 17,     // interrupt moderation of a CQ (cmd_modify_cq)
 };
 
 enum cmd_status : uint8_t {
@@ -216,6 +217,9 @@ enum cmd_status : uint8_t {
     CMD_NO_RESOURCES = 3,
     CMD_BAD_HANDLE = 4,
     CMD_BUSY = 5,  // object still referenced
+    // The NIC had a catastrophic error (EVENT_DEVICE_FATAL): every later command fails with
+    // this status and changes nothing (the driver maps it to STATUS_INTERNAL_ERROR).
+    CMD_DEVICE_FATAL = 6,
 };
 // BAD_PARAM: handle out of range (or SRQN 0, key index 0), create on an existing object, bad
 // depth/stride/address/vector/access, illegal QP transition. BAD_HANDLE: the object to modify or
@@ -291,6 +295,31 @@ struct cmd_create_srq {
     uint16_t stride;
     uint32_t limit;  // SRQ limit event threshold (0 = off)
 };
+// CMD_MODIFY_CQ: interrupt moderation (NdkControlCqInterruptModeration). Once an armed CQ has a
+// matching CQE, the NIC holds its EVENT_CQ_COMPLETION (and so the MSI-X message) until `count`
+// CQEs were written to the CQ since that first one, or `period_us` microseconds passed since
+// it, whichever comes first. count 0 = no count limit; period_us 0 = no timer; both 0 =
+// moderation off (the event goes out with the first matching CQE). New settings apply at once,
+// also to an event already held. A CQ with period_us != 0 holds one of the NIC's moderation
+// timers (rnic.cq.moderation_timers): none free -> CMD_NO_RESOURCES; period 0 or DESTROY_CQ
+// frees it. A NIC without moderation (rnic.cq.interrupt_moderation false) answers
+// CMD_BAD_OPCODE and clears DEVICE_CAP_CQ_MODERATION.
+struct cmd_modify_cq {
+    uint32_t cqn;
+    uint32_t count;      // CQEs
+    uint32_t period_us;  // microseconds
+    uint32_t reserved;
+};
+// CMD_QUERY_DEVICE output, written over the slot's `u` (then status and done).
+enum device_caps : uint32_t {
+    DEVICE_CAP_CQ_MODERATION = 1u << 0,  // CMD_MODIFY_CQ supported
+};
+struct cmd_query_device {
+    uint32_t caps;               // device_caps
+    uint32_t moderation_timers;  // CQs that may have a moderation period at once
+    uint32_t fatal;              // 1 after a catastrophic error (then the syndrome)
+    uint32_t fatal_syndrome;     // fatal_syndrome
+};
 struct cmd_object {  // PD, MW, destroy: just a handle (MR/MW: the key)
     uint32_t handle;
     uint32_t pdn;
@@ -309,6 +338,8 @@ struct cmd_slot {    // 64 B
         cmd_create_mr mr;
         cmd_create_srq srq;
         cmd_object obj;
+        cmd_modify_cq modify_cq;
+        cmd_query_device query;
         uint8_t raw[56];
     } u;
 };
@@ -321,10 +352,29 @@ constexpr size_t CMD_STATUS_OFFSET = 1;  // status and done bytes written back
 enum event_type : uint8_t {
     EVENT_CMD_DONE = 1,       // data = command token
     EVENT_CQ_COMPLETION = 2,  // data = CQN (armed CQ got a matching completion)
-    EVENT_CQ_ERROR = 3,       // data = CQN (overrun)
+    EVENT_CQ_ERROR = 3,       // data = CQN, data2 = cq_error_syndrome; the CQ is dead
     EVENT_QP_ERROR = 4,       // data = QPN
     EVENT_SRQ_LIMIT = 5,      // data = SRQN
     EVENT_GSI_RECEIVE = 6,    // data = GSI receive producer index (hsi GSI section)
+    EVENT_SRQ_ERROR = 7,      // data = SRQN, data2 = cq_error_syndrome; the SRQ is dead
+    EVENT_DEVICE_FATAL = 8,   // data = fatal_syndrome; the NIC is dead (see below)
+};
+// Why a CQ (EVENT_CQ_ERROR) or an SRQ (EVENT_SRQ_ERROR) died. After the event the NIC writes
+// nothing more to that CQ (later CQEs are dropped, arms ignored) and moves every QP using it
+// (send or receive CQ, or the SRQ) to ERROR (their in-flight and queued work is flushed to
+// their other CQ if that one is alive). Overrun stays 0, as before the syndrome existed.
+enum cq_error_syndrome : uint32_t {
+    CQ_ERR_OVERRUN = 0,     // CQ only: no free slot for a CQE (STATUS_BUFFER_OVERFLOW)
+    CQ_ERR_DMA_ACCESS = 1,  // a CQE write / SRQ WQE read completed with a PCIe error (UR/CA):
+                            // ring not backed or its IOMMU mapping released
+    CQ_ERR_FATAL = 2,       // the device had a catastrophic error (EVENT_DEVICE_FATAL)
+};
+// EVENT_DEVICE_FATAL (catastrophic error, e.g. an internal parity error; injected by a test
+// hook or rnic.faults.fatal_error_at_ns): the NIC moves every QP to ERROR, marks every CQ and
+// SRQ dead (no EVENT_CQ_ERROR / EVENT_SRQ_ERROR per object: this event stands for all), stops
+// writing CQEs and answers every later command with CMD_DEVICE_FATAL. Posted as the last event.
+enum fatal_syndrome : uint32_t {
+    FATAL_INJECTED = 1,  // test hook / config key
 };
 struct event_entry {
     uint8_t type;
@@ -455,6 +505,15 @@ constexpr uint32_t NETDMA_OP_CONTEXT_CHANGE = 0xFF000000;  // transfer_size bits
 // (phase bit like the CQ, starts at 1), posts EVENT_GSI_RECEIVE and signals vector 0; the driver
 // returns slots by writing its consumer index to REG_GSI_RQ_CONSUMER. With no free slot the
 // frame is dropped (and counted): QP1 traffic is unreliable, the CM retransmits.
+//
+// ARP (RFC 826, EtherType 0x0806) shares the rings, as on NICs whose management port carries
+// the few non-RoCE frames an RDMA-only function needs. A send slot of kind GSI_KIND_ARP holds a
+// whole Ethernet frame (frame_bytes of it, 42..256) that the NIC sends as is, padded to 60 B;
+// other EtherTypes are dropped (done = 2). Received ARP frames addressed to this port (target
+// IPv4 = the port's, or a reply whose target MAC is the port's) go to the receive ring as
+// GSI_KIND_ARP slots (the frame, frame_bytes long, after the header). The NIC itself answers
+// ARP requests for its own IPv4 (hardware responder, as in ARP offload): the driver never
+// replies, it only resolves (sends requests) and learns from what it receives.
 // ---------------------------------------------------------------------------------------------
 constexpr uint64_t REG_GSI_BASE = 0x0200;
 constexpr uint64_t GSI_BAR_BYTES = 0x100;
@@ -485,8 +544,17 @@ enum cm_attribute : uint16_t {
 };
 
 enum gsi_send_done : uint8_t { GSI_SENT = 1, GSI_DROPPED = 2 };
+// What a slot holds after its 64 B header.
+enum gsi_slot_kind : uint8_t {
+    GSI_KIND_MAD = 0,  // a 256 B MAD; the NIC builds the RoCEv2 UD frame around it
+    GSI_KIND_ARP = 1,  // a raw Ethernet frame (EtherType 0x0806) of frame_bytes
+};
+constexpr uint16_t ETHERTYPE_ARP = 0x0806;
+constexpr uint32_t GSI_MIN_ARP_FRAME = 42;  // Ethernet 14 + ARP for IPv4 over Ethernet 28
+constexpr uint32_t GSI_MAX_RAW_FRAME = MAD_BYTES;
 
-// Send slot header (the address vector; the NIC takes it as given, like a UD WQE's).
+// Send slot header (the address vector; the NIC takes it as given, like a UD WQE's). For
+// GSI_KIND_ARP only kind and frame_bytes count: the frame carries its own addresses.
 struct gsi_send_header {  // 64 B
     uint8_t dst_mac[6];
     uint8_t src_mac[6];
@@ -496,11 +564,15 @@ struct gsi_send_header {  // 64 B
     uint32_t qkey;          // GSI_QKEY
     uint16_t udp_src_port;  // flow entropy (>= 0xC000)
     uint16_t pkey;
-    uint8_t reserved[30];
+    uint8_t kind;  // gsi_slot_kind
+    uint8_t reserved0;
+    uint16_t frame_bytes;  // GSI_KIND_ARP: Ethernet frame length (no FCS, no padding)
+    uint8_t reserved[27];
     uint8_t done;  // written by the NIC (gsi_send_done), written last
 };
 static_assert(sizeof(gsi_send_header) == 64);
 constexpr size_t GSI_SEND_DONE_OFFSET = 63;
+static_assert(offsetof(gsi_send_header, done) == GSI_SEND_DONE_OFFSET);
 
 // Receive slot header, written by the NIC in one DMA write with the MAD after it.
 struct gsi_recv_header {  // 64 B
@@ -513,10 +585,14 @@ struct gsi_recv_header {  // 64 B
     uint32_t psn;     // BTH PSN of the frame
     uint16_t pkey;
     uint16_t udp_src_port;
-    uint8_t reserved[27];
+    uint8_t kind;  // gsi_slot_kind (GSI_KIND_ARP: only the MACs and frame_bytes are set)
+    uint8_t reserved0;
+    uint16_t frame_bytes;  // GSI_KIND_ARP: the received frame's length (padding included)
+    uint8_t reserved[23];
     uint8_t flags;  // bit 7 = phase
 };
 static_assert(sizeof(gsi_recv_header) == 64);
+static_assert(offsetof(gsi_recv_header, flags) == 63);
 // -- END GSI section.
 
 }  // namespace rnic::hsi

@@ -53,6 +53,22 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     m_recv_path.set_context_cache(&m_context_cache);
     // MODIFY_QP to ERROR flushes the QP's requests in flight and its posted receives.
     m_cmd_processor.set_qp_error_handler([this](uint32_t qpn) { m_tx_engine.flush_qp(qpn); });
+    // MODIFY_QP to RESET / DESTROY_QP: per-QP transport state starts over (QPN re-use).
+    m_cmd_processor.set_qp_reset_handler([this](uint32_t qpn) {
+        m_tx_engine.reset_qp(qpn);
+        m_recv_path.reset_qp(qpn);
+        m_doorbell.reset_qp(qpn);
+    });
+    // A receive posted to a QP in ERROR is fetched and flushed by the receive path.
+    m_doorbell.set_rq_flush_listener(
+        [this](uint32_t qpn, const sc_core::sc_time& at) { m_recv_path.flush_receives(qpn, at); });
+    // CQ features; a dead CQ takes its QPs into ERROR (flushed like MODIFY_QP to ERROR).
+    m_cq_writer.set_cq_config(cfg.cq);
+    m_cq_writer.set_qp_error_handler([this](uint32_t qpn) { m_cmd_processor.qp_to_error(qpn); });
+    if (cfg.faults.fatal_error_at_ns > 0) {
+        m_cmd_processor.fatal_error_at(
+            sc_core::sc_time(cfg.faults.fatal_error_at_ns, sc_core::SC_NS));
+    }
     link.attach(link_side, &m_recv_path);
 }
 

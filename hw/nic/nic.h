@@ -48,6 +48,9 @@ public:
     const nic_identity& identity() const { return m_id; }
     const clock_domain& clock() const { return m_clk; }
     context_store& contexts() { return m_contexts; }
+    // Test hooks: the firmware (inject_fatal_error) and the completion/event block.
+    cmd_processor& firmware() { return m_cmd_processor; }
+    cq_writer& completions() { return m_cq_writer; }
 
 private:
     nic_config m_cfg;

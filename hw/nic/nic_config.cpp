@@ -20,6 +20,8 @@ nic_config parse_nic_config(config::reader r) {
     c.send_path = parse_send_path_config(r.child("send_path"));
     c.recv_path = parse_recv_path_config(r.child("recv_path"));
     c.cq_writer = parse_cq_writer_config(r.child("cq_writer"));
+    c.cq = parse_cq_config(r.child("cq"));
+    c.faults = parse_fault_config(r.child("faults"));
     c.cmd_processor = parse_cmd_processor_config(r.child("cmd_processor"));
     c.context_cache = parse_context_cache_config(r.child("context_cache"));
     c.netdma = parse_netdma_config(r.child("netdma"));

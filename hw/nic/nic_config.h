@@ -37,6 +37,8 @@ struct nic_config {
     send_path_config send_path;
     recv_path_config recv_path;
     cq_writer_config cq_writer;
+    cq_config cq;         // CQ features: interrupt moderation (hw/cq_writer)
+    fault_config faults;  // injected device faults (hw/cmd_processor)
     cmd_processor_config cmd_processor;
     context_cache_config context_cache;
     netdma_config netdma;

@@ -129,9 +129,22 @@ void recv_path::receive_frame(fabric::eth_frame&& frame) {
     m_fifo.put(std::move(frame));  // never blocks: not full
 }
 
-void recv_path::flush_receives(uint32_t qpn) {
-    m_flushes.push_back(qpn);
+void recv_path::flush_receives(uint32_t qpn, const sc_core::sc_time& at) {
+    m_flushes.emplace_back(qpn, at);
     m_flush_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+void recv_path::reset_qp(uint32_t qpn) {
+    if (qpn >= m_contexts.max_qps()) {
+        return;
+    }
+    m_pending_acks[qpn] = pending_ack{};
+    m_ack_timers.erase(std::remove_if(m_ack_timers.begin(), m_ack_timers.end(),
+                                      [qpn](const auto& t) { return t.second == qpn; }),
+                       m_ack_timers.end());
+    m_rq_prefetch[qpn].clear();
+    m_recv_segments[qpn].clear();
+    m_write_segments[qpn].clear();
 }
 
 void recv_path::flush_queue(uint32_t qpn) {
@@ -157,9 +170,11 @@ void recv_path::flush_queue(uint32_t qpn) {
         hsi::rq_wqe_hdr h{};
         if (!pf.empty() && pf.front().index == index && pf.front().ring == ring &&
             pf.front().bytes.size() >= sizeof(h)) {
-            m_clk.wait_until(pf.front().ready);
-            std::memcpy(&h, pf.front().bytes.data(), sizeof(h));
+            // Taken off the buffer before waiting: a reset of the QP may clear it meanwhile.
+            const prefetched p = std::move(pf.front());
             pf.pop_front();
+            m_clk.wait_until(p.ready);
+            std::memcpy(&h, p.bytes.data(), sizeof(h));
         } else {
             pf.clear();
             const uint32_t mask = (1u << qp->rq_log_depth) - 1;
@@ -186,8 +201,11 @@ void recv_path::rx_thread() {
             sc_core::wait(m_fifo.written_event() | m_flush_event);
         }
         if (!m_flushes.empty()) {
-            const uint32_t qpn = m_flushes.front();
+            const auto [qpn, at] = m_flushes.front();
             m_flushes.pop_front();
+            if (at > sc_core::sc_time_stamp()) {
+                m_clk.wait_until(at);
+            }
             flush_queue(qpn);
             continue;
         }
@@ -197,7 +215,7 @@ void recv_path::rx_thread() {
         m_stats.bytes += f.data.size();
         m_clk.wait_cycles(m_cfg.parse_cycles);
         if (m_gsi != nullptr && gsi::claims(f.data)) {
-            m_gsi->receive(std::move(f));  // QP1 MAD: the GSI block checks and places it
+            m_gsi->receive(std::move(f));  // QP1 MAD or ARP: the GSI block checks and places it
             continue;
         }
         roce::parsed_frame p;
@@ -220,7 +238,7 @@ void recv_path::rx_thread() {
 void recv_path::handle(const fabric::eth_frame& f, const roce::parsed_frame& p) {
     const uint32_t qpn = p.hdr.bth_.dest_qp;
     if (m_cache != nullptr && qpn < m_contexts.max_qps()) {
-        m_cache->access(ctx_kind::QPC, qpn, true);  // responder state: expected PSN, MSN
+        m_cache->access(ctx_kind::QPC, qpn, true, cache_port::RECV_PATH);  // expected PSN, MSN
     }
     qp_context* qp = m_contexts.qp(qpn);
     if (qp == nullptr) {
@@ -281,11 +299,32 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
     return len == 0;
 }
 
+void recv_path::receive_queue_failed(uint32_t qpn, qp_context& qp, srq_context* srq) {
+    // The ring is unreachable (host memory released, IOMMU mapping gone). An SRQ is dead for
+    // every QP on it: EVENT_SRQ_ERROR, then each of its QPs fails (EVENT_QP_ERROR, flush through
+    // the QP error hook, as for a dead CQ).
+    if (srq == nullptr) {
+        m_cq_writer.post_event(hsi::EVENT_QP_ERROR, qpn);
+        m_cq_writer.qp_error(qpn);
+        return;
+    }
+    const uint32_t srqn = qp.srqn;
+    srq->error = true;
+    m_cq_writer.post_event(hsi::EVENT_SRQ_ERROR, srqn, hsi::CQ_ERR_DMA_ACCESS);
+    for (uint32_t q = 0; q < m_contexts.max_qps(); ++q) {
+        const qp_context* other = m_contexts.qp(q);
+        if (other != nullptr && other->srqn == srqn && other->state != hsi::QPS_ERROR) {
+            m_cq_writer.post_event(hsi::EVENT_QP_ERROR, q);
+            m_cq_writer.qp_error(q);
+        }
+    }
+}
+
 recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
     // The receive ring to take from: the QP's own RQ or its SRQ (keyed apart in the prefetch
     // buffers: SRQs above the QP numbers).
     srq_context* srq = qp.srqn != 0 ? m_contexts.srq(qp.srqn) : nullptr;
-    if (qp.srqn != 0 && srq == nullptr) {
+    if ((qp.srqn != 0 && srq == nullptr) || (srq != nullptr && srq->error)) {
         return recv_take::NONE;
     }
     uint32_t& consumer = srq != nullptr ? srq->consumer : qp.rq_consumer;
@@ -298,20 +337,30 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
     }
     auto& pf = m_rq_prefetch[srq != nullptr ? m_contexts.max_qps() + qp.srqn : qpn];
     std::vector<uint8_t> buf;
+    dma_status fetch_status = dma_status::OK;
     // Ring addresses are never reused by the host, so (ring, index) identifies the slot even
     // across a destroyed and re-created QP.
     if (!pf.empty() && pf.front().index == consumer && pf.front().ring == ring &&
         pf.front().bytes.size() == stride) {
-        // Prefetched when the previous receive WQE was taken: wait only for what is left.
-        m_clk.wait_until(pf.front().ready);
-        buf = std::move(pf.front().bytes);
+        // Prefetched when the previous receive WQE was taken: wait only for what is left. Taken
+        // off the buffer before waiting: a reset of the QP may clear the buffer meanwhile.
+        prefetched p = std::move(pf.front());
         pf.pop_front();
+        m_clk.wait_until(p.ready);
+        buf = std::move(p.bytes);
+        fetch_status = p.status;
         ++m_stats.rq_prefetch_hits;
     } else {
         pf.clear();
         buf.resize(stride);
-        m_dma.read_wait(dma_client::RQ_FETCH,
-                        ring + static_cast<uint64_t>(consumer & mask) * stride, buf.data(), stride);
+        fetch_status = m_dma.read_wait(dma_client::RQ_FETCH,
+                                       ring + static_cast<uint64_t>(consumer & mask) * stride,
+                                       buf.data(), stride);
+    }
+    if (fetch_status != dma_status::OK) {
+        pf.clear();
+        receive_queue_failed(qpn, qp, srq);
+        return recv_take::NONE;
     }
     ++consumer;
     // Read ahead the next posted WQEs (their slots are not rewritten until consumed).
@@ -323,7 +372,7 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
         p.bytes.resize(stride);
         p.ready =
             m_dma.read(dma_client::RQ_FETCH, ring + static_cast<uint64_t>(idx & mask) * stride,
-                       p.bytes.data(), stride);
+                       p.bytes.data(), stride, &p.status);
         pf.push_back(std::move(p));
     }
     if (srq != nullptr && srq->limit != 0 && srq->producer - srq->consumer < srq->limit) {
@@ -401,6 +450,8 @@ void recv_path::serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_fram
     tx_job job;
     const xlate_status xs = m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length,
                                               XLATE_REMOTE_READ, true, job.segments);
+    job.src_keys.push_back(reth.rkey);  // re-checked by the transmit engine for every packet
+    job.src_pdn = qp.pdn;
     if (xs != xlate_status::OK) {
         ++m_stats.protection_errors;
         nak_fatal(qpn, qp, bth.psn, AETH_NAK_ACCESS);
@@ -446,7 +497,8 @@ bool recv_path::key_live(uint32_t key, uint32_t pdn) {
         return true;
     }
     if (m_cache != nullptr) {
-        m_cache->access(ctx_kind::MPT, hsi::key_index(key));  // a hit: hit_cycles
+        m_cache->access(ctx_kind::MPT, hsi::key_index(key), false,
+                        cache_port::RECV_PATH);  // a hit: hit_cycles
     }
     const mpt_entry* e = m_contexts.mpt(key);
     if (e == nullptr || !e->valid || e->pdn != pdn) {
@@ -554,6 +606,9 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
     }
     if (consumes) {
         const recv_take t = take_receive_wqe(qpn, qp);
+        if (t == recv_take::NONE && qp.state == hsi::QPS_ERROR) {
+            return;  // its receive queue died (WQE fetch error): the QP is in error now
+        }
         if (t == recv_take::NONE) {
             ++m_stats.rnr;
             // The packets behind this one are part of the same gap: drop them silently until

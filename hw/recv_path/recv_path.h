@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -43,8 +44,13 @@ public:
     void set_context_cache(context_cache* cache) { m_cache = cache; }
 
     // `qpn` entered ERROR: its posted receives (and the one a multi-packet SEND was filling)
-    // complete with CQE_WR_FLUSH_ERR, in order. Done by the receive thread between frames.
-    void flush_receives(uint32_t qpn);
+    // complete with CQE_WR_FLUSH_ERR, in order. Done by the receive thread between frames, not
+    // before `at` (the RQ doorbell of a QP in ERROR asks for it once the doorbell is decoded).
+    void flush_receives(uint32_t qpn, const sc_core::sc_time& at = sc_core::SC_ZERO_TIME);
+    // The command processor moved `qpn` to RESET or destroyed it: the responder state kept
+    // here (held ACK and its timer, receive WQEs read ahead, the translated receive and WRITE
+    // targets) starts over, so a QP re-created under the same number inherits nothing.
+    void reset_qp(uint32_t qpn);
     // UD SEND-only frames (QP1 MADs) go to the GSI block after the parse stage when set.
     void set_gsi(gsi* g) { m_gsi = g; }
 
@@ -132,11 +138,15 @@ private:
         uint64_t ring = 0;
         sc_core::sc_time ready;
         std::vector<uint8_t> bytes;
+        dma_status status = dma_status::OK;  // a failed read-ahead fails its take (H2)
     };
     std::vector<std::deque<prefetched>> m_rq_prefetch;
+    // A receive-WQE read failed on PCIe (H2): an SRQ dies (EVENT_SRQ_ERROR, its QPs to ERROR),
+    // a QP's own RQ takes the QP to ERROR.
+    void receive_queue_failed(uint32_t qpn, qp_context& qp, srq_context* srq);
     std::deque<std::pair<sc_core::sc_time, uint32_t>> m_ack_timers;  // (deadline, qpn), in order
     sc_core::sc_event m_ack_timer_event;
-    std::deque<uint32_t> m_flushes;  // QPs whose receive queues are to be flushed
+    std::deque<std::pair<uint32_t, sc_core::sc_time>> m_flushes;  // (qpn, not before)
     sc_core::sc_event m_flush_event;
     stats m_stats;
     context_cache* m_cache = nullptr;

@@ -37,7 +37,8 @@ translation::translation(sc_core::sc_module_name name, const translation_config&
     : sc_module(name)
     , m_cfg(cfg)
     , m_clk(clk)
-    , m_contexts(contexts) {
+    , m_contexts(contexts)
+    , m_arbiter(clk) {
     ctx.stats.add(this->name(), "lookups", m_stats.lookups, "count", "key lookups");
     ctx.stats.add(this->name(), "pages", m_stats.pages, "count", "MTT pages translated");
     ctx.stats.add(this->name(), "faults", m_stats.faults, "count",
@@ -56,9 +57,14 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
     ++m_stats.lookups;
     // Timing: the lookup pipeline accepts one request per cycle; a request takes the MPT read
     // then one MTT read per page (pipelined, mtt_lookup_cycles for the first, 1 per page after).
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    const sc_core::sc_time start = std::max(m_clk.edge_at_or_after(now), m_free);
-    m_free = start + m_clk.period();
+    // Lookups of the same cycle (the transmit engine's and the receive path's) enter in a
+    // fixed order, not in SystemC's process order: by requesting process name, so the receive
+    // path (node.nic.recv_path.*) goes before the transmit engine (node.nic.tx_engine.*).
+    sc_core::sc_time start;
+    m_arbiter.request(0, [&] {
+        start = std::max(sc_core::sc_time_stamp(), m_free);  // on an edge: sampled there
+        m_free = start + m_clk.period();
+    });
     auto fail = [&](xlate_status s) {
         ++m_stats.faults;
         m_clk.wait_until(start + m_clk.cycles(m_cfg.mpt_lookup_cycles));
@@ -77,7 +83,8 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
         return xlate_status::OK;
     }
     if (m_cache != nullptr) {
-        m_cache->access(ctx_kind::MPT, hsi::key_index(key));  // stalls on a miss
+        m_cache->access(ctx_kind::MPT, hsi::key_index(key), false,
+                        cache_port::TRANSLATION);  // stalls on a miss
     }
     const mpt_entry* e = m_contexts.mpt(key);
     if (e == nullptr || !e->valid) {
@@ -116,7 +123,7 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
             mr->mtt_base + static_cast<uint32_t>((offset + len - 1) / hsi::PAGE_SIZE);
         const uint32_t per_line = m_cache->mtt_entries_per_line();
         for (uint32_t i = first; i <= last; i = (i / per_line + 1) * per_line) {
-            m_cache->access(ctx_kind::MTT, i);
+            m_cache->access(ctx_kind::MTT, i, false, cache_port::TRANSLATION);
         }
     }
     while (left > 0) {

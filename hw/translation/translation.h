@@ -10,6 +10,7 @@
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
+#include "hw/common/timestep_arbiter.h"
 #include "hw/context/context.h"
 #include "hw/context_cache/context_cache.h"
 
@@ -28,10 +29,10 @@ struct dma_segment {
 
 enum class xlate_status : uint8_t {
     OK,
-    BAD_KEY,        // no such key, or key invalidated
+    BAD_KEY,  // no such key, or key invalidated
     PD_MISMATCH,
-    ACCESS,         // rights not granted
-    BOUNDS,         // range outside the region
+    ACCESS,  // rights not granted
+    BOUNDS,  // range outside the region
 };
 const char* to_string(xlate_status s);
 
@@ -51,8 +52,8 @@ public:
     // From an SC_THREAD. The unit is pipelined: one lookup starts per cycle; a caller waits
     // mpt_lookup_cycles + pages x mtt_lookup_cycles... (see .cpp). Appends bus segments,
     // merging physically contiguous pages. `remote` keys must not be the privileged key.
-    xlate_status translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
-                           uint32_t access, bool remote, std::vector<dma_segment>& out);
+    xlate_status translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len, uint32_t access,
+                           bool remote, std::vector<dma_segment>& out);
 
     // MPT and MTT reads go through this cache when set (else they are on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
@@ -68,7 +69,8 @@ private:
     translation_config m_cfg;
     const clock_domain& m_clk;
     context_store& m_contexts;
-    sc_core::sc_time m_free;  // next cycle the lookup pipeline accepts a request
+    timestep_arbiter m_arbiter;  // same-cycle lookups: by requesting process (see .cpp)
+    sc_core::sc_time m_free;     // next cycle the lookup pipeline accepts a request
     context_cache* m_cache = nullptr;
     stats m_stats;
 };

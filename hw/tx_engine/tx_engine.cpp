@@ -11,6 +11,7 @@ namespace rnic::hw {
 
 namespace {
 constexpr uint32_t PSN_MASK = 0xFFFFFF;
+constexpr uint8_t AETH_NAK_ACCESS = 0x62;  // NAK: remote access error
 // a <= b in 24-bit serial arithmetic.
 bool psn_le(uint32_t a, uint32_t b) {
     return ((b - a) & PSN_MASK) < 0x800000;
@@ -99,6 +100,12 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
           "READs re-issued from a missing response PSN");
     s.add(b, "dropped_in_error", m_stats.dropped_in_error, "count",
           "queued requests and READ responses of a QP in error, not sent");
+    s.add(b, "source_key_faults", m_stats.source_key_faults, "count",
+          "payload source keys (gather lkey, READ source rkey) that failed a per-packet check");
+    s.add(b, "reset_discarded", m_stats.reset_discarded, "count",
+          "WQEs of a QP reset or destroyed before they completed (no completion)");
+    s.add(b, "dropped_stale", m_stats.dropped_stale, "count",
+          "queued jobs of a QP reset or destroyed since, not sent");
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         m_responses.trace(ctx.vcd, b);
@@ -112,7 +119,32 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
 }
 
 void tx_engine::post_response(tx_job&& job) {
+    job.generation = generation_of(job.desc.src_qpn);
     m_responses.put(std::move(job));
+}
+
+uint32_t tx_engine::generation_of(uint32_t qpn) const {
+    const auto it = m_qps.find(qpn);
+    return it == m_qps.end() ? 0 : it->second.generation;
+}
+
+void tx_engine::reset_qp(uint32_t qpn) {
+    qp_state& st = m_qps[qpn];
+    if (st.deadline != sc_core::SC_ZERO_TIME) {
+        m_timers.erase({st.deadline, qpn});
+    }
+    // Requests sent and not retired yet: gone with the queue, no completion (IBA 10.3.1).
+    for (const auto& o : st.queue) {
+        m_stats.reset_discarded += o.done ? 0 : 1;
+    }
+    const uint32_t generation = st.generation + 1;
+    // In place: a WQE waiting in process_wqe holds a reference and sees the new generation.
+    st = qp_state{};
+    st.generation = generation;
+    st.was_reset = true;
+    st.reset_at = sc_core::sc_time_stamp();
+    m_timer_changed.notify(sc_core::SC_ZERO_TIME);
+    m_progress.notify(sc_core::SC_ZERO_TIME);
 }
 
 tx_descriptor tx_engine::base_descriptor(const qp_context& qp, uint32_t qpn) const {
@@ -138,15 +170,34 @@ void tx_engine::requester_thread() {
 
 void tx_engine::process_wqe(wqe_item& w) {
     if (m_cache != nullptr) {
-        m_cache->access(ctx_kind::QPC, w.qpn, true);  // requester state: PSN, counters
+        m_cache->access(ctx_kind::QPC, w.qpn, true, cache_port::TX_ENGINE);  // PSN, counters
     }
     qp_context* qp = m_contexts.qp(w.qpn);
     if (qp == nullptr) {
         return;  // QP destroyed under its WQEs: nothing to complete to
     }
     qp_state& st = m_qps[w.qpn];
+    if (st.was_reset && w.doorbell_time <= st.reset_at) {
+        // Fetched before the QP was reset or destroyed: a WQE of the old incarnation, removed
+        // with its queue (no completion), never run against the new QP.
+        ++m_stats.reset_discarded;
+        return;
+    }
+    const uint32_t generation = st.generation;
+    // The QP was reset or destroyed while this WQE waited (for a slot, a fence, the read limit
+    // or its translation): it is dropped like the rest of its queue.
+    auto reset_meanwhile = [&] {
+        if (st.generation == generation) {
+            return false;
+        }
+        ++m_stats.reset_discarded;
+        return true;
+    };
     while (st.queue.size() >= m_cfg.max_outstanding) {
         sc_core::wait(m_progress);
+    }
+    if (reset_meanwhile()) {
+        return;
     }
     qp = m_contexts.qp(w.qpn);  // the QP may have changed while this WQE waited
     if (qp == nullptr) {
@@ -181,6 +232,9 @@ void tx_engine::process_wqe(wqe_item& w) {
         while (st.reads_in_flight > 0 && !in_error(w.qpn)) {
             sc_core::wait(m_progress);
         }
+        if (reset_meanwhile()) {
+            return;
+        }
         if (in_error(w.qpn)) {
             ++m_stats.flushed;
             finish_now(hsi::CQE_WR_FLUSH_ERR);
@@ -202,6 +256,8 @@ void tx_engine::process_wqe(wqe_item& w) {
     // Local buffers: translate every SGE (READ: they are written, so need local write).
     const bool is_read = op == hsi::WQE_READ;
     tx_job job;
+    job.generation = generation;
+    job.src_pdn = qp->pdn;
     uint64_t length = 0;
     if (!is_read && (w.ctrl.flags & hsi::WQE_FLAG_INLINE)) {
         job.inline_data = std::move(w.inline_data);
@@ -225,9 +281,7 @@ void tx_engine::process_wqe(wqe_item& w) {
                 fail_qp(w.qpn);
                 return;
             }
-            if (is_read) {
-                o.read_keys.push_back(sge.lkey);
-            }
+            (is_read ? o.read_keys : job.src_keys).push_back(sge.lkey);
             length += sge.length;
         }
         if (m_ctx.tracer != nullptr && !w.sges.empty()) {
@@ -251,6 +305,10 @@ void tx_engine::process_wqe(wqe_item& w) {
             sc_core::wait(m_progress);
         }
     }
+    if (reset_meanwhile()) {
+        return;
+    }
+    qp = m_contexts.qp(w.qpn);
     if (in_error(w.qpn)) {
         // The QP failed (or was flushed) while this WQE waited for a slot, a fence or the
         // translation: it is flushed, never sent.
@@ -801,6 +859,10 @@ void tx_engine::transmit_thread() {
         // then retransmissions, which must precede newer requests.
         if (!m_responses.empty()) {
             tx_job job = m_responses.get();
+            if (job.generation != generation_of(job.desc.src_qpn)) {
+                ++m_stats.dropped_stale;  // the responder QP was reset or destroyed since
+                continue;
+            }
             // ACKs and NAKs always go (the NAK that put the QP in error among them); READ
             // responses of a QP in error are dropped.
             if (job.desc.kind == tx_kind::READ_RESPONSE && in_error(job.desc.src_qpn)) {
@@ -812,7 +874,11 @@ void tx_engine::transmit_thread() {
             tx_job job = std::move(m_retransmits.front());
             m_retransmits.pop_front();
             auto it = m_qps.find(job.desc.src_qpn);
-            if (it != m_qps.end() && it->second.retransmits_queued > 0) {
+            if (it == m_qps.end() || it->second.generation != job.generation) {
+                ++m_stats.dropped_stale;  // queued before the QP was reset or destroyed
+                continue;
+            }
+            if (it->second.retransmits_queued > 0) {
                 --it->second.retransmits_queued;
             }
             if (in_error(job.desc.src_qpn)) {
@@ -823,7 +889,9 @@ void tx_engine::transmit_thread() {
         } else {
             tx_job job = m_requests.get();
             // Requests queued before their QP failed were flushed already: not sent.
-            if (in_error(job.desc.src_qpn)) {
+            if (job.generation != generation_of(job.desc.src_qpn)) {
+                ++m_stats.dropped_stale;
+            } else if (in_error(job.desc.src_qpn)) {
                 ++m_stats.dropped_in_error;
             } else {
                 send_job(job);
@@ -834,42 +902,130 @@ void tx_engine::transmit_thread() {
 
 void tx_engine::send_job(tx_job& job) {
     const tx_descriptor& d = job.desc;
+    const bool has_payload =
+        d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_RESPONSE;
+    const bool from_memory =
+        has_payload && d.length != 0 && job.inline_data.empty() && !job.segments.empty();
+    // The gather translation runs per packet (mlx5: through the MKey/MTT cache, which a
+    // deregistration invalidates). The first packet's check: a source key that died since the
+    // WQE was translated (a deregistration while the request sat in the job FIFO, or before a
+    // go-back-N resend) puts nothing of the message on the wire.
+    if (from_memory && !source_keys_live(job)) {
+        source_fault(job, d.psn);
+        return;
+    }
     if (d.kind == tx_kind::ACK) {
         ++m_stats.acks_sent;
     } else if (d.kind == tx_kind::READ_RESPONSE) {
         ++m_stats.responses;
     }
     m_send_path.put_descriptor(d);
-    const bool has_payload =
-        d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_RESPONSE;
     if (!has_payload || d.length == 0) {
         return;
     }
-    if (!job.inline_data.empty() || job.segments.empty()) {
+    if (!from_memory) {
         m_stats.inline_bytes += job.inline_data.size();
         m_send_path.put_payload({std::move(job.inline_data), sc_core::sc_time_stamp()});
         return;
     }
     // Payload reads, one per path-MTU chunk so the first packet can start as soon as its
-    // bytes are in; the send path's payload FIFO back-pressures the next read.
+    // bytes are in; the send path's payload FIFO back-pressures the next read. The source keys
+    // are checked again before every later chunk (one per packet; more when a packet spans
+    // scatter entries): once a key fails, nothing more is read from host memory.
     const sc_core::sc_time dma_start = sc_core::sc_time_stamp();
     sc_core::sc_time last_ready = dma_start;
+    uint64_t offset = 0;
+    bool faulted = false;
+    uint32_t fault_psn = 0;
     for (const dma_segment& seg : job.segments) {
         uint32_t done = 0;
         while (done < seg.len) {
             const uint32_t n = std::min(seg.len - done, d.pmtu);
+            if (!faulted && offset != 0 && !source_keys_live(job)) {
+                faulted = true;
+                fault_psn = (d.psn + static_cast<uint32_t>(offset / d.pmtu)) & PSN_MASK;
+            }
             payload_chunk c;
             c.bytes.resize(n);
-            c.ready = m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n);
-            last_ready = c.ready;
-            m_stats.payload_bytes += n;
+            if (faulted) {
+                // The send path takes exactly `length` bytes per message and has no abort: the
+                // rest of the message goes out zero-filled (a real RNIC drops those packets).
+                c.ready = sc_core::sc_time_stamp();
+            } else {
+                c.ready =
+                    m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n);
+                last_ready = c.ready;
+                m_stats.payload_bytes += n;
+            }
             m_send_path.put_payload(std::move(c));
             done += n;
+            offset += n;
         }
     }
     if (m_ctx.tracer != nullptr) {
         m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, dma_start, last_ready);
     }
+    if (faulted) {
+        source_fault(job, fault_psn);
+    }
+}
+
+bool tx_engine::source_keys_live(const tx_job& job) const {
+    for (const uint32_t key : job.src_keys) {
+        if (key == hsi::PRIVILEGED_KEY) {
+            continue;
+        }
+        const mpt_entry* e = m_contexts.mpt(key);
+        if (e == nullptr || !e->valid || e->pdn != job.src_pdn) {
+            return false;
+        }
+        if (e->is_mw) {
+            const mpt_entry* mr = m_contexts.mpt_slot(e->parent_index << 8);
+            if (mr == nullptr || !mr->valid) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+void tx_engine::source_fault(const tx_job& job, uint32_t psn) {
+    ++m_stats.source_key_faults;
+    const uint32_t qpn = job.desc.src_qpn;
+    if (job.generation != generation_of(qpn)) {
+        return;  // the QP was reset or destroyed meanwhile: nothing left to fail
+    }
+    if (job.desc.kind == tx_kind::READ_RESPONSE) {
+        // Responder: the READ's source is gone. NAK "remote access error" at the first PSN
+        // that could not be served (IBA 9.7.5.2.4; the requester completes the READ with
+        // CQE_REMOTE_ACCESS_ERR), then the responder QP goes to ERROR (class C/D error).
+        if (const qp_context* qp = m_contexts.qp(qpn)) {
+            tx_job nak;
+            nak.desc = base_descriptor(*qp, qpn);
+            nak.desc.kind = tx_kind::ACK;
+            nak.desc.psn = psn;
+            nak.desc.syndrome = AETH_NAK_ACCESS;
+            nak.desc.msn = qp->msn & PSN_MASK;
+            nak.desc.flow_id = job.desc.flow_id;
+            send_job(nak);
+        }
+        fail_qp(qpn);
+        return;
+    }
+    // Requester: the WQE this message belongs to completes with a local protection error and
+    // the QP goes to ERROR (the requests behind it are flushed).
+    auto it = m_qps.find(qpn);
+    if (it != m_qps.end()) {
+        for (auto& o : it->second.queue) {
+            if (!o.done && !o.is_read && o.first_psn == job.desc.psn) {
+                o.done = true;
+                o.status = hsi::CQE_LOCAL_PROT_ERR;
+                break;
+            }
+        }
+    }
+    fail_qp(qpn);
+    retire(qpn);
 }
 
 }  // namespace rnic::hw

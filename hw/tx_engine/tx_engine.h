@@ -34,6 +34,11 @@ struct tx_job {
     tx_descriptor desc;
     std::vector<dma_segment> segments;  // payload in host memory, in order
     std::vector<uint8_t> inline_data;   // or inline payload
+    // Keys of the payload source (the requester's gather lkeys, a READ response's rkey) and the
+    // PD they must still belong to: re-checked for every packet read from host memory.
+    std::vector<uint32_t> src_keys;
+    uint32_t src_pdn = 0;
+    uint32_t generation = 0;  // incarnation of src_qpn (reset/destroy): stale jobs are not sent
 };
 
 // Where the payload of an outstanding READ lands (for the receive path).
@@ -89,6 +94,11 @@ public:
     // The command processor moved `qpn` to ERROR (modify QP, e.g. NdkFlush): requests in flight
     // and queued complete with CQE_WR_FLUSH_ERR at once; nothing more of the QP is sent.
     void flush_qp(uint32_t qpn);
+    // The command processor moved `qpn` to RESET or destroyed it (IBA 10.3.1: the work queues
+    // are emptied without completions). The per-QP requester state starts over: outstanding
+    // requests, READ tracking, retransmission timer and retry budgets; jobs of the old
+    // incarnation still queued for the send path and WQEs fetched before the reset are dropped.
+    void reset_qp(uint32_t qpn);
     // Called whenever a QP enters ERROR through this engine (the receive path flushes the
     // posted receives).
     void set_qp_error_listener(std::function<void(uint32_t)> fn) {
@@ -118,6 +128,9 @@ public:
         uint64_t retry_exceeded = 0;    // QPs put in error: retry or RNR retry exhausted
         uint64_t read_reissues = 0;     // READs re-issued for a missing response
         uint64_t dropped_in_error = 0;  // queued requests / READ responses of an ERROR QP, not sent
+        uint64_t source_key_faults = 0;  // payload source key failed its per-packet check
+        uint64_t reset_discarded = 0;    // WQEs of a QP reset/destroyed first: no completion
+        uint64_t dropped_stale = 0;      // queued jobs of a reset/destroyed QP, not sent
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -149,6 +162,10 @@ private:
         uint8_t retries_left = 7;
         uint8_t rnr_left = 7;
         uint32_t retransmits_queued = 0;
+        // Incarnation: bumped by reset_qp. WQEs fetched before reset_at belong to the old one.
+        uint32_t generation = 0;
+        bool was_reset = false;
+        sc_core::sc_time reset_at = sc_core::SC_ZERO_TIME;
     };
 
     void requester_thread();
@@ -171,6 +188,13 @@ private:
     void complete_now(const wqe_item& w, uint8_t opcode, uint8_t status);
     void push_cqe(uint32_t qpn, const outstanding& o);
     void send_job(tx_job& job);
+    // The job's source keys still name valid regions of its PD (through the MPT; the lookup is
+    // pipelined with the payload read, so a hit costs no cycle).
+    bool source_keys_live(const tx_job& job) const;
+    // A source key failed at the packet with `psn`: requester -> the WQE completes with
+    // CQE_LOCAL_PROT_ERR; responder READ -> NAK remote access error; the QP goes to ERROR.
+    void source_fault(const tx_job& job, uint32_t psn);
+    uint32_t generation_of(uint32_t qpn) const;
     tx_descriptor base_descriptor(const qp_context& qp, uint32_t qpn) const;
 
     tx_engine_config m_cfg;

@@ -66,7 +66,7 @@ void wqe_fetch::fetch_thread() {
             continue;
         }
         if (m_cache != nullptr) {
-            m_cache->access(ctx_kind::QPC, qpn, true);  // SQ fetch index update
+            m_cache->access(ctx_kind::QPC, qpn, true, cache_port::WQE_FETCH);  // SQ fetch index
         }
         // One batch: contiguous slots from the fetch index, not wrapping, at most `batch`.
         const uint32_t depth = 1u << qp->sq_log_depth;

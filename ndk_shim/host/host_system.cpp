@@ -8,8 +8,11 @@
 #include <numeric>
 #include <string>
 
+#include "hw/common/timestep_arbiter.h"
 #include "hw/hsi/hsi.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 
 namespace rnic::ndk {
@@ -28,6 +31,21 @@ host_config parse_host_config(config::reader r) {
     if (c.dram_base % fabric::host_memory::PAGE_BYTES != 0) {
         r.error("dram_base", "must be a multiple of 4096");
     }
+    r.get("ipv4_prefix_length", c.ipv4_prefix_length, 0u, 32u);
+    std::string gateway;
+    r.get("ipv4_gateway", gateway);
+    if (!gateway.empty()) {
+        in_addr a{};
+        if (inet_pton(AF_INET, gateway.c_str(), &a) != 1) {
+            r.error("ipv4_gateway", "\"" + gateway + "\" is not a dotted IPv4 address");
+        } else {
+            c.ipv4_gateway = ntohl(a.s_addr);
+        }
+    }
+    r.get("arp_timeout_ns", c.arp_timeout_ns, 1.0, 1e10);
+    r.get("arp_retries", c.arp_retries, 0u, 100u);
+    r.get("dad_probes", c.dad_probes, 0u, 10u);
+    r.get("cm_ids", c.cm_ids, 1u, 1u << 20);
     r.finish();
     return c;
 }
@@ -70,7 +88,8 @@ host_system::host_system(sc_core::sc_module_name name, const host_config& cfg,
     , m_next_page(cfg.dram_base / PAGE)
     , m_rng(cfg.seed * 0x9E3779B97F4A7C15ull + 0x1234567ull)
     , m_isr(hsi::MSIX_VECTORS)
-    , m_isr_queued(hsi::MSIX_VECTORS, false) {
+    , m_isr_queued(hsi::MSIX_VECTORS, false)
+    , m_neighbors(*this, cfg.arp_timeout_ns, cfg.arp_retries) {
     mmio_out.bind(pcie.host_mmio_in);
     pcie.set_msi_handler([this](uint64_t addr, uint32_t data) {
         // The interrupt controller decodes the message data as the vector (msi_address/data
@@ -267,6 +286,9 @@ bool host_system::cancel_dpc(uint64_t token) {
 void host_system::cpu(double ns) {
     if (ns > 0 && in_thread()) {
         sc_core::wait(sc_core::sc_time(ns, sc_core::SC_NS));
+        // The CPU goes on once everything else due at this instant is done: it sees every
+        // posted DMA write that lands now (a CQE), whatever order SystemC runs processes in.
+        hw::settle_instant();
     }
 }
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <systemc>
@@ -17,6 +17,7 @@
 
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
+#include "ndk_shim/host/neighbor_cache.h"
 #include "ndk_shim/ndk_types.h"
 #include "tlm/host_memory/host_memory.h"
 #include "tlm/pcie/pcie_link.h"
@@ -33,6 +34,15 @@ struct host_config {
     bool wqe_push = false;          // single-block WQEs go to REG_WQE_PUSH (no doorbell write)
     uint64_t dram_base = 0x100000000ull;  // first physical address handed out
     uint64_t seed = 1;                    // physical page scattering
+    // IPv4 stack (the adapter's interface and its neighbour resolution).
+    uint32_t ipv4_prefix_length = 24;  // subnet of the adapter's address: 0..32
+    uint32_t ipv4_gateway = 0;         // default gateway (host order); 0 = none
+    double arp_timeout_ns = 1e6;       // an unanswered ARP request is sent again after this
+    uint32_t arp_retries = 2;          // requests after the first; then HOST_UNREACHABLE
+    uint32_t dad_probes = 0;           // duplicate-address ARP probes at adapter open (0: no DAD)
+    // Provider driver: entries of the CM's communication-ID table (connectors, listeners and
+    // incoming requests each hold one); CreateConnector / CreateListener fail beyond it.
+    uint32_t cm_ids = 1024;
 };
 host_config parse_host_config(config::reader r);
 
@@ -88,6 +98,9 @@ public:
     // line sees the write through coherence) or `timeout_ns` passes.
     void wait_for_dma(double timeout_ns = 1e9);  // timeout_ns <= 0: no timeout
 
+    // The IPv4 neighbour cache (ARP table) of the host's IP stack.
+    neighbor_cache& neighbors() { return m_neighbors; }
+
 private:
     void dpc_thread();
 
@@ -114,6 +127,7 @@ private:
     uint64_t m_interrupts = 0;
     uint64_t m_dpc_count = 0;
     uint64_t m_mmio_writes = 0;
+    neighbor_cache m_neighbors;
 };
 
 }  // namespace rnic::ndk

@@ -151,9 +151,8 @@ NTSTATUS close_any(NDK_OBJECT_HEADER* h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx) 
 // ---------------------------------------------------------------------------------------------
 // Adapter bring-up
 // ---------------------------------------------------------------------------------------------
-adapter_impl::adapter_impl(host_system& h, fabric_cm* c, const adapter_params& p)
+adapter_impl::adapter_impl(host_system& h, const adapter_params& p)
     : host(h)
-    , cm(c)
     , params(p)
     , qpns(p.limits.max_qps, 2)  // QP0 (SMI) and QP1 (GSI) are reserved
     , cqns(p.limits.max_cqs)
@@ -354,9 +353,23 @@ void adapter_impl::isr() {
                 break;
             case hsi::EVENT_CQ_ERROR:
                 if (ev.data < cq_table.size() && cq_table[ev.data] != nullptr) {
+                    // data2: overrun (consumer bug) or a hardware error (hsi cq_error_syndrome).
+                    const NTSTATUS st = ev.data2 == hsi::CQ_ERR_OVERRUN ? STATUS_BUFFER_OVERFLOW
+                                                                        : STATUS_INTERNAL_ERROR;
+                    if (!cq_table[ev.data]->overrun) {
+                        cq_table[ev.data]->dead_status = st;
+                    }
                     cq_table[ev.data]->overrun = true;
-                    cq_table[ev.data]->on_event(STATUS_BUFFER_OVERFLOW);
+                    cq_table[ev.data]->on_event(st);
                 }
+                break;
+            case hsi::EVENT_SRQ_ERROR:
+                if (ev.data < srq_table.size() && srq_table[ev.data] != nullptr) {
+                    srq_table[ev.data]->on_error();
+                }
+                break;
+            case hsi::EVENT_DEVICE_FATAL:
+                device_fatal(this);  // cq.cpp
                 break;
             case hsi::EVENT_QP_ERROR:
                 // The NIC moved the QP to ERROR and flushes it; completions report it.
@@ -506,9 +519,12 @@ NTSTATUS query_adapter_info(NDK_ADAPTER* a, NDK_ADAPTER_INFO* info, ULONG* size)
     i.LargeRequestThreshold = 8192;
     i.MaxCallerData = MAX_CALLER_DATA;
     i.MaxCalleeData = MAX_CALLEE_DATA;
+    // Moderation only if the NIC has it (CMD_QUERY_DEVICE, rnic.cq.interrupt_moderation).
+    const ULONG moderation = (device_caps(ad) & hsi::DEVICE_CAP_CQ_MODERATION) != 0
+                                 ? NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED
+                                 : 0;
     i.AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
-                     NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
-                     NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
+                     NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED | moderation |
                      NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED |
                      NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
                      NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;

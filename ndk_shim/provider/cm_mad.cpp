@@ -74,6 +74,8 @@ NTSTATUS reject_status(uint16_t reason) {
             return STATUS_CONNECTION_REFUSED;
         case CM_REJ_TIMEOUT:
             return STATUS_IO_TIMEOUT;
+        case CM_REJ_NO_RESOURCES:
+            return STATUS_INSUFFICIENT_RESOURCES;
         default:
             return STATUS_CONNECTION_ABORTED;
     }

@@ -19,7 +19,8 @@ namespace rnic::ndk {
 
 // IBA REJ reasons the provider uses (IBA table 109).
 enum cm_reject_reason : uint16_t {
-    CM_REJ_TIMEOUT = 1,
+    CM_REJ_NO_RESOURCES = 3,  // the CM's communication-ID table is full
+    CM_REJ_TIMEOUT = 4,
     CM_REJ_INVALID_SERVICE_ID = 8,  // no listener on the port
     CM_REJ_STALE_CONN = 10,
     CM_REJ_CONSUMER = 28,  // NdkReject

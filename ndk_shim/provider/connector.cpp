@@ -3,12 +3,16 @@
 // exchange is IB CM's (IBA 12) with RoCE's IP addressing: REQ (caller data, QPN, PSN, IRD/ORD)
 // -> REP or REJ (callee data) -> RTU; DREQ -> DREP for a graceful disconnect; MRA when the
 // consumer has not answered a REQ yet. Each message is a 256 B MAD (cm_mad.h) that the NIC's
-// GSI sends as a RoCEv2 UD frame to QP1 (hw/gsi); adapters opened with a fabric_cm hand the
-// same messages to it instead. QPs move INIT -> RTR -> RTS by CMD_MODIFY_QP with the peer's
-// QPN, PSN, IP, MAC, the path MTU and the retry settings.
+// GSI sends as a RoCEv2 UD frame to QP1 (hw/gsi), unicast to the next hop's MAC: the peer's,
+// or the default gateway's for a peer outside the adapter's subnet, resolved by ARP through the
+// host's neighbour cache (ndk_shim/host/neighbor_cache.h; the ARP frames use the GSI rings
+// too). QPs move INIT -> RTR -> RTS by CMD_MODIFY_QP with the peer's QPN, PSN, IP, MAC, the
+// path MTU and the retry settings.
 //
-// Active:  Connect -> REQ ... REP -> Connect completes; CompleteConnect -> RTR/RTS -> RTU,
-//          CompleteConnect completes.
+// Active:  Connect -> [ARP request ... reply] -> REQ ... REP -> Connect completes;
+//          CompleteConnect -> RTR/RTS -> RTU, CompleteConnect completes. No ARP answer after
+//          the host's retries: Connect completes with STATUS_HOST_UNREACHABLE. Outside the
+//          subnet without a gateway: STATUS_NETWORK_UNREACHABLE inline.
 // Passive: REQ -> listener's connect event (new connector); Accept -> RTR/RTS -> REP ... RTU
 //          -> Accept completes. Reject -> REJ (synchronous).
 // Loss: QP1 is unreliable. REQ, REP and DREQ are sent again every cm_timeout_ns until answered,
@@ -70,11 +74,9 @@ std::vector<uint8_t> copy_data(const void* data, ULONG len) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Adapter side: CM transport (GSI rings or fabric_cm)
+// Adapter side: CM transport (GSI rings)
 // ---------------------------------------------------------------------------------------------
 namespace {
-constexpr std::array<uint8_t, 6> BROADCAST_MAC = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-
 uint8_t* gsi_slot(uint8_t* ring, uint32_t log, uint32_t index) {
     return ring + static_cast<size_t>(index & ((1u << log) - 1)) * hsi::GSI_SLOT_BYTES;
 }
@@ -127,16 +129,19 @@ void adapter_impl::gsi_release() {
     gsi_sq = gsi_rq = nullptr;
 }
 
-void adapter_impl::cm_send(cm_message m, const std::array<uint8_t, 6>& dst_mac) {
-    m.mac = params.mac;
-    m.pmtu_log = static_cast<uint8_t>(path_mtu_log(params.default_mtu));
-    m.retry_count = params.retry_count;
-    m.rnr_retry = params.rnr_retry;
-    m.timeout_log = params.timeout_log;
-    if (cm != nullptr) {
-        cm->send(m);
-        return;
+bool adapter_impl::take_cm_id() {
+    if (cm_ids_in_use >= host.config().cm_ids) {
+        return false;
     }
+    ++cm_ids_in_use;
+    return true;
+}
+
+void adapter_impl::release_cm_id() {
+    --cm_ids_in_use;
+}
+
+uint8_t* adapter_impl::gsi_send_slot() {
     const uint32_t size = 1u << params.gsi_log_size;
     // Reclaim the slots the NIC has sent (their done byte, written in ring order).
     while (gsi_sq_consumer != gsi_sq_producer) {
@@ -149,9 +154,72 @@ void adapter_impl::cm_send(cm_message m, const std::array<uint8_t, 6>& dst_mac) 
     }
     if (gsi_sq_producer - gsi_sq_consumer >= size) {
         ++cm_stats.send_ring_full;  // dropped like a lost frame: the timers recover
+        return nullptr;
+    }
+    return gsi_slot(gsi_sq, params.gsi_log_size, gsi_sq_producer);
+}
+
+void adapter_impl::arp_send(const arp_packet& a) {
+    uint8_t* slot = gsi_send_slot();
+    if (slot == nullptr) {
+        return;  // like a lost request: the neighbour cache asks again
+    }
+    const std::vector<uint8_t> frame = encode_arp(a);
+    hsi::gsi_send_header h{};
+    h.kind = hsi::GSI_KIND_ARP;
+    h.frame_bytes = static_cast<uint16_t>(frame.size());
+    std::memcpy(slot + sizeof(h), frame.data(), frame.size());
+    std::memcpy(slot, &h, sizeof(h));  // done = 0: the NIC owns the slot
+    ++gsi_sq_producer;
+    ++cm_stats.arp_sent;
+    host.cpu(host.config().post_ns);  // build the frame
+    host.mmio_write32(hsi::REG_GSI_SQ_DOORBELL, gsi_sq_producer);
+}
+
+void adapter_impl::arp_receive(const arp_packet& a) {
+    if (a.spa == params.ip && a.sha != params.mac) {
+        dad_conflict = true;  // another node uses our address (RFC 5227 conflict)
         return;
     }
-    uint8_t* slot = gsi_slot(gsi_sq, params.gsi_log_size, gsi_sq_producer);
+    // RFC 826: update the sender's entry; create it when the frame was for us.
+    host.neighbors().learn(a.spa, a.sha, a.tpa == params.ip);
+}
+
+bool adapter_impl::address_in_use() {
+    const uint32_t probes = host.config().dad_probes;
+    if (probes == 0 || params.ip == 0) {
+        return false;
+    }
+    const double gap_ns = host.config().arp_timeout_ns;
+    for (uint32_t i = 0; i < probes && !dad_conflict; ++i) {
+        arp_packet probe;  // RFC 5227 probe: no sender IP, our address as the target
+        probe.eth_dst = BROADCAST_MAC;
+        probe.eth_src = params.mac;
+        probe.oper = arp_packet::REQUEST;
+        probe.sha = params.mac;
+        probe.spa = 0;
+        probe.tpa = params.ip;
+        arp_send(probe);
+        // Listen for an answer until the next probe (answers arrive through the ISR).
+        const sc_core::sc_time end =
+            sc_core::sc_time_stamp() + sc_core::sc_time(gap_ns, sc_core::SC_NS);
+        while (!dad_conflict && sc_core::sc_time_stamp() < end) {
+            host.wait_for_dma((end - sc_core::sc_time_stamp()).to_seconds() * 1e9);
+        }
+    }
+    return dad_conflict;
+}
+
+void adapter_impl::cm_send(cm_message m, const std::array<uint8_t, 6>& dst_mac) {
+    m.mac = params.mac;
+    m.pmtu_log = static_cast<uint8_t>(path_mtu_log(params.default_mtu));
+    m.retry_count = params.retry_count;
+    m.rnr_retry = params.rnr_retry;
+    m.timeout_log = params.timeout_log;
+    uint8_t* slot = gsi_send_slot();
+    if (slot == nullptr) {
+        return;  // dropped like a lost frame: the timers recover
+    }
     hsi::gsi_send_header h{};
     std::memcpy(h.dst_mac, dst_mac.data(), 6);
     std::memcpy(h.src_mac, params.mac.data(), 6);
@@ -187,6 +255,16 @@ void adapter_impl::gsi_poll() {
         std::memcpy(mad.data(), slot + sizeof(h), mad.size());
         ++gsi_rq_consumer;
         took = true;
+        if (h.kind == hsi::GSI_KIND_ARP) {
+            arp_packet a;
+            if (decode_arp(mad.data(), std::min<size_t>(h.frame_bytes, mad.size()), a)) {
+                ++cm_stats.arp_received;
+                arp_receive(a);
+            } else {
+                ++cm_stats.mads_ignored;
+            }
+            continue;
+        }
         cm_message m;
         if (h.src_qp != hsi::GSI_QPN || h.qkey != hsi::GSI_QKEY || !decode_cm_mad(mad.data(), m) ||
             h.dst_ip != params.ip) {
@@ -420,6 +498,12 @@ void connector_impl::on_message(const cm_message& m) {
 void connector_impl::cancel() {
     adapter_impl* ad = adapter;
     stop_timer();
+    const bool req_sent = !resolving;
+    if (resolving) {
+        ad->host.neighbors().cancel(resolve_token);  // no REQ went out: nobody to tell
+        resolving = false;
+        resolve_token = 0;
+    }
     // Tell the peer, unless it already knows.
     cm_message m;
     m.type = cm_message::REJ;
@@ -430,7 +514,9 @@ void connector_impl::cancel() {
             send(m);
             break;
         case CONNECTING:
-            send(m);
+            if (req_sent) {
+                send(m);
+            }
             break;
         case REPLIED:
         case COMPLETING:
@@ -468,10 +554,32 @@ void connector_impl::cancel() {
     state = DISCONNECTED;
 }
 
+void connector_impl::on_resolved(bool resolved, const std::array<uint8_t, 6>& mac) {
+    if (!resolving || state != CONNECTING) {
+        return;  // closed meanwhile: cancel() completes the request
+    }
+    resolving = false;
+    resolve_token = 0;
+    if (!resolved) {
+        // Nobody answered ARP for the next hop (ndkpi.md 7.3: STATUS_HOST_UNREACHABLE).
+        state = REJECTED;
+        detach_qp(false);
+        adapter->conns.erase(conn_id);
+        complete_request(STATUS_HOST_UNREACHABLE);
+        return;
+    }
+    peer_mac = mac;
+    send_reliable(last_sent);
+}
+
 void connector_impl::teardown(std::function<void()> done) {
     if (owns_port) {
         adapter->release_port(local_port);
         owns_port = false;
+    }
+    if (holds_cm_id) {
+        adapter->release_cm_id();
+        holds_cm_id = false;
     }
     adapter->conns.erase(conn_id);
     done();
@@ -516,9 +624,25 @@ void adapter_impl::cm_receive(const cm_message& msg) {
             cm_send(rej, msg.mac);
             return;
         }
+        if (!take_cm_id()) {
+            // The CM's table is full: refuse (the requester's Connect fails with
+            // STATUS_INSUFFICIENT_RESOURCES).
+            cm_message rej;
+            rej.type = cm_message::REJ;
+            rej.reject_reason = CM_REJ_NO_RESOURCES;
+            rej.rejected_msg = 0;
+            rej.dst_conn = msg.src_conn;
+            rej.src_ip = params.ip;
+            rej.src_port = msg.dst_port;
+            rej.dst_ip = msg.src_ip;
+            rej.dst_port = msg.src_port;
+            cm_send(rej, msg.mac);
+            return;
+        }
         auto* c = new connector_impl;
         init_header(c, NdkObjectTypeConnector, &connector_dispatch);
         c->adapter = this;
+        c->holds_cm_id = true;
         c->passive = true;
         c->state = connector_impl::REQ_RECEIVED;
         c->conn_id = new_conn_id();
@@ -572,9 +696,16 @@ void adapter_impl::cm_receive(const cm_message& msg) {
 // ---------------------------------------------------------------------------------------------
 NTSTATUS create_connector(NDK_ADAPTER* a, NDK_FN_CREATE_COMPLETION, PVOID, NDK_CONNECTOR** out) {
     adapter_impl* ad = impl(a);
+    if (out == nullptr) {
+        return STATUS_INVALID_PARAMETER;
+    }
+    if (!ad->take_cm_id()) {
+        return STATUS_INSUFFICIENT_RESOURCES;  // every CM ID is in use (host config cm_ids)
+    }
     auto* c = new connector_impl;
     ad->init_header(c, NdkObjectTypeConnector, &connector_dispatch);
     c->adapter = ad;
+    c->holds_cm_id = true;
     c->add_antecedent(ad);
     *out = c;
     return STATUS_SUCCESS;
@@ -605,15 +736,22 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
     if (st != STATUS_SUCCESS || dst_ip == 0 || dst_port == 0) {
         return STATUS_INVALID_ADDRESS;
     }
-    if (ad->cm != nullptr && !ad->cm->reachable(dst_ip)) {
-        return STATUS_HOST_UNREACHABLE;  // fabric_cm knows every address; on the wire the
-                                         // REQ goes out and times out (STATUS_IO_TIMEOUT)
-    }
     if (src_ip == 0) {
         src_ip = ad->params.ip;
     }
     if (src_ip != ad->params.ip) {
         return STATUS_INVALID_ADDRESS;
+    }
+    // Route: on-link inside the adapter's subnet, else through the default gateway.
+    const host_config& hc = ad->host.config();
+    const uint32_t mask =
+        hc.ipv4_prefix_length == 0 ? 0 : ~uint32_t{0} << (32 - hc.ipv4_prefix_length);
+    uint32_t next_hop = dst_ip;
+    if (((dst_ip ^ ad->params.ip) & mask) != 0) {
+        if (hc.ipv4_gateway == 0) {
+            return STATUS_NETWORK_UNREACHABLE;  // no route
+        }
+        next_hop = hc.ipv4_gateway;
     }
     if (!shared) {
         st = ad->take_port(src_port);
@@ -628,7 +766,6 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
     c->peer_ip = dst_ip;
     c->peer_port = dst_port;
     c->conn_id = ad->new_conn_id();
-    c->peer_mac = BROADCAST_MAC;  // ARP is not modelled: the REQ is broadcast
     c->my_ird = std::min<uint32_t>(ird, max_rd);
     c->my_ord = std::min<uint32_t>(ord, max_rd);
     c->my_psn = initial_psn(ad->params.node_id, qp->qpn, c->conn_id);
@@ -649,7 +786,30 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
     req.ord = c->my_ord;
     req.private_data = copy_data(pdata, plen);
     ad->host.cpu(ad->host.config().post_ns);
-    c->send_reliable(req);
+    // The REQ goes to the next hop's MAC: from the neighbour cache, or after ARP resolves it.
+    c->last_sent = req;
+    c->resolving = true;
+    mac_address mac{};
+    const uint64_t token = ad->host.neighbors().resolve(
+        next_hop, mac,
+        [ad, next_hop] {
+            arp_packet a;
+            a.eth_dst = BROADCAST_MAC;
+            a.eth_src = ad->params.mac;
+            a.oper = arp_packet::REQUEST;
+            a.sha = ad->params.mac;
+            a.spa = ad->params.ip;
+            a.tpa = next_hop;
+            ad->arp_send(a);
+        },
+        [c](bool resolved, const mac_address& m) { c->on_resolved(resolved, m); });
+    if (token == 0) {
+        c->resolving = false;
+        c->peer_mac = mac;
+        c->send_reliable(req);
+    } else if (c->resolving) {
+        c->resolve_token = token;
+    }
     return STATUS_PENDING;
 }
 
@@ -931,14 +1091,18 @@ void listener_impl::teardown(std::function<void()> done) {
         adapter->release_port(port);
         listening = false;
     }
+    adapter->release_cm_id();
     done();
 }
 
 NTSTATUS create_listener(NDK_ADAPTER* a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PVOID ev_ctx,
                          NDK_FN_CREATE_COMPLETION, PVOID, NDK_LISTENER** out) {
     adapter_impl* ad = impl(a);
-    if (ev == nullptr) {
+    if (ev == nullptr || out == nullptr) {
         return STATUS_INVALID_PARAMETER;
+    }
+    if (!ad->take_cm_id()) {
+        return STATUS_INSUFFICIENT_RESOURCES;  // a listen also needs a CM ID
     }
     auto* l = new listener_impl;
     ad->init_header(l, NdkObjectTypeListener, &listener_dispatch);

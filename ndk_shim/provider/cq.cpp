@@ -3,6 +3,7 @@
 // kernel memory; entries are valid when their phase bit matches the consumer's pass. The
 // consumer index reaches the NIC by REG_CQ_DOORBELL writes, batched (every report_threshold
 // CQEs, and with every arm), so the NIC's overrun check sees the ring space actually free.
+// Interrupt moderation and CQ errors come from the NIC (CMD_MODIFY_CQ, EVENT_CQ_ERROR).
 #include <algorithm>
 #include <cstring>
 
@@ -79,82 +80,75 @@ void cq_impl::write_doorbell(uint8_t hw_arm) {
     ++adapter->counters.cq_doorbells;
 }
 
-namespace {
-// How often a count-moderated notification re-checks the queue (the NIC interrupts on the first
-// matching CQE only; the driver counts the rest by looking at the ring).
-constexpr double MODERATION_POLL_NS = 500;
-
-bool by_interval(const cq_impl* cq) {
-    return cq->moderation_interval_us != 0 && cq->moderation_interval_us != MAXULONG;
-}
-bool by_count(const cq_impl* cq) {
-    return cq->moderation_count > 1 && cq->moderation_count != MAXULONG &&
-           cq->moderation_count <= cq->depth;
-}
-
-uint32_t queued(const cq_impl* cq) {
-    uint32_t n = 0;
-    while (n < (1u << cq->log_size) && cq->valid_at(cq->consumer + n)) {
-        ++n;
-    }
-    return n;
-}
-
-// Software interrupt moderation (ndkpi.md 7): the notification that an arm earned at `start` is
-// held until ModerationCount completions are queued or ModerationInterval us passed, whichever
-// comes first (the current settings apply at every check: "as soon as possible").
-void deliver_moderated(cq_impl* cq, sc_core::sc_time start) {
-    adapter_impl* ad = cq->adapter;
-    if (cq->closing) {
-        --cq->busy;  // the close completion must be the last callback: drop it
-        ad->progress(cq);
-        return;
-    }
-    const bool interval = by_interval(cq);
-    const bool count = by_count(cq);
-    const sc_core::sc_time limit(interval ? cq->moderation_interval_us : 0, sc_core::SC_US);
-    const sc_core::sc_time waited = sc_core::sc_time_stamp() - start;
-    const bool due = (!interval && !count) || (count && queued(cq) >= cq->moderation_count) ||
-                     (interval && waited >= limit) || cq->overrun;
-    if (due) {
-        cq->notify_cb(cq->notify_ctx, STATUS_SUCCESS);
-        --cq->busy;
-        ad->progress(cq);
-        return;
-    }
-    double next_ns = count ? MODERATION_POLL_NS : 1e30;
-    if (interval) {
-        next_ns = std::min(next_ns, (limit - waited).to_seconds() * 1e9);
-    }
-    ad->host.queue_dpc([cq, start] { deliver_moderated(cq, start); }, next_ns);
-}
-}  // namespace
-
+// Interrupt moderation is the NIC's (CMD_MODIFY_CQ): it holds the completion event until
+// ModerationCount CQEs are queued or ModerationInterval us passed, so the notification goes out
+// as the event arrives. A dead CQ (EVENT_CQ_ERROR, EVENT_DEVICE_FATAL) reports its status
+// (STATUS_BUFFER_OVERFLOW for an overrun, STATUS_INTERNAL_ERROR for a hardware error) once:
+// to the armed notification, or to the next ArmCq.
 void cq_impl::on_event(NTSTATUS status) {
     if (closing || notify_cb == nullptr || arm < 0) {
-        return;  // an overrun with no arm is reported by the next ArmCq
+        return;  // a dead CQ with no arm is reported by the next ArmCq
     }
-    if (status == STATUS_BUFFER_OVERFLOW) {
+    if (status != STATUS_SUCCESS) {
         if (overrun_reported) {
             return;
         }
         overrun_reported = true;
     } else if (overrun || !has_match(arm)) {
-        // After an overrun the CQ is dead: no more completion notifications (ndkpi.md 7).
-        // Stale event (the consumer already polled the CQE, or an ERRORS-only arm): the arm
-        // stays until a matching completion is really queued.
+        // After an overrun or a fatal error the CQ is dead: no more completion notifications
+        // (ndkpi.md 7). Stale event (the consumer already polled the CQE, or an ERRORS-only
+        // arm): the arm stays until a matching completion is really queued.
         return;
     }
     arm = -1;  // one-shot
     ++adapter->counters.cq_notifications;
     ++busy;
-    if (status == STATUS_SUCCESS && (by_interval(this) || by_count(this))) {
-        deliver_moderated(this, sc_core::sc_time_stamp());  // errors are never held
-        return;
-    }
     notify_cb(notify_ctx, status);
     --busy;
     adapter->progress(this);
+}
+
+uint32_t device_caps(adapter_impl* ad) {
+    if (!ad->caps_known) {
+        // The answer lands in the command's own slot (before its status): remember which.
+        const uint32_t slot = ad->cmd_producer & ((1u << ad->params.cmdq_log_size) - 1);
+        hsi::cmd_slot c{};
+        c.opcode = hsi::CMD_QUERY_DEVICE;
+        ad->commands({c}, true, [ad, slot](uint8_t st) {
+            if (st == hsi::CMD_OK) {
+                hsi::cmd_query_device q{};
+                std::memcpy(&q, &ad->cmdq[slot].u.query, sizeof(q));
+                ad->caps = q.caps;
+                ad->caps_known = true;
+            }
+        });
+    }
+    return ad->caps;
+}
+
+void device_fatal(adapter_impl* ad) {
+    ad->fatal = true;
+    for (cq_impl* cq : ad->cq_table) {
+        if (cq != nullptr) {
+            if (!cq->overrun) {
+                cq->dead_status = STATUS_INTERNAL_ERROR;
+            }
+            cq->overrun = true;
+            cq->on_event(cq->dead_status);
+        }
+    }
+    for (srq_impl* srq : ad->srq_table) {
+        if (srq != nullptr) {
+            srq->on_error();
+        }
+    }
+    // The NIC moved every QP to ERROR: work requests fail inline from now on.
+    for (qp_impl* qp : ad->qp_table) {
+        if (qp != nullptr &&
+            (qp->state == qp_impl::CONNECTED || qp->state == qp_impl::CONNECTING)) {
+            qp->state = qp_impl::DISCONNECTED;
+        }
+    }
 }
 
 template <typename R>
@@ -313,14 +307,15 @@ VOID arm_cq(NDK_CQ* p, ULONG type) {
     if (hw != hsi::CQ_ARM_NONE || cq->consumer != cq->reported) {
         cq->write_doorbell(hw);
     }
-    // Already satisfied (a completion is queued, or an overrun was not reported yet): fire from
-    // a DPC, never from inside ArmCq.
-    const bool overrun_due = cq->overrun && !cq->overrun_reported;
-    if (overrun_due || (!cq->overrun && cq->has_match(cq->arm))) {
+    // Already satisfied (a completion is queued, or the CQ died and that was not reported
+    // yet): fire from a DPC, never from inside ArmCq.
+    const bool dead_due = cq->overrun && !cq->overrun_reported;
+    if (dead_due || (!cq->overrun && cq->has_match(cq->arm))) {
         ++cq->busy;
-        cq->adapter->host.queue_dpc([cq, overrun_due] {
+        const NTSTATUS st = dead_due ? cq->dead_status : STATUS_SUCCESS;
+        cq->adapter->host.queue_dpc([cq, st] {
             --cq->busy;
-            cq->on_event(overrun_due ? STATUS_BUFFER_OVERFLOW : STATUS_SUCCESS);
+            cq->on_event(st);
             cq->adapter->progress(cq);
         });
     }
@@ -336,16 +331,33 @@ ULONG get_cq_results_ex(NDK_CQ* p, NDK_RESULT_EX results[], ULONG n) {
 
 NTSTATUS control_cq_moderation(NDK_CQ* p, ULONG interval, ULONG count) {
     cq_impl* cq = impl(p);
+    adapter_impl* ad = cq->adapter;
+    if ((device_caps(ad) & hsi::DEVICE_CAP_CQ_MODERATION) == 0) {
+        return STATUS_NOT_SUPPORTED;  // adapter flag 0x4 is clear too
+    }
+    // ndkpi.md 7: MAXULONG interval = count-controlled; MAXULONG count (or above the depth) =
+    // interval-controlled; both = a bad mix. Interval 0 and count 0/1 mean "off".
     const bool interval_off = interval == MAXULONG;
     const bool count_off = count == MAXULONG || count > cq->depth;
     if (interval_off && count_off) {
         return STATUS_INVALID_PARAMETER_MIX;
     }
-    // Moderation is done by the driver (the NIC interrupts on the first matching CQE): the
-    // notification is held until `count` CQEs are queued or `interval` us passed.
-    cq->moderation_interval_us = interval;
-    cq->moderation_count = count;
-    return STATUS_SUCCESS;
+    // The NIC holds the event (CMD_MODIFY_CQ). Never PENDING: the driver waits for the answer,
+    // so the newest settings are in force when the call returns.
+    hsi::cmd_slot c{};
+    c.opcode = hsi::CMD_MODIFY_CQ;
+    c.u.modify_cq.cqn = cq->cqn;
+    c.u.modify_cq.count = count <= 1 || count_off ? 0 : count;
+    c.u.modify_cq.period_us = interval == 0 || interval_off ? 0 : interval;
+    uint8_t status = hsi::CMD_OK;
+    ad->commands({c}, true, [&status](uint8_t st) { status = st; });
+    if (status == hsi::CMD_OK) {
+        cq->moderation_interval_us = interval;
+        cq->moderation_count = count;
+    }
+    // CMD_NO_RESOURCES (no moderation timer left) -> INSUFFICIENT_RESOURCES; BAD_OPCODE ->
+    // NOT_SUPPORTED; DEVICE_FATAL -> INTERNAL_ERROR.
+    return cmd_status_to_ntstatus(status);
 }
 
 // Resize: a new ring is given to the NIC with CMD_RESIZE_CQ. Producer and consumer indices

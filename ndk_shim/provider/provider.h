@@ -96,9 +96,12 @@ struct cq_impl : NDK_CQ, object_base {
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify_cb = nullptr;
     void* notify_ctx = nullptr;
     int arm = -1;          // -1 disarmed, else NDK_CQ_NOTIFY_*
-    bool overrun = false;  // EVENT_CQ_ERROR seen: CQ and its QPs are dead
+    bool overrun = false;  // EVENT_CQ_ERROR / EVENT_DEVICE_FATAL seen: CQ and its QPs are dead
     bool overrun_reported = false;
-    // Software interrupt moderation (ControlCqInterruptModeration).
+    // What the notification reports for the dead CQ: STATUS_BUFFER_OVERFLOW (overrun) or
+    // STATUS_INTERNAL_ERROR (CQE write error, device fatal).
+    NTSTATUS dead_status = STATUS_BUFFER_OVERFLOW;
+    // Interrupt moderation (ControlCqInterruptModeration), as programmed into the NIC.
     uint32_t moderation_interval_us = 0;
     uint32_t moderation_count = 0;
 
@@ -128,8 +131,14 @@ struct srq_impl : NDK_SRQ, object_base {
     NDK_FN_SRQ_NOTIFICATION_CALLBACK notify_cb = nullptr;
     void* notify_ctx = nullptr;
 
+    bool dead = false;  // EVENT_SRQ_ERROR / EVENT_DEVICE_FATAL seen
+    bool dead_reported = false;
+
     void teardown(std::function<void()> done) override;
     void retire(uint16_t wqe_index);
+    // EVENT_SRQ_ERROR or device fatal (ISR): STATUS_INTERNAL_ERROR to the armed notification
+    // (once), else to the next NdkModifySrq that arms it (qp.cpp).
+    void on_error();
 };
 
 struct sq_shadow_entry {
@@ -231,7 +240,10 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     uint32_t my_psn = 0;
     cm_message peer;  // the peer's REQ (passive) or REP/REJ (active)
     bool have_peer = false;
-    std::array<uint8_t, 6> peer_mac{};  // broadcast until the peer's first MAD
+    std::array<uint8_t, 6> peer_mac{};  // next hop's MAC (ARP) or the MAC of the peer's MADs
+    bool resolving = false;             // Connect waits for the next hop's MAC (ARP)
+    uint64_t resolve_token = 0;         // its neighbour-cache waiter
+    bool holds_cm_id = false;           // counts in the adapter's CM ID table
     // Retransmission of the last REQ / REP / DREQ until its answer (CM response timeout).
     cm_message last_sent;
     uint64_t timer = 0;  // host DPC token of the pending timeout (0 = none)
@@ -262,12 +274,14 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     void on_timeout();
     void detach_qp(bool flush);
     void report_disconnect();
+    // Neighbour resolution of the next hop finished: send the REQ, or fail the Connect with
+    // STATUS_HOST_UNREACHABLE.
+    void on_resolved(bool resolved, const std::array<uint8_t, 6>& mac);
 };
 
 // --------------------------------------------------------------------------------------------
-struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
+struct adapter_impl : NDK_ADAPTER, object_base {
     host_system& host;
-    fabric_cm* cm = nullptr;  // in-simulator CM service; nullptr: CM MADs on the wire (GSI)
     adapter_params params;
     NDK_VERSION version{1, 2};
     adapter_counters counters;
@@ -285,6 +299,10 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     hsi::event_entry* eq = nullptr;
     void* icm = nullptr;  // context memory lent to the NIC (REG_ICM_BASE)
     uint32_t eq_consumer = 0;
+    // CMD_QUERY_DEVICE answer, asked once (device_caps() in cq.cpp).
+    bool caps_known = false;
+    uint32_t caps = 0;
+    bool fatal = false;  // EVENT_DEVICE_FATAL seen: the NIC is dead
 
     handle_pool qpns, cqns, pdns, srqns, keys;
     std::vector<uint8_t> key_variant;  // per key index: last variant byte used
@@ -293,6 +311,7 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     std::vector<srq_impl*> srq_table;
     std::map<uint32_t, connector_impl*> conns;  // by local communication ID
     uint32_t next_conn = 0;
+    uint32_t cm_ids_in_use = 0;  // connectors and listeners (host config cm_ids entries)
     uint64_t next_tid = 0;
     // GSI (QP1) rings: CM MADs on the wire (hsi GSI section).
     uint8_t* gsi_sq = nullptr;
@@ -307,7 +326,7 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
     uint16_t next_ephemeral = 49152;
     sc_core::sc_event children_gone;
 
-    adapter_impl(host_system& h, fabric_cm* c, const adapter_params& p);
+    adapter_impl(host_system& h, const adapter_params& p);
     ~adapter_impl() override;
 
     bool sync() const { return !host.config().async_create; }
@@ -334,16 +353,24 @@ struct adapter_impl : NDK_ADAPTER, object_base, cm_port {
 
     // CM transport (connector.cpp).
     uint32_t new_conn_id();
-    // Sends a CM message to `dst_mac` (broadcast while unknown): a MAD on the GSI send ring,
-    // or through fabric_cm. Fills in the sender's MAC.
+    // CM ID table: false when all host_config::cm_ids entries are taken.
+    bool take_cm_id();
+    void release_cm_id();
+    // Sends a CM message to `dst_mac` as a MAD on the GSI send ring. Fills in the sender's MAC.
     void cm_send(cm_message m, const std::array<uint8_t, 6>& dst_mac);
+    // Sends an ARP frame (request or duplicate-address probe) on the GSI send ring.
+    void arp_send(const arp_packet& a);
+    // A free GSI send slot (reclaiming sent ones), or nullptr when the ring is full.
+    uint8_t* gsi_send_slot();
     void gsi_init();     // programs the GSI rings (after init())
     void gsi_release();  // turns the rings off and frees them (close_adapter)
-    void gsi_poll();     // EVENT_GSI_RECEIVE: decode and dispatch the received MADs
-
-    // cm_port
-    host_system& cm_host() override { return host; }
-    void cm_receive(const cm_message& msg) override;
+    void gsi_poll();     // EVENT_GSI_RECEIVE: decode and dispatch the received MADs and ARP
+    void arp_receive(const arp_packet& a);
+    // Duplicate address detection (RFC 5227 probes, host config dad_probes): true if another
+    // node answered for params.ip. Blocks the caller (open_adapter) for the probe interval.
+    bool address_in_use();
+    bool dad_conflict = false;  // an ARP frame from another MAC named params.ip as its sender
+    void cm_receive(const cm_message& msg);
 };
 
 // Dispatch tables (dispatch.cpp).
@@ -402,6 +429,10 @@ object_base* base_of(NDK_OBJECT_HEADER* h);
 
 // Helpers shared by the translation units.
 uint32_t log2_ceil(uint32_t v);
+// The NIC's hsi::device_caps (CMD_QUERY_DEVICE, synchronous, asked once per adapter).
+uint32_t device_caps(adapter_impl* ad);
+// EVENT_DEVICE_FATAL (ISR): every CQ and SRQ reports STATUS_INTERNAL_ERROR, QPs are dead.
+void device_fatal(adapter_impl* ad);
 uint32_t path_mtu_log(uint32_t mtu);
 // Bus addresses of the PAGE_SIZE pages of [MmGetMdlVirtualAddress(mdl), +length) over an MDL
 // chain, and the offset of the first byte. INVALID_PARAMETER if the chain is not virtually

@@ -233,6 +233,9 @@ NTSTATUS qp_receive(NDK_QP* p, PVOID rc, CONST NDK_SGE* sgl, ULONG n) {
     if (qp->srq != nullptr) {
         return STATUS_INVALID_DEVICE_STATE;  // receives go to the SRQ
     }
+    if (ad->fatal) {
+        return STATUS_DEVICE_NOT_READY;  // EVENT_DEVICE_FATAL: the NIC is dead
+    }
     if (n > qp->max_recv_sge || (n > 0 && sgl == nullptr)) {
         return STATUS_INVALID_PARAMETER;
     }
@@ -512,6 +515,22 @@ void srq_impl::teardown(std::function<void()> done) {
     });
 }
 
+void srq_impl::on_error() {
+    if (dead) {
+        return;
+    }
+    dead = true;
+    if (notify_cb == nullptr || notify_threshold == 0 || closing) {
+        return;  // not armed: the next NdkModifySrq that arms it hears about it
+    }
+    notify_threshold = 0;  // one-shot
+    dead_reported = true;
+    ++busy;
+    notify_cb(notify_ctx, STATUS_INTERNAL_ERROR);
+    --busy;
+    adapter->progress(this);
+}
+
 NTSTATUS create_srq(NDK_PD* pdp, ULONG depth, ULONG max_sge, ULONG threshold,
                     NDK_FN_SRQ_NOTIFICATION_CALLBACK notify, PVOID notify_ctx, GROUP_AFFINITY*,
                     NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_SRQ** out) {
@@ -588,6 +607,22 @@ NTSTATUS modify_srq(NDK_SRQ* p, ULONG depth, ULONG threshold, NDK_FN_REQUEST_COM
     if (threshold == 0) {
         return STATUS_SUCCESS;  // keeps the current threshold and arming
     }
+    if (srq->dead) {
+        // The SRQ died (EVENT_SRQ_ERROR / device fatal) with no arm in place: this arm gets
+        // STATUS_INTERNAL_ERROR at once (from a DPC, once); the NIC is not asked.
+        if (srq->notify_cb != nullptr && !srq->dead_reported) {
+            srq->dead_reported = true;
+            ++srq->busy;
+            ad->host.queue_dpc([ad, srq] {
+                if (!srq->closing) {
+                    srq->notify_cb(srq->notify_ctx, STATUS_INTERNAL_ERROR);
+                }
+                --srq->busy;
+                ad->progress(srq);
+            });
+        }
+        return STATUS_SUCCESS;
+    }
     srq->notify_threshold = threshold;
     hsi::cmd_slot c{};
     c.opcode = hsi::CMD_MODIFY_SRQ;
@@ -630,6 +665,9 @@ NTSTATUS srq_receive(NDK_SRQ* p, PVOID rc, CONST NDK_SGE* sgl, ULONG n) {
     srq_impl* srq = impl(p);
     adapter_impl* ad = srq->adapter;
     ad->host.cpu(ad->host.config().post_ns);
+    if (ad->fatal || srq->dead) {
+        return STATUS_DEVICE_NOT_READY;  // the NIC takes no receives from a dead SRQ
+    }
     if (n > srq->max_sge || (n > 0 && sgl == nullptr)) {
         return STATUS_INVALID_PARAMETER;
     }

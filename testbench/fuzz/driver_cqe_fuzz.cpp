@@ -25,7 +25,6 @@
 #include "hw/common/sim_context.h"
 #include "hw/hsi/hsi.h"
 #include "ndk_shim/ndk_sim.h"
-#include "ndk_shim/provider/fabric_cm.h"
 #include "testbench/fuzz/fuzz_common.h"
 #include "testbench/ndk/ndk_bench.h"
 
@@ -48,7 +47,7 @@ class driver_bench {
 public:
     hw::sim_context ctx;
     node n{"drv", sync_config(), ctx};
-    fabric_cm cm;
+    fake_network net;  // the fake NIC's emulated GSI (no peer: nothing to connect to)
 
     driver_bench() {
         sc_core::sc_spawn([this] { consumer_thread(); });
@@ -71,7 +70,7 @@ private:
     }
 
     void consumer_thread() {
-        RNIC_FUZZ_CHECK(open_adapter(n.host, cm, params_for(1), &m_adapter) == STATUS_SUCCESS);
+        RNIC_FUZZ_CHECK(open_on(net, n, params_for(1), &m_adapter) == STATUS_SUCCESS);
         RNIC_FUZZ_CHECK(m_adapter->Dispatch->NdkCreatePd(m_adapter, create_log::fn, &m_log,
                                                          &m_pd) == STATUS_SUCCESS);
         for (;;) {

@@ -588,3 +588,274 @@ TEST(CqWriter, EventsAreDroppedWithoutAnEqAndBadVectorsAreCounted) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// CQ errors, interrupt moderation (CMD_MODIFY_CQ) and the device fatal error
+// ---------------------------------------------------------------------------------------------
+
+// One command through the ring (driver thread): returns its status once `done` is written.
+uint8_t command(bench& b, hsi::cmd_slot c, hsi::cmd_slot* out = nullptr) {
+    const uint64_t a = CMDQ_BASE + 64ull * (b.cmd_producer & ((1u << CMDQ_LOG) - 1));
+    c.status = 0;
+    c.done = 0;
+    b.mem.write(a, &c, sizeof(c));
+    ++b.cmd_producer;
+    b.drv.write32(hsi::REG_CMDQ_DOORBELL, b.cmd_producer);
+    wait_mem(b, [&] { return b.mem.load<hsi::cmd_slot>(a).done == 1; });
+    const hsi::cmd_slot back = b.mem.load<hsi::cmd_slot>(a);
+    if (out != nullptr) {
+        *out = back;
+    }
+    return back.status;
+}
+
+hsi::cmd_slot modify_cq(uint32_t cqn, uint32_t count, uint32_t period_us) {
+    hsi::cmd_slot c{};
+    c.opcode = hsi::CMD_MODIFY_CQ;
+    c.u.modify_cq.cqn = cqn;
+    c.u.modify_cq.count = count;
+    c.u.modify_cq.period_us = period_us;
+    return c;
+}
+
+// Event-queue entries of `type` written so far (EQ of 16 entries, never wrapped in these tests).
+std::vector<hsi::event_entry> events_of(bench& b, uint8_t type) {
+    std::vector<hsi::event_entry> v;
+    for (uint32_t s = 0; s < (1u << EQ_LOG); ++s) {
+        const hsi::event_entry e = eqe_at(b, s);
+        if (e.flags != 0 && e.type == type) {
+            v.push_back(e);
+        }
+    }
+    return v;
+}
+
+// A CQE write that completes with a PCIe error (the ring's IOMMU mapping was released): the CQE
+// is lost, the CQ is dead (EVENT_CQ_ERROR with the DMA syndrome, distinct from an overrun), every
+// QP using it goes to ERROR through the hook, later CQEs are dropped, arms are ignored.
+TEST(CqWriter, CqeWriteErrorKillsTheCqAndMovesItsQpsToError) {
+    bench b;
+    make_cq(b, 3, 2, 1);
+    make_cq(b, 4, 2, 1);
+    qp_context& q5 = b.make_qp(5, hsi::QPS_RTS);
+    q5.send_cqn = 4;
+    q5.recv_cqn = 3;
+    qp_context& q6 = b.make_qp(6, hsi::QPS_RTS);
+    q6.send_cqn = 4;
+    q6.recv_cqn = 4;
+    std::vector<uint32_t> failed_qps;
+    b.cqw.set_qp_error_handler([&](uint32_t qpn) {
+        failed_qps.push_back(qpn);
+        b.contexts.qp(qpn)->state = hsi::QPS_ERROR;
+    });
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.cqw.requests().put(make_req(3, 0));
+        b.settle();
+        EXPECT_EQ(cqe_at(b, 3, 0).wqe_index, 0);
+        b.link.iommu_unmap(CQ_RING + 0x3000, 4096);  // the host released CQ 3's ring mapping
+        b.cqw.requests().put(make_req(3, 1));
+        b.settle();
+        b.cqw.requests().put(make_req(3, 2));  // dead: dropped
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(3, hsi::CQ_ARM_ANY, 1));
+        b.cqw.requests().put(make_req(4, 0));  // the other CQ still works
+        b.settle();
+    };
+    run(b);
+    const hsi::event_entry e = eqe_at(b, 0);
+    EXPECT_EQ(e.type, hsi::EVENT_CQ_ERROR);
+    EXPECT_EQ(e.data, 3u);
+    EXPECT_EQ(e.data2, hsi::CQ_ERR_DMA_ACCESS);
+    EXPECT_EQ(eqe_at(b, 1).type, 0);  // one event: the arm of the dead CQ fired nothing
+    EXPECT_TRUE(b.contexts.cq(3)->error);
+    EXPECT_FALSE(b.contexts.cq(4)->error);
+    EXPECT_EQ(b.contexts.cq(3)->armed, hsi::CQ_ARM_NONE);
+    EXPECT_EQ(failed_qps, std::vector<uint32_t>{5});
+    EXPECT_EQ(b.contexts.qp(5)->state, hsi::QPS_ERROR);
+    EXPECT_EQ(b.contexts.qp(6)->state, hsi::QPS_RTS);
+    EXPECT_EQ(cqe_at(b, 3, 1).flags, 0);  // never written
+    EXPECT_EQ(cqe_at(b, 4, 0).wqe_index, 0);
+    EXPECT_EQ(b.cqw.get_stats().cqe_write_errors, 1u);
+    EXPECT_EQ(b.cqw.get_stats().cqes, 2u);
+    EXPECT_EQ(b.cqw.get_stats().dropped, 1u);
+    EXPECT_EQ(b.cqw.get_stats().overruns, 0u);
+    EXPECT_EQ(b.dma.get_stats(dma_client::COMPLETION).errors, 1u);
+    EXPECT_EQ(b.link.iommu_faults(), 1u);
+}
+
+// The overrun keeps its own syndrome (0) and also takes the CQ's QPs into ERROR.
+TEST(CqWriter, OverrunSyndromeStaysDistinctAndFailsTheQps) {
+    bench b;
+    make_cq(b, 2, 1, 0);
+    b.make_qp(9, hsi::QPS_RTS).recv_cqn = 2;
+    b.drv.body = [&] {
+        b.setup_queues();
+        for (uint16_t i = 0; i < 3; ++i) {
+            b.cqw.requests().put(make_req(2, i));
+        }
+        b.settle();
+    };
+    run(b);
+    EXPECT_EQ(eqe_at(b, 0).type, hsi::EVENT_CQ_ERROR);
+    EXPECT_EQ(eqe_at(b, 0).data2, hsi::CQ_ERR_OVERRUN);
+    EXPECT_EQ(b.contexts.qp(9)->state, hsi::QPS_ERROR);  // no hook: set directly
+    EXPECT_EQ(b.cqw.get_stats().overruns, 1u);
+}
+
+// MODIFY_CQ: the armed CQ's event (EQE + MSI-X) is held until `count` CQEs are unconsumed, or
+// until `period_us` after the first matching CQE (one timer event, no polling); new settings
+// apply to a held event at once; QUERY_DEVICE reports the capability.
+TEST(CqWriter, ModerationHoldsTheEventUntilTheCountOrThePeriod) {
+    bench b;
+    make_cq(b, 6, 4, 1);
+    sc_time t_first;
+    sc_time t_released;
+    sc_time t_second;
+    sc_time t_released2;
+    b.drv.body = [&] {
+        b.setup_queues();
+        hsi::cmd_slot q{};
+        q.opcode = hsi::CMD_QUERY_DEVICE;
+        hsi::cmd_slot out{};
+        ASSERT_EQ(command(b, q, &out), hsi::CMD_OK);
+        EXPECT_EQ(out.u.query.caps, hsi::DEVICE_CAP_CQ_MODERATION);
+        EXPECT_EQ(out.u.query.moderation_timers, 64u);
+        EXPECT_EQ(command(b, modify_cq(6, 3, 0)), hsi::CMD_OK);
+        EXPECT_EQ(b.contexts.cq(6)->moderation_count, 3u);
+        EXPECT_EQ(command(b, modify_cq(40, 3, 0)), hsi::CMD_BAD_HANDLE);
+        EXPECT_EQ(b.cqw.moderation_timers_in_use(), 0u);
+        // Count 3: two CQEs hold the event, the third releases it.
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(6, hsi::CQ_ARM_ANY, 0));
+        b.settle();
+        b.cqw.requests().put(make_req(6, 0));
+        b.cqw.requests().put(make_req(6, 1));
+        b.settle();
+        EXPECT_TRUE(b.cqw.moderation_holding(6));
+        EXPECT_TRUE(events_of(b, hsi::EVENT_CQ_COMPLETION).empty());
+        b.cqw.requests().put(make_req(6, 2));
+        b.settle();
+        EXPECT_FALSE(b.cqw.moderation_holding(6));
+        EXPECT_EQ(events_of(b, hsi::EVENT_CQ_COMPLETION).size(), 1u);
+        // Period 10 us (no count): released 10 us after the first matching CQE.
+        EXPECT_EQ(command(b, modify_cq(6, 0, 10)), hsi::CMD_OK);
+        EXPECT_EQ(b.cqw.moderation_timers_in_use(), 1u);
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(6, hsi::CQ_ARM_ANY, 3));
+        b.settle();
+        b.cqw.requests().put(make_req(6, 3));
+        wait_mem(b, [&] { return cqe_at(b, 6, 3).flags != 0; });
+        t_first = sc_time_stamp();
+        b.cqw.requests().put(make_req(6, 4));  // more CQEs do not shorten it
+        wait_mem(b, [&] { return events_of(b, hsi::EVENT_CQ_COMPLETION).size() == 2; });
+        t_released = sc_time_stamp();
+        // A held event and new settings: switching moderation off releases it at once.
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(6, hsi::CQ_ARM_ANY, 5));
+        b.settle();
+        b.cqw.requests().put(make_req(6, 5));
+        b.settle();
+        EXPECT_TRUE(b.cqw.moderation_holding(6));
+        t_second = sc_time_stamp();
+        EXPECT_EQ(command(b, modify_cq(6, 0, 0)), hsi::CMD_OK);
+        wait_mem(b, [&] { return events_of(b, hsi::EVENT_CQ_COMPLETION).size() == 3; });
+        t_released2 = sc_time_stamp();
+        EXPECT_EQ(b.cqw.moderation_timers_in_use(), 0u);  // period 0 freed the timer
+    };
+    run(b);
+    // The CQE lands, then the period runs from the first CQE's write (+ EQE write and link).
+    EXPECT_GE(t_released - t_first, sc_time(9, sc_core::SC_US));
+    EXPECT_LT(t_released - t_first, sc_time(11, sc_core::SC_US));
+    EXPECT_LT(t_released2 - t_second, sc_time(5, sc_core::SC_US));  // not the old 10 us
+    EXPECT_EQ(b.cqw.get_stats().moderated, 3u);
+    EXPECT_EQ(b.cqw.get_stats().moderation_timeouts, 1u);
+    EXPECT_EQ(b.cqw.get_stats().cq_events, 3u);
+}
+
+// rnic.cq.moderation_timers: a period needs a free timer (else CMD_NO_RESOURCES); count-only
+// moderation needs none; destroying the CQ frees its timer. Without moderation MODIFY_CQ is an
+// unknown command and QUERY_DEVICE clears the capability.
+TEST(CqWriter, ModerationTimersAreAResourceAndModerationCanBeAbsent) {
+    bench b;
+    cq_config cc;
+    cc.moderation_timers = 1;
+    b.cqw.set_cq_config(cc);
+    make_cq(b, 1, 2, 0);
+    make_cq(b, 2, 2, 0);
+    uint8_t no_timer = 0;
+    uint8_t count_only = 0;
+    uint8_t after_destroy = 0;
+    uint8_t disabled = 0;
+    hsi::cmd_slot query{};
+    b.drv.body = [&] {
+        b.setup_queues();
+        EXPECT_EQ(command(b, modify_cq(1, 0, 20)), hsi::CMD_OK);
+        no_timer = command(b, modify_cq(2, 0, 20));
+        count_only = command(b, modify_cq(2, 4, 0));
+        hsi::cmd_slot d{};
+        d.opcode = hsi::CMD_DESTROY_CQ;
+        d.u.obj.handle = 1;
+        EXPECT_EQ(command(b, d), hsi::CMD_OK);
+        after_destroy = command(b, modify_cq(2, 4, 20));
+        b.drv.write32(hsi::REG_EQ_CONSUMER, b.cqw.eq_producer());
+        cq_config off;
+        off.interrupt_moderation = false;
+        b.cqw.set_cq_config(off);
+        disabled = command(b, modify_cq(2, 0, 0));
+        hsi::cmd_slot q{};
+        q.opcode = hsi::CMD_QUERY_DEVICE;
+        command(b, q, &query);
+    };
+    run(b);
+    EXPECT_EQ(no_timer, hsi::CMD_NO_RESOURCES);
+    EXPECT_EQ(count_only, hsi::CMD_OK);
+    EXPECT_EQ(after_destroy, hsi::CMD_OK);
+    EXPECT_EQ(disabled, hsi::CMD_BAD_OPCODE);
+    EXPECT_EQ(query.u.query.caps, 0u);
+    EXPECT_EQ(b.contexts.cq(2)->moderation_period_us, 20u);
+}
+
+// Catastrophic error: every CQ dead, every QP in ERROR (through the command processor's
+// qp_to_error), one EVENT_DEVICE_FATAL, later CQEs dropped and later commands answered
+// CMD_DEVICE_FATAL; the scheduled form (rnic.faults.fatal_error_at_ns) fires at its time.
+TEST(CqWriter, DeviceFatalKillsEverythingAndFailsLaterCommands) {
+    bench b;
+    make_cq(b, 1, 2, 0);
+    make_cq(b, 2, 2, 0);
+    b.make_qp(7, hsi::QPS_RTS).send_cqn = 1;
+    b.make_qp(8, hsi::QPS_INIT).recv_cqn = 2;
+    std::vector<uint32_t> flushed;
+    b.cmdp.set_qp_error_handler([&](uint32_t qpn) { flushed.push_back(qpn); });
+    b.cmdp.fatal_error_at(sc_time(20, sc_core::SC_US));
+    uint8_t late = 0;
+    sc_time fatal_seen;
+    b.drv.body = [&] {
+        b.setup_queues();
+        b.drv.write64(hsi::REG_CQ_DOORBELL, cq_db(1, hsi::CQ_ARM_ANY, 0));
+        b.settle();
+        EXPECT_FALSE(b.cmdp.fatal());
+        wait_mem(b, [&] { return !events_of(b, hsi::EVENT_DEVICE_FATAL).empty(); });
+        fatal_seen = sc_time_stamp();
+        EXPECT_TRUE(b.cmdp.fatal());
+        b.cqw.requests().put(make_req(1, 0));
+        b.settle();
+        hsi::cmd_slot pd{};
+        pd.opcode = hsi::CMD_CREATE_PD;
+        pd.u.obj.handle = 1;
+        late = command(b, pd);
+        b.cmdp.inject_fatal_error();  // idempotent: no second event
+        b.settle();
+    };
+    run(b);
+    EXPECT_GE(fatal_seen, sc_time(20, sc_core::SC_US));
+    EXPECT_LT(fatal_seen, sc_time(21, sc_core::SC_US));
+    EXPECT_EQ(events_of(b, hsi::EVENT_DEVICE_FATAL).size(), 1u);
+    EXPECT_EQ(events_of(b, hsi::EVENT_DEVICE_FATAL)[0].data, hsi::FATAL_INJECTED);
+    EXPECT_TRUE(events_of(b, hsi::EVENT_CQ_COMPLETION).empty());
+    EXPECT_TRUE(b.contexts.cq(1)->error);
+    EXPECT_TRUE(b.contexts.cq(2)->error);
+    EXPECT_EQ(b.contexts.qp(7)->state, hsi::QPS_ERROR);
+    EXPECT_EQ(b.contexts.qp(8)->state, hsi::QPS_ERROR);
+    EXPECT_EQ(flushed, (std::vector<uint32_t>{7, 8}));
+    EXPECT_EQ(late, hsi::CMD_DEVICE_FATAL);
+    EXPECT_EQ(b.contexts.pd(1), nullptr);  // the create did nothing
+    EXPECT_EQ(b.cqw.get_stats().cqes, 0u);
+    EXPECT_EQ(b.cqw.get_stats().dropped, 1u);
+}

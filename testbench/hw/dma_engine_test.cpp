@@ -229,3 +229,61 @@ TEST(DmaEngine, PipelinedReadsQueueOnTheLink) {
 }
 
 }  // namespace
+
+namespace {
+
+// The error path: memory the host released answers a read with Unsupported Request (no data);
+// a page whose IOMMU mapping was released fails reads and writes with Completer Abort at issue,
+// with the good path's timing; the requester sees the status and the client's error count.
+TEST(DmaEngine, PcieErrorsReachTheRequesterWithTheirStatus) {
+    node n("n", dma_engine_config{});
+    std::vector<rnic::hw::dma_status> st;
+    std::vector<uint8_t> got(64, 0xEE);
+    sc_time good_write_done, bad_write_done;
+    sc_core::sc_spawn(
+        [&] {
+            std::vector<uint8_t> buf(64, 0x5A);
+            n.mem.write(0x3000, buf.data(), 64);
+            n.mem.write(0x5000, buf.data(), 64);
+            st.push_back(n.dma.read_wait(dma_client::RQ_FETCH, 0x3000, got.data(), 64));  // OK
+            n.mem.release(0x3000, 64);
+            st.push_back(n.dma.read_wait(dma_client::RQ_FETCH, 0x3000, got.data(), 64));  // UR
+            // A posted write to released memory: no completion, dropped at memory.
+            st.push_back(n.dma.write_wait(dma_client::COMPLETION, 0x3000, buf.data(), 64));
+            sc_core::wait(sc_time(1, sc_core::SC_US));
+            const sc_time t0 = sc_core::sc_time_stamp();
+            st.push_back(n.dma.write_wait(dma_client::COMPLETION, 0x5000, buf.data(), 64));  // OK
+            good_write_done = sc_core::sc_time_stamp() - t0;
+            sc_core::wait(sc_time(1, sc_core::SC_US));
+            n.link.iommu_unmap(0x5000, 1);
+            const sc_time t1 = sc_core::sc_time_stamp();
+            st.push_back(n.dma.write_wait(dma_client::COMPLETION, 0x5000, buf.data(), 64));  // CA
+            bad_write_done = sc_core::sc_time_stamp() - t1;
+            st.push_back(n.dma.read_wait(dma_client::RQ_FETCH, 0x5010, got.data(), 16));  // CA
+            n.link.iommu_map(0x5000, 4096);
+            st.push_back(n.dma.read_wait(dma_client::RQ_FETCH, 0x5000, got.data(), 16));  // OK
+        },
+        "body");
+    sc_core::sc_start();
+    using rnic::hw::dma_status;
+    ASSERT_EQ(st.size(), 7u);
+    EXPECT_EQ(st[0], dma_status::OK);
+    EXPECT_EQ(st[1], dma_status::UNSUPPORTED_REQUEST);
+    EXPECT_EQ(st[2], dma_status::OK);  // posted: the requester cannot know
+    EXPECT_EQ(st[3], dma_status::OK);
+    EXPECT_EQ(st[4], dma_status::COMPLETER_ABORT);
+    EXPECT_EQ(st[5], dma_status::COMPLETER_ABORT);
+    EXPECT_EQ(st[6], dma_status::OK);
+    EXPECT_EQ(got[0], 0x5A);                      // the last read got the data again
+    EXPECT_EQ(bad_write_done, good_write_done);   // the TLPs still cross the link
+    EXPECT_EQ(n.mem.get_stats().dma_errors, 2u);  // the UR read and the dropped write
+    EXPECT_FALSE(n.mem.backed(0x3));
+    EXPECT_TRUE(n.mem.backed(0x5));
+    EXPECT_EQ(n.link.iommu_faults(), 2u);
+    EXPECT_EQ(n.dma.get_stats(dma_client::RQ_FETCH).errors, 2u);
+    EXPECT_EQ(n.dma.get_stats(dma_client::COMPLETION).errors, 1u);
+    EXPECT_EQ(n.stat("rq_fetch_errors"), 2);
+    EXPECT_EQ(std::string(rnic::hw::to_string(dma_status::COMPLETER_ABORT)), "completer_abort");
+}
+
+}  // namespace

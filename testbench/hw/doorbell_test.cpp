@@ -632,4 +632,76 @@ TEST(Doorbell, StatsRegisteredAndChannelsTracedToVcd) {
     EXPECT_NE(text.find("pending", db_scope), std::string::npos);
 }
 
+// IBA 10.3.1: a receive posted to a QP in ERROR completes with a flush error. The RQ doorbell of
+// such a QP (own receive queue) asks the receive path to flush, once the doorbell is decoded:
+// edge at or after the write's arrival + decode_cycles. Other states and SRQ doorbells do not.
+TEST(Doorbell, RqDoorbellOfErrorQpAsksTheReceivePathToFlush) {
+    bench b;
+    b.make_qp(5, hsi::QPS_RTS);
+    b.make_qp(6, hsi::QPS_ERROR);
+    b.make_qp(7, hsi::QPS_ERROR).srqn = 2;  // receives come from the SRQ, not its own RQ
+    srq_context* srq = b.contexts.srq_slot(2);
+    srq->valid = true;
+    std::vector<std::pair<uint32_t, sc_time>> flushes;
+    b.db.set_rq_flush_listener(
+        [&](uint32_t qpn, const sc_time& at) { flushes.emplace_back(qpn, at); });
+    sc_time expected;
+    b.drv.body = [&] {
+        b.drv.write64(hsi::REG_RQ_DOORBELL, bench::sq_db(5, 1));
+        b.settle();
+        EXPECT_TRUE(flushes.empty()) << "RTS: the receive stays posted";
+        const sc_time issued = sc_time_stamp();
+        b.drv.write64(hsi::REG_RQ_DOORBELL, bench::sq_db(6, 3));
+        expected = b.edge(b.mmio_arrival(issued, 8)) + b.clk.cycles(b.cfg.db.decode_cycles);
+        b.settle();
+        b.drv.write64(hsi::REG_RQ_DOORBELL, bench::sq_db(7, 1));
+        b.drv.write64(hsi::REG_RQ_DOORBELL, 2 | hsi::RQ_DOORBELL_SRQ | (uint64_t{1} << 32));
+        b.settle();
+    };
+    run(b);
+    ASSERT_EQ(flushes.size(), 1u);
+    EXPECT_EQ(flushes[0].first, 6u);
+    EXPECT_EQ(flushes[0].second, expected);
+    EXPECT_EQ(b.contexts.qp(6)->rq_producer, 3u);  // the index moves as for any doorbell
+    EXPECT_EQ(b.db.get_stats().rq_flush_requests, 1u);
+    EXPECT_EQ(b.db.get_stats().rq_doorbells, 4u);
+}
+
+// MODIFY_QP to RESET / DESTROY_QP: pushed blocks held for the QP belong to its old queue and go;
+// another QP's stay.
+TEST(Doorbell, ResetQpDropsItsPushedBlocks) {
+    bench b;
+    b.make_qp(3, hsi::QPS_RTS);
+    b.make_qp(4, hsi::QPS_RTS);
+    b.drv.aux = [&] {
+        for (;;) {
+            (void)b.db.sq_ready().get();
+        }
+    };
+    auto push = [&](uint32_t qpn, uint16_t index) {
+        hsi::wqe_ctrl w{};
+        w.opcode = hsi::WQE_SEND;
+        w.size_bb = 1;
+        w.wqe_index = index;
+        w.qpn = qpn;
+        w.doorbell = bench::sq_db(qpn, index + 1u);
+        b.drv.write(hsi::REG_WQE_PUSH, &w, sizeof(w));
+    };
+    bool taken3 = true;
+    bool taken4 = false;
+    b.drv.body = [&] {
+        push(3, 5);
+        push(4, 5);
+        b.settle();
+        b.db.reset_qp(3);
+        hsi::wqe_ctrl out{};
+        taken3 = b.db.take_pushed_wqe(3, 5, out);
+        taken4 = b.db.take_pushed_wqe(4, 5, out);
+    };
+    run(b);
+    EXPECT_FALSE(taken3) << "a pushed block outlived its QP's reset";
+    EXPECT_TRUE(taken4);
+    EXPECT_EQ(b.db.get_stats().wqe_pushes, 2u);
+}
+
 }  // namespace

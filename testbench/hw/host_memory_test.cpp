@@ -270,4 +270,57 @@ TEST(HostMemory, DmaWriteEventWakesPollers) {
     EXPECT_EQ(seen[1], 3u);
 }
 
+// Released pages are not backed: a DMA touching one fails with Unsupported Request
+// (TLM_ADDRESS_ERROR_RESPONSE) and moves nothing (a read gets zeros, a write is dropped); the
+// latency is charged the same. A CPU write or map_external backs the page again; untouched pages
+// keep reading as zero (sparse DRAM, not an error).
+TEST(HostMemory, ReleasedPagesFailDmaUntilBackedAgain) {
+    bench b;
+    b.mem.fill(0x4000, 0x11, 2 * PAGE);
+    b.mem.release(0x5000, 1);  // the second page only
+    std::vector<tlm::tlm_response_status> st(6);
+    std::vector<sc_time> d;
+    std::vector<uint8_t> rd(64, 0xEE);
+    std::vector<uint8_t> other(8, 0xEE);
+    std::array<uint8_t, PAGE> backing{};
+    sc_core::sc_spawn(
+        [&] {
+            std::vector<uint8_t> w(32, 0x99);
+            // Crossing from the backed page into the released one: the whole request fails.
+            d.push_back(b.dma.access(tlm::TLM_READ_COMMAND, 0x5000 - 32, rd.data(), 64,
+                                     sc_core::SC_ZERO_TIME, &st[0]));
+            d.push_back(b.dma.access(tlm::TLM_WRITE_COMMAND, 0x4FF0, w.data(), 32,
+                                     sc_core::SC_ZERO_TIME, &st[1]));
+            b.dma.access(tlm::TLM_READ_COMMAND, 0x9000, other.data(), 8, sc_core::SC_ZERO_TIME,
+                         &st[2]);                   // never touched: zeros, OK
+            b.mem.store<uint32_t>(0x5100, 0xABCD);  // the CPU backs it again
+            b.dma.access(tlm::TLM_READ_COMMAND, 0x5100, rd.data(), 4, sc_core::SC_ZERO_TIME,
+                         &st[3]);
+            b.mem.unmap_external(0x6);  // an OS page taken back
+            b.dma.access(tlm::TLM_WRITE_COMMAND, 0x6000, w.data(), 4, sc_core::SC_ZERO_TIME,
+                         &st[4]);
+            b.mem.map_external(0x6, backing.data());
+            b.dma.access(tlm::TLM_WRITE_COMMAND, 0x6000, w.data(), 4, sc_core::SC_ZERO_TIME,
+                         &st[5]);
+        },
+        "cpu");
+    sc_core::sc_start();
+    EXPECT_EQ(st[0], tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    EXPECT_EQ(st[1], tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    EXPECT_EQ(st[2], tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(st[3], tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(st[4], tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    EXPECT_EQ(st[5], tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(d[0], sc_time(80, SC_NS));
+    EXPECT_EQ(d[1], sc_time(80, SC_NS));
+    EXPECT_EQ(rd[0], 0xCD);
+    EXPECT_EQ(other[0], 0);
+    EXPECT_EQ(b.mem.load<uint8_t>(0x4FF0), 0x11);  // the failed write left the backed page
+    EXPECT_EQ(backing[0], 0x99);
+    EXPECT_TRUE(b.mem.backed(0x5));
+    EXPECT_TRUE(b.mem.backed(0x6));
+    EXPECT_EQ(b.mem.get_stats().dma_errors, 3u);
+    EXPECT_EQ(b.mem.get_stats().dma_reads, 2u);  // failed accesses are not counted as served
+}
+
 }  // namespace

@@ -16,10 +16,10 @@ namespace {
 TEST(NdkAdapter, OpenAdapterProgramsRingsAndMsix) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n.host, cm, params_for(1), &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, params_for(1), &a), STATUS_SUCCESS);
         // Posted MMIO writes reach the NIC a PCIe latency later.
         ASSERT_TRUE(wait_until([&] { return n.nic.eq_armed; }));
         EXPECT_EQ(n.nic.writes.back().offset, hsi::REG_EQ_CONSUMER);
@@ -39,19 +39,113 @@ TEST(NdkAdapter, OpenAdapterProgramsRingsAndMsix) {
         adapter_params p = params_for(2);
         p.version = NDK_VERSION{2, 0};
         NDK_ADAPTER* b = nullptr;
-        EXPECT_EQ(open_adapter(n.host, cm, p, &b), NDIS_STATUS_BAD_VERSION);
+        EXPECT_EQ(open_adapter(n.host, p, &b), NDIS_STATUS_BAD_VERSION);
+        // The GSI rings (CM MADs, ARP) are programmed too, receive consumer at 0.
+        settle();
+        ASSERT_EQ(n.nic.values(hsi::REG_GSI_SQ_BASE).size(), 1u);
+        EXPECT_NE(n.nic.values(hsi::REG_GSI_SQ_BASE)[0], 0u);
+        EXPECT_NE(n.nic.values(hsi::REG_GSI_RQ_BASE)[0], 0u);
+        EXPECT_EQ(n.nic.values(hsi::REG_GSI_SQ_LOG_SIZE), std::vector<uint64_t>{6});
+        EXPECT_EQ(n.nic.values(hsi::REG_GSI_RQ_CONSUMER), std::vector<uint64_t>{0});
         close_adapter(a);
+        // close_adapter turns the receive ring off before freeing it.
+        settle();
+        EXPECT_EQ(n.nic.values(hsi::REG_GSI_RQ_BASE).back(), 0u);
+    });
+}
+
+// The CM's communication-ID table (host config cm_ids): every connector and listener holds an
+// entry until it is closed, so CreateConnector and CreateListener fail with
+// STATUS_INSUFFICIENT_RESOURCES when it is full; a peer whose table is full refuses a REQ (REJ
+// "no resources") and the Connect completes with STATUS_INSUFFICIENT_RESOURCES.
+TEST(NdkAdapter, CmIdTableLimitsConnectorsAndListeners) {
+    hw::sim_context ctx;
+    host_config c1 = sync_cfg();
+    c1.cm_ids = 3;
+    host_config c2 = host_config{};  // async creation: the failure is still inline
+    c2.cm_ids = 1;
+    node n1("n1", c1, ctx);
+    node n2("n2", c2, ctx);
+    fake_network net;
+    run([&] {
+        endpoint a, b;
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
+        NDK_CONNECTOR* k1 = nullptr;
+        NDK_CONNECTOR* k2 = nullptr;
+        NDK_LISTENER* l1 = nullptr;
+        listen_state ls;
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &k1),
+                  STATUS_SUCCESS);
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &k2),
+                  STATUS_SUCCESS);
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateListener(a.adapter, listen_state::fn, &ls,
+                                                         create_log::fn, nullptr, &l1),
+                  STATUS_SUCCESS);
+        // Table full: both calls fail inline and leave the out-parameter alone.
+        NDK_CONNECTOR* k3 = nullptr;
+        NDK_LISTENER* l2 = nullptr;
+        create_log never;
+        EXPECT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, &never, &k3),
+                  STATUS_INSUFFICIENT_RESOURCES);
+        EXPECT_EQ(k3, nullptr);
+        EXPECT_EQ(a.adapter->Dispatch->NdkCreateListener(a.adapter, listen_state::fn, &ls,
+                                                         create_log::fn, &never, &l2),
+                  STATUS_INSUFFICIENT_RESOURCES);
+        EXPECT_EQ(l2, nullptr);
+        settle();
+        EXPECT_EQ(never.calls, 0);
+        // Closing a connector frees its entry.
+        EXPECT_EQ(k2->Dispatch->NdkCloseConnector(&k2->Header, close_log::fn, nullptr),
+                  STATUS_SUCCESS);
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateListener(a.adapter, listen_state::fn, &ls,
+                                                         create_log::fn, nullptr, &l2),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &k3),
+                  STATUS_INSUFFICIENT_RESOURCES);
+        // b's only entry is its listener: an incoming request finds no room for its connector.
+        NDK_LISTENER* bl = nullptr;
+        listen_state bls;
+        ASSERT_EQ(b.adapter->Dispatch->NdkCreateListener(b.adapter, listen_state::fn, &bls,
+                                                         create_log::fn, nullptr, &bl),
+                  STATUS_SUCCESS);
+        SOCKADDR_IN la = addr(0, 5000);
+        ASSERT_EQ(bl->Dispatch->NdkListen(bl, reinterpret_cast<PSOCKADDR>(&la), sizeof(la),
+                                          request_log::fn, nullptr),
+                  STATUS_SUCCESS);
+        NDK_CONNECTOR* k4 = nullptr;
+        EXPECT_EQ(b.adapter->Dispatch->NdkCreateConnector(b.adapter, create_log::fn, nullptr, &k4),
+                  STATUS_INSUFFICIENT_RESOURCES);
+        SOCKADDR_IN dst = addr(params_for(2).ip, 5000);
+        request_log r;
+        ASSERT_EQ(k1->Dispatch->NdkConnect(k1, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst),
+                                           sizeof(dst), 1, 1, nullptr, 0, request_log::fn, &r),
+                  STATUS_PENDING);
+        ASSERT_TRUE(wait_until([&] { return r.calls == 1; }));
+        EXPECT_EQ(r.status, STATUS_INSUFFICIENT_RESOURCES);
+        EXPECT_EQ(bls.events, 0);
+        ASSERT_EQ(n2.nic.mads_sent(), std::vector<uint16_t>{hsi::CM_ATTR_REJ});
+        const auto& rej = n2.nic.gsi_sent.back().body;
+        EXPECT_EQ(rej[24 + 10] << 8 | rej[24 + 11], 3);  // IBA REJ reason 3: no resources
+        // The QP is free again (a refusal leaves it IDLE).
+        EXPECT_EQ(provider::impl(a.qp)->state, provider::qp_impl::IDLE);
+        EXPECT_EQ(k1->Dispatch->NdkCloseConnector(&k1->Header, close_log::fn, nullptr),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(l1->Dispatch->NdkCloseListener(&l1->Header, close_log::fn, nullptr),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &k3),
+                  STATUS_SUCCESS);  // two entries free again
     });
 }
 
 TEST(NdkAdapter, QueryAdapterInfoReportsLimits) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         NDK_ADAPTER* a = nullptr;
         const adapter_params p = params_for(1);
-        ASSERT_EQ(open_adapter(n.host, cm, p, &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, p, &a), STATUS_SUCCESS);
         NDK_ADAPTER_INFO info{};
         ULONG size = 8;
         EXPECT_EQ(a->Dispatch->NdkQueryAdapterInfo(a, &info, &size), STATUS_BUFFER_TOO_SMALL);
@@ -76,10 +170,10 @@ TEST(NdkAdapter, QueryAdapterInfoReportsLimits) {
 TEST(NdkAdapter, AsyncCreateCompletesFromIsr) {
     hw::sim_context ctx;
     node n("n1", host_config{}, ctx);  // async_create = true
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n.host, cm, params_for(1), &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, params_for(1), &a), STATUS_SUCCESS);
         create_log cl;
         NDK_CQ* cq = nullptr;
         notify_log notes;
@@ -113,10 +207,10 @@ TEST(NdkAdapter, AsyncCreateCompletesFromIsr) {
 TEST(NdkAdapter, SyncCreateAndCommandFailure) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n.host, cm, params_for(1), &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, params_for(1), &a), STATUS_SUCCESS);
         NDK_PD* pd = nullptr;
         const sc_core::sc_time t0 = sc_core::sc_time_stamp();
         ASSERT_EQ(a->Dispatch->NdkCreatePd(a, create_log::fn, nullptr, &pd), STATUS_SUCCESS);
@@ -143,13 +237,13 @@ TEST(NdkAdapter, SyncCreateAndCommandFailure) {
 TEST(NdkAdapter, QueryAdapterInfoSizesAndVersion) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         adapter_params p = params_for(1);
         p.version = NDK_VERSION{1, 1};  // lowest acceptable minor: the provider's highest is used
         p.limits.max_srqs = 1;          // no usable SRQN: MaxSrqDepth 0 (no SRQ support)
         endpoint e;
-        e.open(n, cm, p);
+        e.open(n, net, p);
         ULONG size = 0;
         EXPECT_EQ(e.adapter->Dispatch->NdkQueryAdapterInfo(e.adapter, nullptr, &size),
                   STATUS_BUFFER_TOO_SMALL);
@@ -182,10 +276,10 @@ TEST(NdkAdapter, QueryAdapterInfoSizesAndVersion) {
 TEST(NdkAdapter, QueryExtensionOnEveryObjectIsNotSupported) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         NDK_MR* mr = nullptr;
         NDK_MW* mw = nullptr;
         NDK_SRQ* srq = nullptr;
@@ -239,10 +333,10 @@ TEST(NdkAdapter, QueryExtensionOnEveryObjectIsNotSupported) {
 TEST(NdkAdapter, BuildLamOverMdlChain) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n.host, cm, params_for(1), &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, params_for(1), &a), STATUS_SUCCESS);
         auto* buf = static_cast<uint8_t*>(n.host.alloc(6 * 4096));
         // Two MDLs describing one virtually contiguous range of 3 x 4096 + 500 bytes that
         // starts 300 bytes into a page; the link between them is inside a page.
@@ -297,12 +391,12 @@ TEST(NdkAdapter, BuildLamOverMdlChain) {
 TEST(NdkAdapter, BuildLamFailuresLeaveNoMapping) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         adapter_params p = params_for(1);
         p.limits.max_mtt_pages = 8;
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n.host, cm, p, &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, p, &a), STATUS_SUCCESS);
         auto* buf = static_cast<uint8_t*>(n.host.alloc(16 * 4096));
         MDL* m1 = n.host.build_mdl(buf, 4096);
         MDL* gap = n.host.build_mdl(buf + 2 * 4096, 4096);  // a hole between the two

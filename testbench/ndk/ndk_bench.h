@@ -2,9 +2,15 @@
 // Driver-only test bench for the NDK provider: host memory + PCIe link + host_system, and a fake
 // BAR0 target that records MMIO writes and plays the NIC (executes commands by answering them,
 // writes CQEs and EQ entries into host memory by DMA, raises MSI-X). No hw/ model involved.
+// The fake NICs of a bench share a fake_network that emulates the GSI block (hw/hsi/hsi.h GSI
+// section): send slots are copied into the receive rings of the addressed fake NICs gsi_ns
+// later, and ARP requests for a NIC's own address are answered by that NIC, as the real block's
+// hardware responder does. So connections run the driver's real CM and ARP code.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +27,7 @@
 #include "hw/common/sim_context.h"
 #include "hw/hsi/hsi.h"
 #include "ndk_shim/host/host_system.h"
+#include "ndk_shim/host/neighbor_cache.h"
 #include "ndk_shim/ndk_sim.h"
 #include "ndk_shim/provider/provider.h"
 #include "tlm/host_memory/host_memory.h"
@@ -30,6 +37,8 @@
 #include <netinet/in.h>
 
 namespace rnic::ndk::test {
+
+class fake_network;
 
 class fake_nic : public sc_core::sc_module {
 public:
@@ -52,6 +61,14 @@ public:
         uint32_t producer = 0;
         uint32_t consumer = 0;
         uint8_t arm = 0;
+        // CMD_MODIFY_CQ interrupt moderation (hsi): hold the event until `mod_count` CQEs are
+        // unconsumed or `mod_period_us` passed since the first matching CQE.
+        uint32_t mod_count = 0;
+        uint32_t mod_period_us = 0;
+        bool timer = false;    // holds one of the moderation timers
+        bool held = false;     // an EVENT_CQ_COMPLETION is being held
+        uint64_t hold_id = 0;  // which hold a period timer belongs to
+        bool dead = false;     // EVENT_CQ_ERROR posted: CQEs dropped
     };
     struct qp_state {
         hsi::cmd_create_qp create{};
@@ -76,8 +93,34 @@ public:
     uint32_t eq_consumer = 0;
     bool eq_armed = false;
     uint32_t msis = 0;
+    // CMD_QUERY_DEVICE answer and the moderation timers (as rnic.cq configures a real NIC).
+    uint32_t caps = hsi::DEVICE_CAP_CQ_MODERATION;
+    uint32_t moderation_timers = 64;
+    uint32_t timers_in_use = 0;
     std::map<uint32_t, cq_state> cqs;
     std::map<uint32_t, qp_state> qps;
+
+    // GSI emulation: the port's addresses (set by fake_network::attach), the one-way delivery
+    // time of a slot to a peer (wire, both NICs' processing), and what went through it.
+    struct gsi_slot_record {
+        hsi::gsi_send_header header{};
+        std::vector<uint8_t> body;  // MAD, or the ARP frame
+        sc_core::sc_time at;
+        bool is_arp() const { return header.kind == hsi::GSI_KIND_ARP; }
+        uint16_t attribute() const {  // CM attribute of a MAD
+            return static_cast<uint16_t>(body[16] << 8 | body[17]);
+        }
+    };
+    fake_network* network = nullptr;
+    mac_address mac{};
+    uint32_t ip = 0;
+    double gsi_ns = 2000;
+    bool gsi_drop_all = false;  // the port's cable is cut: nothing leaves, nothing arrives
+    std::vector<gsi_slot_record> gsi_sent;  // send slots, in order
+    uint64_t gsi_received = 0;              // slots written into the receive ring
+    uint64_t gsi_no_buffer = 0;             // frames dropped: ring off or full
+    uint64_t arp_replies = 0;               // answers of the emulated hardware responder
+    uint64_t gsi_not_for_us = 0;            // frames for another MAC / IP
 
     fake_nic(sc_core::sc_module_name name, fabric::host_memory& mem)
         : sc_module(name)
@@ -85,6 +128,36 @@ public:
         bar.register_b_transport(this, &fake_nic::bar_b_transport);
         SC_HAS_PROCESS(fake_nic);
         SC_THREAD(cmd_thread);
+        SC_THREAD(gsi_send_thread);
+        SC_THREAD(gsi_recv_thread);
+    }
+
+    // CM MADs this NIC sent, by attribute, in order.
+    std::vector<uint16_t> mads_sent() const {
+        std::vector<uint16_t> v;
+        for (const auto& r : gsi_sent) {
+            if (!r.is_arp()) {
+                v.push_back(r.attribute());
+            }
+        }
+        return v;
+    }
+    // ARP frames this NIC sent (decoded).
+    std::vector<arp_packet> arp_sent() const {
+        std::vector<arp_packet> v;
+        for (const auto& r : gsi_sent) {
+            arp_packet a;
+            if (r.is_arp() && decode_arp(r.body.data(), r.body.size(), a)) {
+                v.push_back(a);
+            }
+        }
+        return v;
+    }
+
+    // A frame from the network (after its delivery delay): the receive side of the GSI block.
+    void gsi_arrive(const hsi::gsi_recv_header& h, std::vector<uint8_t> body) {
+        m_gsi_rx.push_back({h, std::move(body)});
+        m_gsi_rx_event.notify(sc_core::SC_ZERO_TIME);
     }
 
     // All values written to BAR offset `off`, in order.
@@ -124,7 +197,8 @@ public:
         return b;
     }
 
-    void dma_write(uint64_t addr, const void* data, unsigned len) {
+    // True when the write completed without a PCIe error (e.g. an IOMMU-unmapped ring fails).
+    bool dma_write(uint64_t addr, const void* data, unsigned len) {
         std::vector<uint8_t> buf(static_cast<const uint8_t*>(data),
                                  static_cast<const uint8_t*>(data) + len);
         tlm::tlm_generic_payload gp;
@@ -135,12 +209,14 @@ public:
         gp.set_streaming_width(len);
         sc_core::sc_time d = sc_core::SC_ZERO_TIME;
         dma->b_transport(gp, d);
+        return gp.get_response_status() == tlm::TLM_OK_RESPONSE;
     }
 
-    void post_event(uint8_t type, uint32_t data) {
+    void post_event(uint8_t type, uint32_t data, uint32_t data2 = 0) {
         hsi::event_entry e{};
         e.type = type;
         e.data = data;
+        e.data2 = data2;
         const uint32_t mask = (1u << eq_log) - 1;
         e.flags = static_cast<uint8_t>((((eq_producer >> eq_log) & 1) ? 0 : 1) << 7);
         dma_write(eq_base + (eq_producer & mask) * sizeof(e), &e, sizeof(e));
@@ -152,19 +228,64 @@ public:
         }
     }
 
-    // Writes a CQE (phase filled in) and, when the CQ is armed for it, an EQ event.
+    // Writes a CQE (phase filled in) and, when the CQ is armed for it, an EQ event (held by
+    // moderation like the NIC does). A failed write kills the CQ: EVENT_CQ_ERROR(DMA_ACCESS).
     void post_cqe(uint32_t cqn, hsi::cqe e) {
         cq_state& c = cqs.at(cqn);
+        if (c.dead) {
+            return;
+        }
         const uint32_t mask = (1u << c.log) - 1;
         e.flags =
             static_cast<uint8_t>((e.flags & 0x7F) | ((((c.producer >> c.log) & 1) ? 0 : 1) << 7));
-        dma_write(c.ring + (c.producer & mask) * sizeof(e), &e, sizeof(e));
+        if (!dma_write(c.ring + (c.producer & mask) * sizeof(e), &e, sizeof(e))) {
+            c.dead = true;
+            c.held = false;
+            post_event(hsi::EVENT_CQ_ERROR, cqn, hsi::CQ_ERR_DMA_ACCESS);
+            return;
+        }
         ++c.producer;
+        if (c.held) {
+            moderation_check(cqn);
+            return;
+        }
         const bool match = c.arm == hsi::CQ_ARM_ANY ||
                            (c.arm == hsi::CQ_ARM_SOLICITED &&
                             ((e.flags & hsi::CQE_FLAG_SOLICITED) || e.status != hsi::CQE_OK));
         if (match) {
             c.arm = hsi::CQ_ARM_NONE;
+            fire(cqn);
+        }
+    }
+
+    // EVENT_CQ_COMPLETION now, or held by moderation from now on.
+    void fire(uint32_t cqn) {
+        cq_state& c = cqs.at(cqn);
+        if (c.mod_count == 0 && c.mod_period_us == 0) {
+            post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+            return;
+        }
+        c.held = true;
+        const uint64_t id = ++m_hold_ids;
+        c.hold_id = id;
+        if (c.mod_period_us != 0) {
+            const sc_core::sc_time period(c.mod_period_us, sc_core::SC_US);
+            sc_core::sc_spawn([this, cqn, id, period] {
+                sc_core::wait(period);
+                auto it = cqs.find(cqn);
+                if (it != cqs.end() && it->second.held && it->second.hold_id == id) {
+                    it->second.held = false;
+                    post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+                }
+            });
+        }
+        moderation_check(cqn);
+    }
+    void moderation_check(uint32_t cqn) {
+        cq_state& c = cqs.at(cqn);
+        const bool off = c.mod_count == 0 && c.mod_period_us == 0;
+        if (c.held && (off || (c.mod_count != 0 && c.producer - c.consumer >= c.mod_count))) {
+            c.held = false;
             post_event(hsi::EVENT_CQ_COMPLETION, cqn);
         }
     }
@@ -199,6 +320,21 @@ private:
                 ++msis;
                 dma_write(msix[0].addr, &msix[0].data, 4);
             }
+        } else if (off == hsi::REG_GSI_SQ_BASE) {
+            m_gsi_sq_base = v;
+        } else if (off == hsi::REG_GSI_SQ_LOG_SIZE) {
+            m_gsi_sq_log = static_cast<uint32_t>(v);
+            m_gsi_sq_producer = m_gsi_sq_consumer = 0;
+        } else if (off == hsi::REG_GSI_SQ_DOORBELL) {
+            m_gsi_sq_producer = static_cast<uint32_t>(v);
+            m_gsi_db_event.notify(sc_core::SC_ZERO_TIME);
+        } else if (off == hsi::REG_GSI_RQ_BASE) {
+            m_gsi_rq_base = v;
+        } else if (off == hsi::REG_GSI_RQ_LOG_SIZE) {
+            m_gsi_rq_log = static_cast<uint32_t>(v);
+            m_gsi_rq_producer = m_gsi_rq_consumer = 0;
+        } else if (off == hsi::REG_GSI_RQ_CONSUMER) {
+            m_gsi_rq_consumer = static_cast<uint32_t>(v);
         } else if (off == hsi::REG_CMDQ_DOORBELL) {
             m_cmd_db = static_cast<uint32_t>(v);
             m_db_event.notify(sc_core::SC_ZERO_TIME);
@@ -211,9 +347,10 @@ private:
                 if (arm != hsi::CQ_ARM_NONE) {
                     it->second.arm = arm;
                     // Armed behind CQEs already written: notify now (like a real NIC).
-                    if (arm == hsi::CQ_ARM_ANY && it->second.producer != it->second.consumer) {
+                    if (arm == hsi::CQ_ARM_ANY && it->second.producer != it->second.consumer &&
+                        !it->second.dead) {
                         it->second.arm = hsi::CQ_ARM_NONE;
-                        post_event(hsi::EVENT_CQ_COMPLETION, cqn);
+                        fire(cqn);
                     }
                 }
             }
@@ -251,7 +388,13 @@ private:
             if (f != fail.end()) {
                 st = f->second;
             } else {
-                execute(c);
+                st = execute(c);
+            }
+            if (c.opcode == hsi::CMD_QUERY_DEVICE && st == hsi::CMD_OK) {
+                hsi::cmd_query_device q{};
+                q.caps = caps;
+                q.moderation_timers = moderation_timers;
+                dma_write(addr + offsetof(hsi::cmd_slot, u), &q, sizeof(q));
             }
             const uint8_t back[2] = {st, 1};
             dma_write(addr + hsi::CMD_STATUS_OFFSET, back, 2);
@@ -259,14 +402,41 @@ private:
         }
     }
 
-    void execute(const hsi::cmd_slot& c) {
+    uint8_t execute(const hsi::cmd_slot& c) {
         switch (c.opcode) {
             case hsi::CMD_CREATE_CQ:
                 cqs[c.u.cq.cqn] = cq_state{c.u.cq.ring_addr, c.u.cq.log_depth};
                 break;
             case hsi::CMD_DESTROY_CQ:
+                if (cqs.count(c.u.obj.handle) != 0 && cqs.at(c.u.obj.handle).timer) {
+                    --timers_in_use;
+                }
                 cqs.erase(c.u.obj.handle);
                 break;
+            case hsi::CMD_MODIFY_CQ: {
+                if ((caps & hsi::DEVICE_CAP_CQ_MODERATION) == 0) {
+                    return hsi::CMD_BAD_OPCODE;
+                }
+                auto it = cqs.find(c.u.modify_cq.cqn);
+                if (it == cqs.end()) {
+                    return hsi::CMD_BAD_HANDLE;
+                }
+                cq_state& q = it->second;
+                if (c.u.modify_cq.period_us != 0 && !q.timer) {
+                    if (timers_in_use >= moderation_timers) {
+                        return hsi::CMD_NO_RESOURCES;
+                    }
+                    q.timer = true;
+                    ++timers_in_use;
+                } else if (c.u.modify_cq.period_us == 0 && q.timer) {
+                    q.timer = false;
+                    --timers_in_use;
+                }
+                q.mod_count = c.u.modify_cq.count;
+                q.mod_period_us = c.u.modify_cq.period_us;
+                moderation_check(c.u.modify_cq.cqn);
+                break;
+            }
             case hsi::CMD_CREATE_QP:
                 qps[c.u.qp.qpn].create = c.u.qp;
                 break;
@@ -277,13 +447,169 @@ private:
             default:
                 break;
         }
+        return hsi::CMD_OK;
     }
 
+    void gsi_send_thread();
+    void gsi_recv_thread();
+
     fabric::host_memory& m_mem;
+    uint64_t m_hold_ids = 0;  // moderation holds (a period timer releases only its own)
     uint32_t m_cmd_db = 0;
     uint32_t m_cmd_consumer = 0;
     sc_core::sc_event m_db_event;
+    // GSI registers and ring state.
+    uint64_t m_gsi_sq_base = 0, m_gsi_rq_base = 0;
+    uint32_t m_gsi_sq_log = 0, m_gsi_rq_log = 0;
+    uint32_t m_gsi_sq_producer = 0, m_gsi_sq_consumer = 0;
+    uint32_t m_gsi_rq_producer = 0, m_gsi_rq_consumer = 0;
+    sc_core::sc_event m_gsi_db_event, m_gsi_rx_event;
+    std::deque<std::pair<hsi::gsi_recv_header, std::vector<uint8_t>>> m_gsi_rx;
 };
+
+// The wire between the fake NICs of a bench, at GSI-slot level: a MAD slot goes to the NIC with
+// the slot's destination MAC (or every other NIC for broadcast) whose IP is the destination IP;
+// an ARP frame to the NIC(s) its Ethernet destination names. Each arrives gsi_ns (the sender's)
+// later. Replaces the in-simulator CM service the fake-NIC benches used before.
+class fake_network {
+public:
+    // Gives `nic` its port addresses and puts it on this network.
+    void attach(fake_nic& nic, const mac_address& mac, uint32_t ip) {
+        nic.network = this;
+        nic.mac = mac;
+        nic.ip = ip;
+        if (std::find(m_nics.begin(), m_nics.end(), &nic) == m_nics.end()) {
+            m_nics.push_back(&nic);
+        }
+    }
+    // A frame leaving `from`: copies of it arrive at the addressed NICs after from.gsi_ns.
+    void transmit(fake_nic& from, const hsi::gsi_recv_header& h, const std::vector<uint8_t>& body) {
+        ++frames;
+        if (from.gsi_drop_all) {
+            return;
+        }
+        const bool broadcast = std::memcmp(h.dst_mac, BROADCAST_MAC.data(), 6) == 0;
+        for (fake_nic* n : m_nics) {
+            if (n == &from || n->gsi_drop_all ||
+                (!broadcast && std::memcmp(h.dst_mac, n->mac.data(), 6) != 0)) {
+                continue;
+            }
+            const double ns = from.gsi_ns;
+            sc_core::sc_spawn([n, h, body, ns] {
+                sc_core::wait(sc_core::sc_time(ns, sc_core::SC_NS));
+                n->gsi_arrive(h, body);
+            });
+        }
+    }
+    uint64_t frames = 0;  // frames put on the network
+
+private:
+    std::vector<fake_nic*> m_nics;
+};
+
+inline void fake_nic::gsi_send_thread() {
+    std::vector<uint8_t> slot(hsi::GSI_SLOT_BYTES);
+    for (;;) {
+        while (m_gsi_sq_consumer == m_gsi_sq_producer || m_gsi_sq_base == 0) {
+            sc_core::wait(m_gsi_db_event);
+        }
+        const uint64_t addr =
+            m_gsi_sq_base + static_cast<uint64_t>(m_gsi_sq_consumer & ((1u << m_gsi_sq_log) - 1)) *
+                                hsi::GSI_SLOT_BYTES;
+        ++m_gsi_sq_consumer;
+        m_mem.read(addr, slot.data(), slot.size());
+        gsi_slot_record r;
+        std::memcpy(&r.header, slot.data(), sizeof(r.header));
+        const uint8_t* body = slot.data() + sizeof(r.header);
+        const size_t len = r.header.kind == hsi::GSI_KIND_ARP
+                               ? std::min<size_t>(r.header.frame_bytes, hsi::GSI_MAX_RAW_FRAME)
+                               : hsi::MAD_BYTES;
+        r.body.assign(body, body + len);
+        r.at = sc_core::sc_time_stamp();
+        gsi_sent.push_back(r);
+        hsi::gsi_recv_header h{};
+        std::memcpy(h.dst_mac, r.header.dst_mac, 6);
+        std::memcpy(h.src_mac, r.header.src_mac, 6);
+        h.kind = r.header.kind;
+        if (r.is_arp()) {
+            std::memcpy(h.dst_mac, r.body.data(), 6);  // the frame's own Ethernet header
+            std::memcpy(h.src_mac, r.body.data() + 6, 6);
+            h.frame_bytes = static_cast<uint16_t>(r.body.size());
+        } else {
+            h.src_ip = r.header.src_ip;
+            h.dst_ip = r.header.dst_ip;
+            h.src_qp = hsi::GSI_QPN;
+            h.qkey = r.header.qkey;
+            h.pkey = r.header.pkey;
+            h.udp_src_port = r.header.udp_src_port;
+        }
+        if (network != nullptr) {
+            network->transmit(*this, h, r.body);
+        }
+        const uint8_t done = hsi::GSI_SENT;
+        dma_write(addr + hsi::GSI_SEND_DONE_OFFSET, &done, 1);
+    }
+}
+
+inline void fake_nic::gsi_recv_thread() {
+    std::vector<uint8_t> slot(hsi::GSI_SLOT_BYTES);
+    for (;;) {
+        while (m_gsi_rx.empty()) {
+            sc_core::wait(m_gsi_rx_event);
+        }
+        auto [h, body] = std::move(m_gsi_rx.front());
+        m_gsi_rx.pop_front();
+        if (h.kind == hsi::GSI_KIND_ARP) {
+            arp_packet a;
+            if (!decode_arp(body.data(), body.size(), a)) {
+                ++gsi_not_for_us;
+                continue;
+            }
+            const bool for_ip = ip != 0 && a.tpa == ip;
+            if (!for_ip && !(a.oper == arp_packet::REPLY && a.tha == mac)) {
+                ++gsi_not_for_us;
+                continue;
+            }
+            if (a.oper == arp_packet::REQUEST && for_ip && network != nullptr) {
+                // Hardware responder: answer with this port's MAC.
+                arp_packet reply;
+                reply.eth_dst = a.sha;
+                reply.eth_src = mac;
+                reply.oper = arp_packet::REPLY;
+                reply.sha = mac;
+                reply.spa = ip;
+                reply.tha = a.sha;
+                reply.tpa = a.spa;
+                hsi::gsi_recv_header rh{};
+                std::memcpy(rh.dst_mac, a.sha.data(), 6);
+                std::memcpy(rh.src_mac, mac.data(), 6);
+                rh.kind = hsi::GSI_KIND_ARP;
+                const auto frame = encode_arp(reply);
+                rh.frame_bytes = static_cast<uint16_t>(frame.size());
+                ++arp_replies;
+                network->transmit(*this, rh, frame);
+            }
+        } else if (h.dst_ip != ip) {
+            ++gsi_not_for_us;
+            continue;
+        }
+        const uint32_t size = 1u << m_gsi_rq_log;
+        if (m_gsi_rq_base == 0 || m_gsi_rq_producer - m_gsi_rq_consumer >= size) {
+            ++gsi_no_buffer;
+            continue;
+        }
+        h.flags = static_cast<uint8_t>((((m_gsi_rq_producer >> m_gsi_rq_log) & 1) ? 0 : 1) << 7);
+        std::fill(slot.begin(), slot.end(), 0);
+        std::memcpy(slot.data(), &h, sizeof(h));
+        std::memcpy(slot.data() + sizeof(h), body.data(), std::min<size_t>(body.size(), 256));
+        dma_write(m_gsi_rq_base +
+                      static_cast<uint64_t>(m_gsi_rq_producer & (size - 1)) * hsi::GSI_SLOT_BYTES,
+                  slot.data(), hsi::GSI_SLOT_BYTES);
+        ++m_gsi_rq_producer;
+        ++gsi_received;
+        post_event(hsi::EVENT_GSI_RECEIVE, m_gsi_rq_producer);
+    }
+}
 
 // One host with its PCIe link, a fake NIC and the driver's host_system.
 struct node {
@@ -313,6 +639,12 @@ inline adapter_params params_for(uint32_t node_id) {
     p.limits.max_srqs = 8;
     p.limits.max_keys = 64;
     return p;
+}
+
+// Puts the node's fake NIC on `net` with the addresses of `p`, then opens the adapter.
+inline NTSTATUS open_on(fake_network& net, node& n, const adapter_params& p, NDK_ADAPTER** out) {
+    net.attach(n.nic, p.mac, p.ip);
+    return open_adapter(n.host, p, out);
 }
 
 // Runs `body` in an SC_THREAD, then stops the simulation.
@@ -471,9 +803,11 @@ struct endpoint {
     NDK_QP* qp = nullptr;
     notify_log notes;
 
-    void open(node& n, fabric_cm& cm, const adapter_params& p, ULONG inline_size = 64,
+    // Puts the node's fake NIC on `net` with the addresses of `p`, then opens the adapter.
+    void open(node& n, fake_network& net, const adapter_params& p, ULONG inline_size = 64,
               ULONG cq_depth = 64) {
-        ASSERT_EQ(open_adapter(n.host, cm, p, &adapter), STATUS_SUCCESS);
+        net.attach(n.nic, p.mac, p.ip);
+        ASSERT_EQ(open_adapter(n.host, p, &adapter), STATUS_SUCCESS);
         create_log pl, cl, ql;
         NDK_PD* pd_out = nullptr;
         pd = created(adapter->Dispatch->NdkCreatePd(adapter, create_log::fn, &pl, &pd_out), pd_out,

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Connectors and listeners over the wire: two real nodes (host, PCIe, NIC) on one Ethernet link.
 // The connection exchange is IB CM MADs on QP1 (RoCEv2 UD SEND-only frames) sent and received
-// by the NICs' GSI blocks; the tests check the NDK statuses, the connection data, the MADs on
-// the wire (every frame captured as it leaves a MAC) and recovery from lost MADs. One SystemC
-// elaboration per TEST (ctest runs each in its own process).
+// by the NICs' GSI blocks, to the MAC that ARP (RFC 826 frames through the same GSI rings, the
+// NIC answering for its own address) resolved; the tests check the NDK statuses, the connection
+// data, the MADs and ARP frames on the wire (every frame captured as it leaves a MAC), routing
+// (subnet, gateway), unreachable hosts and recovery from lost MADs. One SystemC elaboration per
+// TEST (ctest runs each in its own process).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 
 #include "hw/gsi/gsi.h"
 #include "hw/roce/roce.h"
+#include "ndk_shim/host/neighbor_cache.h"
 #include "ndk_shim/ndk_sim.h"
 #include "ndk_shim/provider/cm_mad.h"
 #include "testbench/output/pcap_writer.h"
@@ -34,6 +37,7 @@ struct wire_frame {
     sc_core::sc_time at;
     std::vector<uint8_t> data;
     bool is_mad() const { return data.size() > MAD_OFFSET && data[roce::BTH_OFFSET] == 0x64; }
+    bool is_arp() const { return data.size() >= 42 && data[12] == 0x08 && data[13] == 0x06; }
     uint16_t attribute() const {
         return static_cast<uint16_t>(data[MAD_OFFSET + 16] << 8 | data[MAD_OFFSET + 17]);
     }
@@ -52,9 +56,9 @@ struct bench {
     scenario::node n0, n1;
     std::vector<wire_frame> frames;
 
-    explicit bench(const json& link_doc = json::object())
+    explicit bench(const json& link_doc = json::object(), json host = json::object())
         : cfg(scenario::parse_scenario(
-              {{"host", {{"async_create", false}}}, {"topology", {{"link", link_doc}}}}))
+              {{"host", with_sync(std::move(host))}, {"topology", {{"link", link_doc}}}}))
         , link("link", cfg.topology.link, ctx)
         , n0("n0", 0, cfg, link, ctx)
         , n1("n1", 1, cfg, link, ctx) {
@@ -82,6 +86,26 @@ struct bench {
         }
         ADD_FAILURE() << "no stat " << block << "." << counter;
         return 0;
+    }
+    static json with_sync(json host) {
+        host["async_create"] = false;
+        return host;
+    }
+    // ARP frames one side sent, decoded, in order.
+    std::vector<arp_packet> arps(int side) const {
+        std::vector<arp_packet> v;
+        for (const auto& f : frames) {
+            arp_packet a;
+            if (f.side == side && f.is_arp() && decode_arp(f.data.data(), f.data.size(), a)) {
+                v.push_back(a);
+            }
+        }
+        return v;
+    }
+    // Static neighbour entries for each other's address (no ARP before the first REQ).
+    void static_neighbors() {
+        n0.host.neighbors().add_static(params(1).ip, params(1).mac);
+        n1.host.neighbors().add_static(params(0).ip, params(0).mac);
     }
     // CM MADs one side sent, by attribute, in order.
     std::vector<uint16_t> mads(int side) const {
@@ -353,8 +377,8 @@ TEST(NdkConnector, MadsOnTheWireAreUdSendsToQp1) {
                 EXPECT_EQ(m.ird, 4u);
                 EXPECT_EQ(m.ord, 2u);
                 EXPECT_EQ(std::string(m.private_data.begin(), m.private_data.end()), "hello");
-                // Broadcast until the peer's MAC is known (ARP is not modelled).
-                EXPECT_EQ(d[0], 0xFF);
+                // Unicast to the MAC that ARP resolved.
+                EXPECT_EQ(std::memcmp(d, pp.mac.data(), 6), 0);
                 // IP CM header: IPv4, addresses as IPv4.
                 EXPECT_EQ(mad[24 + 140 + 1] >> 4, 4);
             } else if (m.type == cm_message::REP) {
@@ -364,6 +388,44 @@ TEST(NdkConnector, MadsOnTheWireAreUdSendsToQp1) {
             }
         }
         EXPECT_EQ(seen, 3);
+        // Before them: one ARP request (broadcast) and the peer NIC's reply, padded to 60 B.
+        ASSERT_GE(b.frames.size(), 2u);
+        EXPECT_TRUE(b.frames[0].is_arp());
+        EXPECT_EQ(b.frames[0].side, 0);
+        EXPECT_TRUE(b.frames[1].is_arp());
+        EXPECT_EQ(b.frames[1].side, 1);
+        EXPECT_FALSE(b.frames[2].is_arp());
+        EXPECT_EQ(b.frames[0].data.size(), 60u);
+        EXPECT_EQ(b.frames[1].data.size(), 60u);
+        const auto req = b.arps(0), rep = b.arps(1);
+        ASSERT_EQ(req.size(), 1u);
+        ASSERT_EQ(rep.size(), 1u);
+        EXPECT_EQ(req[0].oper, arp_packet::REQUEST);
+        EXPECT_EQ(req[0].eth_dst, BROADCAST_MAC);
+        EXPECT_EQ(req[0].eth_src, pa.mac);
+        EXPECT_EQ(req[0].sha, pa.mac);
+        EXPECT_EQ(req[0].spa, pa.ip);
+        EXPECT_EQ(req[0].tpa, pp.ip);
+        EXPECT_EQ(rep[0].oper, arp_packet::REPLY);
+        EXPECT_EQ(rep[0].eth_dst, pa.mac);
+        EXPECT_EQ(rep[0].sha, pp.mac);
+        EXPECT_EQ(rep[0].spa, pp.ip);
+        EXPECT_EQ(rep[0].tha, pa.mac);
+        EXPECT_EQ(rep[0].tpa, pa.ip);
+        // The peer's NIC answered in hardware and still handed the request to its driver (which
+        // learned the requester); the requester's driver learned the reply.
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_replies_sent"), 1u);
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_received"), 1u);
+        EXPECT_EQ(b.stat("n0.nic.gsi", "arp_received"), 1u);
+        EXPECT_EQ(b.stat("n0.nic.gsi", "arp_sent"), 1u);
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_sent"), 0u);  // p's driver never had to ask
+        EXPECT_EQ(get_cm_counters(a.adapter).arp_sent, 1u);
+        EXPECT_EQ(get_cm_counters(a.adapter).arp_received, 1u);
+        EXPECT_EQ(get_cm_counters(p.adapter).arp_received, 1u);
+        EXPECT_EQ(b.n0.host.neighbors().lookup(pp.ip), pp.mac);
+        EXPECT_EQ(b.n1.host.neighbors().lookup(pa.ip), pa.mac);
+        EXPECT_EQ(b.stat("n0.nic.recv_path", "parse_errors"), 0u);
+        EXPECT_EQ(b.stat("n1.nic.recv_path", "parse_errors"), 0u);
     });
 }
 
@@ -422,7 +484,9 @@ TEST(NdkConnector, SilentPeerTimesOut) {
         endpoint a, p;
         a.open(b.n0, b.params(0));
         p.open(b.n1, b.params(1));
-        // 10.0.0.99 is nobody: the REQ goes out, is sent again CM_RETRIES times, then gives up.
+        // 10.0.0.99 is nobody, but a static neighbour entry (netsh ... add neighbors) sends its
+        // frames to node 1's MAC: the REQ goes out, is sent again CM_RETRIES times, then gives up.
+        b.n0.host.neighbors().add_static(0x0A000063, b.params(1).mac);
         NDK_CONNECTOR* c = a.connector();
         request_log r;
         const sc_core::sc_time t0 = sc_core::sc_time_stamp();
@@ -443,9 +507,94 @@ TEST(NdkConnector, SilentPeerTimesOut) {
         // The peer's NIC saw MADs for another IP and dropped them.
         EXPECT_EQ(b.stat("n1.nic.gsi", "rx_not_for_us"), CM_RETRIES + 2u);
         EXPECT_EQ(b.stat("n1.nic.gsi", "mads_received"), 0u);
+        EXPECT_TRUE(b.arps(0).empty());  // the static entry answered
         // The QP is free again: it connects to the real peer.
         connection ok;
         ok.establish(b, a, p);
+    });
+}
+
+// Nobody answers ARP for 10.0.0.99: the requests go out (broadcast) 1 + arp_retries times,
+// arp_timeout_ns apart, no REQ leaves, and Connect completes with STATUS_HOST_UNREACHABLE.
+// Outside the /24 without a gateway: STATUS_NETWORK_UNREACHABLE inline, nothing on the wire.
+TEST(NdkConnector, UnknownHostAndNetworkAreUnreachable) {
+    constexpr double ARP_NS = 30e3;
+    bench b(json::object(), {{"arp_timeout_ns", ARP_NS}, {"arp_retries", 3}});
+    run([&] {
+        endpoint a, p;
+        a.open(b.n0, b.params(0));
+        p.open(b.n1, b.params(1));
+        NDK_CONNECTOR* c = a.connector();
+        request_log r;
+        const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+        ASSERT_EQ(a.connect(c, a.qp, 0x0A000063, 5000, nullptr, r), STATUS_PENDING);
+        ASSERT_TRUE(wait_until([&] { return r.calls == 1; }, ARP_NS * 10));
+        EXPECT_EQ(r.status, STATUS_HOST_UNREACHABLE);
+        EXPECT_GE(sc_core::sc_time_stamp() - t0, sc_core::sc_time(ARP_NS * 4, sc_core::SC_NS));
+        EXPECT_LT(sc_core::sc_time_stamp() - t0, sc_core::sc_time(ARP_NS * 5, sc_core::SC_NS));
+        const auto asked = b.arps(0);
+        ASSERT_EQ(asked.size(), 4u);
+        for (const auto& q : asked) {
+            EXPECT_EQ(q.oper, arp_packet::REQUEST);
+            EXPECT_EQ(q.tpa, 0x0A000063u);
+            EXPECT_EQ(q.eth_dst, BROADCAST_MAC);
+        }
+        for (size_t i = 1; i < b.frames.size(); ++i) {
+            EXPECT_GE(b.frames[i].at - b.frames[i - 1].at,
+                      sc_core::sc_time(ARP_NS, sc_core::SC_NS));
+        }
+        EXPECT_TRUE(b.mads(0).empty());
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_not_for_us"), 4u);  // node 1 heard, not its address
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_replies_sent"), 0u);
+        EXPECT_EQ(get_cm_counters(a.adapter).timeouts, 0u);  // no CM exchange began
+        request_log again;                                   // the connector connects once
+        EXPECT_EQ(a.connect(c, a.qp, b.params(1).ip, 5000, nullptr, again),
+                  STATUS_INVALID_DEVICE_STATE);
+        // 192.168.1.1 is outside 10.0.0.0/24 and no gateway is configured.
+        NDK_CONNECTOR* far = a.connector();
+        const size_t frames = b.frames.size();
+        EXPECT_EQ(a.connect(far, a.qp, 0xC0A80101, 5000, nullptr, again),
+                  STATUS_NETWORK_UNREACHABLE);
+        EXPECT_EQ(again.calls, 0);
+        sc_core::wait(sc_core::sc_time(10, sc_core::SC_US));
+        EXPECT_EQ(b.frames.size(), frames);
+        // The QP is still free and the same connector (no side effects) reaches the peer.
+        listen_state ls;
+        p.listen(ls, 5000);
+        request_log ok;
+        ASSERT_EQ(a.connect(far, a.qp, b.params(1).ip, 5000, nullptr, ok), STATUS_PENDING);
+        ASSERT_TRUE(wait_until([&] { return ls.events == 1; }, 1e6));
+    });
+}
+
+// A peer outside the subnet is reached through the default gateway: ARP resolves the gateway
+// (here node 1's address) and the REQ goes to its MAC with the far peer's IP; node 1's NIC is
+// no router and drops it (not its IP), so the Connect ends in STATUS_IO_TIMEOUT.
+TEST(NdkConnector, OffSubnetPeerGoesThroughTheGateway) {
+    bench b(json::object(), {{"ipv4_gateway", "10.0.0.2"}, {"ipv4_prefix_length", 24}});
+    run([&] {
+        endpoint a, p;
+        a.open(b.n0, b.params(0));
+        p.open(b.n1, b.params(1));
+        NDK_CONNECTOR* c = a.connector();
+        request_log r;
+        ASSERT_EQ(a.connect(c, a.qp, 0xC0A80105, 5000, nullptr, r), STATUS_PENDING);  // .1.5
+        ASSERT_TRUE(wait_until([&] { return r.calls == 1; }, 10 * CM_TIMEOUT_NS * CM_RETRIES));
+        EXPECT_EQ(r.status, STATUS_IO_TIMEOUT);
+        sc_core::wait(sc_core::sc_time(10, sc_core::SC_US));  // the REJ reaches node 1
+        const auto asked = b.arps(0);
+        ASSERT_EQ(asked.size(), 1u);
+        EXPECT_EQ(asked[0].tpa, b.params(1).ip);  // the gateway, not the peer
+        int reqs = 0;
+        for (const auto& f : b.frames) {
+            if (f.side == 0 && f.is_mad() && f.attribute() == hsi::CM_ATTR_REQ) {
+                ++reqs;
+                EXPECT_EQ(std::memcmp(f.data.data(), b.params(1).mac.data(), 6), 0);
+                EXPECT_EQ(be32(f.data.data() + 14 + 16), 0xC0A80105u);
+            }
+        }
+        EXPECT_EQ(reqs, static_cast<int>(CM_RETRIES) + 1);
+        EXPECT_EQ(b.stat("n1.nic.gsi", "rx_not_for_us"), CM_RETRIES + 2u);  // REQs + REJ
     });
 }
 
@@ -457,6 +606,7 @@ TEST(NdkConnector, LostReqRepRtuRecoveredByRetransmission) {
     // is answered by a second RTU.
     bench b(json::parse(
         R"({"faults": {"link_down_ns": [[0, 20e3], [100e3, 120e3], [180e3, 200e3]]}})"));
+    b.static_neighbors();  // the first frame on the wire is the REQ
     run([&] {
         endpoint a, p;
         a.open(b.n0, b.params(0));
@@ -597,6 +747,65 @@ TEST(NdkConnector, GsiDropsBadMadFramesWithCounters) {
     });
 }
 
+// ARP frames at the GSI: a request for the port's address is answered by the hardware (the
+// driver, which never sends replies, learns the requester); malformed ARP and ARP for other
+// addresses are dropped and counted.
+TEST(NdkConnector, GsiAnswersArpForItsAddressAndDropsTheRest) {
+    bench b;
+    run([&] {
+        endpoint p;
+        p.open(b.n1, b.params(1));
+        const auto pp = b.params(1);
+        const mac_address stranger = {0x02, 0xAA, 0, 0, 0, 0x07};
+        auto send = [&](const arp_packet& a, uint16_t ptype = 0x0800) {
+            fabric::eth_frame e;
+            e.data = encode_arp(a);
+            e.data[16] = static_cast<uint8_t>(ptype >> 8);
+            e.data[17] = static_cast<uint8_t>(ptype);
+            b.link.tx(0).put(std::move(e));
+        };
+        arp_packet who;
+        who.eth_dst = BROADCAST_MAC;
+        who.eth_src = stranger;
+        who.sha = stranger;
+        who.spa = 0x0A000009;
+        who.tpa = pp.ip;
+        send(who, 0x86DD);  // IPv6 as the protocol type: not ARP for IPv4
+        arp_packet other = who;
+        other.tpa = pp.ip + 1;
+        send(other);  // for another address
+        arp_packet stray;
+        stray.eth_dst = stranger;  // a reply between two other hosts
+        stray.eth_src = {0x02, 0xBB, 0, 0, 0, 1};
+        stray.oper = arp_packet::REPLY;
+        stray.sha = stray.eth_src;
+        stray.spa = 0x0A000010;
+        stray.tha = stranger;
+        stray.tpa = 0x0A000009;
+        send(stray);
+        send(who);  // the good one
+        sc_core::wait(sc_core::sc_time(20, sc_core::SC_US));
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_malformed"), 1u);
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_not_for_us"), 2u);
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_replies_sent"), 1u);
+        EXPECT_EQ(b.stat("n1.nic.gsi", "arp_received"), 1u);
+        EXPECT_EQ(b.stat("n1.nic.recv_path", "parse_errors"), 0u);
+        const auto replies = b.arps(1);
+        ASSERT_EQ(replies.size(), 1u);
+        EXPECT_EQ(replies[0].oper, arp_packet::REPLY);
+        EXPECT_EQ(replies[0].eth_dst, stranger);
+        EXPECT_EQ(replies[0].eth_src, pp.mac);
+        EXPECT_EQ(replies[0].sha, pp.mac);
+        EXPECT_EQ(replies[0].spa, pp.ip);
+        EXPECT_EQ(replies[0].tha, stranger);
+        EXPECT_EQ(replies[0].tpa, 0x0A000009u);
+        EXPECT_EQ(get_cm_counters(p.adapter).arp_received, 1u);
+        EXPECT_EQ(get_cm_counters(p.adapter).arp_sent, 0u);
+        EXPECT_EQ(b.n1.host.neighbors().lookup(0x0A000009), stranger);  // learned (RFC 826)
+        EXPECT_FALSE(b.n1.host.neighbors().lookup(0x0A000010).has_value());
+    });
+}
+
 // The capture as a pcap that tshark decodes as InfiniBand CM without malformed packets.
 TEST(NdkConnector, TsharkDecodesTheCmExchange) {
     if (std::system("command -v tshark >/dev/null 2>&1") != 0) {
@@ -632,7 +841,9 @@ TEST(NdkConnector, TsharkDecodesTheCmExchange) {
     pclose(pipe);
     EXPECT_EQ(out.find("Malformed"), std::string::npos) << out.substr(0, 4000);
     for (const char* s :
-         {"ConnectRequest", "ConnectReply", "ReadyToUse", "DisconnectRequest", "DisconnectReply"}) {
+         {"ConnectRequest", "ConnectReply", "ReadyToUse", "DisconnectRequest", "DisconnectReply",
+          "Address Resolution Protocol (request)", "Address Resolution Protocol (reply)",
+          "Target IP address: 10.0.0.2", "Sender MAC address: 02:00:00:00:00:02"}) {
         EXPECT_NE(out.find(s), std::string::npos) << s;
     }
 }

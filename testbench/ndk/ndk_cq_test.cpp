@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // NDK CQ family against a fake NIC: CQE -> NDK_RESULT(_EX) mapping, ArmCq (any / solicited / errors
-// and their combinations), notifications, overrun, ResizeCq, interrupt moderation.
+// and their combinations), notifications, overrun, ResizeCq, interrupt moderation. Against a real
+// NIC (scenario node): CQE write errors and the device fatal error (STATUS_INTERNAL_ERROR), and
+// moderation done by the NIC (rnic.cq.interrupt_moderation, rnic.cq.moderation_timers).
 #include <cstring>
 #include <string>
 #include <vector>
@@ -8,9 +10,23 @@
 #include <gtest/gtest.h>
 
 #include "testbench/ndk/ndk_bench.h"
+#include "testbench/scenario/node.h"
+#include "testbench/scenario/scenario_config.h"
+#include "tlm/ethernet/eth_link.h"
 
 namespace rnic::ndk::test {
 namespace {
+
+// The final status of a create in either mode (PENDING waits for the completion in `log`).
+NTSTATUS finished_create(NTSTATUS st, create_log& log) {
+    if (st != STATUS_PENDING) {
+        return st;
+    }
+    if (!wait_until([&] { return log.calls == 1; })) {
+        return STATUS_PENDING;
+    }
+    return log.status;
+}
 
 // Completions: CQE -> NDK_RESULT mapping, unsignalled retirement, phase wrap, consumer
 // doorbells, arming and notifications.
@@ -18,11 +34,11 @@ TEST(NdkCq, CompletionsMapAndNotify) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
     node n2("n2", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, cm, params_for(1));
-        b.open(n2, cm, params_for(2));
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
         force_connected(a.qp);
         force_connected(b.qp);
         NDK_SGE sge{};
@@ -133,11 +149,11 @@ TEST(NdkCq, FlushResizeAndModeration) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
     node n2("n2", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, cm, params_for(1));
-        b.open(n2, cm, params_for(2));
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
         force_connected(a.qp);
         force_connected(b.qp);
         NDK_SGE sge{};
@@ -199,12 +215,12 @@ TEST(NdkCq, FlushResizeAndModeration) {
 TEST(NdkCq, CreateLimitsAndExhaustion) {
     hw::sim_context ctx;
     node n("n1", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         adapter_params p = params_for(1);
         p.limits.max_cqs = 2;  // one usable CQN
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n.host, cm, p, &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, p, &a), STATUS_SUCCESS);
         NDK_CQ* cq = nullptr;
         create_log l0;
         EXPECT_EQ(
@@ -241,10 +257,10 @@ TEST(NdkCq, CreateLimitsAndExhaustion) {
 TEST(NdkCq, ArmCombinationTable) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         force_connected(e.qp);
         const uint32_t cqn = n.nic.cqs.begin()->first;
         auto& hw = n.nic.cqs.at(cqn);
@@ -303,10 +319,10 @@ TEST(NdkCq, ArmCombinationTable) {
 TEST(NdkCq, OverrunReportedOnceAndCqDead) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         const uint32_t cqn = n.nic.cqs.begin()->first;
         NDK_SGE sge{};
         ASSERT_EQ(e.qp->Dispatch->NdkReceive(e.qp, nullptr, &sge, 1), STATUS_SUCCESS);
@@ -331,11 +347,11 @@ TEST(NdkCq, OverrunReportedOnceAndCqDead) {
 TEST(NdkCq, ResizeAsyncLimitsAndRefusal) {
     hw::sim_context ctx;
     node n("n1", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
         const adapter_params p = params_for(1);
-        e.open(n, cm, p, 64, 8);
+        e.open(n, net, p, 64, 8);
         const uint32_t cqn = n.nic.cqs.begin()->first;
         NDK_SGE sge{};
         for (uint16_t i = 0; i < 3; ++i) {
@@ -377,10 +393,10 @@ TEST(NdkCq, ResizeAsyncLimitsAndRefusal) {
 TEST(NdkCq, ModerationByCountAndInterval) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1), 64, 16);
+        e.open(n, net, params_for(1), 64, 16);
         const uint32_t cqn = n.nic.cqs.begin()->first;
         EXPECT_EQ(e.cq->Dispatch->NdkControlCqInterruptModeration(e.cq, MAXULONG, 17),
                   STATUS_INVALID_PARAMETER_MIX);  // count > depth: interval-controlled too
@@ -429,10 +445,10 @@ TEST(NdkCq, ModerationByCountAndInterval) {
 TEST(NdkCq, EmptyPollSeesCqeLandingDuringItsDoorbell) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a;
-        a.open(n1, cm, params_for(1));
+        a.open(n1, net, params_for(1));
         force_connected(a.qp);
         NDK_SGE sge{};
         sge.Length = 8;
@@ -479,6 +495,252 @@ TEST(NdkCq, EmptyPollSeesCqeLandingDuringItsDoorbell) {
         EXPECT_EQ(r[0].RequestContext, reinterpret_cast<void*>(0x101));
         settle();
         EXPECT_EQ(n1.nic.cqs.at(cqn).consumer, 1u);  // the empty poll's doorbell
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Against the real NIC: one scenario node (host, PCIe, NIC) with `rnic` overrides.
+// ---------------------------------------------------------------------------------------------
+struct real_node {
+    hw::sim_context ctx;
+    scenario::scenario_config cfg;
+    fabric::eth_link* link;
+    scenario::node* n;
+    explicit real_node(const nlohmann::json& j = nlohmann::json::object())
+        : cfg(scenario::parse_scenario(j)) {
+        link = new fabric::eth_link("link", cfg.topology.link, ctx);
+        n = new scenario::node("node0", 0, cfg, *link, ctx);  // lives until the process ends
+    }
+    adapter_params params() const {
+        const auto& nc = cfg.topology.nodes[0];
+        adapter_params p;
+        p.mac = nc.mac;
+        p.ip = nc.ip;
+        p.limits = cfg.rnic.limits;
+        p.default_mtu = nc.mtu;
+        return p;
+    }
+};
+
+// Adapter, PD and CQs/QPs on the real NIC, created synchronously or not (scenario default: async).
+struct real_objects {
+    NDK_ADAPTER* adapter = nullptr;
+    NDK_PD* pd = nullptr;
+    void open(real_node& r) {
+        ASSERT_EQ(open_adapter(r.n->host, r.params(), &adapter), STATUS_SUCCESS);
+        create_log l;
+        NDK_PD* out = nullptr;
+        pd = created(adapter->Dispatch->NdkCreatePd(adapter, create_log::fn, &l, &out), out, l);
+        ASSERT_NE(pd, nullptr);
+    }
+    NDK_CQ* cq(ULONG depth, notify_log* notes) {
+        create_log l;
+        NDK_CQ* out = nullptr;
+        return created(adapter->Dispatch->NdkCreateCq(adapter, depth, notify_log::fn, notes,
+                                                      nullptr, create_log::fn, &l, &out),
+                       out, l);
+    }
+    NDK_QP* qp(NDK_CQ* send, NDK_CQ* recv) {
+        create_log l;
+        NDK_QP* out = nullptr;
+        return created(pd->Dispatch->NdkCreateQp(pd, recv, send, this, 8, 8, 2, 2, 0,
+                                                 create_log::fn, &l, &out),
+                       out, l);
+    }
+};
+
+// The bus address range of a CQ's ring (what the test takes away from the NIC).
+std::pair<uint64_t, uint64_t> ring_of(real_node& r, NDK_CQ* cq) {
+    provider::cq_impl* c = provider::impl(cq);
+    return {r.n->host.phys(c->ring), (uint64_t{1} << c->log_size) * sizeof(hsi::cqe)};
+}
+
+// A CQE write that fails on PCIe (the host released the ring's IOMMU mapping): the NIC kills the
+// CQ (EVENT_CQ_ERROR, DMA syndrome) and moves its QPs to ERROR; the armed notification gets
+// STATUS_INTERNAL_ERROR once, an unarmed CQ reports it to the next ArmCq, and GetCqResults
+// returns nothing more.
+TEST(NdkCq, CqeWriteErrorIsInternalErrorAndKillsCqAndQps) {
+    real_node r;
+    hw::nic& nic = r.n->nic;
+    run([&] {
+        real_objects o;
+        o.open(r);
+        notify_log armed_notes, unarmed_notes, other_notes;
+        NDK_CQ* armed = o.cq(16, &armed_notes);
+        NDK_CQ* unarmed = o.cq(16, &unarmed_notes);
+        NDK_CQ* other = o.cq(16, &other_notes);
+        ASSERT_NE(armed, nullptr);
+        ASSERT_NE(unarmed, nullptr);
+        ASSERT_NE(other, nullptr);
+        NDK_QP* a = o.qp(armed, armed);    // flushed: its receive CQE hits the dead ring
+        NDK_QP* b = o.qp(other, armed);    // not touched: follows the armed CQ into ERROR
+        NDK_QP* c = o.qp(other, unarmed);  // flushed: kills the unarmed CQ
+        ASSERT_NE(c, nullptr);
+        NDK_SGE sge{};
+        ASSERT_EQ(a->Dispatch->NdkReceive(a, reinterpret_cast<void*>(1), &sge, 0), STATUS_SUCCESS);
+        ASSERT_EQ(c->Dispatch->NdkReceive(c, reinterpret_cast<void*>(2), &sge, 0), STATUS_SUCCESS);
+        armed->Dispatch->NdkArmCq(armed, NDK_CQ_NOTIFY_ANY);
+        settle();
+        const auto ra = ring_of(r, armed);
+        const auto ru = ring_of(r, unarmed);
+        r.n->pcie.iommu_unmap(ra.first, ra.second);
+        r.n->pcie.iommu_unmap(ru.first, ru.second);
+        a->Dispatch->NdkFlush(a);
+        c->Dispatch->NdkFlush(c);
+        ASSERT_TRUE(wait_until([&] { return armed_notes.calls == 1; }, 100000));
+        EXPECT_EQ(armed_notes.status, STATUS_INTERNAL_ERROR);
+        settle();
+        EXPECT_EQ(unarmed_notes.calls, 0);
+        const uint32_t qpn_b = get_qp_number(b);
+        EXPECT_EQ(nic.contexts().qp(qpn_b)->state, hsi::QPS_ERROR);
+        EXPECT_EQ(nic.completions().get_stats().cqe_write_errors, 2u);
+        EXPECT_EQ(nic.completions().get_stats().overruns, 0u);
+        NDK_RESULT res[4];
+        EXPECT_EQ(armed->Dispatch->NdkGetCqResults(armed, res, 4), 0u);
+        // The unarmed CQ: the next arm hears about it (from a DPC), once.
+        unarmed->Dispatch->NdkArmCq(unarmed, NDK_CQ_NOTIFY_SOLICITED);
+        ASSERT_TRUE(wait_until([&] { return unarmed_notes.calls == 1; }));
+        EXPECT_EQ(unarmed_notes.status, STATUS_INTERNAL_ERROR);
+        armed->Dispatch->NdkArmCq(armed, NDK_CQ_NOTIFY_ANY);
+        unarmed->Dispatch->NdkArmCq(unarmed, NDK_CQ_NOTIFY_ANY);
+        wait_until([] { return false; }, 5000);
+        EXPECT_EQ(armed_notes.calls, 1);
+        EXPECT_EQ(unarmed_notes.calls, 1);
+        EXPECT_EQ(other_notes.calls, 0);  // the third CQ is alive and quiet
+        EXPECT_FALSE(nic.contexts().cq(provider::impl(other)->cqn)->error);
+    });
+}
+
+// NIC catastrophic error (test hook): every CQ and SRQ gets STATUS_INTERNAL_ERROR (armed: at
+// once; unarmed: at the next arm), posts fail (sends: CONNECTION_INVALID, receives:
+// DEVICE_NOT_READY) and creates fail with STATUS_INTERNAL_ERROR (the NIC answers every command
+// CMD_DEVICE_FATAL).
+TEST(NdkCq, DeviceFatalErrorReachesEveryCqAndSrqAndFailsCreatesAndPosts) {
+    real_node r;
+    hw::nic& nic = r.n->nic;
+    run([&] {
+        real_objects o;
+        o.open(r);
+        notify_log armed_notes, unarmed_notes, srq_notes;
+        NDK_CQ* armed = o.cq(16, &armed_notes);
+        NDK_CQ* unarmed = o.cq(16, &unarmed_notes);
+        NDK_QP* qp = o.qp(armed, unarmed);
+        ASSERT_NE(qp, nullptr);
+        force_connected(qp);
+        create_log sl;
+        NDK_SRQ* srq_out = nullptr;
+        NDK_SRQ* srq =
+            created(o.pd->Dispatch->NdkCreateSrq(o.pd, 8, 1, 2, notify_log::fn, &srq_notes, nullptr,
+                                                 create_log::fn, &sl, &srq_out),
+                    srq_out, sl);
+        ASSERT_NE(srq, nullptr);
+        NDK_SGE sge{};
+        for (int i = 0; i < 4; ++i) {  // above the threshold: armed, quiet
+            ASSERT_EQ(srq->Dispatch->NdkSrqReceive(srq, nullptr, &sge, 0), STATUS_SUCCESS);
+        }
+        armed->Dispatch->NdkArmCq(armed, NDK_CQ_NOTIFY_ERRORS);
+        settle();
+        nic.firmware().inject_fatal_error();
+        ASSERT_TRUE(wait_until([&] { return armed_notes.calls == 1 && srq_notes.calls == 1; }));
+        EXPECT_EQ(armed_notes.status, STATUS_INTERNAL_ERROR);
+        EXPECT_EQ(srq_notes.status, STATUS_INTERNAL_ERROR);
+        EXPECT_EQ(unarmed_notes.calls, 0);
+        EXPECT_EQ(nic.contexts().qp(get_qp_number(qp))->state, hsi::QPS_ERROR);
+        unarmed->Dispatch->NdkArmCq(unarmed, NDK_CQ_NOTIFY_ANY);
+        ASSERT_TRUE(wait_until([&] { return unarmed_notes.calls == 1; }));
+        EXPECT_EQ(unarmed_notes.status, STATUS_INTERNAL_ERROR);
+        // Posts.
+        EXPECT_EQ(qp->Dispatch->NdkSend(qp, nullptr, &sge, 0, 0), STATUS_CONNECTION_INVALID);
+        EXPECT_EQ(qp->Dispatch->NdkReceive(qp, nullptr, &sge, 0), STATUS_DEVICE_NOT_READY);
+        EXPECT_EQ(srq->Dispatch->NdkSrqReceive(srq, nullptr, &sge, 0), STATUS_DEVICE_NOT_READY);
+        // Creates: the NIC refuses every command.
+        create_log pl;
+        NDK_PD* pd2 = nullptr;
+        EXPECT_EQ(finished_create(
+                      o.adapter->Dispatch->NdkCreatePd(o.adapter, create_log::fn, &pl, &pd2), pl),
+                  STATUS_INTERNAL_ERROR);
+        create_log cl;
+        NDK_CQ* cq2 = nullptr;
+        EXPECT_EQ(
+            finished_create(o.adapter->Dispatch->NdkCreateCq(o.adapter, 8, nullptr, nullptr,
+                                                             nullptr, create_log::fn, &cl, &cq2),
+                            cl),
+            STATUS_INTERNAL_ERROR);
+        EXPECT_EQ(nic.firmware().get_stats().by_status[hsi::CMD_DEVICE_FATAL], 2u);
+        // Later arms do not report again.
+        armed->Dispatch->NdkArmCq(armed, NDK_CQ_NOTIFY_ANY);
+        wait_until([] { return false; }, 5000);
+        EXPECT_EQ(armed_notes.calls, 1);
+        EXPECT_EQ(srq_notes.calls, 1);
+    });
+}
+
+// Moderation in the NIC: a count releases the notification on the count-th CQE, a period after
+// ModerationInterval us; rnic.cq.moderation_timers limits the CQs with a period at once
+// (INSUFFICIENT_RESOURCES; turning moderation off frees the timer).
+TEST(NdkCq, ModerationInTheNicWithLimitedTimers) {
+    real_node r(nlohmann::json::parse(R"({"rnic": {"cq": {"moderation_timers": 1}}})"));
+    hw::nic& nic = r.n->nic;
+    run([&] {
+        real_objects o;
+        o.open(r);
+        notify_log n1, n2;
+        NDK_CQ* cq1 = o.cq(16, &n1);
+        NDK_CQ* cq2 = o.cq(16, &n2);
+        ASSERT_NE(cq2, nullptr);
+        NDK_ADAPTER_INFO info{};
+        ULONG size = sizeof(info);
+        ASSERT_EQ(o.adapter->Dispatch->NdkQueryAdapterInfo(o.adapter, &info, &size),
+                  STATUS_SUCCESS);
+        EXPECT_NE(info.AdapterFlags & NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED, 0u);
+        EXPECT_EQ(cq1->Dispatch->NdkControlCqInterruptModeration(cq1, 20, MAXULONG),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(nic.completions().moderation_timers_in_use(), 1u);
+        EXPECT_EQ(cq2->Dispatch->NdkControlCqInterruptModeration(cq2, 20, MAXULONG),
+                  STATUS_INSUFFICIENT_RESOURCES);
+        EXPECT_EQ(cq2->Dispatch->NdkControlCqInterruptModeration(cq2, MAXULONG, 2),
+                  STATUS_SUCCESS);  // count only: no timer needed
+        EXPECT_EQ(cq2->Dispatch->NdkControlCqInterruptModeration(cq2, MAXULONG, MAXULONG),
+                  STATUS_INVALID_PARAMETER_MIX);
+        // The period: one flushed receive, the notification 20 us after its CQE.
+        NDK_QP* qp = o.qp(cq1, cq1);
+        NDK_SGE sge{};
+        ASSERT_EQ(qp->Dispatch->NdkReceive(qp, nullptr, &sge, 0), STATUS_SUCCESS);
+        cq1->Dispatch->NdkArmCq(cq1, NDK_CQ_NOTIFY_ANY);
+        settle();
+        qp->Dispatch->NdkFlush(qp);
+        const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+        ASSERT_TRUE(wait_until([&] { return n1.calls == 1; }, 100000));
+        EXPECT_GE(sc_core::sc_time_stamp() - t0, sc_core::sc_time(20, sc_core::SC_US));
+        EXPECT_LT(sc_core::sc_time_stamp() - t0, sc_core::sc_time(26, sc_core::SC_US));
+        EXPECT_EQ(n1.status, STATUS_SUCCESS);
+        EXPECT_EQ(nic.completions().get_stats().moderation_timeouts, 1u);
+        // Off (0, 0) frees the timer for the other CQ.
+        EXPECT_EQ(cq1->Dispatch->NdkControlCqInterruptModeration(cq1, 0, 0), STATUS_SUCCESS);
+        EXPECT_EQ(cq2->Dispatch->NdkControlCqInterruptModeration(cq2, 20, MAXULONG),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(nic.contexts().cq(provider::impl(cq2)->cqn)->moderation_period_us, 20u);
+    });
+}
+
+// rnic.cq.interrupt_moderation false: adapter flag 0x4 clear, the call STATUS_NOT_SUPPORTED.
+TEST(NdkCq, ModerationAbsentWhenTheNicHasNone) {
+    real_node r(nlohmann::json::parse(R"({"rnic": {"cq": {"interrupt_moderation": false}}})"));
+    run([&] {
+        real_objects o;
+        o.open(r);
+        notify_log n1;
+        NDK_CQ* cq = o.cq(16, &n1);
+        ASSERT_NE(cq, nullptr);
+        NDK_ADAPTER_INFO info{};
+        ULONG size = sizeof(info);
+        ASSERT_EQ(o.adapter->Dispatch->NdkQueryAdapterInfo(o.adapter, &info, &size),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(info.AdapterFlags & NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED, 0u);
+        EXPECT_NE(info.AdapterFlags & NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED, 0u);
+        EXPECT_EQ(cq->Dispatch->NdkControlCqInterruptModeration(cq, 20, MAXULONG),
+                  STATUS_NOT_SUPPORTED);
+        EXPECT_EQ(cq->Dispatch->NdkControlCqInterruptModeration(cq, 0, 0), STATUS_NOT_SUPPORTED);
     });
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Connection handshake as the driver programs it, against a fake NIC with the in-simulator CM
-// service (fabric_cm): QP state transitions and addresses, refusals and rejects, shared
-// endpoints, closing a connector mid-handshake. The object families have their own files
-// (ndk_{adapter,pd,cq,qp,srq,mr,mw}_test.cpp); CM over the wire is ndk_connector_test.cpp.
+// Connection handshake as the driver programs it, against fake NICs whose emulated GSI carries
+// the driver's CM MADs and ARP frames (ndk_bench.h fake_network): QP state transitions and
+// addresses, neighbour resolution, refusals and rejects, unreachable hosts and networks,
+// duplicate addresses, shared endpoints, closing a connector mid-handshake. The object families
+// have their own files (ndk_{adapter,pd,cq,qp,srq,mr,mw}_test.cpp); CM over the wire between
+// real NICs is ndk_connector_test.cpp.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -14,7 +16,7 @@
 namespace rnic::ndk::test {
 namespace {
 
-// Connects a (active) to b (passive, listening on port 5000) through the fabric CM.
+// Connects a (active) to b (passive, listening on port 5000) through the emulated GSI.
 struct connection {
     NDK_LISTENER* listener = nullptr;
     NDK_CONNECTOR* active = nullptr;
@@ -75,16 +77,34 @@ TEST(NdkDriver, ConnectHandshakeProgramsBothQps) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
     node n2("n2", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, cm, params_for(1));
-        b.open(n2, cm, params_for(2));
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
         connection c;
         const sc_core::sc_time t0 = sc_core::sc_time_stamp();
         c.establish(a, b, params_for(2).ip);
-        // REQ, REP, RTU: at least three one-way CM delays.
-        EXPECT_GE(sc_core::sc_time_stamp() - t0, sc_core::sc_time(6, sc_core::SC_US));
+        // ARP request and reply, then REQ, REP, RTU: at least five one-way delays.
+        EXPECT_GE(sc_core::sc_time_stamp() - t0, sc_core::sc_time(10, sc_core::SC_US));
+        // The REQ went unicast to the MAC that ARP resolved; the reply came from b's NIC.
+        const auto arps = n1.nic.arp_sent();
+        ASSERT_EQ(arps.size(), 1u);
+        EXPECT_EQ(arps[0].oper, arp_packet::REQUEST);
+        EXPECT_EQ(arps[0].eth_dst, BROADCAST_MAC);
+        EXPECT_EQ(arps[0].tpa, params_for(2).ip);
+        EXPECT_EQ(arps[0].spa, params_for(1).ip);
+        EXPECT_EQ(n2.nic.arp_replies, 1u);
+        EXPECT_TRUE(n2.nic.arp_sent().empty());  // the hardware answers, not b's driver
+        EXPECT_EQ(n1.host.neighbors().lookup(params_for(2).ip), params_for(2).mac);
+        ASSERT_FALSE(n1.nic.gsi_sent.empty());
+        const auto& req = n1.nic.gsi_sent[1];
+        EXPECT_EQ(req.attribute(), hsi::CM_ATTR_REQ);
+        EXPECT_EQ(std::memcmp(req.header.dst_mac, params_for(2).mac.data(), 6), 0);
+        EXPECT_EQ(n1.nic.mads_sent(), (std::vector<uint16_t>{hsi::CM_ATTR_REQ, hsi::CM_ATTR_RTU}));
+        EXPECT_EQ(n2.nic.mads_sent(), (std::vector<uint16_t>{hsi::CM_ATTR_REP}));
+        EXPECT_EQ(get_cm_counters(a.adapter).arp_sent, 1u);
+        EXPECT_EQ(get_cm_counters(a.adapter).arp_received, 1u);
         const auto& qa = n1.nic.qps.at(a.qpn());
         const auto& qb = n2.nic.qps.at(b.qpn());
         EXPECT_EQ(qa.states, (std::vector<uint8_t>{hsi::QPS_RTR, hsi::QPS_RTS}));
@@ -133,11 +153,11 @@ TEST(NdkDriver, ConnectRefusedAndRejected) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
     node n2("n2", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, cm, params_for(1));
-        b.open(n2, cm, params_for(2));
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
         NDK_CONNECTOR* c1 = nullptr;
         ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c1),
                   STATUS_SUCCESS);
@@ -149,15 +169,41 @@ TEST(NdkDriver, ConnectRefusedAndRejected) {
                   STATUS_PENDING);
         ASSERT_TRUE(wait_until([&] { return r1.calls == 1; }));
         EXPECT_EQ(r1.status, STATUS_CONNECTION_REFUSED);
-        // Unknown host.
+        // Unknown host: nobody answers ARP; after the host's retries Connect completes with
+        // STATUS_HOST_UNREACHABLE, and no REQ went out.
+        NDK_CONNECTOR* c0 = nullptr;
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c0),
+                  STATUS_SUCCESS);
+        SOCKADDR_IN nowhere = addr(0x0A0000FE, 6000);
+        const size_t mads_before = n1.nic.mads_sent().size();
+        const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+        request_log r0;
+        ASSERT_EQ(
+            c0->Dispatch->NdkConnect(c0, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&nowhere),
+                                     sizeof(nowhere), 0, 0, nullptr, 0, request_log::fn, &r0),
+            STATUS_PENDING);
+        const host_config& hc = n1.host.config();
+        ASSERT_TRUE(
+            wait_until([&] { return r0.calls == 1; }, hc.arp_timeout_ns * (hc.arp_retries + 2)));
+        EXPECT_EQ(r0.status, STATUS_HOST_UNREACHABLE);
+        EXPECT_GE(sc_core::sc_time_stamp() - t0,
+                  sc_core::sc_time(hc.arp_timeout_ns * (hc.arp_retries + 1), sc_core::SC_NS));
+        EXPECT_EQ(n1.nic.mads_sent().size(), mads_before);
+        size_t asked = 0;
+        for (const auto& arp : n1.nic.arp_sent()) {
+            asked += arp.tpa == 0x0A0000FEu ? 1 : 0;
+        }
+        EXPECT_EQ(asked, hc.arp_retries + 1u);
+        EXPECT_FALSE(n1.host.neighbors().lookup(0x0A0000FE).has_value());
+        // Outside the adapter's /24 and no default gateway: STATUS_NETWORK_UNREACHABLE inline.
         NDK_CONNECTOR* c2 = nullptr;
         ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c2),
                   STATUS_SUCCESS);
-        SOCKADDR_IN nowhere = addr(0x0A0000FE, 6000);
-        EXPECT_EQ(
-            c2->Dispatch->NdkConnect(c2, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&nowhere),
-                                     sizeof(nowhere), 0, 0, nullptr, 0, request_log::fn, &r1),
-            STATUS_HOST_UNREACHABLE);
+        SOCKADDR_IN far = addr(0x0B000002, 6000);  // 11.0.0.2
+        EXPECT_EQ(c2->Dispatch->NdkConnect(c2, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&far),
+                                           sizeof(far), 0, 0, nullptr, 0, request_log::fn, &r1),
+                  STATUS_NETWORK_UNREACHABLE);
+        EXPECT_EQ(n1.nic.arp_sent().size(), asked + 1);  // b's address, nothing for 11.0.0.2
         // Caller data too long.
         char big[provider::MAX_CALLER_DATA + 1] = {};
         EXPECT_EQ(
@@ -205,18 +251,33 @@ TEST(NdkDriver, ConnectRefusedAndRejected) {
 
 TEST(NdkDriver, SharedEndpointAndCloseDuringConnect) {
     hw::sim_context ctx;
-    node n1("n1", host_config{}, ctx);  // async creation path
-    node n2("n2", host_config{}, ctx);
-    fabric_cm cm;
+    host_config dad = host_config{};  // async creation path
+    dad.dad_probes = 2;               // duplicate address detection at open
+    dad.arp_timeout_ns = 20e3;
+    node n1("n1", host_config{}, ctx);
+    node n2("n2", dad, ctx);
+    node n3("n3", dad, ctx);
+    fake_network net;
     run([&] {
         NDK_ADAPTER* a = nullptr;
         NDK_ADAPTER* b = nullptr;
-        ASSERT_EQ(open_adapter(n1.host, cm, params_for(1), &a), STATUS_SUCCESS);
-        ASSERT_EQ(open_adapter(n2.host, cm, params_for(2), &b), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n1, params_for(1), &a), STATUS_SUCCESS);
+        // n2's probes for 10.0.0.2 go unanswered: the open takes the probe intervals.
+        const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+        ASSERT_EQ(open_on(net, n2, params_for(2), &b), STATUS_SUCCESS);
+        EXPECT_GE(sc_core::sc_time_stamp() - t0, sc_core::sc_time(40, sc_core::SC_US));
+        ASSERT_EQ(n2.nic.arp_sent().size(), 2u);
+        EXPECT_EQ(n2.nic.arp_sent()[0].spa, 0u);  // RFC 5227 probe: no sender address
+        EXPECT_EQ(n2.nic.arp_sent()[0].tpa, params_for(2).ip);
+        // Another NIC with 10.0.0.1: n1's NIC answers the probe, the open fails.
         adapter_params dup = params_for(1);
+        dup.mac[5] = 0x33;
         NDK_ADAPTER* c = nullptr;
-        EXPECT_EQ(open_adapter(n1.host, cm, dup, &c), STATUS_ADDRESS_ALREADY_EXISTS);
-        EXPECT_EQ(open_adapter(n1.host, cm, params_for(9), &c), NDIS_STATUS_ADAPTER_NOT_READY);
+        EXPECT_EQ(open_on(net, n3, dup, &c), STATUS_ADDRESS_ALREADY_EXISTS);
+        EXPECT_EQ(n3.nic.arp_sent().size(), 1u);  // the first probe's answer was enough
+        EXPECT_EQ(n1.nic.arp_replies, 1u);
+        // One driver instance per NIC.
+        EXPECT_EQ(open_adapter(n1.host, params_for(9), &c), NDIS_STATUS_ADAPTER_NOT_READY);
         create_log pdl, cql, qpl;
         NDK_PD* pd = nullptr;
         NDK_CQ* cq = nullptr;
@@ -326,6 +387,79 @@ TEST(NdkDriver, SharedEndpointAndCloseDuringConnect) {
         close_adapter(a);
         EXPECT_EQ(any.calls, 3);  // QP, CQ, PD closed through the command queue
         close_adapter(b);
+    });
+}
+
+// Closing a connector while ARP still resolves its next hop: Connect completes with
+// STATUS_CANCELLED (from the DPC, before the close completion), no REQ ever leaves, and the
+// neighbour cache stops asking once nobody waits. A second Connect to the same silent address
+// while the first resolves shares its ARP requests.
+TEST(NdkDriver, CloseDuringArpResolutionCancelsConnect) {
+    hw::sim_context ctx;
+    host_config cfg = sync_cfg();
+    cfg.arp_timeout_ns = 50e3;
+    cfg.arp_retries = 3;
+    node n1("n1", cfg, ctx);
+    fake_network net;
+    run([&] {
+        endpoint a;
+        a.open(n1, net, params_for(1));
+        NDK_QP* q2 = nullptr;
+        ASSERT_EQ(a.pd->Dispatch->NdkCreateQp(a.pd, a.cq, a.cq, nullptr, 4, 4, 1, 1, 0,
+                                              create_log::fn, nullptr, &q2),
+                  STATUS_SUCCESS);
+        NDK_CONNECTOR* c1 = nullptr;
+        NDK_CONNECTOR* c2 = nullptr;
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c1),
+                  STATUS_SUCCESS);
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c2),
+                  STATUS_SUCCESS);
+        SOCKADDR_IN silent = addr(0x0A000042, 7000);
+        request_log r1, r2;
+        ASSERT_EQ(
+            c1->Dispatch->NdkConnect(c1, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&silent),
+                                     sizeof(silent), 0, 0, nullptr, 0, request_log::fn, &r1),
+            STATUS_PENDING);
+        ASSERT_EQ(c2->Dispatch->NdkConnect(c2, q2, nullptr, 0, reinterpret_cast<PSOCKADDR>(&silent),
+                                           sizeof(silent), 0, 0, nullptr, 0, request_log::fn, &r2),
+                  STATUS_PENDING);
+        sc_core::wait(sc_core::sc_time(10, sc_core::SC_US));
+        EXPECT_EQ(n1.nic.arp_sent().size(), 1u);  // one request serves both
+        std::vector<std::string> order;
+        close_log closed{0, &order, "close"};
+        EXPECT_EQ(c1->Dispatch->NdkCloseConnector(&c1->Header, close_log::fn, &closed),
+                  STATUS_PENDING);
+        ASSERT_TRUE(wait_until([&] { return closed.calls == 1; }));
+        EXPECT_EQ(r1.calls, 1);
+        EXPECT_EQ(r1.status, STATUS_CANCELLED);
+        EXPECT_EQ(r2.calls, 0);  // still resolving
+        // The other waiter keeps the requests going; then it fails alone.
+        ASSERT_TRUE(wait_until([&] { return r2.calls == 1; }, 300e3));
+        EXPECT_EQ(r2.status, STATUS_HOST_UNREACHABLE);
+        EXPECT_EQ(n1.nic.arp_sent().size(), 4u);
+        EXPECT_TRUE(n1.nic.mads_sent().empty());  // no REQ (and no REJ) for either
+        const auto& ns = n1.host.neighbors().get_stats();
+        EXPECT_EQ(ns.requests, 4u);
+        EXPECT_EQ(ns.failed, 1u);
+        EXPECT_EQ(ns.resolved, 0u);
+        // A lone waiter closed mid-resolution stops the requests.
+        NDK_CONNECTOR* c3 = nullptr;
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c3),
+                  STATUS_SUCCESS);
+        request_log r3;
+        ASSERT_EQ(
+            c3->Dispatch->NdkConnect(c3, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&silent),
+                                     sizeof(silent), 0, 0, nullptr, 0, request_log::fn, &r3),
+            STATUS_PENDING);
+        sc_core::wait(sc_core::sc_time(10, sc_core::SC_US));
+        close_log closed3{0, nullptr, ""};
+        c3->Dispatch->NdkCloseConnector(&c3->Header, close_log::fn, &closed3);
+        ASSERT_TRUE(wait_until([&] { return closed3.calls == 1; }));
+        EXPECT_EQ(r3.status, STATUS_CANCELLED);
+        sc_core::wait(sc_core::sc_time(300, sc_core::SC_US));
+        EXPECT_EQ(n1.nic.arp_sent().size(), 5u);  // its first request only
+        EXPECT_EQ(n1.host.neighbors().get_stats().failed, 1u);
+        EXPECT_EQ(r3.calls, 1);
     });
 }
 

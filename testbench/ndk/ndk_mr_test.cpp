@@ -16,10 +16,10 @@ namespace {
 TEST(NdkMr, RegisterMrBuildsPageList) {
     hw::sim_context ctx;
     node n1("n1", host_config{}, ctx);  // async: RegisterMr pends
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n1.host, cm, params_for(1), &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n1, params_for(1), &a), STATUS_SUCCESS);
         create_log pl;
         NDK_PD* pd = nullptr;
         ASSERT_EQ(a->Dispatch->NdkCreatePd(a, create_log::fn, &pl, &pd), STATUS_PENDING);
@@ -106,12 +106,12 @@ TEST(NdkMr, RegisterMrBuildsPageList) {
 TEST(NdkMr, RegisterFromChainsAndFailures) {
     hw::sim_context ctx;
     node n("n1", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
         adapter_params p = params_for(1);
         p.limits.max_mtt_pages = 8;
-        e.open(n, cm, p);
+        e.open(n, net, p);
         auto* buf = static_cast<uint8_t*>(n.host.alloc(16 * 4096));
         NDK_MR* mr = nullptr;
         ASSERT_EQ(e.pd->Dispatch->NdkCreateMr(e.pd, FALSE, create_log::fn, nullptr, &mr),
@@ -163,12 +163,12 @@ TEST(NdkMr, RegisterFromChainsAndFailures) {
 TEST(NdkMr, KeyExhaustion) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
         adapter_params p = params_for(1);
         p.limits.max_keys = 3;  // key index 0 is the privileged token: two usable
-        e.open(n, cm, p);
+        e.open(n, net, p);
         NDK_MR* m1 = nullptr;
         NDK_MR* m2 = nullptr;
         NDK_MW* w = nullptr;
@@ -194,12 +194,12 @@ TEST(NdkMr, KeyExhaustion) {
 TEST(NdkMr, FastRegisterLimitsAndRemoteAccess) {
     hw::sim_context ctx;
     node n("n1", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
         adapter_params p = params_for(1);
         p.limits.max_mtt_pages = 32;
-        e.open(n, cm, p);
+        e.open(n, net, p);
         force_connected(e.qp);
         NDK_ADAPTER_INFO info{};
         ULONG size = sizeof(info);

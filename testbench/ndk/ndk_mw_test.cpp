@@ -16,11 +16,11 @@ TEST(NdkMw, MemoryWindowsFastRegisterInvalidate) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
     node n2("n2", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, cm, params_for(1));
-        b.open(n2, cm, params_for(2));
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
         // Before the connection: bind / fast-register / invalidate are refused.
         NDK_MR* mr = nullptr;
         ASSERT_EQ(a.pd->Dispatch->NdkCreateMr(a.pd, FALSE, create_log::fn, nullptr, &mr),
@@ -133,10 +133,10 @@ TEST(NdkMw, MemoryWindowsFastRegisterInvalidate) {
 TEST(NdkMw, BindRightsAsyncCreateAndInvalidate) {
     hw::sim_context ctx;
     node n("n1", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         force_connected(e.qp);
         create_log wl;
         NDK_MW* mw = nullptr;

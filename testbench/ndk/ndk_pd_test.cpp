@@ -15,10 +15,10 @@ namespace {
 TEST(NdkPd, ParentClosePendsUntilChildrenClosed) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n1, cm, params_for(1));
+        e.open(n1, net, params_for(1));
         std::vector<std::string> order;
         close_log pd_closed{0, &order, "pd"}, cq_closed{0, &order, "cq"},
             qp_closed{0, &order, "qp"};
@@ -45,12 +45,12 @@ TEST(NdkPd, CreateSyncAndAsync) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
     node n2("n2", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         NDK_ADAPTER* s = nullptr;
         NDK_ADAPTER* as = nullptr;
-        ASSERT_EQ(open_adapter(n1.host, cm, params_for(1), &s), STATUS_SUCCESS);
-        ASSERT_EQ(open_adapter(n2.host, cm, params_for(2), &as), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n1, params_for(1), &s), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n2, params_for(2), &as), STATUS_SUCCESS);
         create_log sl, al;
         NDK_PD* pd = nullptr;
         ASSERT_EQ(s->Dispatch->NdkCreatePd(s, create_log::fn, &sl, &pd), STATUS_SUCCESS);
@@ -82,12 +82,12 @@ TEST(NdkPd, CreateSyncAndAsync) {
 TEST(NdkPd, ExhaustionInlineAndAsync) {
     hw::sim_context ctx;
     node n("n1", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         adapter_params p = params_for(1);
         p.limits.max_pds = 2;  // one usable PDN
         NDK_ADAPTER* a = nullptr;
-        ASSERT_EQ(open_adapter(n.host, cm, p, &a), STATUS_SUCCESS);
+        ASSERT_EQ(open_on(net, n, p, &a), STATUS_SUCCESS);
         n.nic.fail[hsi::CMD_CREATE_PD] = hsi::CMD_NO_RESOURCES;
         create_log refused;
         NDK_PD* pd = nullptr;
@@ -112,10 +112,10 @@ TEST(NdkPd, ExhaustionInlineAndAsync) {
 TEST(NdkPd, PrivilegedTokenIsNotARegistrationKey) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         NDK_PD* pd2 = nullptr;
         ASSERT_EQ(e.adapter->Dispatch->NdkCreatePd(e.adapter, create_log::fn, nullptr, &pd2),
                   STATUS_SUCCESS);

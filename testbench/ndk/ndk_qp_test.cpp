@@ -16,12 +16,12 @@ namespace {
 TEST(NdkQp, CreateQpValidatesLimits) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
         adapter_params p = params_for(1);
         p.limits.max_qps = 3;  // one usable QPN (0 and 1 are reserved)
-        e.open(n, cm, p);
+        e.open(n, net, p);
         NDK_QP* qp = nullptr;
         auto create = [&](ULONG rq, ULONG sq, ULONG rsge, ULONG isge, ULONG inl) {
             return e.pd->Dispatch->NdkCreateQp(e.pd, e.cq, e.cq, nullptr, rq, sq, rsge, isge, inl,
@@ -54,11 +54,11 @@ TEST(NdkQp, PostWritesWqesAndRingsDoorbells) {
     hw::sim_context ctx;
     node n1("n1", sync_cfg(), ctx);
     node n2("n2", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, cm, params_for(1));
-        b.open(n2, cm, params_for(2));
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
         // Not connected yet: initiator posts fail inline, receives are fine.
         NDK_SGE sge[2]{};
         sge[0].LogicalAddress.QuadPart = 0x1000;
@@ -189,11 +189,11 @@ TEST(NdkQp, WqePushCarriesDoorbell) {
     cfg.wqe_push = true;
     node n1("n1", cfg, ctx);
     node n2("n2", cfg, ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, cm, params_for(1));
-        b.open(n2, cm, params_for(2));
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
         force_connected(a.qp);
         force_connected(b.qp);
         char t[16] = "pushed";
@@ -228,12 +228,12 @@ TEST(NdkQp, WqePushCarriesDoorbell) {
 TEST(NdkQp, CreateChecksAndAsyncExhaustion) {
     hw::sim_context ctx;
     node n("n1", async_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
         adapter_params p = params_for(1);
         p.limits.max_qps = 4;  // QPN 0 and 1 reserved: the endpoint's and one more
-        e.open(n, cm, p);
+        e.open(n, net, p);
         NDK_QP* qp = nullptr;
         create_log none;
         auto create = [&](NDK_CQ* rcq, NDK_CQ* icq, ULONG rq, ULONG sq) {
@@ -272,10 +272,10 @@ TEST(NdkQp, CreateChecksAndAsyncExhaustion) {
 TEST(NdkQp, UnconnectedInitiatorPostsFailInline) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         host_buffer b(n.host, 8192);
         NDK_MR* mr = nullptr;
         NDK_MR* fr = nullptr;
@@ -324,10 +324,10 @@ TEST(NdkQp, UnconnectedInitiatorPostsFailInline) {
 TEST(NdkQp, FlushCancelsBothQueues) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         force_connected(e.qp);
         NDK_SGE sge{};
         sge.Length = 16;
@@ -379,10 +379,10 @@ TEST(NdkQp, FlushCancelsBothQueues) {
 TEST(NdkQp, ReadWriteFlagsAndErrorCompletions) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         force_connected(e.qp);
         NDK_SGE sge{};
         sge.LogicalAddress.QuadPart = 0x4000;
@@ -446,10 +446,10 @@ TEST(NdkQp, ReadWriteFlagsAndErrorCompletions) {
 TEST(NdkQp, ReceiveQueueLimits) {
     hw::sim_context ctx;
     node n("n1", sync_cfg(), ctx);
-    fabric_cm cm;
+    fake_network net;
     run([&] {
         endpoint e;
-        e.open(n, cm, params_for(1));
+        e.open(n, net, params_for(1));
         NDK_SGE sge[5]{};
         EXPECT_EQ(e.qp->Dispatch->NdkReceive(e.qp, nullptr, sge, 5), STATUS_INVALID_PARAMETER);
         int posted = 0;

@@ -305,30 +305,28 @@ TEST(ScenarioEquivalence, InlineSmallSendsTwoQps) {
     EXPECT_EQ(counter(st, "node0.nic.send_path", "frames_send"), 90u);
 }
 
-// Known failures, not of the send path: here two requesters (tx_engine, wqe_fetch) look up
-// the context cache at the same time stamp, and its port goes to whichever process SystemC
-// runs first (hw/context_cache: m_port_free, first come first served), not to a fixed
-// priority. The send path implementation changes that process order (model and RTL wake
-// their threads in different delta cycles), so a WQE starts one cycle earlier or later and
-// the runs drift apart: first at 45.306 us in InlineSmallSendsThreeQps (tx_engine and
-// wqe_fetch both at the port; the winner flips), 17.852 us in InlineSmallWritesOneQp. Given the
-// same inputs, model and RTL agree (lockstep). Enable once same-time requests are arbitrated
-// by a fixed priority. The tests above pass today but can flip the same way when timing
-// elsewhere changes: a failure here that lockstep does not reproduce is that issue.
-TEST(ScenarioEquivalence, DISABLED_InlineSmallSendsThreeQps) {
+// Two requesters (tx_engine, wqe_fetch) look up the context cache in the same cycle here. Its
+// port used to go to whichever process SystemC ran first, and the send path implementation
+// changes that order (model and RTL wake their threads in different delta cycles), so a WQE
+// started a cycle earlier or later and the runs drifted apart (first at 45.306 us in
+// InlineSmallSendsThreeQps, 17.852 us in InlineSmallWritesOneQp). Same-cycle requests are now
+// granted by a fixed priority (hw/common/timestep_arbiter.h, hw/context_cache README): these
+// runs must agree exactly. (The same kind of race, a driver poll reading a CQE ring in the
+// picosecond a posted write lands there, is why host_system::cpu() ends in settle_instant().)
+TEST(ScenarioEquivalence, InlineSmallSendsThreeQps) {
     json c = scenario("send", 61, 90, 3, 1024);
     c["workload"]["inline_threshold"] = 128;
     expect_equivalent(c);
 }
 
-TEST(ScenarioEquivalence, DISABLED_InlineSmallWritesOneQp) {
+TEST(ScenarioEquivalence, InlineSmallWritesOneQp) {
     json c = scenario("write", 103, 90, 1, 4096);
     c["workload"]["inline_threshold"] = 128;
     const json st = expect_equivalent(c);
     EXPECT_EQ(counter(st, "node0.nic.send_path", "frames_write"), 90u);
 }
 
-TEST(ScenarioEquivalence, DISABLED_InlineSmallWritesTwoQps) {
+TEST(ScenarioEquivalence, InlineSmallWritesTwoQps) {
     json c = scenario("write", 103, 90, 2, 4096);
     c["workload"]["inline_threshold"] = 128;
     expect_equivalent(c);

@@ -10,6 +10,7 @@
 // Two real nodes (host, PCIe, NIC) and a link, consumer code written directly against NDK
 // (transport_bench.h). One elaboration per process: ctest runs each TEST as its own process.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -550,6 +551,117 @@ TEST(Protection, ReadSinkDeregisteredMidTransfer) {
     ASSERT_EQ(got0.size(), 1u);
     EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION))
         << status_name(got0[0].Status);
+}
+
+// --- source side: the payload's own key dies mid-transfer ----------------------------------
+// The NIC translates the gather list for every packet it reads (mlx5: through the MKey/MTT cache,
+// which a deregistration invalidates), so once NdkDeregisterMr has completed it reads nothing
+// more of the region: the consumer overwrites the buffer with SECRET right away, and not one
+// SECRET byte may reach the peer. The request completes with a local protection error
+// (STATUS_ACCESS_VIOLATION) and the QP goes to ERROR.
+constexpr uint8_t SECRET = 0x5A;
+
+// Node 0's WRITE source is deregistered mid-WRITE.
+TEST(Protection, WriteSourceDeregisteredMidTransfer) {
+    two_node_bench b(bench_doc());
+    pair_setup s(b);
+    std::vector<NDK_RESULT_EX> got0, late0;
+    buffer src, target;
+    ASSERT_TRUE(b.run([&] {
+        ASSERT_NO_FATAL_FAILURE(s.open());
+        src = s.c0.make_buffer(BIG, NDK_MR_FLAG_ALLOW_LOCAL_READ, nullptr, SRC);
+        target = s.c1.make_buffer(BIG, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, nullptr, FILL);
+        NDK_SGE sg = sge_of(src, 0, BIG);
+        ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, reinterpret_cast<PVOID>(uintptr_t(1)), &sg, 1,
+                                           target.va(), target.token, 0),
+                  STATUS_SUCCESS);
+        ASSERT_TRUE(wait_until([&] { return target.data[0] == SRC; }));
+        ASSERT_EQ(s.c0.deregister(src), STATUS_SUCCESS);
+        std::memset(src.data, SECRET, BIG);  // the consumer re-uses its memory
+        got0 = s.c0.reap(1, 5e6);
+        wait_ns(100000);
+        late0 = s.c0.poll();
+    }));
+    ASSERT_EQ(got0.size(), 1u);
+    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION))
+        << status_name(got0[0].Status);
+    EXPECT_TRUE(late0.empty());
+    EXPECT_EQ(count_not(target.data, BIG, SECRET), BIG)
+        << "the NIC read the source after NdkDeregisterMr completed";
+    EXPECT_LT(landed(target.data, BIG, SRC), BIG / 2);  // the deregistration raced the transfer
+    EXPECT_EQ(b.stat("node0.nic.tx_engine", "source_key_faults"), 1u);
+    EXPECT_LT(b.stat("node0.nic.tx_engine", "payload_bytes"), BIG);
+    EXPECT_EQ(s.c0.nic().contexts().qp(ndk::get_qp_number(s.q0))->state, hsi::QPS_ERROR);
+}
+
+// Node 1's READ source (the responder side) is deregistered while it serves the READ: the
+// responder reads no more of it, NAKs "remote access error" and its QP goes to ERROR.
+TEST(Protection, ReadSourceDeregisteredMidTransfer) {
+    two_node_bench b(bench_doc());
+    pair_setup s(b);
+    std::vector<NDK_RESULT_EX> got0;
+    buffer sink, source;
+    ASSERT_TRUE(b.run([&] {
+        ASSERT_NO_FATAL_FAILURE(s.open());
+        sink = s.c0.make_buffer(BIG, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, FILL);
+        source = s.c1.make_buffer(BIG, NDK_MR_FLAG_ALLOW_REMOTE_READ, nullptr, SRC);
+        NDK_SGE sg = sge_of(sink, 0, BIG);
+        ASSERT_EQ(s.q0->Dispatch->NdkRead(s.q0, reinterpret_cast<PVOID>(uintptr_t(1)), &sg, 1,
+                                          source.va(), source.token, 0),
+                  STATUS_SUCCESS);
+        ASSERT_TRUE(wait_until([&] { return sink.data[0] == SRC; }));
+        ASSERT_EQ(s.c1.deregister(source), STATUS_SUCCESS);
+        std::memset(source.data, SECRET, BIG);
+        got0 = s.c0.reap(1, 5e6);
+        wait_ns(100000);
+    }));
+    EXPECT_EQ(count_not(sink.data, BIG, SECRET), BIG)
+        << "the responder read its source after NdkDeregisterMr completed";
+    EXPECT_LT(landed(sink.data, BIG, SRC), BIG / 2);
+    EXPECT_EQ(b.stat("node1.nic.tx_engine", "source_key_faults"), 1u);
+    EXPECT_LT(b.stat("node1.nic.tx_engine", "payload_bytes"), BIG);
+    EXPECT_EQ(b.naks(1, SYN_NAK_ACCESS), 1u);
+    EXPECT_EQ(s.c1.nic().contexts().qp(ndk::get_qp_number(s.q1))->state, hsi::QPS_ERROR);
+    EXPECT_EQ(s.c0.nic().contexts().qp(ndk::get_qp_number(s.q0))->state, hsi::QPS_ERROR);
+    // The READ completes once. (The send path cannot abort a message it has started, so the
+    // rest of this response went out zero-filled and the READ itself completes before the NAK
+    // that fails the QP: see hw/tx_engine/README.md.)
+    EXPECT_EQ(got0.size(), 1u);
+}
+
+// The source is deregistered while the WRITE waits for a retransmission (the link drops the
+// first transmission): the go-back-N resend re-checks the key before anything goes out, so
+// the resend never happens and the WRITE completes with a local protection error.
+TEST(Protection, WriteSourceDeregisteredBeforeRetransmission) {
+    two_node_bench b(scenario_doc(json::object(), {{"link_down_ns", {{3e6, 3.2e6}}}}));
+    pair_setup s(b);
+    std::vector<NDK_RESULT_EX> got0;
+    buffer src, target;
+    size_t writes_before = 0;
+    ASSERT_TRUE(b.run([&] {
+        ASSERT_NO_FATAL_FAILURE(s.open(6));  // 262 us local ACK timeout
+        src = s.c0.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_LOCAL_READ, nullptr, SRC);
+        target = s.c1.make_buffer(PAGE, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, nullptr, FILL);
+        ASSERT_LT(sc_core::sc_time_stamp().to_seconds(), 3e-3);
+        wait_ns(3e6 + 1000 - sc_core::sc_time_stamp().to_seconds() * 1e9);
+        NDK_SGE sg = sge_of(src, 0, 512);
+        ASSERT_EQ(s.q0->Dispatch->NdkWrite(s.q0, reinterpret_cast<PVOID>(uintptr_t(1)), &sg, 1,
+                                           target.va(), target.token, 0),
+                  STATUS_SUCCESS);
+        wait_ns(20000);
+        writes_before = b.sent(0, roce::RC_WRITE_ONLY).size();
+        ASSERT_EQ(s.c0.deregister(src), STATUS_SUCCESS);
+        std::memset(src.data, SECRET, PAGE);
+        got0 = s.c0.reap(1, 5e6);
+    }));
+    ASSERT_EQ(got0.size(), 1u);
+    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION))
+        << status_name(got0[0].Status);
+    EXPECT_EQ(writes_before, 1u);
+    EXPECT_EQ(b.sent(0, roce::RC_WRITE_ONLY).size(), 1u) << "the resend went out";
+    EXPECT_EQ(b.stat("node0.nic.tx_engine", "timeouts"), 1u);
+    EXPECT_EQ(b.stat("node0.nic.tx_engine", "source_key_faults"), 1u);
+    EXPECT_EQ(count_not(target.data, PAGE, FILL), 0u);
 }
 
 }  // namespace

@@ -25,7 +25,6 @@
 #include "ndk_shim/ndk_sim.h"
 #include "ndk_shim/ndkpi.h"
 #include "ndk_shim/ntstatus.h"
-#include "ndk_shim/provider/fabric_cm.h"
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/pattern.h"
 #include "testbench/scenario/run_result.h"
@@ -205,7 +204,6 @@ inline bool is_plain_ack(uint8_t syn) {
 class two_node_bench {
 public:
     hw::sim_context ctx;
-    ndk::fabric_cm cm;
     scenario::scenario_config cfg;
     std::unique_ptr<fabric::eth_link> link;
     std::unique_ptr<scenario::node> nodes[2];
@@ -387,7 +385,7 @@ public:
     }
 
     void open(const ndk::adapter_params& p, ULONG cq_depth = 256) {
-        ASSERT_EQ(ndk::open_adapter(m_node.host, m_bench.cm, p, &adapter), STATUS_SUCCESS);
+        ASSERT_EQ(ndk::open_adapter(m_node.host, p, &adapter), STATUS_SUCCESS);
         pd = create_pd();
         async_call c;
         NDK_CQ* out = nullptr;

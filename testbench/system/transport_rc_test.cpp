@@ -25,9 +25,11 @@ constexpr uint8_t FILL = 0x11;
 constexpr uint8_t TIMEOUT_LOG = 6;
 const double TIMEOUT_NS = 4096.0 * 64;
 
-// The link is down for the whole test (connection setup goes through fabric_cm, not the wire).
+// The connection is set up over the wire (ARP, CM MADs), then the link goes down at
+// LINK_DOWN_NS for the rest of the test: pair_setup::open waits for it.
+constexpr double LINK_DOWN_NS = 1e6;
 json link_down_doc() {
-    return scenario_doc(json::object(), {{"link_down_ns", {{0, 1e12}}}});
+    return scenario_doc(json::object(), {{"link_down_ns", {{LINK_DOWN_NS, 1e12}}}});
 }
 
 struct pair_setup {
@@ -35,9 +37,16 @@ struct pair_setup {
     consumer c1;
     NDK_QP* q0 = nullptr;
     NDK_QP* q1 = nullptr;
+    // A test whose link goes down later (link_down_doc) starts after that.
+    double quiet_from_ns = 0;
     explicit pair_setup(two_node_bench& b)
         : c0(b, 0)
-        , c1(b, 1) {}
+        , c1(b, 1) {
+        const auto& down = b.cfg.topology.link.faults.link_down_ns;
+        if (!down.empty()) {
+            quiet_from_ns = down.front().first;
+        }
+    }
     void open(uint8_t retry_count = 7, uint8_t rnr_retry = 7, uint8_t timeout_log = TIMEOUT_LOG) {
         auto p0 = c0.params();
         p0.retry_count = retry_count;
@@ -54,6 +63,11 @@ struct pair_setup {
         ASSERT_NE(q0, nullptr);
         ASSERT_NE(q1, nullptr);
         consumer::connect_pair(c0, q0, c1, q1);
+        if (quiet_from_ns > 0) {
+            const sc_core::sc_time down(quiet_from_ns, sc_core::SC_NS);
+            ASSERT_LT(sc_core::sc_time_stamp(), down) << "connected after the link went down";
+            sc_core::wait(down - sc_core::sc_time_stamp());
+        }
     }
 };
 

@@ -17,6 +17,9 @@ host_memory::host_memory(sc_core::sc_module_name name, sc_core::sc_time latency)
 uint8_t* host_memory::page_for_write(uint64_t page_no) {
     auto& p = m_pages[page_no];
     if (p == nullptr) {
+        if (!m_released.empty()) {
+            m_released.erase(page_no);  // the CPU writes it: backed again
+        }
         auto owned = std::make_unique<page>();
         owned->fill(0);
         p = owned->data();
@@ -31,6 +34,7 @@ const uint8_t* host_memory::page_for_read(uint64_t page_no) const {
 }
 
 void host_memory::map_external(uint64_t page_no, uint8_t* backing) {
+    m_released.erase(page_no);
     auto owned = m_owned.find(page_no);
     if (owned != m_owned.end()) {
         std::memcpy(backing, owned->second->data(), PAGE_BYTES);
@@ -39,7 +43,29 @@ void host_memory::map_external(uint64_t page_no, uint8_t* backing) {
     m_pages[page_no] = backing;
 }
 
-void host_memory::unmap_external(uint64_t page_no) { m_pages.erase(page_no); }
+void host_memory::unmap_external(uint64_t page_no) {
+    m_pages.erase(page_no);
+    m_owned.erase(page_no);
+    m_released.insert(page_no);
+}
+
+void host_memory::release(uint64_t addr, uint64_t len) {
+    for (uint64_t p = addr / PAGE_BYTES; len > 0 && p <= (addr + len - 1) / PAGE_BYTES; ++p) {
+        unmap_external(p);
+    }
+}
+
+bool host_memory::released(uint64_t addr, uint64_t len) const {
+    if (m_released.empty() || len == 0) {
+        return false;  // the good path: no look-up
+    }
+    for (uint64_t p = addr / PAGE_BYTES; p <= (addr + len - 1) / PAGE_BYTES; ++p) {
+        if (m_released.count(p) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
 
 void host_memory::read(uint64_t addr, void* data, size_t len) const {
     auto* out = static_cast<uint8_t*>(data);
@@ -83,6 +109,17 @@ void host_memory::fill(uint64_t addr, uint8_t value, size_t len) {
 void host_memory::dma_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     const uint64_t addr = gp.get_address();
     const unsigned len = gp.get_data_length();
+    delay += m_latency;
+    if ((gp.is_read() || gp.is_write()) && released(addr, len)) {
+        // Unsupported Request: nothing is written; a read carries no data (the buffer is
+        // zeroed, so a requester that ignores the status sees what unbacked DRAM used to read).
+        if (gp.is_read()) {
+            std::memset(gp.get_data_ptr(), 0, len);
+        }
+        ++m_stats.dma_errors;
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
     if (gp.is_read()) {
         read(addr, gp.get_data_ptr(), len);
         ++m_stats.dma_reads;
@@ -93,7 +130,6 @@ void host_memory::dma_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time
         m_stats.dma_write_bytes += len;
         m_dma_write_event.notify(sc_core::SC_ZERO_TIME);
     }
-    delay += m_latency;
     gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

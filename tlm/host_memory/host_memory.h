@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Host DRAM: sparse, real bytes, a 64-bit physical address space that costs only the pages
 // touched. A TLM target for DMA (through the PCIe model) and a direct interface for the CPU.
+// A DMA to a page the host released (unmap_external, release) is not backed: it completes with
+// TLM_ADDRESS_ERROR_RESPONSE (PCIe Unsupported Request), reads return zeros, writes are
+// dropped. The check costs one hash look-up only while released pages exist.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <systemc>
 #include <tlm>
@@ -45,7 +49,13 @@ public:
     // Backs physical page `page_no` with process memory the caller owns (PAGE_BYTES long), so
     // that a host buffer is the same bytes for the CPU (a real pointer) and for DMA.
     void map_external(uint64_t page_no, uint8_t* backing);
+    // The OS took the page back: it is not backed any more until a CPU write or map_external
+    // backs it again. A DMA to it fails (see dma_b_transport).
     void unmap_external(uint64_t page_no);
+    // Pages of [addr, addr+len) stop being backed (the test hook for "the host released this
+    // memory"); their bytes are gone.
+    void release(uint64_t addr, uint64_t len);
+    bool backed(uint64_t page_no) const { return m_released.count(page_no) == 0; }
 
     uint64_t pages_touched() const { return m_pages.size(); }
     const sc_core::sc_time& latency() const { return m_latency; }
@@ -55,6 +65,7 @@ public:
         uint64_t dma_writes = 0;
         uint64_t dma_read_bytes = 0;
         uint64_t dma_write_bytes = 0;
+        uint64_t dma_errors = 0;  // DMA accesses to pages not backed (failed, nothing moved)
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -65,8 +76,12 @@ private:
     const uint8_t* page_for_read(uint64_t page) const;
 
     using page = std::array<uint8_t, PAGE_BYTES>;
-    std::unordered_map<uint64_t, uint8_t*> m_pages;              // page number -> bytes
+    std::unordered_map<uint64_t, uint8_t*> m_pages;               // page number -> bytes
     std::unordered_map<uint64_t, std::unique_ptr<page>> m_owned;  // pages this model allocated
+    // Released pages (unmap_external / release): DMA to them fails. Pages never touched are
+    // not in here: sparse DRAM reads as zero and is backed on first write, as benches expect.
+    std::unordered_set<uint64_t> m_released;
+    bool released(uint64_t addr, uint64_t len) const;
     sc_core::sc_time m_latency;
     sc_core::sc_event m_dma_write_event;
     stats m_stats;

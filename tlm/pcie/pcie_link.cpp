@@ -56,6 +56,8 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     s.add(b, "down_busy_ps", m_down.busy_ps, "ps", "time the host->device direction was busy");
     s.add(b, "tag_stall_ps", m_tag_stall_ps, "ps", "time read requests waited for a free tag");
     s.add(b, "msi_writes", m_msi_writes, "count", "MSI-X interrupt messages");
+    s.add(b, "iommu_faults", m_iommu_faults, "count",
+          "DMA requests rejected by the IOMMU (Completer Abort)");
     if (ctx.vcd != nullptr) {
         const std::string n = this->name();
         sc_core::sc_trace(ctx.vcd, m_up_writes_in_flight, n + ".up_writes_in_flight");
@@ -172,11 +174,14 @@ void pcie_link::recycle(std::vector<uint8_t>&& b) {
     }
 }
 
-void pcie_link::memory_read(uint64_t addr, uint8_t* data, uint32_t len) {
+tlm::tlm_response_status pcie_link::memory_read(uint64_t addr, uint8_t* data, uint32_t len) {
     tlm::tlm_generic_payload& gp = m_mem_gp;
     prepare(gp, tlm::TLM_READ_COMMAND, addr, data, len);
     sc_core::sc_time ignored = sc_core::SC_ZERO_TIME;  // latency is in read_timing
     mem_out->b_transport(gp, ignored);                 // a DMA read: counted by host memory
+    if (gp.get_response_status() != tlm::TLM_OK_RESPONSE) {
+        return gp.get_response_status();  // not backed: no data (writes in flight do not help)
+    }
     // Writes still in flight were issued before this read and land before it (ordering).
     for (const auto& w : m_up_writes) {
         const uint64_t lo = std::max(addr, w.addr);
@@ -185,16 +190,55 @@ void pcie_link::memory_read(uint64_t addr, uint8_t* data, uint32_t len) {
             std::memcpy(data + (lo - addr), w.data.data() + (lo - w.addr), hi - lo);
         }
     }
+    return tlm::TLM_OK_RESPONSE;
+}
+
+void pcie_link::iommu_unmap(uint64_t addr, uint64_t len) {
+    for (uint64_t p = addr / 4096; len > 0 && p <= (addr + len - 1) / 4096; ++p) {
+        m_iommu_unmapped.insert(p);
+    }
+}
+
+void pcie_link::iommu_map(uint64_t addr, uint64_t len) {
+    for (uint64_t p = addr / 4096; len > 0 && p <= (addr + len - 1) / 4096; ++p) {
+        m_iommu_unmapped.erase(p);
+    }
+}
+
+bool pcie_link::iommu_blocks(uint64_t addr, uint32_t len) const {
+    if (len == 0 || (addr >= MSI_BASE && addr < MSI_BASE + MSI_SIZE)) {
+        return false;  // MSI writes are not translated
+    }
+    for (uint64_t p = addr / 4096; p <= (addr + len - 1) / 4096; ++p) {
+        if (m_iommu_unmapped.count(p) != 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     const double t_ps = time_to_ps(sc_core::sc_time_stamp() + delay);
     const uint64_t addr = gp.get_address();
     const uint32_t len = gp.get_data_length();
+    tlm::tlm_response_status status = tlm::TLM_OK_RESPONSE;
+    const bool blocked = !m_iommu_unmapped.empty() && iommu_blocks(addr, len);
+    if (blocked) {
+        ++m_iommu_faults;
+        status = tlm::TLM_GENERIC_ERROR_RESPONSE;  // Completer Abort from the root complex
+    }
     if (gp.is_read()) {
-        memory_read(addr, gp.get_data_ptr(), len);
+        if (blocked) {
+            std::memset(gp.get_data_ptr(), 0, len);
+        } else {
+            status = memory_read(addr, gp.get_data_ptr(), len);
+        }
         const double arrival = read_timing(t_ps, addr, len);
         delay = ps_to_time(arrival) - sc_core::sc_time_stamp();
+    } else if (gp.is_write() && blocked) {
+        // The TLPs go out; the root complex drops them.
+        const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up);
+        delay = ps_to_time(sent) - sc_core::sc_time_stamp();
     } else if (gp.is_write()) {
         const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up);
         const sc_core::sc_time at = ps_to_time(sent + m_latency_ps);
@@ -213,7 +257,7 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
         }
         delay = ps_to_time(sent) - sc_core::sc_time_stamp();
     }
-    gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    gp.set_response_status(status);
 }
 
 unsigned int pcie_link::dev_transport_dbg(tlm::tlm_generic_payload& gp) {

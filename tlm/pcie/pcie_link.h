@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <systemc>
@@ -30,6 +31,14 @@ namespace rnic::fabric {
 //   is free from then on. The data is what memory holds at issue plus writes still in flight
 //   ahead of the read (PCIe ordering: a read does not pass a posted write).
 // Bulk transfers are computed in closed form: no event per TLP.
+// Errors: the root complex's IOMMU (iommu_unmap) rejects a DMA that touches an unmapped page
+// with Completer Abort (TLM_GENERIC_ERROR_RESPONSE): the TLPs still cross the link (same
+// timing), nothing reaches memory, a read's data is zero. A posted write's rejection is
+// reported to the device at issue (standing for the fault the NIC would see from its address
+// translation / AER), so the requesting block can raise its error. A read of memory that is
+// not backed returns host memory's Unsupported Request (TLM_ADDRESS_ERROR_RESPONSE); a posted
+// write to it is dropped at memory (no completion, as in PCIe). With nothing unmapped the
+// good path costs one emptiness test per DMA.
 class pcie_link : public sc_core::sc_module {
 public:
     // Device side.
@@ -49,6 +58,12 @@ public:
     void set_msi_handler(std::function<void(uint64_t addr, uint32_t data)> fn) {
         m_msi_handler = std::move(fn);
     }
+
+    // IOMMU: DMA to the pages of [addr, addr+len) fails from now on (the host released the
+    // adapter's mapping, e.g. ReleaseLAM or a freed ring); iommu_map restores them.
+    void iommu_unmap(uint64_t addr, uint64_t len);
+    void iommu_map(uint64_t addr, uint64_t len);
+    uint64_t iommu_faults() const { return m_iommu_faults; }
 
     const pcie_config& config() const { return m_cfg; }
     // Wire time of n bytes in one direction.
@@ -89,7 +104,7 @@ private:
     double read_timing(double t_ps, uint64_t addr, uint32_t len);
     double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
                         direction_stats& st);
-    void memory_read(uint64_t addr, uint8_t* data, uint32_t len);
+    tlm::tlm_response_status memory_read(uint64_t addr, uint8_t* data, uint32_t len);
     // Buffers of posted writes in flight are recycled: no allocation per DMA write.
     std::vector<uint8_t> take_buffer();
     void recycle(std::vector<uint8_t>&& b);
@@ -114,6 +129,9 @@ private:
     direction_stats m_down;
     uint64_t m_tag_stall_ps = 0;
     uint64_t m_msi_writes = 0;
+    uint64_t m_iommu_faults = 0;
+    std::unordered_set<uint64_t> m_iommu_unmapped;  // 4 KiB page numbers
+    bool iommu_blocks(uint64_t addr, uint32_t len) const;
     // Traced.
     uint32_t m_up_writes_in_flight = 0;
 };

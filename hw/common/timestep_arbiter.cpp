@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// Same-cycle fixed-priority arbitration, independent of SystemC's process order.
+#include "hw/common/timestep_arbiter.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rnic::hw {
+
+// One method process for the whole simulation: it runs at the end of every instant at which
+// some arbiter holds requests, once nothing else is left to run at that instant, and serves the
+// arbiters in creation order. One process, not one per arbiter: two processes that each waited
+// for the other to finish would wait forever.
+class timestep_settle {
+public:
+    static timestep_settle& get() {
+        // Never destroyed: the kernel owns the process and may outlive static destructors.
+        static timestep_settle* s = new timestep_settle;
+        return *s;
+    }
+    uint32_t next_id() { return m_ids++; }
+    void enlist(timestep_arbiter* a) {
+        if (!a->m_enlisted) {
+            a->m_enlisted = true;
+            m_ready.push_back(a);
+        }
+        arm();
+    }
+    // settle_instant(): the calling thread goes on once the instant has settled, one waiter
+    // per settled instant, by process name.
+    void wait_settled() {
+        bool released = false;
+        m_waiters.push_back({sc_core::sc_get_current_process_b(), &released});
+        arm();
+        while (!released) {
+            sc_core::wait(m_release);
+        }
+    }
+
+private:
+    struct waiter {
+        const sc_core::sc_object* who;
+        bool* released;
+    };
+    void arm() {
+        if (!m_armed) {
+            m_armed = true;
+            m_check.notify(sc_core::SC_ZERO_TIME);
+        }
+    }
+    timestep_settle() {
+        sc_core::sc_spawn_options o;
+        o.spawn_method();
+        o.set_sensitivity(&m_check);
+        o.dont_initialize();
+        sc_core::sc_spawn([this] { on_check(); }, "timestep_settle", &o);
+    }
+    // Each delta cycle in which another process still has work at this instant (a runnable
+    // process, a delta notification, a channel update) could add a request: look again one
+    // delta later. Costs one activation per delta of an instant that has requests.
+    void on_check() {
+        if (sc_core::sc_pending_activity_at_current_time()) {
+            m_check.notify(sc_core::SC_ZERO_TIME);
+            return;
+        }
+        m_armed = false;
+        // Serving may enlist arbiters again (for a later delta): work on a copy, keep both
+        // vectors' storage.
+        std::vector<timestep_arbiter*>& ready = m_serving;
+        ready.assign(m_ready.begin(), m_ready.end());
+        m_ready.clear();
+        if (ready.size() > 1) {
+            std::sort(ready.begin(), ready.end(),
+                      [](const timestep_arbiter* a, const timestep_arbiter* b) {
+                          return a->m_id < b->m_id;
+                      });
+        }
+        for (timestep_arbiter* a : ready) {
+            a->m_enlisted = false;
+            a->serve_round();
+        }
+        if (!m_waiters.empty()) {
+            // One at a time: what it does at this instant settles before the next one runs.
+            auto first = std::min_element(m_waiters.begin(), m_waiters.end(),
+                                          [](const waiter& a, const waiter& b) {
+                                              return std::strcmp(a.who->name(), b.who->name()) < 0;
+                                          });
+            *first->released = true;
+            m_waiters.erase(first);
+            m_release.notify();
+            if (!m_waiters.empty()) {
+                arm();
+            }
+        }
+    }
+
+    sc_core::sc_event m_check;
+    sc_core::sc_event m_release;  // a settle_instant() waiter may go on
+    std::vector<waiter> m_waiters;
+    std::vector<timestep_arbiter*> m_ready;    // arbiters with requests at this instant
+    std::vector<timestep_arbiter*> m_serving;  // the ones being served
+    uint32_t m_ids = 0;
+    bool m_armed = false;  // m_check notified for this instant
+};
+
+void settle_instant() {
+    timestep_settle::get().wait_settled();
+}
+
+timestep_arbiter::timestep_arbiter(const clock_domain& clk)
+    : m_clk(clk)
+    , m_id(timestep_settle::get().next_id()) {}
+
+void timestep_arbiter::enqueue(pending& p, const sc_core::sc_time& hold) {
+    // The request line is sampled at the clock edge: a request made between edges waits for it.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time edge = m_clk.edge_at_or_after(now);
+    if (edge > now) {
+        sc_core::wait(edge - now);
+    }
+    bool served = false;
+    p.served = &served;
+    p.who = sc_core::sc_get_current_process_b();
+    p.wake_on_grant = hold == sc_core::SC_ZERO_TIME;
+    m_pending.push_back(p);
+    timestep_settle::get().enlist(this);
+    if (!p.wake_on_grant) {
+        // The round of this edge runs before the edge's time step ends: served on waking.
+        sc_core::wait(hold);
+        sc_assert(served);
+        return;
+    }
+    while (!served) {
+        sc_core::wait(m_served);
+    }
+}
+
+void timestep_arbiter::serve_round() {
+    ++m_rounds;
+    if (m_pending.size() > 1) {
+        ++m_contended;
+        std::sort(m_pending.begin(), m_pending.end(), [](const pending& a, const pending& b) {
+            if (a.priority != b.priority) {
+                return a.priority < b.priority;
+            }
+            return std::strcmp(a.who->name(), b.who->name()) < 0;
+        });
+    }
+    bool wake = false;
+    for (const pending& p : m_pending) {
+        ++m_requests;
+        p.call(p.fn);
+        *p.served = true;
+        wake = wake || p.wake_on_grant;
+    }
+    m_pending.clear();
+    if (wake) {
+        // Immediate: the requesters run in this evaluation phase, no further delta cycle.
+        m_served.notify();
+    }
+}
+
+}  // namespace rnic::hw

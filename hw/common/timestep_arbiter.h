@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fixed-priority grant of a shared port among requests made in the same clock cycle, whatever
+// order SystemC runs the requesting processes in.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/clock_domain.h"
+
+namespace rnic::hw {
+
+// SystemC runs the processes of one time step in an order it leaves open, and that order
+// changes when an unrelated block wakes its processes in other delta cycles (the Verilated send
+// path does). A shared port that served requests first come, first served would give a cycle
+// to whichever process happened to run first, and a whole run could drift by a cycle.
+//
+// Hardware registers the request lines of its requesters and samples them at the clock edge;
+// a fixed-priority grant then picks among the requests of that cycle. This class models that:
+//  - a request made at time t belongs to the cycle whose edge is at or after t (a request made
+//    between edges waits for that edge; on an edge it waits for nothing);
+//  - the requests of one edge are served once every process has finished its work at that
+//    instant (zero simulated time: a few delta cycles), in order of priority (lower first),
+//    ties by the requesting process's hierarchical name, so the order depends only on who asks;
+//  - requests of different edges are served in time order.
+// "Served" means the owner's grant function runs for the request, in that order, from the
+// arbiter (the order-dependent part of a request: reserving the port, updating tags); then the
+// requester's request() returns. Nothing runs while no request is pending (DESIGN.md section 2).
+class timestep_arbiter {
+public:
+    explicit timestep_arbiter(const clock_domain& clk);
+    timestep_arbiter(const timestep_arbiter&) = delete;
+    timestep_arbiter& operator=(const timestep_arbiter&) = delete;
+
+    // From an SC_THREAD: queues the request and returns once `serve()` has run in grant order
+    // (at the same time stamp if the caller is on an edge of the clock). `hold`: the requester
+    // has nothing to do for that long after the edge whatever the grant (a pipeline latency it
+    // waits out anyway); it then sleeps one timed wait to edge + hold instead of being woken
+    // at the grant, which spares a process switch per request.
+    template <class F>
+    void request(uint32_t priority, F&& serve,
+                 const sc_core::sc_time& hold = sc_core::SC_ZERO_TIME) {
+        pending p;
+        p.priority = priority;
+        p.fn = &serve;
+        p.call = [](void* f) { (*static_cast<std::remove_reference_t<F>*>(f))(); };
+        enqueue(p, hold);
+    }
+
+    // Requests served so far, and rounds of arbitration (edges with at least one request).
+    uint64_t requests() const { return m_requests; }
+    uint64_t rounds() const { return m_rounds; }
+    // Rounds in which more than one request competed.
+    uint64_t contended_rounds() const { return m_contended; }
+
+private:
+    friend class timestep_settle;
+    struct pending {
+        uint32_t priority = 0;
+        const sc_core::sc_object* who = nullptr;  // requesting process: name is the tie-break
+        void* fn = nullptr;
+        void (*call)(void*) = nullptr;
+        bool* served = nullptr;
+        bool wake_on_grant = false;  // no hold: the requester waits for m_served
+    };
+    void enqueue(pending& p, const sc_core::sc_time& hold);
+    void serve_round();  // from the settle process: the requests of this instant, in order
+
+    const clock_domain& m_clk;
+    uint32_t m_id;  // creation order: arbiters served in the same instant go in this order
+    bool m_enlisted = false;  // holds requests the settle process knows of
+    std::vector<pending> m_pending;
+    sc_core::sc_event m_served;
+    uint64_t m_requests = 0;
+    uint64_t m_rounds = 0;
+    uint64_t m_contended = 0;
+};
+
+// From an SC_THREAD: returns, at the same time stamp, once no other process has work left at
+// this instant, after every timestep_arbiter round of the instant; several callers of one
+// instant go one at a time, by process name. For a reader that must see everything written at
+// this instant whatever the process order (e.g. a CPU reading memory that a posted DMA write
+// reaches at the same picosecond).
+void settle_instant();
+
+}  // namespace rnic::hw
