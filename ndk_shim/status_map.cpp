@@ -28,15 +28,17 @@ static_assert(CQE_STATUS[hsi::CQE_WR_FLUSH_ERR] == STATUS_CANCELLED);
 static_assert(CQE_STATUS[hsi::CQE_FATAL] == STATUS_INTERNAL_ERROR);
 
 // Indexed by hsi::cmd_status.
-constexpr std::array<NTSTATUS, 6> CMD_STATUS = {
+constexpr std::array<NTSTATUS, 7> CMD_STATUS = {
     STATUS_SUCCESS,                 // CMD_OK
     STATUS_NOT_SUPPORTED,           // CMD_BAD_OPCODE
     STATUS_INVALID_PARAMETER,       // CMD_BAD_PARAM
     STATUS_INSUFFICIENT_RESOURCES,  // CMD_NO_RESOURCES
     STATUS_INVALID_HANDLE,          // CMD_BAD_HANDLE
     STATUS_INVALID_DEVICE_STATE,    // CMD_BUSY
+    STATUS_INTERNAL_ERROR,          // CMD_DEVICE_FATAL (the device reported EVENT_DEVICE_FATAL)
 };
 static_assert(CMD_STATUS[hsi::CMD_NO_RESOURCES] == STATUS_INSUFFICIENT_RESOURCES);
+static_assert(CMD_STATUS[hsi::CMD_DEVICE_FATAL] == STATUS_INTERNAL_ERROR);
 }  // namespace
 
 NTSTATUS cqe_status_to_ntstatus(uint8_t status) {

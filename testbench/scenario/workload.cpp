@@ -643,6 +643,9 @@ void workload::teardown(side& s) {
     s.mdl = nullptr;
     close_object(s.cq->Dispatch->NdkCloseCq, &s.cq->Header);
     close_object(s.pd->Dispatch->NdkClosePd, &s.pd->Header);
+    while (s.index == 1 && !m_disconnected) {
+        sc_core::wait(m_disconnected_event);
+    }
     ndk::close_adapter(s.adapter);  // blocking: every callback has returned
     s.adapter = nullptr;
     // The buffer stays allocated: finish() checks the target slots after the simulation.
@@ -700,6 +703,8 @@ void workload::initiator_thread() {
         }
 
         disconnect_all(s);
+        m_disconnected = true;
+        m_disconnected_event.notify();
         teardown(s);
     } catch (const setup_failed&) {
         return;  // fail() recorded why and stopped the simulation

@@ -187,6 +187,10 @@ private:
     uint64_t m_received = 0;
     bool m_listening = false;
     sc_core::sc_event m_listening_event;
+    // Node 0's Disconnects all completed: until then node 1's host keeps its adapter open, so
+    // its CM answers a DREQ sent again after a lost DREP (a closed adapter would drop it).
+    bool m_disconnected = false;
+    sc_core::sc_event m_disconnected_event;
 
     // Results.
     std::vector<uint64_t> m_latency_ns;  // signaled WRs, post to completion reaped
