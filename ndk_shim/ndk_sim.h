@@ -30,7 +30,8 @@ struct adapter_params {
     // Connection manager: a REQ, REP or DREQ without an answer is sent again after
     // cm_timeout_ns, cm_retries times; then Connect / Accept / Disconnect fail with
     // STATUS_IO_TIMEOUT. An MRA (the peer's consumer has not answered yet) stretches the wait
-    // to cm_timeout_ns x cm_mra_factor.
+    // to cm_timeout_ns x cm_mra_factor. CompleteConnect is due within cm_timeout_ns x
+    // (cm_retries + 2) of the REP, else it fails with STATUS_IO_TIMEOUT.
     double cm_timeout_ns = 200e3;
     uint32_t cm_retries = 4;
     uint32_t cm_mra_factor = 16;

@@ -10,7 +10,9 @@
 // path MTU and the retry settings.
 //
 // Active:  Connect -> [ARP request ... reply] -> REQ ... REP -> Connect completes;
-//          CompleteConnect -> RTR/RTS -> RTU, CompleteConnect completes. No ARP answer after
+//          CompleteConnect -> RTR/RTS -> RTU, CompleteConnect completes (it is due within
+//          cm_timeout_ns x (cm_retries + 2) of the REP, else a REJ goes out and a later
+//          CompleteConnect returns STATUS_IO_TIMEOUT). No ARP answer after
 //          the host's retries: Connect completes with STATUS_HOST_UNREACHABLE. Outside the
 //          subnet without a gateway: STATUS_NETWORK_UNREACHABLE inline.
 // Passive: REQ -> listener's connect event (new connector); Accept -> RTR/RTS -> REP ... RTU
@@ -340,6 +342,13 @@ void connector_impl::on_timeout() {
             detach_qp(true);
             complete_request(STATUS_IO_TIMEOUT);
             break;
+        case REPLIED:  // our consumer never called CompleteConnect, and no REJ came
+            rej.rejected_msg = 1;
+            send(rej);
+            state = DISCONNECTED;
+            timed_out = true;
+            detach_qp(false);  // the QP was never moved past INIT: it may connect again
+            break;
         case DISCONNECTING:  // no DREP
             state = DISCONNECTED;
             if (disc_req_cb != nullptr) {
@@ -420,6 +429,11 @@ void connector_impl::on_message(const cm_message& m) {
                 peer_conn = m.src_conn;
                 peer_mac = m.mac;
                 state = REPLIED;
+                // The peer waits for our RTU through its REP retransmissions, then rejects.
+                // CompleteConnect is due before that: one CM timeout after the peer gave up
+                // (so its REJ decides when it arrives) the connection times out here too.
+                retries_left = 0;
+                arm_timer(this, adapter->params.cm_timeout_ns * (adapter->params.cm_retries + 2));
                 complete_request(STATUS_SUCCESS);
             } else if (state == CONNECTED) {
                 cm_message rtu;  // our RTU was lost: the peer is still waiting for it
@@ -753,7 +767,17 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
         }
         next_hop = hc.ipv4_gateway;
     }
-    if (!shared) {
+    if (shared) {
+        // Connectors share the endpoint's port, so the 4-tuple tells connections apart: a second
+        // live connection with the same one is refused (ndkpi.md 7.3).
+        for (const auto& [id, other] : ad->conns) {
+            if (other->local_port == src_port && other->peer_ip == dst_ip &&
+                other->peer_port == dst_port && other->state != connector_impl::REJECTED &&
+                other->state != connector_impl::DISCONNECTED) {
+                return STATUS_ADDRESS_ALREADY_EXISTS;
+            }
+        }
+    } else {
         st = ad->take_port(src_port);
         if (st != STATUS_SUCCESS) {
             return st;
@@ -816,6 +840,9 @@ NTSTATUS start_connect(connector_impl* c, NDK_QP* qpp, uint32_t src_ip, uint16_t
 NTSTATUS finish_connect(connector_impl* c, NDK_FN_DISCONNECT_EVENT_CALLBACK dcb,
                         NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dcb_ex, PVOID dctx,
                         NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
+    if (!c->passive && c->state == connector_impl::DISCONNECTED && c->timed_out) {
+        return STATUS_IO_TIMEOUT;  // called after the connection's RTU deadline
+    }
     if (!c->passive && c->state == connector_impl::DISCONNECTED && c->have_peer &&
         c->peer.type == cm_message::REP) {
         return STATUS_CONNECTION_ABORTED;  // the peer gave up (REJ, DREQ) after its REP
@@ -827,6 +854,7 @@ NTSTATUS finish_connect(connector_impl* c, NDK_FN_DISCONNECT_EVENT_CALLBACK dcb,
         return STATUS_CONNECTION_ABORTED;
     }
     adapter_impl* ad = c->adapter;
+    c->stop_timer();  // the RTU deadline
     c->disc_cb = dcb;
     c->disc_cb_ex = dcb_ex;
     c->disc_ctx = dctx;

@@ -260,6 +260,7 @@ struct connector_impl : NDK_CONNECTOR, object_base {
     bool disc_reported = false;
 
     bool awaiting_peer = false;  // the pending request completes on a peer message
+    bool timed_out = false;      // active: CompleteConnect missed the RTU deadline
 
     void teardown(std::function<void()> done) override;
     void cancel() override;

@@ -463,5 +463,211 @@ TEST(NdkDriver, CloseDuringArpResolutionCancelsConnect) {
     });
 }
 
+// Local and remote addresses (ndkpi.md 7.3, CreateSharedEndpoint / Listen / Connect):
+// STATUS_INVALID_ADDRESS for a sockaddr that is not IPv4, too short, names another host's local
+// address or has no destination; STATUS_TOO_MANY_ADDRESSES once all 16384 ephemeral ports
+// (49152-65535) are held, for each of the three calls that take one; STATUS_SHARING_VIOLATION
+// for a port in use; STATUS_ADDRESS_ALREADY_EXISTS for a connection whose 4-tuple exists. A port
+// freed by a close is handed out again.
+TEST(NdkDriver, AddressStatusesOfSharedEndpointListenAndConnect) {
+    hw::sim_context ctx;
+    node n1("n1", sync_cfg(), ctx);
+    fake_network net;
+    run([&] {
+        endpoint a;
+        a.open(n1, net, params_for(1));
+        NDK_ADAPTER* ad = a.adapter;
+        const uint32_t peer = params_for(2).ip;
+        auto create_sep = [&](SOCKADDR_IN sa, ULONG len, NDK_SHARED_ENDPOINT** out) {
+            return ad->Dispatch->NdkCreateSharedEndpoint(ad, reinterpret_cast<PSOCKADDR>(&sa), len,
+                                                         create_log::fn, nullptr, out);
+        };
+        NDK_SHARED_ENDPOINT* sep = nullptr;
+        SOCKADDR_IN v6 = addr(0, 0);
+        v6.sin_family = AF_INET6;
+        EXPECT_EQ(create_sep(v6, sizeof(v6), &sep), STATUS_INVALID_ADDRESS);
+        EXPECT_EQ(create_sep(addr(0, 0), sizeof(SOCKADDR_IN) - 1, &sep), STATUS_INVALID_ADDRESS);
+        EXPECT_EQ(create_sep(addr(peer, 0), sizeof(SOCKADDR_IN), &sep), STATUS_INVALID_ADDRESS);
+        EXPECT_EQ(sep, nullptr);
+
+        NDK_LISTENER* l = nullptr;
+        listen_state ls;
+        ASSERT_EQ(
+            ad->Dispatch->NdkCreateListener(ad, listen_state::fn, &ls, create_log::fn, nullptr, &l),
+            STATUS_SUCCESS);
+        auto listen = [&](SOCKADDR_IN sa) {
+            return l->Dispatch->NdkListen(l, reinterpret_cast<PSOCKADDR>(&sa), sizeof(sa),
+                                          request_log::fn, nullptr);
+        };
+        EXPECT_EQ(listen(addr(peer, 6000)), STATUS_INVALID_ADDRESS);
+        EXPECT_EQ(listen(v6), STATUS_INVALID_ADDRESS);
+
+        NDK_CONNECTOR* conn = nullptr;
+        ASSERT_EQ(ad->Dispatch->NdkCreateConnector(ad, create_log::fn, nullptr, &conn),
+                  STATUS_SUCCESS);
+        auto connect = [&](const SOCKADDR_IN* src, SOCKADDR_IN dst) {
+            return conn->Dispatch->NdkConnect(
+                conn, a.qp, reinterpret_cast<PSOCKADDR>(const_cast<SOCKADDR_IN*>(src)),
+                src != nullptr ? sizeof(SOCKADDR_IN) : 0, reinterpret_cast<PSOCKADDR>(&dst),
+                sizeof(dst), 1, 1, nullptr, 0, request_log::fn, nullptr);
+        };
+        EXPECT_EQ(connect(nullptr, addr(peer, 0)), STATUS_INVALID_ADDRESS);  // no port
+        EXPECT_EQ(connect(nullptr, addr(0, 7000)), STATUS_INVALID_ADDRESS);  // no host
+        EXPECT_EQ(connect(nullptr, v6), STATUS_INVALID_ADDRESS);
+        const SOCKADDR_IN foreign = addr(peer, 0);
+        EXPECT_EQ(connect(&foreign, addr(peer, 7000)), STATUS_INVALID_ADDRESS);
+
+        // Two connections from one shared endpoint need different peers: the same 4-tuple again
+        // is STATUS_ADDRESS_ALREADY_EXISTS while the first lives (here: resolving the peer).
+        ASSERT_EQ(create_sep(addr(0, 0), sizeof(SOCKADDR_IN), &sep), STATUS_SUCCESS);
+        NDK_QP* q2 = nullptr;
+        NDK_QP* q3 = nullptr;
+        ASSERT_EQ(a.pd->Dispatch->NdkCreateQp(a.pd, a.cq, a.cq, nullptr, 4, 4, 1, 1, 0,
+                                              create_log::fn, nullptr, &q2),
+                  STATUS_SUCCESS);
+        ASSERT_EQ(a.pd->Dispatch->NdkCreateQp(a.pd, a.cq, a.cq, nullptr, 4, 4, 1, 1, 0,
+                                              create_log::fn, nullptr, &q3),
+                  STATUS_SUCCESS);
+        NDK_CONNECTOR* c1 = nullptr;
+        NDK_CONNECTOR* c2 = nullptr;
+        ASSERT_EQ(ad->Dispatch->NdkCreateConnector(ad, create_log::fn, nullptr, &c1),
+                  STATUS_SUCCESS);
+        ASSERT_EQ(ad->Dispatch->NdkCreateConnector(ad, create_log::fn, nullptr, &c2),
+                  STATUS_SUCCESS);
+        auto connect_shared = [&](NDK_CONNECTOR* c, NDK_QP* qp, SOCKADDR_IN dst, request_log* r) {
+            return c->Dispatch->NdkConnectWithSharedEndpoint(
+                c, qp, sep, reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst), 1, 1, nullptr, 0,
+                request_log::fn, r);
+        };
+        request_log r1, r2;
+        ASSERT_EQ(connect_shared(c1, a.qp, addr(peer, 7000), &r1), STATUS_PENDING);
+        EXPECT_EQ(connect_shared(c2, q2, addr(peer, 7000), &r2), STATUS_ADDRESS_ALREADY_EXISTS);
+        EXPECT_EQ(connect_shared(c2, q3, addr(peer, 7001), &r2), STATUS_PENDING);
+        close_log any{0, nullptr, ""};
+        c1->Dispatch->NdkCloseConnector(&c1->Header, close_log::fn, &any);
+        c2->Dispatch->NdkCloseConnector(&c2->Header, close_log::fn, &any);
+        ASSERT_TRUE(wait_until([&] { return r1.calls == 1 && r2.calls == 1; }));
+        EXPECT_EQ(r1.status, STATUS_CANCELLED);
+        EXPECT_EQ(r2.status, STATUS_CANCELLED);
+        sep->Dispatch->NdkCloseSharedEndpoint(&sep->Header, close_log::fn, &any);
+        sep = nullptr;
+
+        // Hold every ephemeral port.
+        std::vector<NDK_SHARED_ENDPOINT*> held;
+        std::vector<bool> seen(16384, false);
+        for (int i = 0; i < 16384; ++i) {
+            NDK_SHARED_ENDPOINT* e = nullptr;
+            ASSERT_EQ(create_sep(addr(0, 0), sizeof(SOCKADDR_IN), &e), STATUS_SUCCESS) << i;
+            SOCKADDR_IN local{};
+            ULONG len = sizeof(local);
+            ASSERT_EQ(e->Dispatch->NdkGetLocalAddress(e, reinterpret_cast<PSOCKADDR>(&local), &len),
+                      STATUS_SUCCESS);
+            const uint16_t port = ntohs(local.sin_port);
+            ASSERT_GE(port, 49152);
+            ASSERT_FALSE(seen[port - 49152]) << "port " << port << " handed out twice";
+            seen[port - 49152] = true;
+            held.push_back(e);
+        }
+        EXPECT_EQ(create_sep(addr(0, 0), sizeof(SOCKADDR_IN), &sep), STATUS_TOO_MANY_ADDRESSES);
+        EXPECT_EQ(listen(addr(0, 0)), STATUS_TOO_MANY_ADDRESSES);
+        EXPECT_EQ(connect(nullptr, addr(peer, 7000)), STATUS_TOO_MANY_ADDRESSES);
+        // A named port is not ephemeral: free unless someone holds it.
+        EXPECT_EQ(listen(addr(0, 6000)), STATUS_SUCCESS);
+        EXPECT_EQ(create_sep(addr(0, 6000), sizeof(SOCKADDR_IN), &sep), STATUS_SHARING_VIOLATION);
+
+        // Closing one endpoint frees its port for the next caller.
+        SOCKADDR_IN freed{};
+        ULONG len = sizeof(freed);
+        ASSERT_EQ(held[100]->Dispatch->NdkGetLocalAddress(
+                      held[100], reinterpret_cast<PSOCKADDR>(&freed), &len),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(
+            held[100]->Dispatch->NdkCloseSharedEndpoint(&held[100]->Header, close_log::fn, &any),
+            STATUS_SUCCESS);
+        held.erase(held.begin() + 100);
+        ASSERT_EQ(create_sep(addr(0, 0), sizeof(SOCKADDR_IN), &sep), STATUS_SUCCESS);
+        SOCKADDR_IN again{};
+        len = sizeof(again);
+        ASSERT_EQ(sep->Dispatch->NdkGetLocalAddress(sep, reinterpret_cast<PSOCKADDR>(&again), &len),
+                  STATUS_SUCCESS);
+        EXPECT_EQ(again.sin_port, freed.sin_port);
+        held.push_back(sep);
+
+        for (NDK_SHARED_ENDPOINT* e : held) {
+            e->Dispatch->NdkCloseSharedEndpoint(&e->Header, close_log::fn, &any);
+        }
+        conn->Dispatch->NdkCloseConnector(&conn->Header, close_log::fn, &any);
+        l->Dispatch->NdkCloseListener(&l->Header, close_log::fn, &any);
+    });
+}
+
+// The active consumer never calls CompleteConnect and the peer's REJ never arrives (its cable is
+// cut after the REP): cm_timeout_ns x (cm_retries + 2) after the REP the active side gives up
+// with a REJ of its own, a late CompleteConnect returns STATUS_IO_TIMEOUT, and the QP (never
+// moved past INIT) can connect again. The peer's Accept times out on its own.
+TEST(NdkDriver, LateCompleteConnectTimesOut) {
+    hw::sim_context ctx;
+    node n1("n1", sync_cfg(), ctx);
+    node n2("n2", sync_cfg(), ctx);
+    fake_network net;
+    run([&] {
+        endpoint a, b;
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
+        NDK_LISTENER* l = nullptr;
+        listen_state ls;
+        ASSERT_EQ(b.adapter->Dispatch->NdkCreateListener(b.adapter, listen_state::fn, &ls,
+                                                         create_log::fn, nullptr, &l),
+                  STATUS_SUCCESS);
+        SOCKADDR_IN la = addr(0, 5000);
+        ASSERT_EQ(l->Dispatch->NdkListen(l, reinterpret_cast<PSOCKADDR>(&la), sizeof(la),
+                                         request_log::fn, nullptr),
+                  STATUS_SUCCESS);
+        NDK_CONNECTOR* c = nullptr;
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c),
+                  STATUS_SUCCESS);
+        SOCKADDR_IN dst = addr(params_for(2).ip, 5000);
+        request_log connected, accepted;
+        ASSERT_EQ(
+            c->Dispatch->NdkConnect(c, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst),
+                                    sizeof(dst), 1, 1, nullptr, 0, request_log::fn, &connected),
+            STATUS_PENDING);
+        ASSERT_TRUE(wait_until([&] { return ls.events == 1; }));
+        ASSERT_EQ(ls.incoming->Dispatch->NdkAccept(ls.incoming, b.qp, 1, 1, nullptr, 0, nullptr,
+                                                   nullptr, request_log::fn, &accepted),
+                  STATUS_PENDING);
+        ASSERT_TRUE(wait_until([&] { return connected.calls == 1; }));
+        ASSERT_EQ(connected.status, STATUS_SUCCESS);
+        const sc_core::sc_time replied = sc_core::sc_time_stamp();
+        n2.nic.gsi_drop_all = true;
+
+        const adapter_params p = params_for(1);
+        const double deadline_ns = p.cm_timeout_ns * (p.cm_retries + 2);
+        ASSERT_TRUE(wait_until([&] { return n1.nic.mads_sent().back() == hsi::CM_ATTR_REJ; },
+                               deadline_ns * 2));
+        EXPECT_GE(sc_core::sc_time_stamp() - replied,
+                  sc_core::sc_time(deadline_ns, sc_core::SC_NS));
+        EXPECT_EQ(n1.nic.mads_sent(), (std::vector<uint16_t>{hsi::CM_ATTR_REQ, hsi::CM_ATTR_REJ}));
+        request_log late;
+        EXPECT_EQ(c->Dispatch->NdkCompleteConnect(c, nullptr, nullptr, request_log::fn, &late),
+                  STATUS_IO_TIMEOUT);
+        EXPECT_EQ(late.calls, 0);
+        EXPECT_EQ(accepted.calls, 1);  // the peer gave up first, on its own REP timer
+        EXPECT_EQ(accepted.status, STATUS_IO_TIMEOUT);
+
+        // The QP is free again: another connector may use it.
+        NDK_CONNECTOR* c2 = nullptr;
+        ASSERT_EQ(a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c2),
+                  STATUS_SUCCESS);
+        request_log again;
+        EXPECT_EQ(c2->Dispatch->NdkConnect(c2, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst),
+                                           sizeof(dst), 1, 1, nullptr, 0, request_log::fn, &again),
+                  STATUS_PENDING);
+        close_log any{0, nullptr, ""};
+        c2->Dispatch->NdkCloseConnector(&c2->Header, close_log::fn, &any);
+        c->Dispatch->NdkCloseConnector(&c->Header, close_log::fn, &any);
+    });
+}
+
 }  // namespace
 }  // namespace rnic::ndk::test
