@@ -11,7 +11,9 @@
 // closes the QP and the CQ. Input records (fixed size, the last one zero-filled):
 //   [0][32 B CQE]    written to the CQ ring by the fake NIC (it sets the phase bit); byte 1 of
 //                    the record selects qpn = this input's QP unless its top bit is set
-//   [1][16 B event]  written to the event queue (phase set), MSI-X if armed
+//   [1][16 B event]  written to the event queue (phase set), MSI-X if armed; not
+//                    EVENT_DEVICE_FATAL, which would end the driver for the whole process
+//                    (tests: ndk_cq_test DeviceFatal...)
 //   [2][n]           NdkGetCqResults for n % 8 results; [3][n] NdkGetCqResultsEx; [4][n] ArmCq
 // Checked: no crash, sanitizer report or SystemC error; every result returned names this
 // input's QP context; the QP and CQ close within 10 ms of simulated time.
@@ -116,6 +118,9 @@ private:
                 case 1: {
                     hsi::event_entry e{};
                     std::memcpy(&e, r + 1, sizeof(e));
+                    if (e.type == hsi::EVENT_DEVICE_FATAL) {
+                        break;  // the driver is dead for good: every later input would fail
+                    }
                     n.nic.post_event(e.type, e.data);
                     break;
                 }
