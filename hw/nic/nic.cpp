@@ -42,6 +42,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     m_doorbell.bind_netdma(&m_netdma);
     m_doorbell.bind_gsi(&m_gsi);
     m_recv_path.set_gsi(&m_gsi);
+    m_send_path->set_egress_stomp(&m_tx_engine.stomp());
     m_context_cache.watch_icm_base(&m_doorbell.registers().icm_base, cfg.limits.max_qps,
                                    cfg.limits.max_keys);
     m_doorbell.set_icm_bytes_needed(context_cache::icm_bytes(

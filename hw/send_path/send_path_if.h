@@ -5,8 +5,8 @@
 #pragma once
 
 #include <array>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <systemc>
@@ -20,35 +20,35 @@
 namespace rnic::hw {
 
 enum class tx_kind : uint8_t {
-    SEND,            // SEND First/Middle/Last/Only (+Imm / +Inv on the last)
-    WRITE,           // RDMA WRITE First/Middle/Last/Only (+Imm on the last)
-    READ_REQUEST,    // one packet, RETH, no payload; consumes ceil(length/pmtu) PSNs
-    READ_RESPONSE,   // READ Response First/Middle/Last/Only; AETH on First/Last/Only
-    ACK,             // Acknowledge (AETH), no payload
+    SEND,           // SEND First/Middle/Last/Only (+Imm / +Inv on the last)
+    WRITE,          // RDMA WRITE First/Middle/Last/Only (+Imm on the last)
+    READ_REQUEST,   // one packet, RETH, no payload; consumes ceil(length/pmtu) PSNs
+    READ_RESPONSE,  // READ Response First/Middle/Last/Only; AETH on First/Last/Only
+    ACK,            // Acknowledge (AETH), no payload
 };
 
 // Everything the send path needs to build a message's packets.
 struct tx_descriptor {
     tx_kind kind = tx_kind::SEND;
-    bool with_imm = false;        // SEND/WRITE: ImmDt on the last packet
-    bool with_inv = false;        // SEND: IETH on the last packet
-    bool solicited = false;       // SE bit on the last packet
-    bool ack_req = true;          // AckReq on the last packet (requests)
-    uint32_t src_qpn = 0;         // for the UDP source port (entropy)
+    bool with_imm = false;   // SEND/WRITE: ImmDt on the last packet
+    bool with_inv = false;   // SEND: IETH on the last packet
+    bool solicited = false;  // SE bit on the last packet
+    bool ack_req = true;     // AckReq on the last packet (requests)
+    uint32_t src_qpn = 0;    // for the UDP source port (entropy)
     uint32_t dest_qpn = 0;
-    uint32_t psn = 0;             // PSN of the first packet
-    uint32_t pmtu = 1024;         // path MTU, bytes (256..4096)
-    uint32_t length = 0;          // payload bytes of the message (READ_REQUEST: bytes to read)
-    uint64_t remote_va = 0;       // RETH
-    uint32_t rkey = 0;            // RETH
-    uint32_t imm_or_key = 0;      // ImmDt or IETH
-    uint8_t syndrome = 0x1F;      // AETH (ACK, READ_RESPONSE)
-    uint32_t msn = 0;             // AETH
+    uint32_t psn = 0;         // PSN of the first packet
+    uint32_t pmtu = 1024;     // path MTU, bytes (256..4096)
+    uint32_t length = 0;      // payload bytes of the message (READ_REQUEST: bytes to read)
+    uint64_t remote_va = 0;   // RETH
+    uint32_t rkey = 0;        // RETH
+    uint32_t imm_or_key = 0;  // ImmDt or IETH
+    uint8_t syndrome = 0x1F;  // AETH (ACK, READ_RESPONSE)
+    uint32_t msn = 0;         // AETH
     std::array<uint8_t, 6> src_mac{};
     std::array<uint8_t, 6> dst_mac{};
     uint32_t src_ip = 0;
     uint32_t dst_ip = 0;
-    uint64_t flow_id = 0;         // WQE id for the timeline trace
+    uint64_t flow_id = 0;  // WQE id for the timeline trace
 };
 
 // Payload of the current message, in order, as the DMA engine delivers it. `ready` is the time
@@ -56,6 +56,34 @@ struct tx_descriptor {
 struct payload_chunk {
     std::vector<uint8_t> bytes;
     sc_core::sc_time ready;
+};
+
+// Packets whose payload the transmit engine could not read (a source key died mid-message, so
+// the rest of the message went in as zeros: exactly `length` bytes follow every descriptor).
+// They must not reach a receiver as good data: the MAC transmits them stomped, with a corrupted
+// CRC, and the receiver drops them. A real RNIC carries the error with the payload beat to the
+// MAC (an AXI-Stream tuser bit); here the transmit engine names the packets (destination QP and
+// PSNs) and the MAC transmit FIFO marks them as they enter (frames carry no FCS in this model,
+// so the stomp inverts the ICRC; the receiver counts them as bad_icrc). The send path, model or
+// RTL, is untouched: same beats on the same cycles.
+class egress_stomp {
+public:
+    // Packets first_psn .. first_psn + packets - 1 (24-bit PSNs) of a message to dest_qpn:
+    // only payload-carrying packets match (an ACK or NAK with the same PSN goes out intact).
+    void add(uint32_t dest_qpn, uint32_t first_psn, uint32_t packets);
+    bool empty() const { return m_ranges.empty(); }
+    // If `frame` is one of the registered packets, corrupts its ICRC and forgets the packet.
+    void apply(std::vector<uint8_t>& frame);
+    uint64_t stomped = 0;  // packets stomped so far
+
+private:
+    struct range {
+        uint32_t dest_qpn;
+        uint32_t first_psn;
+        uint32_t packets;
+        uint32_t left;  // not yet seen
+    };
+    std::vector<range> m_ranges;
 };
 
 // What the transmit engine talks to. put_* block (from an SC_THREAD) while the input FIFOs

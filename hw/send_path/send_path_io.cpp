@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hw/roce/roce.h"
 #include "hw/send_path/send_path_packets.h"
 
 namespace rnic::hw {
@@ -90,6 +91,39 @@ void register_send_path_stats(stats_registry& reg, const std::string& b, const s
             "cycles inside a frame with no beat valid: payload not yet in");
     reg.add(b, "stall_backpressure_cycles", s.stall_backpressure_cycles, "cycles",
             "cycles with a beat valid that the MAC did not accept");
+}
+
+// --- egress_stomp ---------------------------------------------------------------------------
+
+void egress_stomp::add(uint32_t dest_qpn, uint32_t first_psn, uint32_t packets) {
+    if (packets != 0) {
+        m_ranges.push_back(
+            {dest_qpn & roce::QPN_MASK, first_psn & roce::PSN_MASK, packets, packets});
+    }
+}
+
+void egress_stomp::apply(std::vector<uint8_t>& frame) {
+    if (frame.size() < roce::BTH_OFFSET + roce::BTH_BYTES + roce::ICRC_BYTES) {
+        return;
+    }
+    const uint8_t* bth = frame.data() + roce::BTH_OFFSET;
+    if (!roce::info(bth[0]).has_payload) {
+        return;  // ACK / NAK / READ request: never poisoned
+    }
+    const uint32_t qpn = uint32_t{bth[5]} << 16 | uint32_t{bth[6]} << 8 | bth[7];
+    const uint32_t psn = uint32_t{bth[9]} << 16 | uint32_t{bth[10]} << 8 | bth[11];
+    for (auto it = m_ranges.begin(); it != m_ranges.end(); ++it) {
+        if (it->dest_qpn == qpn && ((psn - it->first_psn) & roce::PSN_MASK) < it->packets) {
+            for (size_t i = frame.size() - roce::ICRC_BYTES; i < frame.size(); ++i) {
+                frame[i] = static_cast<uint8_t>(~frame[i]);
+            }
+            ++stomped;
+            if (--it->left == 0) {
+                m_ranges.erase(it);
+            }
+            return;
+        }
+    }
 }
 
 // --- mac_fifo_output ------------------------------------------------------------------------

@@ -96,6 +96,9 @@ public:
     virtual const send_path_stats& get_stats() const = 0;
     // The input FIFOs (lockstep mirrors one unit's inputs into another's).
     virtual send_path_inputs& inputs() = 0;
+    // The packets the MAC must stomp (see egress_stomp), applied where frames enter the MAC
+    // transmit FIFO. Implementations without a MAC output of their own ignore it.
+    virtual void set_egress_stomp(egress_stomp* s) = 0;
     // RTL wrapper only: evaluate edges ahead of simulated time where nothing unknown can
     // change them (default on; the model has nothing to switch).
     virtual void set_run_ahead(bool) {}
@@ -117,13 +120,20 @@ public:
     uint64_t peek_ready(uint64_t edge, bool frame_start) override {
         return frame_start && m_fifo.full() ? UINT64_MAX : edge;
     }
-    void put_frame(fabric::eth_frame&& f) override { m_fifo.put(std::move(f)); }
+    void put_frame(fabric::eth_frame&& f) override {
+        if (m_stomp != nullptr && !m_stomp->empty()) {
+            m_stomp->apply(f.data);
+        }
+        m_fifo.put(std::move(f));
+    }
     const sc_core::sc_event* ready_event() override { return &m_fifo.read_event(); }
     channel<fabric::eth_frame>& fifo() { return m_fifo; }
+    void set_stomp(egress_stomp* s) { m_stomp = s; }
 
 private:
     channel<fabric::eth_frame>& m_fifo;
     const clock_domain& m_clk;
+    egress_stomp* m_stomp = nullptr;
 };
 
 // Frame output with a ready pattern given as a function of the edge (benches, conformance

@@ -100,6 +100,11 @@ public:
     void set_beat_observer(beat_observer fn) override { m_observer = std::move(fn); }
     const send_path_stats& get_stats() const override { return m_model->get_stats(); }
     send_path_inputs& inputs() override { return m_model->inputs(); }
+    void set_egress_stomp(egress_stomp* s) override {
+        if (m_mac) {
+            m_mac->set_stomp(s);
+        }
+    }
 
     // Default on divergence: the RTL's waveform window is written (when waves are on), then
     // SC_REPORT_ERROR names the beat and the run stops. Replace to inspect it instead (tests).

@@ -50,6 +50,11 @@ public:
     void set_beat_observer(beat_observer fn) override { m_observer = std::move(fn); }
     const stats& get_stats() const override { return m_stats; }
     send_path_inputs& inputs() override { return m_in; }
+    void set_egress_stomp(egress_stomp* s) override {
+        if (m_mac) {
+            m_mac->set_stomp(s);
+        }
+    }
     bool idle() const { return m_idle; }
     void trace(sc_core::sc_trace_file* tf) const;
 

@@ -102,6 +102,8 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
           "queued requests and READ responses of a QP in error, not sent");
     s.add(b, "source_key_faults", m_stats.source_key_faults, "count",
           "payload source keys (gather lkey, READ source rkey) that failed a per-packet check");
+    s.add(b, "stomped_packets", m_stomp.stomped, "count",
+          "packets sent stomped (bad CRC) after a source key fault: their payload was not read");
     s.add(b, "reset_discarded", m_stats.reset_discarded, "count",
           "WQEs of a QP reset or destroyed before they completed (no completion)");
     s.add(b, "dropped_stale", m_stats.dropped_stale, "count",
@@ -943,13 +945,16 @@ void tx_engine::send_job(tx_job& job) {
             const uint32_t n = std::min(seg.len - done, d.pmtu);
             if (!faulted && offset != 0 && !source_keys_live(job)) {
                 faulted = true;
-                fault_psn = (d.psn + static_cast<uint32_t>(offset / d.pmtu)) & PSN_MASK;
+                const auto first_bad = static_cast<uint32_t>(offset / d.pmtu);
+                fault_psn = (d.psn + first_bad) & PSN_MASK;
+                const auto packets = static_cast<uint32_t>((d.length + d.pmtu - 1) / d.pmtu);
+                m_stomp.add(d.dest_qpn, fault_psn, packets - first_bad);
             }
             payload_chunk c;
             c.bytes.resize(n);
             if (faulted) {
                 // The send path takes exactly `length` bytes per message and has no abort: the
-                // rest of the message goes out zero-filled (a real RNIC drops those packets).
+                // rest of the message goes in as zeros, and the MAC stomps those packets.
                 c.ready = sc_core::sc_time_stamp();
             } else {
                 c.ready =

@@ -133,6 +133,9 @@ public:
         uint64_t dropped_stale = 0;      // queued jobs of a reset/destroyed QP, not sent
     };
     const stats& get_stats() const { return m_stats; }
+    // The packets of a message whose source key died mid-way (zeros on the payload stream):
+    // the NIC gives it to the send path's MAC output, which stomps them (send_path_if.h).
+    egress_stomp& stomp() { return m_stomp; }
 
 private:
     struct outstanding {
@@ -216,6 +219,7 @@ private:
     sc_core::sc_event m_progress;  // an outstanding request completed
     std::unordered_map<uint32_t, qp_state> m_qps;
     stats m_stats;
+    egress_stomp m_stomp;
     context_cache* m_cache = nullptr;
     std::function<void(uint32_t)> m_error_listener;
 };

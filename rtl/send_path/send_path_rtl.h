@@ -43,6 +43,11 @@ public:
     void set_beat_observer(hw::beat_observer fn) override { m_observer = std::move(fn); }
     const hw::send_path_stats& get_stats() const override { return m_stats; }
     hw::send_path_inputs& inputs() override { return m_in; }
+    void set_egress_stomp(hw::egress_stomp* s) override {
+        if (m_mac) {
+            m_mac->set_stomp(s);
+        }
+    }
 
     // Evaluate edges before simulated time reaches them where no pending input can change
     // them (default). The lockstep runner turns it off: its RTL's ready follows the model.

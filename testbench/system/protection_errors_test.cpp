@@ -589,6 +589,13 @@ TEST(Protection, WriteSourceDeregisteredMidTransfer) {
     EXPECT_EQ(count_not(target.data, BIG, SECRET), BIG)
         << "the NIC read the source after NdkDeregisterMr completed";
     EXPECT_LT(landed(target.data, BIG, SRC), BIG / 2);  // the deregistration raced the transfer
+    // The packets after the fault were stomped at node 0's MAC and dropped by node 1: the
+    // target holds the source's bytes or its old ones, never the zeros those packets carried.
+    const size_t sent = landed(target.data, BIG, SRC);
+    EXPECT_EQ(count_not(target.data + sent, BIG - sent, FILL), 0u) << "zeros after byte " << sent;
+    EXPECT_GT(b.stat("node0.nic.tx_engine", "stomped_packets"), 0u);
+    EXPECT_EQ(b.stat("node1.nic.recv_path", "bad_icrc"),
+              b.stat("node0.nic.tx_engine", "stomped_packets"));
     EXPECT_EQ(b.stat("node0.nic.tx_engine", "source_key_faults"), 1u);
     EXPECT_LT(b.stat("node0.nic.tx_engine", "payload_bytes"), BIG);
     EXPECT_EQ(s.c0.nic().contexts().qp(ndk::get_qp_number(s.q0))->state, hsi::QPS_ERROR);
@@ -623,10 +630,18 @@ TEST(Protection, ReadSourceDeregisteredMidTransfer) {
     EXPECT_EQ(b.naks(1, SYN_NAK_ACCESS), 1u);
     EXPECT_EQ(s.c1.nic().contexts().qp(ndk::get_qp_number(s.q1))->state, hsi::QPS_ERROR);
     EXPECT_EQ(s.c0.nic().contexts().qp(ndk::get_qp_number(s.q0))->state, hsi::QPS_ERROR);
-    // The READ completes once. (The send path cannot abort a message it has started, so the
-    // rest of this response went out zero-filled and the READ itself completes before the NAK
-    // that fails the QP: see hw/tx_engine/README.md.)
-    EXPECT_EQ(got0.size(), 1u);
+    // The rest of the response was stomped at node 1's MAC (node 0 drops it: bad ICRC), so the
+    // READ never has all its data: the NAK completes it with a remote access error, and the
+    // sink holds the served bytes or its old ones, never zeros.
+    EXPECT_GT(b.stat("node1.nic.tx_engine", "stomped_packets"), 0u);
+    EXPECT_EQ(b.stat("node0.nic.recv_path", "bad_icrc"),
+              b.stat("node1.nic.tx_engine", "stomped_packets"));
+    const size_t served = landed(sink.data, BIG, SRC);
+    EXPECT_EQ(count_not(sink.data + served, BIG - served, FILL), 0u)
+        << "zeros after byte " << served;
+    ASSERT_EQ(got0.size(), 1u);
+    EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION))
+        << status_name(got0[0].Status);
 }
 
 // The source is deregistered while the WRITE waits for a retransmission (the link drops the
