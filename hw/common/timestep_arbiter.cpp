@@ -29,6 +29,12 @@ public:
     // settle_instant(): the calling thread goes on once the instant has settled, one waiter
     // per settled instant, by process name.
     void wait_settled() {
+        // Nothing else runs at this instant (no runnable process, delta notification or
+        // update, no arbiter round or earlier waiter pending): it has settled already, and
+        // waiting for the check would only cost two process switches.
+        if (!m_armed && m_waiters.empty() && !sc_core::sc_pending_activity_at_current_time()) {
+            return;
+        }
         bool released = false;
         m_waiters.push_back({sc_core::sc_get_current_process_b(), &released});
         arm();
