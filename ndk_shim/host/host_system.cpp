@@ -44,6 +44,7 @@ host_config parse_host_config(config::reader r) {
     }
     r.get("arp_timeout_ns", c.arp_timeout_ns, 1.0, 1e10);
     r.get("arp_retries", c.arp_retries, 0u, 100u);
+    r.get("arp_reachable_ns", c.arp_reachable_ns, 1e3, 1e13);
     r.get("dad_probes", c.dad_probes, 0u, 10u);
     r.get("cm_ids", c.cm_ids, 1u, 1u << 20);
     r.finish();
@@ -89,7 +90,7 @@ host_system::host_system(sc_core::sc_module_name name, const host_config& cfg,
     , m_rng(cfg.seed * 0x9E3779B97F4A7C15ull + 0x1234567ull)
     , m_isr(hsi::MSIX_VECTORS)
     , m_isr_queued(hsi::MSIX_VECTORS, false)
-    , m_neighbors(*this, cfg.arp_timeout_ns, cfg.arp_retries) {
+    , m_neighbors(*this, cfg.arp_timeout_ns, cfg.arp_retries, cfg.arp_reachable_ns) {
     mmio_out.bind(pcie.host_mmio_in);
     pcie.set_msi_handler([this](uint64_t addr, uint32_t data) {
         // The interrupt controller decodes the message data as the vector (msi_address/data

@@ -39,6 +39,7 @@ struct host_config {
     uint32_t ipv4_gateway = 0;         // default gateway (host order); 0 = none
     double arp_timeout_ns = 1e6;       // an unanswered ARP request is sent again after this
     uint32_t arp_retries = 2;          // requests after the first; then HOST_UNREACHABLE
+    double arp_reachable_ns = 30e9;    // a learned neighbour is trusted this long, then re-ARPed
     uint32_t dad_probes = 0;           // duplicate-address ARP probes at adapter open (0: no DAD)
     // Provider driver: entries of the CM's communication-ID table (connectors, listeners and
     // incoming requests each hold one); CreateConnector / CreateListener fail beyond it.

@@ -53,13 +53,15 @@ bool decode_arp(const uint8_t* p, size_t len, arp_packet& a) {
     return true;
 }
 
-neighbor_cache::neighbor_cache(host_system& host, double timeout_ns, uint32_t retries)
+neighbor_cache::neighbor_cache(host_system& host, double timeout_ns, uint32_t retries,
+                               double reachable_ns)
     : m_host(host)
     , m_timeout_ns(timeout_ns)
-    , m_retries(retries) {}
+    , m_retries(retries)
+    , m_reachable(reachable_ns, sc_core::SC_NS) {}
 
 void neighbor_cache::add_static(uint32_t ip, const mac_address& mac) {
-    m_entries[ip] = entry{mac, true};
+    m_entries[ip] = entry{mac, true, sc_core::SC_ZERO_TIME};
     if (m_pending.count(ip) != 0) {
         finish(ip, true, mac);
     }
@@ -86,10 +88,11 @@ void neighbor_cache::learn(uint32_t ip, const mac_address& mac, bool create) {
     if (it != m_entries.end()) {
         if (!it->second.is_static) {
             it->second.mac = mac;
+            it->second.confirmed = sc_core::sc_time_stamp();
             ++m_stats.learned;
         }
     } else if (create || waited) {
-        m_entries[ip] = entry{mac, false};
+        m_entries[ip] = entry{mac, false, sc_core::sc_time_stamp()};
         ++m_stats.learned;
     } else {
         return;
@@ -101,9 +104,12 @@ void neighbor_cache::learn(uint32_t ip, const mac_address& mac, bool create) {
 
 uint64_t neighbor_cache::resolve(uint32_t ip, mac_address& mac, std::function<void()> solicit,
                                  done_fn done) {
-    if (auto known = lookup(ip)) {
-        mac = *known;
-        return 0;
+    if (auto e = m_entries.find(ip); e != m_entries.end()) {
+        if (e->second.is_static || sc_core::sc_time_stamp() - e->second.confirmed < m_reachable) {
+            mac = e->second.mac;
+            return 0;
+        }
+        ++m_stats.stale;  // ask again; the entry stays until the answer (or its absence)
     }
     const uint64_t token = ++m_next_token;
     m_waiter_ip[token] = ip;
@@ -178,6 +184,8 @@ void neighbor_cache::finish(uint32_t ip, bool resolved, const mac_address& mac) 
     }
     if (resolved) {
         ++m_stats.resolved;
+    } else if (auto e = m_entries.find(ip); e != m_entries.end() && !e->second.is_static) {
+        m_entries.erase(e);  // a stale entry nobody confirmed
     }
     for (auto& [token, done] : p.waiters) {
         m_waiter_ip.erase(token);

@@ -3,8 +3,11 @@
 // `netsh interface ipv4 add neighbors` makes them), dynamic entries learned from ARP (RFC 826)
 // frames, and resolution with retransmitted requests. The frames travel through the NIC (the
 // provider driver sends and receives them on the GSI rings, hw/hsi/hsi.h GSI section); this
-// class only keeps the table, the timers and the waiters. Not modelled: entry ageing
-// (reachable time), the unreachable-entry hold-down, IPv6 neighbour discovery.
+// class only keeps the table, the timers and the waiters. A learned entry is trusted for the
+// reachable time after the ARP frame that confirmed it (host config arp_reachable_ns; Windows'
+// ReachableTime is about 30 s); after that it is stale: the next resolution asks again (the
+// entry is dropped if nobody answers). Not modelled: the unreachable-entry hold-down, the
+// randomised reachable time, IPv6 neighbour discovery.
 #pragma once
 
 #include <array>
@@ -13,6 +16,8 @@
 #include <map>
 #include <optional>
 #include <vector>
+
+#include <systemc>
 
 namespace rnic::ndk {
 
@@ -40,8 +45,9 @@ bool decode_arp(const uint8_t* frame, size_t len, arp_packet& a);
 
 class neighbor_cache {
 public:
-    // Retransmission of unanswered requests (host config arp_timeout_ns, arp_retries).
-    neighbor_cache(host_system& host, double timeout_ns, uint32_t retries);
+    // Retransmission of unanswered requests (host config arp_timeout_ns, arp_retries); how long
+    // a learned entry is trusted (arp_reachable_ns).
+    neighbor_cache(host_system& host, double timeout_ns, uint32_t retries, double reachable_ns);
 
     // Static entry (never replaced by ARP, never times out).
     void add_static(uint32_t ip, const mac_address& mac);
@@ -56,7 +62,8 @@ public:
     void learn(uint32_t ip, const mac_address& mac, bool create);
 
     using done_fn = std::function<void(bool resolved, const mac_address& mac)>;
-    // Resolves `ip`. Known: returns 0 and writes the MAC to `mac` (done is not called).
+    // Resolves `ip`. Known (static, or learned within the reachable time): returns 0 and writes
+    // the MAC to `mac` (done is not called).
     // Otherwise joins or starts a resolution: `solicit` (send one ARP request) runs now and after
     // each timeout while retries remain; `done` runs in the host's DPC thread when a reply is
     // learned or when the last request timed out (resolved = false). Returns a token for
@@ -70,6 +77,7 @@ public:
         uint64_t resolved = 0;  // resolutions answered
         uint64_t failed = 0;    // resolutions that timed out
         uint64_t learned = 0;   // entries created or updated from ARP
+        uint64_t stale = 0;     // resolutions of a learned entry past its reachable time
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -77,6 +85,7 @@ private:
     struct entry {
         mac_address mac{};
         bool is_static = false;
+        sc_core::sc_time confirmed;  // learned entries: the ARP frame that last confirmed it
     };
     struct pending {
         std::function<void()> solicit;
@@ -90,6 +99,7 @@ private:
     host_system& m_host;
     double m_timeout_ns;
     uint32_t m_retries;
+    sc_core::sc_time m_reachable;
     std::map<uint32_t, entry> m_entries;
     std::map<uint32_t, pending> m_pending;
     std::map<uint64_t, uint32_t> m_waiter_ip;  // token -> IP being resolved

@@ -669,5 +669,60 @@ TEST(NdkDriver, LateCompleteConnectTimesOut) {
     });
 }
 
+// Neighbour ageing (host arp_reachable_ns): within the reachable time a second Connect to the
+// same peer sends no ARP; after it the entry is stale and the next Connect asks again (and
+// still connects to the answer); a stale entry nobody confirms is dropped and the Connect fails
+// with STATUS_HOST_UNREACHABLE. No listener on the peer: each Connect ends in a REJ
+// (STATUS_CONNECTION_REFUSED), which is enough to show the REQ reached it.
+TEST(NdkDriver, StaleNeighbourIsAskedAgain) {
+    hw::sim_context ctx;
+    host_config cfg = sync_cfg();
+    cfg.arp_reachable_ns = 200e3;
+    cfg.arp_timeout_ns = 20e3;
+    cfg.arp_retries = 1;
+    node n1("n1", cfg, ctx);
+    node n2("n2", cfg, ctx);
+    fake_network net;
+    run([&] {
+        endpoint a, b;
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
+        const uint32_t peer = params_for(2).ip;
+        auto connect = [&]() {
+            NDK_CONNECTOR* c = nullptr;
+            EXPECT_EQ(
+                a.adapter->Dispatch->NdkCreateConnector(a.adapter, create_log::fn, nullptr, &c),
+                STATUS_SUCCESS);
+            SOCKADDR_IN dst = addr(peer, 5000);
+            request_log r;
+            EXPECT_EQ(
+                c->Dispatch->NdkConnect(c, a.qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst),
+                                        sizeof(dst), 1, 1, nullptr, 0, request_log::fn, &r),
+                STATUS_PENDING);
+            EXPECT_TRUE(wait_until([&] { return r.calls == 1; }, 1e6));
+            close_log any{0, nullptr, ""};
+            c->Dispatch->NdkCloseConnector(&c->Header, close_log::fn, &any);
+            return r.status;
+        };
+        EXPECT_EQ(connect(), STATUS_CONNECTION_REFUSED);
+        EXPECT_EQ(n1.nic.arp_sent().size(), 1u);
+        EXPECT_EQ(connect(), STATUS_CONNECTION_REFUSED);  // fresh entry: no ARP
+        EXPECT_EQ(n1.nic.arp_sent().size(), 1u);
+
+        sc_core::wait(sc_core::sc_time(250, sc_core::SC_US));  // the entry goes stale
+        EXPECT_EQ(connect(), STATUS_CONNECTION_REFUSED);
+        EXPECT_EQ(n1.nic.arp_sent().size(), 2u);
+        EXPECT_EQ(n1.host.neighbors().get_stats().stale, 1u);
+        EXPECT_EQ(n1.host.neighbors().lookup(peer), params_for(2).mac);
+
+        sc_core::wait(sc_core::sc_time(250, sc_core::SC_US));
+        n2.nic.gsi_drop_all = true;  // the peer is gone
+        EXPECT_EQ(connect(), STATUS_HOST_UNREACHABLE);
+        EXPECT_EQ(n1.nic.arp_sent().size(), 4u);  // first request and one retry
+        EXPECT_EQ(n1.host.neighbors().get_stats().stale, 2u);
+        EXPECT_FALSE(n1.host.neighbors().lookup(peer).has_value());
+    });
+}
+
 }  // namespace
 }  // namespace rnic::ndk::test
