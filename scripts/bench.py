@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Runs benchmark scenarios and prints one JSON line per scenario (see scripts/bench).
+"""Runs benchmark scenarios and prints one JSON line per scenario (see scripts/bench), or with
+--markdown README's benchmark table. A scenario any of whose runs fails (a non-zero exit, or
+stats.json not saying passed) gets a row {"scenario", "error"} naming the failure and no figures,
+and the command exits 1.
 
 Speed is reported twice: per wall second (what a user waits) and per CPU second of the rnicsim
 process (user + system time). On an idle machine the two agree; on a shared one the wall figures
@@ -21,13 +24,38 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUTS = ("waves", "trace", "pcap")
 
 
-def load_scenario(path):
-    """The scenario as JSON, or {} if it has comments (only used to read a few keys)."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
+def effective_config(rnicsim, scenario, sets):
+    """The scenario's effective config (`rnicsim show-config`), or None if it does not load."""
+    cmd = [rnicsim, "show-config", scenario]
+    for s in sets:
+        cmd += ["--set", s]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       stdin=subprocess.DEVNULL, text=True)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout)
+
+
+def failure(exit_code, stats, stderr):
+    """Why a run failed, or None: it must exit 0 and its stats.json say passed (no figure of a
+    failed run is a result)."""
+    if exit_code == 0 and stats is not None and stats.get("result", {}).get("passed") is True:
+        return None
+    why = []
+    if exit_code != 0:
+        why.append("rnicsim exited %d" % exit_code if exit_code > 0
+                   else "rnicsim killed by signal %d" % -exit_code)
+    if stats is None:
+        why.append("no stats.json")
+    else:
+        failures = stats.get("result", {}).get("failures") or []
+        why.append("FAILED" + (": " + "; ".join(str(f) for f in failures[:3]) if failures else ""))
+    lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    # The first line saying what went wrong (rnicsim prints it before the speed line).
+    said = [l for l in lines if "error" in l.lower() or "fail" in l.lower()]
+    if (stats is None or not stats.get("result", {}).get("failures")) and (said or lines):
+        why.append((said or lines)[0])
+    return ", ".join(why)
 
 
 def execute(rnicsim, scenario, sets, callgrind=False):
@@ -46,16 +74,18 @@ def execute(rnicsim, scenario, sets, callgrind=False):
                 open(os.path.join(tmp, "stderr"), "wb") as se:
             start = time.monotonic()
             proc = subprocess.Popen(cmd, stdout=so, stderr=se)
-            _, _, rusage = os.wait4(proc.pid, 0)
+            _, status, rusage = os.wait4(proc.pid, 0)
             wall = time.monotonic() - start
         with open(os.path.join(tmp, "stderr"), errors="replace") as f:
             stderr = f.read()
         stats_path = os.path.join(out, "stats.json")
-        if not os.path.exists(stats_path):
-            return None, None, wall, 0.0, rusage, None, (stderr.strip().splitlines()[-1:] or
-                                                         ["no stats.json"])
-        with open(stats_path) as f:
-            stats = json.load(f)
+        stats = None
+        if os.path.exists(stats_path):
+            with open(stats_path) as f:
+                stats = json.load(f)
+        error = failure(os.waitstatus_to_exitcode(status), stats, stderr)
+        if error is not None:
+            return None, None, wall, 0.0, rusage, None, error
         # Wall-clock figures live in speed.json (stats.json is the same bytes on every run).
         speed = {}
         speed_path = os.path.join(out, "speed.json")
@@ -74,7 +104,8 @@ def execute(rnicsim, scenario, sets, callgrind=False):
 
 
 def best_of(rnicsim, scenario, sets, repeat):
-    """The run with the least CPU time out of `repeat` (noise on a shared machine only adds)."""
+    """The run with the least CPU time out of `repeat` (noise on a shared machine only adds);
+    the first failed run instead, if one fails."""
     best = None
     for _ in range(max(1, repeat)):
         r = execute(rnicsim, scenario, sets)
@@ -90,8 +121,11 @@ def per(x, t):
 
 
 def run_one(rnicsim, scenario, args):
+    """One row: the figures of a scenario, or {"scenario", "error"} if any of its runs failed
+    (then no figure at all: a failed run's numbers are not results)."""
     name = os.path.splitext(os.path.basename(scenario))[0]
-    stats, speed, wall, cpu, rusage, _, error = best_of(rnicsim, scenario, [], args.repeat)
+    sets = args.set
+    stats, speed, wall, cpu, rusage, _, error = best_of(rnicsim, scenario, sets, args.repeat)
     if error is not None:
         return {"scenario": name, "error": error}
     s = stats.get("summary", {})
@@ -118,26 +152,113 @@ def run_one(rnicsim, scenario, args):
     }
     # An idle scenario (workload.idle_ms > 0): the cost of the idle time alone is the difference
     # to the same run without it, each the best of three.
-    idle_ms = load_scenario(scenario).get("workload", {}).get("idle_ms", 0)
+    idle_ms = (effective_config(rnicsim, scenario, sets) or {}).get("workload", {}).get(
+        "idle_ms", 0)
     if idle_ms:
-        with_idle = best_of(rnicsim, scenario, [], max(3, args.repeat))
-        without = best_of(rnicsim, scenario, ["workload.idle_ms=0"], max(3, args.repeat))
-        if with_idle[6] is None and without[6] is None:
-            wall_of = lambda r: (r[1] or {}).get("wall_s", r[2]) or r[2]
-            row["idle_simulated_ms"] = idle_ms
-            row["idle_wall_s"] = round(max(0.0, wall_of(with_idle) - wall_of(without)), 5)
-            row["idle_cpu_s"] = round(max(0.0, with_idle[3] - without[3]), 5)
+        with_idle = best_of(rnicsim, scenario, sets, max(3, args.repeat))
+        without = best_of(rnicsim, scenario, sets + ["workload.idle_ms=0"], max(3, args.repeat))
+        for what, r in (("idle run", with_idle), ("run without the idle time", without)):
+            if r[6] is not None:
+                return {"scenario": name, "error": "%s: %s" % (what, r[6])}
+        wall_of = lambda r: (r[1] or {}).get("wall_s", r[2]) or r[2]
+        row["idle_simulated_ms"] = idle_ms
+        row["idle_wall_s"] = round(max(0.0, wall_of(with_idle) - wall_of(without)), 5)
+        row["idle_cpu_s"] = round(max(0.0, with_idle[3] - without[3]), 5)
     # The cost of each output, as the ratio of CPU seconds with it on to without.
     if args.outputs:
         for o in OUTPUTS:
-            r = best_of(rnicsim, scenario, ["outputs.%s=true" % o], args.repeat)
-            row["cost_" + o] = round(r[3] / cpu, 2) if r[6] is None and cpu > 0 else None
+            r = best_of(rnicsim, scenario, sets + ["outputs.%s=true" % o], args.repeat)
+            if r[6] is not None:
+                return {"scenario": name, "error": "with outputs.%s: %s" % (o, r[6])}
+            row["cost_" + o] = round(r[3] / cpu, 2) if cpu > 0 else None
     if args.callgrind:
-        _, _, _, _, _, instructions, error = execute(rnicsim, scenario, [], callgrind=True)
-        if error is None:
-            row["instructions"] = instructions
-            row["instructions_per_packet"] = per(instructions, packets)
+        _, _, _, _, _, instructions, error = execute(rnicsim, scenario, sets, callgrind=True)
+        if error is not None:
+            return {"scenario": name, "error": "under callgrind: " + error}
+        row["instructions"] = instructions
+        row["instructions_per_packet"] = per(instructions, packets)
     return row
+
+
+def size(n):
+    for unit, b in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= b and n % b == 0:
+            return "%d %s" % (n // b, unit)
+    return "%d B" % n
+
+
+def describe(cfg):
+    """What a scenario does, in a few words, from its effective config."""
+    if not cfg:
+        return ""
+    w = cfg.get("workload", {})
+    nodes = cfg.get("topology", {}).get("nodes") or [{}]
+    parts = ["%s %s" % (str(w.get("operation", "")).upper(), size(w.get("message_bytes", 0)))]
+    if w.get("qps", 1) != 1:
+        parts.append("%d QPs" % w["qps"])
+    parts.append("MTU %s" % nodes[0].get("mtu"))
+    parts.append("QD %s" % w.get("queue_depth"))
+    if w.get("inline_threshold", 0) >= w.get("message_bytes", 0) > 0:
+        parts.append("inline")
+    if w.get("signal_every", 1) > 1:
+        parts.append("1 in %d signaled" % w["signal_every"])
+    impl = cfg.get("rnic", {}).get("send_path", {}).get("impl", "model")
+    if impl != "model":
+        parts.append("send path %s" % ("RTL" if impl == "rtl" else impl))
+    if w.get("idle_ms"):
+        parts.append("then %g ms idle" % w["idle_ms"])
+    return ", ".join(parts)
+
+
+def thousands(x):
+    if x is None:
+        return ""
+    return "%.1f k" % (x / 1000.0) if x >= 1000 else str(x)
+
+
+def markdown(rows, configs, args):
+    """The README's benchmark table: one line per scenario; a failed one says FAILED and why."""
+    lines = ["| scenario | what | simulated | packets / CPU s | instructions / packet | peak RSS |",
+             "|---|---|---|---|---|---|"]
+    for row, cfg in zip(rows, configs):
+        name = "`%s`" % row["scenario"]
+        if "error" in row:
+            lines.append("| %s | %s | **FAILED**: %s | | | |" % (
+                name, describe(cfg), row["error"].replace("|", "\\|")))
+            continue
+        sim = ["%.1f Gb/s" % row["goodput_gbps"] if row.get("goodput_gbps") is not None else "",
+               "%.2f M msg/s" % row["msg_rate_mpps"] if row.get("msg_rate_mpps") else ""]
+        if "idle_cpu_s" in row:
+            sim.append("the idle %g ms: %.0f us CPU" % (row["idle_simulated_ms"],
+                                                         row["idle_cpu_s"] * 1e6))
+        costs = ["%s %.1fx" % (o, row["cost_" + o]) for o in OUTPUTS
+                 if row.get("cost_" + o) is not None]
+        if costs:
+            sim.append("CPU with " + ", ".join(costs))
+        lines.append("| %s | %s | %s | %s | %s | %.0f MB |" % (
+            name, describe(cfg), ", ".join(x for x in sim if x),
+            thousands(row.get("packets_per_cpu_s")), thousands(row.get("instructions_per_packet")),
+            row.get("peak_rss_mb", 0)))
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for l in f:
+                if l.startswith("model name"):
+                    cpu = l.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    flags = "".join(" --repeat %d" % args.repeat if args.repeat > 1 else "")
+    flags += " --callgrind" if args.callgrind else ""
+    flags += " --outputs" if args.outputs else ""
+    flags += "".join(" --set " + x for x in args.set)
+    lines.append("")
+    lines.append("`scripts/bench --markdown%s` at commit %s on %s (%d CPUs, load average %.1f "
+                 "at the end)." % (flags, commit.stdout.strip() or "unknown", cpu,
+                                   os.cpu_count() or 0, os.getloadavg()[0]))
+    return "\n".join(lines)
 
 
 def main():
@@ -151,14 +272,26 @@ def main():
                          "one's cost (cost_waves ...: CPU time with it / without)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run each configuration N times and keep the one with the least CPU time")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                    help="override a config value of every scenario (as rnicsim run --set)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print README's benchmark table (the JSON lines go to stderr)")
     ap.add_argument("scenarios", nargs="*")
     args = ap.parse_args()
     scenarios = args.scenarios or sorted(glob.glob(os.path.join(ROOT, "configs", "bench", "*.json")))
-    failed = False
+    rows, configs = [], []
     for sc in scenarios:
         row = run_one(args.rnicsim, sc, args)
-        failed = failed or "error" in row
-        print(json.dumps(row), flush=True)
+        rows.append(row)
+        configs.append(effective_config(args.rnicsim, sc, args.set))
+        print(json.dumps(row), flush=True, file=sys.stderr if args.markdown else sys.stdout)
+    if args.markdown:
+        print(markdown(rows, configs, args), flush=True)
+    failed = [r["scenario"] for r in rows if "error" in r]
+    if failed:
+        print("bench: FAILED: %s (no figures for %s)" % (", ".join(failed),
+                                                         "it" if len(failed) == 1 else "them"),
+              file=sys.stderr)
     sys.exit(1 if failed else 0)
 
 

@@ -46,9 +46,30 @@ host_config parse_host_config(config::reader r) {
     r.get("arp_retries", c.arp_retries, 0u, 100u);
     r.get("arp_reachable_ns", c.arp_reachable_ns, 1e3, 1e13);
     r.get("dad_probes", c.dad_probes, 0u, 10u);
-    r.get("cm_ids", c.cm_ids, 1u, 1u << 20);
+    // cm_ids: "auto" (sized from the NIC's max_qps when the adapter opens) or a number.
+    if (const nlohmann::json* v = r.raw("cm_ids"); v != nullptr) {
+        if (v->is_string() && *v == "auto") {
+            c.cm_ids = CM_IDS_AUTO;
+        } else if (!v->is_number_integer() && !v->is_number_unsigned()) {
+            r.error("cm_ids", config::describe(*v) + " is not \"auto\" or an integer");
+        } else if (v->get<int64_t>() < 1 || v->get<int64_t>() > (1 << 20)) {
+            r.error("cm_ids", config::describe(*v) + " out of range [1, 1048576] (or \"auto\")");
+        } else {
+            c.cm_ids = v->get<uint32_t>();
+        }
+    }
+    r.set_effective("cm_ids",
+                    c.cm_ids == CM_IDS_AUTO ? nlohmann::json("auto") : nlohmann::json(c.cm_ids));
     r.finish();
     return c;
+}
+
+uint32_t cm_id_entries(const host_config& cfg, uint32_t max_qps) {
+    if (cfg.cm_ids != CM_IDS_AUTO) {
+        return cfg.cm_ids;
+    }
+    return static_cast<uint32_t>(
+        std::min<uint64_t>(uint64_t{max_qps} + CM_IDS_AUTO_EXTRA, UINT32_MAX));
 }
 
 namespace {

@@ -43,8 +43,17 @@ struct host_config {
     uint32_t dad_probes = 0;           // duplicate-address ARP probes at adapter open (0: no DAD)
     // Provider driver: entries of the CM's communication-ID table (connectors, listeners and
     // incoming requests each hold one); CreateConnector / CreateListener fail beyond it.
-    uint32_t cm_ids = 1024;
+    // CM_IDS_AUTO (config "auto", the default): sized from the NIC, see cm_id_entries().
+    uint32_t cm_ids = 0;
 };
+inline constexpr uint32_t CM_IDS_AUTO = 0;
+// Entries beyond rnic.limits.max_qps that an "auto" CM ID table has: listeners, and connectors
+// not bound to a QP (created before their QP, or closing while a new one connects).
+inline constexpr uint32_t CM_IDS_AUTO_EXTRA = 64;
+// The CM ID table of a host whose NIC holds `max_qps` QP contexts: cfg.cm_ids, or for "auto"
+// max_qps + CM_IDS_AUTO_EXTRA, i.e. a connector for every QP the NIC can connect (max_qps - 2:
+// QPNs 0 and 1 are reserved) on an active or a passive node, with room for the listeners.
+uint32_t cm_id_entries(const host_config& cfg, uint32_t max_qps);
 host_config parse_host_config(config::reader r);
 
 // Every consumer-visible buffer is real process memory (so consumer code dereferences its own

@@ -132,7 +132,7 @@ void adapter_impl::gsi_release() {
 }
 
 bool adapter_impl::take_cm_id() {
-    if (cm_ids_in_use >= host.config().cm_ids) {
+    if (cm_ids_in_use >= cm_id_entries(host.config(), params.limits.max_qps)) {
         return false;
     }
     ++cm_ids_in_use;
@@ -714,7 +714,7 @@ NTSTATUS create_connector(NDK_ADAPTER* a, NDK_FN_CREATE_COMPLETION, PVOID, NDK_C
         return STATUS_INVALID_PARAMETER;
     }
     if (!ad->take_cm_id()) {
-        return STATUS_INSUFFICIENT_RESOURCES;  // every CM ID is in use (host config cm_ids)
+        return STATUS_INSUFFICIENT_RESOURCES;  // every CM ID is in use (cm_id_entries)
     }
     auto* c = new connector_impl;
     ad->init_header(c, NdkObjectTypeConnector, &connector_dispatch);

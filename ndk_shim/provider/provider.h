@@ -312,7 +312,7 @@ struct adapter_impl : NDK_ADAPTER, object_base {
     std::vector<srq_impl*> srq_table;
     std::map<uint32_t, connector_impl*> conns;  // by local communication ID
     uint32_t next_conn = 0;
-    uint32_t cm_ids_in_use = 0;  // connectors and listeners (host config cm_ids entries)
+    uint32_t cm_ids_in_use = 0;  // connectors and listeners (cm_id_entries())
     uint64_t next_tid = 0;
     // GSI (QP1) rings: CM MADs on the wire (hsi GSI section).
     uint8_t* gsi_sq = nullptr;
@@ -354,7 +354,7 @@ struct adapter_impl : NDK_ADAPTER, object_base {
 
     // CM transport (connector.cpp).
     uint32_t new_conn_id();
-    // CM ID table: false when all host_config::cm_ids entries are taken.
+    // CM ID table: false when all cm_id_entries(host config, max_qps) entries are taken.
     bool take_cm_id();
     void release_cm_id();
     // Sends a CM message to `dst_mac` as a MAD on the GSI send ring. Fills in the sender's MAC.

@@ -205,6 +205,29 @@ TEST(EndToEnd, WriteInline) {
     run_and_check({"write", 64, 10, 1, 4, 1, 128});
 }
 
+// Every QP the NIC can connect gets connected with the default host config: rnic.limits.max_qps
+// 1026 leaves QPNs 2..1025 for 1024 QP pairs, and the passive node's CM then holds its listener
+// and 1024 connectors (a table of exactly 1024 entries refused the last REQ).
+TEST(EndToEnd, EveryConnectableQpConnectsWithTheDefaultCmIdTable) {
+    const json doc = {{"rnic", {{"limits", {{"max_qps", 1026}}}}},
+                      {"workload",
+                       {{"operation", "write"},
+                        {"message_bytes", 64},
+                        {"messages", 1024},
+                        {"qps", 1024},
+                        {"queue_depth", 1},
+                        {"time_limit_ms", 2000}}}};
+    const run_result r = rnic::scenario::run_scenario(rnic::scenario::parse_scenario(doc));
+    for (const auto& f : r.failures) {
+        ADD_FAILURE() << f;
+    }
+    EXPECT_TRUE(r.passed());
+    EXPECT_EQ(r.messages, 1024u);
+    EXPECT_EQ(r.bytes_checked, 1024u * 64u);
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.blocks["workload.node0"]["write_completions"], 1024);
+}
+
 // The checker itself (no simulation): what the e2e tests rely on to see wrong data.
 TEST(Pattern, DetectsEveryKindOfWrongData) {
     using rnic::scenario::pattern_fill;

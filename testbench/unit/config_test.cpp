@@ -145,6 +145,36 @@ TEST(ScenarioConfig, OutOfRange) {
               "topology.link.rate_gbps: 0.5 out of range [1.0, 1600.0]");
 }
 
+// host.cm_ids: "auto" by default (the provider sizes the table from rnic.limits.max_qps), or an
+// explicit number of entries; anything else names the key.
+TEST(ScenarioConfig, CmIdsAutoOrNumber) {
+    const scenario_config d = parse_scenario(json::object());
+    EXPECT_EQ(d.host.cm_ids, rnic::ndk::CM_IDS_AUTO);
+    EXPECT_EQ(d.effective["host"]["cm_ids"], "auto");
+    EXPECT_EQ(parse_scenario({{"host", {{"cm_ids", "auto"}}}}).host.cm_ids, rnic::ndk::CM_IDS_AUTO);
+    const scenario_config three = parse_scenario({{"host", {{"cm_ids", 3}}}});
+    EXPECT_EQ(three.host.cm_ids, 3u);
+    EXPECT_EQ(three.effective["host"]["cm_ids"], 3);
+    EXPECT_EQ(parse_scenario(three.effective).host.cm_ids, 3u);
+    EXPECT_EQ(error_of({{"host", {{"cm_ids", 0}}}}),
+              "host.cm_ids: 0 out of range [1, 1048576] (or \"auto\")");
+    EXPECT_EQ(error_of({{"host", {{"cm_ids", 1048577}}}}),
+              "host.cm_ids: 1048577 out of range [1, 1048576] (or \"auto\")");
+    EXPECT_EQ(error_of({{"host", {{"cm_ids", -1}}}}),
+              "host.cm_ids: -1 out of range [1, 1048576] (or \"auto\")");
+    EXPECT_EQ(error_of({{"host", {{"cm_ids", "many"}}}}),
+              "host.cm_ids: \"many\" is not \"auto\" or an integer");
+    EXPECT_EQ(error_of({{"host", {{"cm_ids", 2.5}}}}),
+              "host.cm_ids: 2.5 is not \"auto\" or an integer");
+    // Sized for a connector on every QPN the NIC can connect (QPNs 0 and 1 are reserved) plus
+    // a listener: what a passive node needs for max_qps - 2 connections.
+    rnic::ndk::host_config h;
+    EXPECT_GE(rnic::ndk::cm_id_entries(h, 1026), 1024u + 1u);
+    EXPECT_GE(rnic::ndk::cm_id_entries(h, 4), 2u + 1u);
+    h.cm_ids = 7;
+    EXPECT_EQ(rnic::ndk::cm_id_entries(h, 1026), 7u);
+}
+
 TEST(ScenarioConfig, NotOneOf) {
     EXPECT_EQ(error_of({{"rnic", {{"pcie", {{"lanes", 12}}}}}}),
               "rnic.pcie.lanes: 12 is not one of 1, 2, 4, 8, 16");
