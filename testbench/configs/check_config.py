@@ -191,7 +191,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rnicsim", required=True)
     ap.add_argument("--root", required=True, help="source tree (configs/ is in it)")
-    ap.add_argument("--max-messages", type=int, default=2000)
+    ap.add_argument("--max-messages", type=int, default=25000)
     ap.add_argument("file")
     args = ap.parse_args()
     path = os.path.abspath(args.file)
