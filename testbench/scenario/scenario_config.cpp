@@ -213,7 +213,12 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
         }
     };
     over("message_bytes", w.message_bytes, lim.max_message, "rnic.limits.max_message");
-    over("qps", w.qps, lim.max_qps, "rnic.limits.max_qps");
+    // QPNs 0 (SMI) and 1 (GSI) are reserved: a node's workload QPs get QPNs 2 .. max_qps - 1.
+    if (uint64_t{w.qps} + 2 > lim.max_qps) {
+        r.error("qps", fmt::format("{} exceeds rnic.limits.max_qps {} - 2 (QPNs 0 and 1 are "
+                                   "reserved)",
+                                   w.qps, lim.max_qps));
+    }
     // SEND (and a mix with SENDs) keeps 2 x queue_depth receives posted (see workload.cpp).
     const bool sends = has_sends(w);
     over("queue_depth", sends ? 2ull * w.queue_depth : w.queue_depth, lim.max_qp_depth,

@@ -230,7 +230,13 @@ TEST(ScenarioConfig, CrossChecksAgainstAdapterLimits) {
     EXPECT_EQ(error_of({{"workload", {{"inline_threshold", 512}}}}),
               "workload.inline_threshold: 512 exceeds rnic.limits.max_inline 256");
     EXPECT_EQ(error_of({{"workload", {{"qps", 2000}}}}),
-              "workload.qps: 2000 exceeds rnic.limits.max_qps 1024");
+              "workload.qps: 2000 exceeds rnic.limits.max_qps 1024 - 2 (QPNs 0 and 1 are "
+              "reserved)");
+    // The driver's QPNs are 2 .. max_qps - 1: 1022 QPs fit in 1024, 1023 do not.
+    EXPECT_EQ(error_of({{"workload", {{"qps", 1023}, {"queue_depth", 1}}}}),
+              "workload.qps: 1023 exceeds rnic.limits.max_qps 1024 - 2 (QPNs 0 and 1 are "
+              "reserved)");
+    EXPECT_TRUE(errors_of({{"workload", {{"qps", 1022}, {"queue_depth", 1}}}}).empty());
     EXPECT_EQ(error_of({{"workload", {{"queue_depth", 5000}, {"signal_every", 1}}}}),
               "workload.queue_depth: 5000 exceeds rnic.limits.max_qp_depth 4096");
     EXPECT_EQ(

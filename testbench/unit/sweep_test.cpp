@@ -592,12 +592,12 @@ TEST(SweepValidate, NamesSetEntriesBaseAndPoints) {
 
     // A cross-check no single parameter explains: too many completions for the CQ, reported at
     // workload.qps (from the base) when queue_depth grows.
-    s.write("base2.json", R"({"workload": {"qps": 1024}})");
+    s.write("base2.json", R"({"workload": {"qps": 1000}})");
     errors = plan_errors(R"({"base": "base2.json", "parameters": [
         {"path": "workload.queue_depth", "values": [1, 128]}]})",
                          s);
     ASSERT_EQ(errors.size(), 1u) << joined(errors);
-    EXPECT_EQ(errors[0].rfind("points.0001 (workload.queue_depth=128): workload.qps: 1024 QPs", 0),
+    EXPECT_EQ(errors[0].rfind("points.0001 (workload.queue_depth=128): workload.qps: 1000 QPs", 0),
               0u)
         << errors[0];
 }
