@@ -239,8 +239,6 @@ def markdown(rows, configs, args):
             name, describe(cfg), ", ".join(x for x in sim if x),
             thousands(row.get("packets_per_cpu_s")), thousands(row.get("instructions_per_packet")),
             row.get("peak_rss_mb", 0)))
-    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -256,7 +254,7 @@ def markdown(rows, configs, args):
     flags += "".join(" --set " + x for x in args.set)
     lines.append("")
     lines.append("`scripts/bench --markdown%s` at commit %s on %s (%d CPUs, load average %.1f "
-                 "at the end)." % (flags, commit.stdout.strip() or "unknown", cpu,
+                 "at the end)." % (flags, args.commit, cpu,
                                    os.cpu_count() or 0, os.getloadavg()[0]))
     return "\n".join(lines)
 
@@ -278,6 +276,10 @@ def main():
                     help="print README's benchmark table (the JSON lines go to stderr)")
     ap.add_argument("scenarios", nargs="*")
     args = ap.parse_args()
+    # The commit of the tree at the start (what scripts/bench just built), for --markdown.
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    args.commit = commit.stdout.strip() or "unknown"
     scenarios = args.scenarios or sorted(glob.glob(os.path.join(ROOT, "configs", "bench", "*.json")))
     rows, configs = [], []
     for sc in scenarios:
