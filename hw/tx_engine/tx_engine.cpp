@@ -407,12 +407,16 @@ void tx_engine::process_wqe(wqe_item& w) {
         ++qp->outstanding_reads;
     }
     o.job = job;
-    st.queue.push_back(std::move(o));
-    if (st.deadline == sc_core::SC_ZERO_TIME) {
-        st.retries_left = qp->retry_count;
+    const bool idle = std::none_of(st.queue.begin(), st.queue.end(),
+                                   [](const outstanding& e) { return !e.done; });
+    if (idle && st.deadline == sc_core::SC_ZERO_TIME) {
+        st.retries_left = qp->retry_count;  // nothing outstanding: fresh budgets
         st.rnr_left = qp->rnr_retry;
-        arm_timer(w.qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
     }
+    st.queue.push_back(std::move(o));
+    // The retransmission timer starts when the message's last packet (AckReq) is handed to the
+    // send path (request_sent), not now: the job may wait behind other QPs' messages, and a
+    // long message's own transmission must not count against the local ACK timeout.
     ++m_stats.messages;
     m_requests.put(std::move(job));
 }
@@ -664,9 +668,11 @@ void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
         // back-off still owns the timer and the RNR-NAKed message keeps its RNR budget.
         return;
     }
-    bool waiting = false;  // anything still waiting for the network?
+    // Anything sent (its AckReq packet included) still waiting for a response? A message not
+    // yet (fully) sent starts the timer when its last packet goes (request_sent).
+    bool waiting = false;
     for (const auto& o : st.queue) {
-        waiting = waiting || !o.done;
+        waiting = waiting || (!o.done && o.sent);
     }
     if (qp != nullptr) {
         st.rnr_left = qp->rnr_retry;
@@ -867,7 +873,29 @@ void tx_engine::timer_thread() {
             --st.retries_left;
             go_back_n(qpn, from);
         }
-        arm_timer(qpn, st, now + timeout_of(*qp));
+        // The timer stays stopped until the resend's last packet is handed to the send path
+        // (request_sent): a long resend must not expire it again while it is still going out.
+    }
+}
+
+void tx_engine::request_sent(const tx_job& job) {
+    const uint32_t qpn = job.desc.src_qpn;
+    auto it = m_qps.find(qpn);
+    const qp_context* qp = m_contexts.qp(qpn);
+    if (it == m_qps.end() || it->second.generation != job.generation || qp == nullptr ||
+        qp->state == hsi::QPS_ERROR) {
+        return;
+    }
+    qp_state& st = it->second;
+    bool waiting = false;
+    for (auto& o : st.queue) {
+        if (!o.done && psn_in(job.desc.psn, o.first_psn, o.last_psn)) {
+            o.sent = true;
+        }
+        waiting = waiting || (!o.done && o.sent);
+    }
+    if (waiting && !st.rnr_wait && st.deadline == sc_core::SC_ZERO_TIME) {
+        arm_timer(qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
     }
 }
 
@@ -1033,6 +1061,7 @@ void tx_engine::transmit_thread() {
                 q.retransmitted_packets += packets;
                 q.retransmitted_bytes += bytes;
                 send_job(job);
+                request_sent(job);
             }
         } else {
             tx_job job = m_requests.get();
@@ -1043,6 +1072,7 @@ void tx_engine::transmit_thread() {
                 ++m_stats.dropped_in_error;
             } else {
                 send_job(job);
+                request_sent(job);
             }
         }
     }

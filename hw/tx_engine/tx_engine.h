@@ -175,6 +175,7 @@ private:
         std::vector<uint32_t> read_keys;  // READ: local keys of the sink (re-checked per packet)
         uint32_t resp_next = 0;           // READ: next response PSN expected
         bool resp_gap = false;            // READ: re-issued for a gap, no in-order response since
+        bool sent = false;  // its last packet (the one with AckReq) went to the send path
         uint64_t flow_id = 0;
         tx_job job;  // what went on the wire, kept for retransmission
     };
@@ -212,6 +213,10 @@ private:
     void timer_thread();
     void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
     void restart_timer(uint32_t qpn, qp_state& st);
+    // A request (new or resent) of `job`'s QP went to the send path whole, its last packet (the
+    // one with AckReq) included: the message now waits for a response; the timer starts if it
+    // is not running.
+    void request_sent(const tx_job& job);
     // The responder acknowledged every PSN up to `psn` (an ACK, or a NAK for psn + 1). True if
     // that is beyond what was acknowledged before (forward progress, IBA 9.7.6.1.2): the
     // retransmission timer and the retry budget start over, and an episode whose PSN is now

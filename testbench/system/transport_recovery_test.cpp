@@ -10,6 +10,11 @@
 //    go-back-N resends of the QP were still queued was ignored, even when those resends began
 //    after its PSN (the message holding it had already gone to the send path and lost a packet
 //    again), and the requester waited for the timer.
+//  - A message longer on the wire than the local ACK timeout completes. Its only AckReq is on
+//    its last packet (the send path's contract), so no response can come before that packet
+//    is sent: the timer starts when it is handed to the send path (and again after each
+//    resend), not when the WQE is processed. Before, a 1 MiB WRITE at MTU 256 (84 us on the
+//    wire) failed on a perfect link with a 16 us timeout ("retry exceeded").
 // The recovery counters (stats.json: recovery_*, retransmitted_*, recovery_by_qp) are checked
 // against the wire.
 //
@@ -78,6 +83,26 @@ TEST(TransportRecovery, NakProgressRestartsTimerAndRetryBudget) {
               counter(r, "node0.nic.tx_engine", "retransmitted_packets"));
     EXPECT_EQ(counter(r, "node0.nic.tx_engine", "retransmitted_bytes"),
               counter(r, "node0.nic.tx_engine", "retransmitted_packets") * 256);
+}
+
+// --- the timer covers the response, not the transmission ----------------------------------------
+
+// Four 1 MiB WRITEs (4096 packets each at MTU 256, 84 us on the wire), two in flight, a local
+// ACK timeout of 16.4 us (timeout_log 2) and one retry, on a perfect link: no timer expires.
+TEST(TransportRecovery, MessageLongerThanTheTimeoutCompletes) {
+    json w = {{"operation", "write"}, {"message_bytes", 1048576},
+              {"messages", 4},        {"qps", 1},
+              {"queue_depth", 2},     {"seed", 3},
+              {"timeout_log", 2},     {"retry_count", 1},
+              {"time_limit_ms", 1000}};
+    const scenario::scenario_config cfg =
+        scenario::parse_scenario(scenario_doc(w, json::object(), small_mtu()));
+    const scenario::run_result r = scenario::run_scenario(cfg);
+    expect_clean_run(r, cfg.workload);
+    EXPECT_EQ(counter(r, "node0.nic.tx_engine", "timeouts"), 0u);
+    EXPECT_EQ(counter(r, "node0.nic.tx_engine", "retransmitted_packets"), 0u);
+    // Every request packet went once: 4 x 4096.
+    EXPECT_EQ(counter(r, "node0.nic.send_path", "packets"), 4u * 4096u);
 }
 
 // --- every sequence NAK is answered by a resend from its PSN ------------------------------------
