@@ -397,6 +397,7 @@ void tx_engine::process_wqe(wqe_item& w) {
         st.acked_any = true;  // nothing of this connection is acknowledged yet
         st.acked_psn = (d.psn - 1) & PSN_MASK;
     }
+    o.on_wire = true;
     o.first_psn = d.psn;
     o.last_psn = (d.psn + npk - 1) & PSN_MASK;
     o.resp_next = d.psn;
@@ -887,15 +888,18 @@ void tx_engine::request_sent(const tx_job& job) {
         return;
     }
     qp_state& st = it->second;
-    bool waiting = false;
-    for (auto& o : st.queue) {
-        if (!o.done && psn_in(job.desc.psn, o.first_psn, o.last_psn)) {
-            o.sent = true;
+    // Newest first: a new request is the last entry, a resend one of the oldest few.
+    for (auto o = st.queue.rbegin(); o != st.queue.rend(); ++o) {
+        if (psn_in(job.desc.psn, o->first_psn, o->last_psn) && o->on_wire) {
+            if (o->done) {
+                return;  // acknowledged while it was going out
+            }
+            o->sent = true;
+            if (!st.rnr_wait && st.deadline == sc_core::SC_ZERO_TIME) {
+                arm_timer(qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
+            }
+            return;
         }
-        waiting = waiting || (!o.done && o.sent);
-    }
-    if (waiting && !st.rnr_wait && st.deadline == sc_core::SC_ZERO_TIME) {
-        arm_timer(qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
     }
 }
 

@@ -175,6 +175,7 @@ private:
         std::vector<uint32_t> read_keys;  // READ: local keys of the sink (re-checked per packet)
         uint32_t resp_next = 0;           // READ: next response PSN expected
         bool resp_gap = false;            // READ: re-issued for a gap, no in-order response since
+        bool on_wire = false;             // a request with PSNs (not a local operation)
         bool sent = false;  // its last packet (the one with AckReq) went to the send path
         uint64_t flow_id = 0;
         tx_job job;  // what went on the wire, kept for retransmission
