@@ -133,19 +133,22 @@ TEST(TransportSoak, MixedOverFaultyLink) {
 // --- RC recovery at scale (issue 18) -----------------------------------------------------------
 
 // configs/soak/soak_rc_scale.json (947 QPs x two 64 KiB WRITEs at a 256 B path MTU, 1 % drop and
-// 1 % reordering both ways) cut down to 256 QPs x 2 messages, on fault stream `fault_seed`.
+// 1 % reordering both ways) cut down to 256 QPs x 2 messages (or another size), on fault stream
+// `fault_seed`.
 // Every message arrives once and intact, no QP fails, and the recovery counters show loss
 // repaired by sequence NAKs: every episode ended, and the timer had to step in for fewer than
 // one in fifty (a NAK lost, or the resent packet at its PSN lost again). Before issue 18's
 // fixes the full-size run failed 4 QPs with "retry exceeded", one timeout per eight NAKs.
-void rc_scale(uint64_t fault_seed, const std::string& operation) {
-    const std::vector<std::string> overrides = {
-        "workload.qps=256", "workload.messages=512", "workload.operation=" + operation,
-        "topology.link.faults.seed=" + std::to_string(fault_seed + seed_shift())};
+// `size` overrides the QP count, message count, size and MTU (other sizes of the same run).
+void rc_scale(uint64_t fault_seed, const std::string& operation,
+              const std::vector<std::string>& size = {"workload.qps=256",
+                                                      "workload.messages=512"}) {
+    std::vector<std::string> overrides = size;
+    overrides.push_back("workload.operation=" + operation);
+    overrides.push_back("topology.link.faults.seed=" + std::to_string(fault_seed + seed_shift()));
     const scenario::scenario_config cfg =
         scenario::load_scenario(source_dir() + "/configs/soak/soak_rc_scale.json", overrides);
-    ASSERT_EQ(cfg.topology.nodes[0].mtu, 256u);
-    ASSERT_EQ(cfg.workload.message_bytes, 65536u);
+    ASSERT_GE(cfg.workload.message_bytes / cfg.topology.nodes[0].mtu, 64u);  // long messages
     const scenario::run_result r = scenario::run_scenario(cfg);
     expect_clean_run(r, cfg.workload);
     EXPECT_GT(link_counter(r, "faults_dropped"), 0u);
@@ -196,6 +199,17 @@ TEST(TransportSoak, RcScaleWriteSeed7) {
 // across resends.
 TEST(TransportSoak, RcScaleMixedSeed8) {
     rc_scale(8, "mixed");
+}
+// Other sizes: 128 QPs of one 256 KiB WRITE each at MTU 512 (512 packets per message); 900 QPs
+// of two 16 KiB WRITEs at MTU 256 (64 packets).
+TEST(TransportSoak, RcScale256KiBAtMtu512) {
+    rc_scale(9, "write",
+             {"workload.qps=128", "workload.messages=128", "workload.message_bytes=262144",
+              "topology.nodes.0.mtu=512", "topology.nodes.1.mtu=512"});
+}
+TEST(TransportSoak, RcScale900Qps16KiB) {
+    rc_scale(10, "write",
+             {"workload.qps=900", "workload.messages=1800", "workload.message_bytes=16384"});
 }
 
 }  // namespace
