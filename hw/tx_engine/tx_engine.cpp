@@ -408,10 +408,11 @@ void tx_engine::process_wqe(wqe_item& w) {
         ++qp->outstanding_reads;
     }
     o.job = job;
-    const bool idle = std::none_of(st.queue.begin(), st.queue.end(),
-                                   [](const outstanding& e) { return !e.done; });
-    if (idle && st.deadline == sc_core::SC_ZERO_TIME) {
-        st.retries_left = qp->retry_count;  // nothing outstanding: fresh budgets
+    // Nothing outstanding (the timer is stopped then): fresh budgets.
+    if (st.deadline == sc_core::SC_ZERO_TIME &&
+        std::none_of(st.queue.begin(), st.queue.end(),
+                     [](const outstanding& e) { return !e.done; })) {
+        st.retries_left = qp->retry_count;
         st.rnr_left = qp->rnr_retry;
     }
     st.queue.push_back(std::move(o));
