@@ -94,6 +94,41 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     s.add(b, "timeouts", m_stats.timeouts, "count", "retransmission timer expiries");
     s.add(b, "retransmits", m_stats.retransmits, "count", "messages retransmitted (go-back-N)");
     s.add(b, "nak_sequence", m_stats.nak_sequence, "count", "PSN sequence error NAKs acted on");
+    s.add(b, "superseded_resends", m_stats.superseded_resends, "count",
+          "queued go-back-N resends replaced by a newer one from an earlier PSN (not sent)");
+    s.add(b, "stale_naks", m_stats.stale_naks, "count",
+          "sequence NAKs for a PSN already acknowledged (late or duplicated on the wire): ignored");
+    s.add(b, "recovery_nak_episodes", m_recovery.nak_episodes, "count",
+          "loss recovery episodes started by a sequence NAK (or a READ response gap)");
+    s.add(b, "recovery_timeout_episodes", m_recovery.timeout_episodes, "count",
+          "loss recovery episodes started by a timer expiry (no NAK to act on)");
+    s.add(b, "recovered_by_nak", m_recovery.recovered_by_nak, "count",
+          "episodes repaired by the resends of their NAK, no timer expiry");
+    s.add(b, "recovered_by_timeout", m_recovery.recovered_by_timeout, "count",
+          "episodes repaired only after the retransmission timer fired");
+    s.add(b, "recovery_failed", m_recovery.recovery_failed, "count",
+          "episodes cut short by the QP leaving RTS (retries exhausted, error, reset)");
+    s.add(b, "retransmitted_packets", m_recovery.retransmitted_packets, "count",
+          "request packets sent again (go-back-N resends, re-issued READs)");
+    s.add(b, "retransmitted_bytes", m_recovery.retransmitted_bytes, "bytes",
+          "payload bytes of the request packets sent again");
+    s.add(
+        b, "recovery_by_qp",
+        [this] {
+            nlohmann::json j = nlohmann::json::object();
+            for (const auto& [qpn, r] : m_recovery_by_qp) {
+                j[std::to_string(qpn)] = {{"nak_episodes", r.nak_episodes},
+                                          {"timeout_episodes", r.timeout_episodes},
+                                          {"recovered_by_nak", r.recovered_by_nak},
+                                          {"recovered_by_timeout", r.recovered_by_timeout},
+                                          {"recovery_failed", r.recovery_failed},
+                                          {"timeouts", r.timeouts},
+                                          {"retransmitted_packets", r.retransmitted_packets},
+                                          {"retransmitted_bytes", r.retransmitted_bytes}};
+            }
+            return j;
+        },
+        "object", "the recovery counters above per QP number, for the QPs that recovered a loss");
     s.add(b, "rnr_naks", m_stats.rnr_naks, "count", "RNR NAKs received");
     s.add(b, "retry_exceeded", m_stats.retry_exceeded, "count", "QPs failed: retries exhausted");
     s.add(b, "read_reissues", m_stats.read_reissues, "count",
@@ -134,6 +169,9 @@ void tx_engine::reset_qp(uint32_t qpn) {
     qp_state& st = m_qps[qpn];
     if (st.deadline != sc_core::SC_ZERO_TIME) {
         m_timers.erase({st.deadline, qpn});
+    }
+    if (st.episode_open) {
+        end_episode(qpn, st, true);
     }
     // Requests sent and not retired yet: gone with the queue, no completion (IBA 10.3.1).
     for (const auto& o : st.queue) {
@@ -355,6 +393,11 @@ void tx_engine::process_wqe(wqe_item& w) {
     const uint32_t npk = packets_of(d.length, qp->pmtu);
     d.psn = qp->next_psn;
     qp->next_psn = (qp->next_psn + npk) & PSN_MASK;
+    if (!st.acked_any) {
+        st.acked_any = true;  // nothing of this connection is acknowledged yet
+        st.acked_psn = (d.psn - 1) & PSN_MASK;
+    }
+    o.on_wire = true;
     o.first_psn = d.psn;
     o.last_psn = (d.psn + npk - 1) & PSN_MASK;
     o.resp_next = d.psn;
@@ -365,12 +408,17 @@ void tx_engine::process_wqe(wqe_item& w) {
         ++qp->outstanding_reads;
     }
     o.job = job;
-    st.queue.push_back(std::move(o));
-    if (st.deadline == sc_core::SC_ZERO_TIME) {
+    // Nothing outstanding (the timer is stopped then): fresh budgets.
+    if (st.deadline == sc_core::SC_ZERO_TIME &&
+        std::none_of(st.queue.begin(), st.queue.end(),
+                     [](const outstanding& e) { return !e.done; })) {
         st.retries_left = qp->retry_count;
         st.rnr_left = qp->rnr_retry;
-        arm_timer(w.qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
     }
+    st.queue.push_back(std::move(o));
+    // The retransmission timer starts when the message's last packet (AckReq) is handed to the
+    // send path (request_sent), not now: the job may wait behind other QPs' messages, and a
+    // long message's own transmission must not count against the local ACK timeout.
     ++m_stats.messages;
     m_requests.put(std::move(job));
 }
@@ -527,6 +575,9 @@ void tx_engine::flush_outstanding(uint32_t qpn) {
         }
     }
     st.rnr_wait = false;
+    if (st.episode_open) {
+        end_episode(qpn, st, true);
+    }
     arm_timer(qpn, st, sc_core::SC_ZERO_TIME);
     // Queued go-back-N resends are skipped by the transmit thread (the QP is in error).
     m_progress.notify(sc_core::SC_ZERO_TIME);
@@ -569,7 +620,9 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
     if (it == m_qps.end()) {
         return;
     }
-    bool progress = false;
+    // Progress: the ACK covers a PSN not acknowledged before (a message completed, or part of
+    // one: a NAK acknowledges the packets before its PSN).
+    bool progress = acknowledge_through(qpn, it->second, psn);
     for (auto& o : it->second.queue) {
         if (!psn_le(o.last_psn, psn)) {
             break;
@@ -617,9 +670,11 @@ void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
         // back-off still owns the timer and the RNR-NAKed message keeps its RNR budget.
         return;
     }
-    bool waiting = false;  // anything still waiting for the network?
+    // Anything sent (its AckReq packet included) still waiting for a response? A message not
+    // yet (fully) sent starts the timer when its last packet goes (request_sent).
+    bool waiting = false;
     for (const auto& o : st.queue) {
-        waiting = waiting || !o.done;
+        waiting = waiting || (!o.done && o.sent);
     }
     if (qp != nullptr) {
         st.rnr_left = qp->rnr_retry;
@@ -629,10 +684,51 @@ void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
                                        : sc_core::SC_ZERO_TIME);
 }
 
+bool tx_engine::acknowledge_through(uint32_t qpn, qp_state& st, uint32_t psn) {
+    const qp_context* qp = m_contexts.qp_slot(qpn);
+    if (!st.acked_any || qp == nullptr || psn_le(psn, st.acked_psn) ||
+        !psn_le(psn, (qp->next_psn - 1) & PSN_MASK)) {
+        return false;  // nothing new (a stale or duplicated ACK/NAK), or beyond what was sent
+    }
+    st.acked_psn = psn;
+    if (st.episode_open && psn_le(st.episode_psn, psn)) {
+        end_episode(qpn, st, false);
+    }
+    return true;
+}
+
+void tx_engine::end_episode(uint32_t qpn, qp_state& st, bool failed) {
+    st.episode_open = false;
+    recovery_stats& q = qp_recovery(qpn);
+    if (failed) {
+        ++m_recovery.recovery_failed;
+        ++q.recovery_failed;
+    } else if (st.episode_timed_out) {
+        ++m_recovery.recovered_by_timeout;
+        ++q.recovered_by_timeout;
+    } else {
+        ++m_recovery.recovered_by_nak;
+        ++q.recovered_by_nak;
+    }
+}
+
+tx_engine::recovery_stats tx_engine::recovery_of(uint32_t qpn) const {
+    const auto it = m_recovery_by_qp.find(qpn);
+    return it == m_recovery_by_qp.end() ? recovery_stats{} : it->second;
+}
+
 bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
     qp_state& st = m_qps[qpn];
-    if (st.retransmits_queued > 0) {
-        return false;  // a go-back-N is already on its way
+    if (!st.queued_resends.empty()) {
+        if (psn_le(st.queued_resends.front(), psn)) {
+            return true;  // the resends still queued start at or before `psn`: they cover it
+        }
+        // The queued resends start beyond `psn` (the message holding it has gone to the send
+        // path since and lost a packet again): they are superseded, the go-back-N starts over
+        // from `psn` so the messages go out in PSN order.
+        m_stats.superseded_resends += st.queued_resends.size();
+        st.queued_resends.clear();
+        ++st.resend_epoch;
     }
     for (auto& o : st.queue) {
         if (o.done || !psn_le(psn, o.last_psn)) {
@@ -649,8 +745,9 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
                 j.desc.psn = o.resp_next;
                 j.desc.remote_va += bytes;
                 j.desc.length -= static_cast<uint32_t>(bytes);
+                j.resend_epoch = st.resend_epoch;
+                st.queued_resends.push_back(j.desc.psn);
                 m_retransmits.push_back(std::move(j));
-                ++st.retransmits_queued;
                 ++m_stats.retransmits;
                 ++m_stats.read_reissues;
                 continue;
@@ -659,11 +756,12 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
         // Whole messages go again; the responder drops the packets it already has as
         // duplicates and resumes at its expected PSN.
         m_retransmits.push_back(o.job);
-        ++st.retransmits_queued;
+        m_retransmits.back().resend_epoch = st.resend_epoch;
+        st.queued_resends.push_back(o.job.desc.psn);
         ++m_stats.retransmits;
     }
     m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
-    return st.retransmits_queued > 0;
+    return !st.queued_resends.empty();
 }
 
 void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
@@ -671,12 +769,28 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
     if (it == m_qps.end()) {
         return;
     }
-    // The NAK acknowledges everything before `psn` in any case (IBA 9.7.5.1.3).
+    qp_state& st = it->second;
+    if (st.acked_any && psn_le(psn, st.acked_psn)) {
+        // NAKs a PSN acknowledged already: a NAK overtaken on the wire by a later ACK or NAK,
+        // or a copy. The responder is past it; going back would only resend what it has.
+        ++m_stats.stale_naks;
+        return;
+    }
+    // The NAK acknowledges everything before `psn` in any case (IBA 9.7.5.1.3); if that is more
+    // than was acknowledged before, it is forward progress: the retransmission timer and the
+    // retry budget start over (a long message may make progress only through NAKs).
     on_ack(qpn, (psn - 1) & PSN_MASK);
-    if (it->second.rnr_wait && psn == it->second.rnr_psn) {
+    if (st.rnr_wait && psn == st.rnr_psn) {
         return;  // the RNR timer owns the retry of this PSN
     }
     ++m_stats.nak_sequence;
+    if (!st.episode_open) {
+        st.episode_open = true;
+        st.episode_timed_out = false;
+        st.episode_psn = psn;
+        ++m_recovery.nak_episodes;
+        ++qp_recovery(qpn).nak_episodes;
+    }
     go_back_n(qpn, psn);
 }
 
@@ -736,15 +850,57 @@ void tx_engine::timer_thread() {
             go_back_n(qpn, st.rnr_psn);
         } else {
             ++m_stats.timeouts;
+            ++m_recovery.timeouts;
+            ++qp_recovery(qpn).timeouts;
+            // Go back to the first PSN the responder has not acknowledged (known from the last
+            // ACK or NAK), not to the start of the oldest message: a partly answered READ goes
+            // again from its first missing response, and SEND / WRITE messages are resent whole
+            // from the one holding that PSN (the send path builds whole messages; the responder
+            // drops the packets it already has as duplicates).
+            const uint32_t una = (st.acked_psn + 1) & PSN_MASK;
+            const uint32_t from =
+                head->is_read || psn_le(una, head->first_psn) ? head->first_psn : una;
+            if (!st.episode_open) {
+                st.episode_open = true;
+                st.episode_psn = from;
+                ++m_recovery.timeout_episodes;
+                ++qp_recovery(qpn).timeout_episodes;
+            }
+            st.episode_timed_out = true;
             if (st.retries_left == 0) {
                 ++m_stats.retry_exceeded;
-                on_nak(qpn, head->first_psn, hsi::CQE_RETRY_EXCEEDED);
+                on_nak(qpn, from, hsi::CQE_RETRY_EXCEEDED);
                 continue;
             }
             --st.retries_left;
-            go_back_n(qpn, head->first_psn);
+            go_back_n(qpn, from);
         }
-        arm_timer(qpn, st, now + timeout_of(*qp));
+        // The timer stays stopped until the resend's last packet is handed to the send path
+        // (request_sent): a long resend must not expire it again while it is still going out.
+    }
+}
+
+void tx_engine::request_sent(const tx_job& job) {
+    const uint32_t qpn = job.desc.src_qpn;
+    auto it = m_qps.find(qpn);
+    const qp_context* qp = m_contexts.qp(qpn);
+    if (it == m_qps.end() || it->second.generation != job.generation || qp == nullptr ||
+        qp->state == hsi::QPS_ERROR) {
+        return;
+    }
+    qp_state& st = it->second;
+    // Newest first: a new request is the last entry, a resend one of the oldest few.
+    for (auto o = st.queue.rbegin(); o != st.queue.rend(); ++o) {
+        if (psn_in(job.desc.psn, o->first_psn, o->last_psn) && o->on_wire) {
+            if (o->done) {
+                return;  // acknowledged while it was going out
+            }
+            o->sent = true;
+            if (!st.rnr_wait && st.deadline == sc_core::SC_ZERO_TIME) {
+                arm_timer(qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
+            }
+            return;
+        }
     }
 }
 
@@ -802,6 +958,9 @@ void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn,
             if (in_order) {
                 o.resp_next = (psn + 1) & PSN_MASK;
                 o.resp_gap = false;
+                if (st.episode_open && psn_le(st.episode_psn, psn)) {
+                    end_episode(qpn, st, false);  // the missing response came
+                }
                 // A valid response is forward progress (IBA 9.7.6.1.2): the retransmission
                 // timer and the retry budget start over.
                 restart_timer(qpn, st);
@@ -810,6 +969,13 @@ void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn,
                 // must not each re-issue the READ. If the re-issued READ loses its first
                 // response too, the retransmission timer repairs it.
                 o.resp_gap = go_back_n(qpn, first_psn);
+                if (o.resp_gap && !st.episode_open) {
+                    st.episode_open = true;  // a gap in the responses: like a sequence NAK
+                    st.episode_timed_out = false;
+                    st.episode_psn = o.resp_next;
+                    ++m_recovery.nak_episodes;
+                    ++qp_recovery(qpn).nak_episodes;
+                }
             }
             return;
         }
@@ -827,6 +993,8 @@ void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {
             o.done = true;
             o.status = hsi::CQE_OK;
             read_finished(qpn, it->second);
+            // The responses acknowledge the READ request and everything before it.
+            acknowledge_through(qpn, it->second, o.last_psn);
             break;
         }
     }
@@ -880,13 +1048,25 @@ void tx_engine::transmit_thread() {
                 ++m_stats.dropped_stale;  // queued before the QP was reset or destroyed
                 continue;
             }
-            if (it->second.retransmits_queued > 0) {
-                --it->second.retransmits_queued;
+            if (job.resend_epoch != it->second.resend_epoch) {
+                continue;  // superseded by a newer go-back-N of the QP (counted there)
+            }
+            if (!it->second.queued_resends.empty()) {
+                it->second.queued_resends.pop_front();
             }
             if (in_error(job.desc.src_qpn)) {
                 ++m_stats.dropped_in_error;
             } else {
+                const bool request = job.desc.kind == tx_kind::READ_REQUEST;
+                const uint64_t packets = request ? 1 : packets_of(job.desc.length, job.desc.pmtu);
+                const uint64_t bytes = request ? 0 : job.desc.length;
+                recovery_stats& q = qp_recovery(job.desc.src_qpn);
+                m_recovery.retransmitted_packets += packets;
+                m_recovery.retransmitted_bytes += bytes;
+                q.retransmitted_packets += packets;
+                q.retransmitted_bytes += bytes;
                 send_job(job);
+                request_sent(job);
             }
         } else {
             tx_job job = m_requests.get();
@@ -897,6 +1077,7 @@ void tx_engine::transmit_thread() {
                 ++m_stats.dropped_in_error;
             } else {
                 send_job(job);
+                request_sent(job);
             }
         }
     }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -38,7 +39,8 @@ struct tx_job {
     // PD they must still belong to: re-checked for every packet read from host memory.
     std::vector<uint32_t> src_keys;
     uint32_t src_pdn = 0;
-    uint32_t generation = 0;  // incarnation of src_qpn (reset/destroy): stale jobs are not sent
+    uint32_t generation = 0;    // incarnation of src_qpn (reset/destroy): stale jobs are not sent
+    uint32_t resend_epoch = 0;  // go-back-N resends: superseded when the QP's epoch moved on
 };
 
 // Where the payload of an outstanding READ lands (for the receive path).
@@ -121,9 +123,11 @@ public:
         uint64_t local_ops = 0;
         uint64_t fence_waits = 0;
         uint64_t read_limit_waits = 0;
-        uint64_t timeouts = 0;      // retransmission timer expiries
-        uint64_t retransmits = 0;   // messages sent again (go-back-N)
-        uint64_t nak_sequence = 0;  // PSN sequence error NAKs acted on
+        uint64_t timeouts = 0;            // retransmission timer expiries
+        uint64_t retransmits = 0;         // messages sent again (go-back-N)
+        uint64_t nak_sequence = 0;        // PSN sequence error NAKs acted on
+        uint64_t stale_naks = 0;          // sequence NAKs older than what was acknowledged: ignored
+        uint64_t superseded_resends = 0;  // queued resends replaced by a newer go-back-N
         uint64_t rnr_naks = 0;
         uint64_t retry_exceeded = 0;    // QPs put in error: retry or RNR retry exhausted
         uint64_t read_reissues = 0;     // READs re-issued for a missing response
@@ -133,6 +137,25 @@ public:
         uint64_t dropped_stale = 0;      // queued jobs of a reset/destroyed QP, not sent
     };
     const stats& get_stats() const { return m_stats; }
+    // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and
+    // `recovery_by_qp`). An episode starts when a loss is detected: a sequence NAK
+    // (`nak_episodes`) or a timer expiry with no NAK to act on (`timeout_episodes`). It ends when
+    // the PSN it went back to is acknowledged: `recovered_by_nak` if the NAK's resends repaired
+    // it, `recovered_by_timeout` if the retransmission timer had to fire during it, or
+    // `recovery_failed` if the QP left RTS first (retries exhausted, error, reset).
+    struct recovery_stats {
+        uint64_t nak_episodes = 0;
+        uint64_t timeout_episodes = 0;
+        uint64_t recovered_by_nak = 0;
+        uint64_t recovered_by_timeout = 0;
+        uint64_t recovery_failed = 0;
+        uint64_t timeouts = 0;
+        uint64_t retransmitted_packets = 0;
+        uint64_t retransmitted_bytes = 0;
+    };
+    const recovery_stats& get_recovery() const { return m_recovery; }
+    // The same for one QP (zeros if it never recovered from a loss).
+    recovery_stats recovery_of(uint32_t qpn) const;
     // The packets of a message whose source key died mid-way (zeros on the payload stream):
     // the NIC gives it to the send path's MAC output, which stomps them (send_path_if.h).
     egress_stomp& stomp() { return m_stomp; }
@@ -152,6 +175,8 @@ private:
         std::vector<uint32_t> read_keys;  // READ: local keys of the sink (re-checked per packet)
         uint32_t resp_next = 0;           // READ: next response PSN expected
         bool resp_gap = false;            // READ: re-issued for a gap, no in-order response since
+        bool on_wire = false;             // a request with PSNs (not a local operation)
+        bool sent = false;  // its last packet (the one with AckReq) went to the send path
         uint64_t flow_id = 0;
         tx_job job;  // what went on the wire, kept for retransmission
     };
@@ -164,7 +189,20 @@ private:
         uint32_t rnr_psn = 0;
         uint8_t retries_left = 7;
         uint8_t rnr_left = 7;
-        uint32_t retransmits_queued = 0;
+        // Go-back-N resends waiting for the transmit scheduler: the first PSN of each, in order.
+        // A new go-back-N whose PSN they do not cover supersedes them (a new epoch: the
+        // transmit scheduler drops jobs of an older one).
+        std::deque<uint32_t> queued_resends;
+        uint32_t resend_epoch = 0;
+        // The last PSN the responder is known to have received in order (from ACKs and NAKs):
+        // everything up to it is acknowledged. Valid once `acked_any`; before that, the first
+        // unacknowledged PSN is the first outstanding request's.
+        bool acked_any = false;
+        uint32_t acked_psn = 0;
+        // The loss recovery episode in progress (see recovery_stats).
+        bool episode_open = false;
+        bool episode_timed_out = false;  // the timer fired during it
+        uint32_t episode_psn = 0;        // repaired once this PSN is acknowledged
         // Incarnation: bumped by reset_qp. WQEs fetched before reset_at belong to the old one.
         uint32_t generation = 0;
         bool was_reset = false;
@@ -176,9 +214,21 @@ private:
     void timer_thread();
     void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
     void restart_timer(uint32_t qpn, qp_state& st);
+    // A request (new or resent) of `job`'s QP went to the send path whole, its last packet (the
+    // one with AckReq) included: the message now waits for a response; the timer starts if it
+    // is not running.
+    void request_sent(const tx_job& job);
+    // The responder acknowledged every PSN up to `psn` (an ACK, or a NAK for psn + 1). True if
+    // that is beyond what was acknowledged before (forward progress, IBA 9.7.6.1.2): the
+    // retransmission timer and the retry budget start over, and an episode whose PSN is now
+    // acknowledged ends.
+    bool acknowledge_through(uint32_t qpn, qp_state& st, uint32_t psn);
+    void end_episode(uint32_t qpn, qp_state& st, bool failed);
+    recovery_stats& qp_recovery(uint32_t qpn) { return m_recovery_by_qp[qpn]; }
     // Queues every unfinished message from `psn` on for retransmission (a READ that already
-    // placed responses is re-issued from its first missing response). False if a go-back-N of
-    // the QP is already queued.
+    // placed responses is re-issued from its first missing response). Resends of the QP still
+    // queued are kept if the first of them starts at or before `psn` (they cover it), else
+    // replaced. False if there is nothing to resend.
     bool go_back_n(uint32_t qpn, uint32_t psn);
     void read_finished(uint32_t qpn, qp_state& st);
     void flush_outstanding(uint32_t qpn);
@@ -219,6 +269,8 @@ private:
     sc_core::sc_event m_progress;  // an outstanding request completed
     std::unordered_map<uint32_t, qp_state> m_qps;
     stats m_stats;
+    recovery_stats m_recovery;
+    std::map<uint32_t, recovery_stats> m_recovery_by_qp;  // QPs that recovered from a loss
     egress_stomp m_stomp;
     context_cache* m_cache = nullptr;
     std::function<void(uint32_t)> m_error_listener;
