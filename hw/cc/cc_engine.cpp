@@ -172,13 +172,13 @@ void cc_engine::apply(uint32_t qpn, cc_qp_state& s, uint64_t old_timer, const cc
     const uint64_t old_target = s.target_mbps;
     const uint32_t old_alpha = s.alpha;
     if (d.rate_mbps) {
-        // Only the pacer applies a rate; at or above line rate the QP is not paced.
-        const uint64_t r = *d.rate_mbps >= m_line ? 0 : *d.rate_mbps;
-        s.rate_mbps = r;
-        m_pacer.set_rate(qpn, r);
+        // Only the pacer applies a rate; at or above line rate the QP is not paced. The QPC
+        // keeps the algorithm's value as it is (it is the algorithm's own state too).
+        s.rate_mbps = *d.rate_mbps;
+        m_pacer.set_rate(qpn, *d.rate_mbps >= m_line ? 0 : *d.rate_mbps);
     }
     if (d.target_mbps) {
-        s.target_mbps = *d.target_mbps >= m_line ? 0 : *d.target_mbps;
+        s.target_mbps = *d.target_mbps;
     }
     if (d.alpha) {
         s.alpha = *d.alpha;
@@ -195,11 +195,13 @@ void cc_engine::apply(uint32_t qpn, cc_qp_state& s, uint64_t old_timer, const cc
         m_timers.insert({timer, qpn});
         m_wake.notify(sc_core::SC_ZERO_TIME);
     }
-    const bool rate_changed = s.rate_mbps != old_rate;
+    const bool rate_changed = m_pacer.rate(qpn) != old_rate;
     m_stats.rate_changes += rate_changed ? 1 : 0;
     if (rate_changed || s.target_mbps != old_target || s.alpha != old_alpha || force_row) {
-        m_log.push_back({now, qpn, s.rate_mbps == 0 ? m_line : s.rate_mbps,
-                         s.target_mbps == 0 ? m_line : s.target_mbps, s.alpha, s.cnps});
+        const uint64_t rate = m_pacer.rate(qpn);
+        m_log.push_back({now, qpn, rate == 0 ? m_line : rate,
+                         s.target_mbps == 0 || s.target_mbps > m_line ? m_line : s.target_mbps,
+                         s.alpha, s.cnps});
     }
 }
 
