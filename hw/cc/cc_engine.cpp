@@ -29,9 +29,8 @@ cc_engine::cc_engine(sc_core::sc_module_name name, std::unique_ptr<cc_algorithm>
     s.add(b, "timer_events", m_stats.timer_events, "count", "per-QP timer expiries");
     s.add(b, "rate_changes", m_stats.rate_changes, "count", "decisions that changed a QP's rate");
     s.add(b, "sent_events", m_stats.sent_events, "count", "packet-sent events (byte counting)");
-    m_pacer.set_listener([this](uint32_t qpn, uint32_t psn, uint32_t bytes) {
-        on_sent(qpn, psn, bytes);
-    });
+    m_pacer.set_listener(
+        [this](uint32_t qpn, uint32_t psn, uint32_t bytes) { on_sent(qpn, psn, bytes); });
 }
 
 uint64_t cc_engine::now_ps() {

@@ -87,7 +87,7 @@ private:
     context_cache* m_cache = nullptr;
     std::deque<pending> m_queue;
     sc_core::sc_event m_wake;
-    std::set<std::pair<uint64_t, uint32_t>> m_timers;  // (time ps, qpn)
+    std::set<std::pair<uint64_t, uint32_t>> m_timers;                 // (time ps, qpn)
     std::vector<std::deque<std::pair<uint32_t, uint64_t>>> m_stamps;  // per QP: (psn, sent ps)
     std::vector<rate_row> m_log;
     stats m_stats;

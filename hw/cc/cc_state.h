@@ -13,10 +13,10 @@ namespace rnic::hw::cc {
 // are the same for every algorithm (the pacer reads them, waves.vcd and cc.csv show them); the
 // scratch area belongs to the algorithm, which views it through slice<T>().
 struct cc_qp_state {
-    uint64_t rate_mbps = 0;    // current rate; 0: not limited (line rate)
-    uint64_t target_mbps = 0;  // target rate (DCQCN R_T; TIMELY: the same as rate)
-    uint32_t alpha = 0;        // congestion estimate the algorithm shows (DCQCN alpha, x1024)
-    uint32_t cnps = 0;         // CNPs received by this QP (free-running)
+    uint64_t rate_mbps = 0;     // current rate; 0: not limited (line rate)
+    uint64_t target_mbps = 0;   // target rate (DCQCN R_T; TIMELY: the same as rate)
+    uint32_t alpha = 0;         // congestion estimate the algorithm shows (DCQCN alpha, x1024)
+    uint32_t cnps = 0;          // CNPs received by this QP (free-running)
     uint32_t window_bytes = 0;  // in-flight cap; 0: none
     uint32_t epoch = 0;         // bumped on QP reset: timers of an older incarnation are stale
     uint64_t timer_at_ps = 0;   // this QP's pending timer (0: none)

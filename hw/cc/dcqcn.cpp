@@ -41,7 +41,9 @@ cc_factory parse_dcqcn(config::reader r) {
     return [c](const cc_env& env) { return std::make_unique<dcqcn>(c, env); };
 }
 
-dcqcn::dcqcn(const dcqcn_config& cfg, const cc_env& env) : m_cfg(cfg), m_line(env.line_rate_mbps) {
+dcqcn::dcqcn(const dcqcn_config& cfg, const cc_env& env)
+    : m_cfg(cfg)
+    , m_line(env.line_rate_mbps) {
     m_np.min_time_between_cnps_ps = uint64_t{cfg.np_min_time_between_cnps} * PS_PER_US;
     m_np.cnp_dscp = static_cast<uint8_t>(cfg.np_cnp_dscp);
     m_np.cnp_prio = static_cast<uint8_t>(cfg.np_cnp_prio);
@@ -143,7 +145,8 @@ void dcqcn::on_cnp(cc_qp_state& s, uint64_t now) {
     }
     // Rate decrease: R_T <- R_C (when clamping says so), R_C <- R_C (1 - alpha / 2^gd), kept
     // at or above rp_min_dec_fac % of R_C and rp_min_rate.
-    if (first || m_cfg.rp_clamp_tgt_rate != 0 || (m_cfg.rp_clamp_tgt_rate_ati != 0 && d.timer_inc)) {
+    if (first || m_cfg.rp_clamp_tgt_rate != 0 ||
+        (m_cfg.rp_clamp_tgt_rate_ati != 0 && d.timer_inc)) {
         s.target_mbps = s.rate_mbps;
     }
     const uint64_t rc = s.rate_mbps;

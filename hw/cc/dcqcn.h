@@ -14,17 +14,17 @@ namespace rnic::hw::cc {
 // Defaults: NVIDIA "DCQCN Parameters" (ConnectX-4 and later) table, and the mlx5_ib congestion
 // debugfs (drivers/infiniband/hw/mlx5/cong.c) for np_min_time_between_cnps. Units as mlx5.
 struct dcqcn_config {
-    uint32_t rp_time_reset = 300;                // us between timer-driven rate increases
-    uint32_t rp_byte_reset = 32767;              // bytes sent between byte-counter increases (0: off)
-    uint32_t rp_threshold = 1;                   // stages before additive / hyper increase (F)
-    uint32_t rp_ai_rate = 5;                     // Mb/s, additive increase of the target rate
-    uint32_t rp_hai_rate = 50;                   // Mb/s, hyper increase of the target rate
-    uint32_t rp_gd = 11;                         // decrease: rate * alpha / 2^rp_gd
-    uint32_t rp_min_dec_fac = 50;                // %, one decrease keeps at least this much
-    uint32_t rp_min_rate = 1;                    // Mb/s, floor of the current rate
-    uint32_t rp_rate_to_set_on_first_cnp = 0;    // Mb/s, 0: the first CNP decreases as usual
-    uint32_t rp_dce_tcp_g = 1019;                // alpha gain g, fixed point /1024
-    uint32_t rp_dce_tcp_rtt = 1;                 // us, alpha update period
+    uint32_t rp_time_reset = 300;              // us between timer-driven rate increases
+    uint32_t rp_byte_reset = 32767;            // bytes sent between byte-counter increases (0: off)
+    uint32_t rp_threshold = 1;                 // stages before additive / hyper increase (F)
+    uint32_t rp_ai_rate = 5;                   // Mb/s, additive increase of the target rate
+    uint32_t rp_hai_rate = 50;                 // Mb/s, hyper increase of the target rate
+    uint32_t rp_gd = 11;                       // decrease: rate * alpha / 2^rp_gd
+    uint32_t rp_min_dec_fac = 50;              // %, one decrease keeps at least this much
+    uint32_t rp_min_rate = 1;                  // Mb/s, floor of the current rate
+    uint32_t rp_rate_to_set_on_first_cnp = 0;  // Mb/s, 0: the first CNP decreases as usual
+    uint32_t rp_dce_tcp_g = 1019;              // alpha gain g, fixed point /1024
+    uint32_t rp_dce_tcp_rtt = 1;               // us, alpha update period
     uint32_t rp_rate_reduce_monitor_period = 4;  // us, at most one decrease per period
     uint32_t rp_initial_alpha_value = 1023;      // alpha on the first CNP, /1024
     uint32_t rp_clamp_tgt_rate = 0;              // 1: every decrease sets target = current

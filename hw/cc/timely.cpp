@@ -31,7 +31,8 @@ cc_factory parse_timely(config::reader r) {
 }
 
 timely::timely(const timely_config& cfg, const cc_env& env)
-    : m_cfg(cfg), m_line(static_cast<double>(env.line_rate_mbps)) {}
+    : m_cfg(cfg)
+    , m_line(static_cast<double>(env.line_rate_mbps)) {}
 
 cc_decision timely::on_event(cc_qp_state& s, const cc_event& e) {
     if ((e.kind != cc_event_kind::ACK && e.kind != cc_event_kind::NAK) || e.rtt_ps == 0) {

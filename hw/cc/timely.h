@@ -26,8 +26,8 @@ struct timely_config {
 timely_config parse_timely_config(config::reader r);
 
 struct timely_state {
-    double rate_mbps;     // exact rate (0 before the first sample: line rate)
-    double rtt_diff_ps;   // EWMA of RTT differences
+    double rate_mbps;    // exact rate (0 before the first sample: line rate)
+    double rtt_diff_ps;  // EWMA of RTT differences
     uint64_t prev_rtt_ps;
     uint32_t negative_run;  // completions in a row with gradient <= 0
     uint8_t have_prev;

@@ -87,12 +87,10 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
                                                *m_pacer, env.line_rate_mbps, ctx);
         m_cc->set_context_cache(&m_context_cache);
         m_tx_engine.set_pacer(m_pacer.get());
-        m_tx_engine.set_ack_observer([this](uint32_t qpn, uint32_t psn, bool nak) {
-            m_cc->on_ack(qpn, psn, nak);
-        });
+        m_tx_engine.set_ack_observer(
+            [this](uint32_t qpn, uint32_t psn, bool nak) { m_cc->on_ack(qpn, psn, nak); });
         if (const cc::np_params* np = m_cc->algorithm().notification_point()) {
-            m_np = std::make_unique<notification_point>("np", *np, m_clk, id,
-                                                        cfg.limits.max_qps,
+            m_np = std::make_unique<notification_point>("np", *np, m_clk, id, cfg.limits.max_qps,
                                                         link.tx(link_side), ctx);
             m_np->set_reaction_point([this](uint32_t qpn) { m_cc->on_cnp(qpn); });
             m_recv_path.set_notification_point(m_np.get());

@@ -9,9 +9,10 @@
 
 namespace rnic::hw {
 
-pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps,
-             sim_context& ctx)
-    : m_clk(clk), m_rate(max_qps, 0), m_next_ps(max_qps, 0) {
+pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps, sim_context& ctx)
+    : m_clk(clk)
+    , m_rate(max_qps, 0)
+    , m_next_ps(max_qps, 0) {
     ctx.stats.add(name, "paced_packets", m_stats.paced_packets, "count",
                   "packets held by their QP's rate limiter");
     ctx.stats.add(name, "pacing_wait_ps", m_stats.wait_ps, "ps",
@@ -54,13 +55,14 @@ void pacer::pace(const tx_descriptor& d, uint32_t index) {
     const auto wire = static_cast<uint32_t>(roce::wire_bytes(plan.frame_bytes));
     if (limited) {
         const sc_core::sc_time now = sc_core::sc_time_stamp();
-        const uint64_t now_ps = static_cast<uint64_t>(now.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
+        const uint64_t now_ps =
+            static_cast<uint64_t>(now.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
         const uint64_t start = reserve(qpn, now_ps, wire);
         if (start > now_ps) {
             ++m_stats.paced_packets;
             m_clk.wait_until(sc_core::sc_time(static_cast<double>(start), sc_core::SC_PS));
-            m_stats.wait_ps += static_cast<uint64_t>(
-                (sc_core::sc_time_stamp() - now).value() / sc_core::sc_time(1, sc_core::SC_PS).value());
+            m_stats.wait_ps += static_cast<uint64_t>((sc_core::sc_time_stamp() - now).value() /
+                                                     sc_core::sc_time(1, sc_core::SC_PS).value());
         }
     }
     if (m_listener) {

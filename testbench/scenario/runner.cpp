@@ -121,9 +121,9 @@ std::string make_cc_csv(const testbench& tb) {
     });
     std::string out = "time_ns,node,qpn,rate_mbps,target_mbps,alpha,cnps\n";
     for (const row& x : rows) {
-        out += fmt::format("{}.{:03},{},{},{},{},{},{}\n", x.time_ps / 1000, x.time_ps % 1000,
-                           x.node, x.r->qpn, x.r->rate_mbps, x.r->target_mbps, x.r->alpha,
-                           x.r->cnps);
+        out +=
+            fmt::format("{}.{:03},{},{},{},{},{},{}\n", x.time_ps / 1000, x.time_ps % 1000, x.node,
+                        x.r->qpn, x.r->rate_mbps, x.r->target_mbps, x.r->alpha, x.r->cnps);
     }
     return out;
 }

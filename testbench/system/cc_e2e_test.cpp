@@ -187,11 +187,11 @@ TEST(CongestionControl, CnpsOnTheWireRateReducedDataCorrect) {
 // np_min_time_between_cnps (4 us) on the wire, the rest suppressed; the data still arrives.
 TEST(CongestionControl, NotificationPointRateLimitsACeFlood) {
     scratch s;
-    const run r = run_cli(s, "flood",
-                          {"rnic.cc.algorithm=dcqcn", "topology.link.faults.ecn_mark=1",
-                           "rnic.cc.dcqcn.np_min_time_between_cnps=4",
-                           "rnic.cc.dcqcn.rp_min_dec_fac=100"},
-                          8);
+    const run r =
+        run_cli(s, "flood",
+                {"rnic.cc.algorithm=dcqcn", "topology.link.faults.ecn_mark=1",
+                 "rnic.cc.dcqcn.np_min_time_between_cnps=4", "rnic.cc.dcqcn.rp_min_dec_fac=100"},
+                8);
     expect_passed(r);
     std::vector<uint64_t> times;
     for (const pcap_record& f : r.pcap.records) {
@@ -218,13 +218,13 @@ TEST(CongestionControl, NotificationPointRateLimitsACeFlood) {
 // FCS + preamble + IFG) x 8 / 10 Gb/s, on the 2 ns clock grid (pcap stamps floor to ns).
 TEST(CongestionControl, PacerSpacesPacketsBySizeOverRate) {
     scratch s;
-    const run r = run_cli(s, "paced",
-                          {"rnic.cc.algorithm=dcqcn", "topology.link.faults.ecn_mark=1",
-                           "topology.link.faults.opcode=6",
-                           "rnic.cc.dcqcn.rp_rate_to_set_on_first_cnp=10000",
-                           "rnic.cc.dcqcn.rp_min_dec_fac=100", "rnic.cc.dcqcn.rp_time_reset=131071",
-                           "rnic.cc.dcqcn.rp_byte_reset=0"},
-                          12);
+    const run r =
+        run_cli(s, "paced",
+                {"rnic.cc.algorithm=dcqcn", "topology.link.faults.ecn_mark=1",
+                 "topology.link.faults.opcode=6", "rnic.cc.dcqcn.rp_rate_to_set_on_first_cnp=10000",
+                 "rnic.cc.dcqcn.rp_min_dec_fac=100", "rnic.cc.dcqcn.rp_time_reset=131071",
+                 "rnic.cc.dcqcn.rp_byte_reset=0"},
+                12);
     expect_passed(r);
     uint64_t first_cnp_ns = 0;
     for (const pcap_record& f : r.pcap.records) {

@@ -304,7 +304,7 @@ TEST(Pacer, SlotsAreWireBytesOverRate) {
     EXPECT_EQ(p.reserve(3, 100, 1106), 884800u);
     EXPECT_EQ(p.reserve(3, 100, 84), 2 * 884800u);
     EXPECT_EQ(p.reserve(3, 5'000'000, 1106), 5'000'000u);  // idle: no credit
-    EXPECT_EQ(p.reserve(4, 7, 1106), 7u);                   // another QP: its own limiter
+    EXPECT_EQ(p.reserve(4, 7, 1106), 7u);                  // another QP: its own limiter
     p.reset(3);
     EXPECT_EQ(p.rate(3), 0u);
 }
