@@ -41,7 +41,7 @@ struct cc_decision {
     std::optional<uint64_t> rate_mbps;     // new rate (clamped by the engine to [min, line])
     std::optional<uint64_t> target_mbps;   // shown only (waves, cc.csv)
     std::optional<uint32_t> alpha;         // shown only
-    std::optional<uint32_t> window_bytes;  // in-flight cap, 0: none
+    std::optional<uint32_t> window_bytes;  // in-flight cap, 0: none (kept, not applied yet: README)
     std::optional<uint64_t> timer_at_ps;   // absolute; replaces the QP's timer; 0 cancels it
 };
 
