@@ -8,6 +8,7 @@
 // Fabric-level behaviour (fair share at a bottleneck, incast) needs the switches of the fabric
 // issue and is not tested here.
 #include <algorithm>
+#include <map>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -261,6 +262,71 @@ TEST(CongestionControl, PacerSpacesPacketsBySizeOverRate) {
     const double goodput = r.stats["summary"]["goodput_gbps"].get<double>();
     EXPECT_GT(goodput, 8.5);
     EXPECT_LT(goodput, 10.0);
+}
+
+// waves.vcd holds the QP's rate, target, alpha and CNP count (outputs.waves_qps): the CNP count
+// steps once per CNP that reached the QP, and the rate goes below the line rate.
+TEST(CongestionControl, WavesShowRateAndCnpArrivals) {
+    scratch s;
+    const run r = run_cli(s, "waves",
+                          {"rnic.cc.algorithm=dcqcn", "topology.link.faults.ecn_mark=0.01",
+                           "topology.link.faults.seed=5", "outputs.waves=true",
+                           "outputs.waves_qps=[2]"});
+    expect_passed(r);
+    const std::string vcd = read_file(s.dir + "/waves/waves.vcd");
+    ASSERT_FALSE(vcd.empty());
+    // Scope-qualified names of the variables, from the header.
+    std::map<std::string, std::string> id_of;
+    std::vector<std::string> scopes;
+    std::istringstream in(vcd);
+    std::string line;
+    while (std::getline(in, line) && line.rfind("$enddefinitions", 0) != 0) {
+        std::istringstream ls(line);
+        std::string tok, kind, width, id, name;
+        ls >> tok;
+        if (tok == "$scope") {
+            ls >> kind >> name;
+            scopes.push_back(name);
+        } else if (tok == "$upscope") {
+            scopes.pop_back();
+        } else if (tok == "$var") {
+            ls >> kind >> width >> id >> name;
+            std::string full;
+            for (size_t i = 1; i < scopes.size(); ++i) {  // below the "SystemC" root scope
+                full += scopes[i] + ".";
+            }
+            id_of[full + name] = id;
+        }
+    }
+    const std::string rate = id_of["node0.nic.qp2.cc_rate_mbps"];
+    const std::string cnps = id_of["node0.nic.qp2.cc_cnps"];
+    ASSERT_FALSE(rate.empty()) << "node0.nic.qp2.cc_rate_mbps not in waves.vcd";
+    ASSERT_FALSE(cnps.empty());
+    ASSERT_FALSE(id_of["node0.nic.qp2.cc_alpha"].empty());
+    ASSERT_FALSE(id_of["node0.nic.qp2.cc_target_mbps"].empty());
+    uint64_t cnp_steps = 0;
+    uint64_t last_cnps = 0;
+    uint64_t min_rate = ~uint64_t{0};
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] != 'b') {
+            continue;
+        }
+        const size_t sp = line.find(' ');
+        const std::string id = line.substr(sp + 1);
+        const uint64_t v = std::stoull(line.substr(1, sp - 1), nullptr, 2);
+        if (id == cnps && v == 0) {
+            last_cnps = 0;  // the QP destroyed at the end of the run (its context cleared)
+        } else if (id == cnps && v != last_cnps) {
+            EXPECT_EQ(v, last_cnps + 1) << "one step per CNP";
+            ++cnp_steps;
+            last_cnps = v;
+        } else if (id == rate && v != 0) {
+            min_rate = std::min(min_rate, v);
+        }
+    }
+    EXPECT_GT(cnp_steps, 0u);
+    EXPECT_EQ(cnp_steps, stat(r, "node0.nic.np", "cnps_received"));
+    EXPECT_LT(min_rate, 100000u);
 }
 
 // rnic.cc.algorithm none is the same as no rnic.cc at all, and DCQCN with no CE mark changes
