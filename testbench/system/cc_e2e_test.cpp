@@ -329,6 +329,29 @@ TEST(CongestionControl, WavesShowRateAndCnpArrivals) {
     EXPECT_LT(min_rate, 100000u);
 }
 
+// The rate state lives in the QP context: every CNP / timer event reads and writes it through the
+// context cache. Same marks with and without congestion control: node 0's QPC lookups grow by
+// exactly one per CNP frame (the receive path's lookup of every frame) plus one per engine event.
+TEST(CongestionControl, RateStateGoesThroughTheQpContextCache) {
+    scratch s;
+    const std::vector<std::string> marks = {"topology.link.faults.ecn_mark=0.01",
+                                            "topology.link.faults.seed=5"};
+    std::vector<std::string> on = marks;
+    on.push_back("rnic.cc.algorithm=dcqcn");
+    const run off_run = run_cli(s, "off", marks);
+    const run on_run = run_cli(s, "on", on);
+    expect_passed(off_run);
+    expect_passed(on_run);
+    auto qpc = [](const run& r) {
+        return stat(r, "node0.nic.context_cache", "qpc_hits") +
+               stat(r, "node0.nic.context_cache", "qpc_misses");
+    };
+    const uint64_t events = stat(on_run, "node0.nic.cc", "events");
+    const uint64_t cnps = stat(on_run, "node0.nic.np", "cnps_received");
+    EXPECT_GT(events, 0u);
+    EXPECT_EQ(qpc(on_run) - qpc(off_run), cnps + events);
+}
+
 // rnic.cc.algorithm none is the same as no rnic.cc at all, and DCQCN with no CE mark changes
 // nothing on the wire either (a QP at line rate is never paced).
 TEST(CongestionControl, OffAndUnmarkedGiveTheSameWire) {
