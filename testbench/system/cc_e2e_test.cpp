@@ -8,8 +8,9 @@
 // Fabric-level behaviour (fair share at a bottleneck, incast) needs the switches of the fabric
 // issue and is not tested here.
 #include <algorithm>
-#include <map>
 #include <cstdint>
+#include <cstdio>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -181,6 +182,25 @@ TEST(CongestionControl, CnpsOnTheWireRateReducedDataCorrect) {
     }
     EXPECT_LE(min_rate, 50049) << "the first CNP alone takes 100000 Mb/s to 50049";
     EXPECT_EQ(rows.back()[6], static_cast<double>(cnps)) << "the QP counted every CNP";
+    // tshark decodes the CNPs: BTH opcode 129 to node 0's QP, DSCP 48, not ECN-capable.
+    const std::string tshark = find_tool("tshark");
+    if (!tshark.empty()) {
+        const cli_result t =
+            shell(s, quote(tshark) + " -r " + quote(s.dir + "/dcqcn/wire.pcap") +
+                         " -Y 'infiniband.bth.opcode == 129' -T fields -e infiniband.bth.opcode"
+                         " -e infiniband.bth.destqp -e ip.dsfield.dscp -e ip.dsfield.ecn");
+        ASSERT_EQ(t.exit_code, 0) << t.err;
+        std::istringstream lines(t.out);
+        std::string line;
+        uint64_t decoded = 0;
+        char qp[16];
+        std::snprintf(qp, sizeof qp, "0x%06x", node0_qp);
+        while (std::getline(lines, line)) {
+            EXPECT_EQ(line, std::string("129\t") + qp + "\t48\t0");
+            ++decoded;
+        }
+        EXPECT_EQ(decoded, cnps);
+    }
 }
 
 // A CE flood (every ECT frame marked) at line rate (rp_min_dec_fac 100: the reaction point never
@@ -268,10 +288,10 @@ TEST(CongestionControl, PacerSpacesPacketsBySizeOverRate) {
 // steps once per CNP that reached the QP, and the rate goes below the line rate.
 TEST(CongestionControl, WavesShowRateAndCnpArrivals) {
     scratch s;
-    const run r = run_cli(s, "waves",
-                          {"rnic.cc.algorithm=dcqcn", "topology.link.faults.ecn_mark=0.01",
-                           "topology.link.faults.seed=5", "outputs.waves=true",
-                           "outputs.waves_qps=[2]"});
+    const run r =
+        run_cli(s, "waves",
+                {"rnic.cc.algorithm=dcqcn", "topology.link.faults.ecn_mark=0.01",
+                 "topology.link.faults.seed=5", "outputs.waves=true", "outputs.waves_qps=[2]"});
     expect_passed(r);
     const std::string vcd = read_file(s.dir + "/waves/waves.vcd");
     ASSERT_FALSE(vcd.empty());
