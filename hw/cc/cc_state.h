@@ -30,5 +30,11 @@ T& slice(cc_qp_state& s) {
                   alignof(T) <= 8);
     return *reinterpret_cast<T*>(s.scratch.data());
 }
+template <typename T>
+const T& slice(const cc_qp_state& s) {
+    static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(s.scratch) &&
+                  alignof(T) <= 8);
+    return *reinterpret_cast<const T*>(s.scratch.data());
+}
 
 }  // namespace rnic::hw::cc

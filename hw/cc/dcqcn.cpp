@@ -50,7 +50,7 @@ dcqcn::dcqcn(const dcqcn_config& cfg, const cc_env& env)
 }
 
 bool dcqcn::wants_sent(const cc_qp_state& s) const {
-    return m_cfg.rp_byte_reset != 0 && slice<dcqcn_state>(const_cast<cc_qp_state&>(s)).limited;
+    return m_cfg.rp_byte_reset != 0 && slice<dcqcn_state>(s).limited;
 }
 
 void dcqcn::update_alpha(cc_qp_state& s, uint64_t now) const {
@@ -187,7 +187,7 @@ void dcqcn::increase(cc_qp_state& s) {
 
 cc_decision dcqcn::decision(const cc_qp_state& s) const {
     cc_decision out;
-    const bool limited = slice<dcqcn_state>(const_cast<cc_qp_state&>(s)).limited != 0;
+    const bool limited = slice<dcqcn_state>(s).limited != 0;
     out.rate_mbps = limited ? s.rate_mbps : 0;
     out.target_mbps = limited ? s.target_mbps : 0;
     out.alpha = s.alpha;
