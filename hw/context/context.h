@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hw/cc/cc_state.h"
 #include "hw/hsi/hsi.h"
 
 namespace rnic::hw {
@@ -93,6 +94,9 @@ struct qp_context {
     uint32_t write_rkey = 0;
     uint32_t write_remaining = 0;
     uint32_t write_offset = 0;  // bytes of the current WRITE placed
+    // Congestion control (reaction point): rate, target, alpha and the algorithm's state
+    // (hw/cc). Zero = not rate limited.
+    cc::cc_qp_state cc;
 };
 
 struct mpt_entry {           // one memory key (MR, fast-reg MR or MW)

@@ -59,6 +59,12 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
         m_tx_engine.reset_qp(qpn);
         m_recv_path.reset_qp(qpn);
         m_doorbell.reset_qp(qpn);
+        if (m_cc) {
+            m_cc->reset_qp(qpn);
+        }
+        if (m_np) {
+            m_np->reset_qp(qpn);
+        }
     });
     // A receive posted to a QP in ERROR is fetched and flushed by the receive path.
     m_doorbell.set_rq_flush_listener(
@@ -69,6 +75,26 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     if (cfg.faults.fatal_error_at_ns > 0) {
         m_cmd_processor.fatal_error_at(
             sc_core::sc_time(cfg.faults.fatal_error_at_ns, sc_core::SC_NS));
+    }
+    if (cfg.cc.factory) {
+        // Congestion control: none of it exists with rnic.cc.algorithm "none" (no cost, and
+        // every output is as without it).
+        cc::cc_env env;
+        env.line_rate_mbps = static_cast<uint64_t>(link.config().rate_gbps * 1000.0 + 0.5);
+        m_pacer = std::make_unique<pacer>(std::string(this->name()) + ".pacer", m_clk,
+                                          cfg.limits.max_qps, ctx);
+        m_cc = std::make_unique<cc::cc_engine>("cc", cfg.cc.factory(env), m_clk, m_contexts,
+                                               *m_pacer, env.line_rate_mbps, ctx);
+        m_cc->set_context_cache(&m_context_cache);
+        m_tx_engine.set_pacer(m_pacer.get());
+        m_tx_engine.set_ack_observer(
+            [this](uint32_t qpn, uint32_t psn, bool nak) { m_cc->on_ack(qpn, psn, nak); });
+        if (const cc::np_params* np = m_cc->algorithm().notification_point()) {
+            m_np = std::make_unique<notification_point>("np", *np, m_clk, id, cfg.limits.max_qps,
+                                                        link.tx(link_side), ctx);
+            m_np->set_reaction_point([this](uint32_t qpn) { m_cc->on_cnp(qpn); });
+            m_recv_path.set_notification_point(m_np.get());
+        }
     }
     link.attach(link_side, &m_recv_path);
 }

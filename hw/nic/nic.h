@@ -7,6 +7,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "hw/cc/cc_engine.h"
 #include "hw/cmd_processor/cmd_processor.h"
 #include "hw/common/clock_domain.h"
 #include "hw/common/sim_context.h"
@@ -18,9 +19,11 @@
 #include "hw/gsi/gsi.h"
 #include "hw/netdma/netdma.h"
 #include "hw/nic/nic_config.h"
+#include "hw/recv_path/notification_point.h"
 #include "hw/recv_path/recv_path.h"
 #include "hw/send_path/send_path.h"
 #include "hw/translation/translation.h"
+#include "hw/tx_engine/pacer.h"
 #include "hw/tx_engine/tx_engine.h"
 #include "hw/wqe_fetch/wqe_fetch.h"
 #include "tlm/ethernet/eth_link.h"
@@ -51,6 +54,9 @@ public:
     // Test hooks: the firmware (inject_fatal_error) and the completion/event block.
     cmd_processor& firmware() { return m_cmd_processor; }
     cq_writer& completions() { return m_cq_writer; }
+    // Congestion control (rnic.cc.algorithm other than "none"), else null.
+    cc::cc_engine* congestion_control() { return m_cc.get(); }
+    notification_point* cnp_generator() { return m_np.get(); }
 
 private:
     nic_config m_cfg;
@@ -69,6 +75,11 @@ private:
     tx_engine m_tx_engine;
     recv_path m_recv_path;
     gsi m_gsi;  // QP1: CM MADs as UD frames (BAR0 window routed by the doorbell block)
+    // Congestion control, only when rnic.cc.algorithm is not "none": the transmit scheduler's
+    // rate limiter, the receive path's notification point, the reaction point's engine.
+    std::unique_ptr<pacer> m_pacer;
+    std::unique_ptr<notification_point> m_np;
+    std::unique_ptr<cc::cc_engine> m_cc;
 };
 
 }  // namespace rnic::hw

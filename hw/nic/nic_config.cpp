@@ -26,6 +26,7 @@ nic_config parse_nic_config(config::reader r) {
     c.context_cache = parse_context_cache_config(r.child("context_cache"));
     c.netdma = parse_netdma_config(r.child("netdma"));
     c.gsi = parse_gsi_config(r.child("gsi"));
+    c.cc = cc::parse_cc_config(r.child("cc"));
     r.finish();
     return c;
 }

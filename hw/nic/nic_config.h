@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "hw/cc/registry.h"
 #include "hw/cmd_processor/cmd_processor.h"
 #include "hw/common/config_reader.h"
 #include "hw/context/limits.h"
@@ -43,6 +44,7 @@ struct nic_config {
     context_cache_config context_cache;
     netdma_config netdma;
     gsi_config gsi;
+    cc::cc_config cc;  // congestion control (hw/cc): algorithm and its keys
 };
 
 nic_config parse_nic_config(config::reader r);

@@ -245,6 +245,9 @@ void recv_path::handle(const fabric::eth_frame& f, const roce::parsed_frame& p) 
         ++m_stats.unknown_qp;
         return;
     }
+    if (m_np != nullptr && m_np->inspect(qpn, *qp, p.hdr)) {
+        return;  // a CNP: congestion control's reaction point took it
+    }
     const uint8_t op = p.hdr.bth_.opcode;
     if (is_send(op) || is_write(op) || op == roce::RC_READ_REQUEST) {
         if (qp->state != hsi::QPS_RTR && qp->state != hsi::QPS_RTS) {

@@ -21,6 +21,7 @@
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/gsi/gsi.h"
 #include "hw/nic/nic_identity.h"
+#include "hw/recv_path/notification_point.h"
 #include "hw/recv_path/recv_path_config.h"
 #include "hw/roce/roce.h"
 #include "hw/translation/translation.h"
@@ -53,6 +54,9 @@ public:
     void reset_qp(uint32_t qpn);
     // UD SEND-only frames (QP1 MADs) go to the GSI block after the parse stage when set.
     void set_gsi(gsi* g) { m_gsi = g; }
+    // Congestion control on: every frame of a known QP passes the notification point (CE marks
+    // -> CNPs; arriving CNPs -> reaction point).
+    void set_notification_point(notification_point* np) { m_np = np; }
 
     struct stats {
         uint64_t frames = 0;
@@ -151,6 +155,7 @@ private:
     stats m_stats;
     context_cache* m_cache = nullptr;
     gsi* m_gsi = nullptr;
+    notification_point* m_np = nullptr;
     uint64_t m_current_flow = 0;  // flow of the frame being handled (ACKs inherit it)
 };
 

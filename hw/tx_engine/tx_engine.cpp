@@ -616,6 +616,9 @@ void tx_engine::flush_qp(uint32_t qpn) {
 }
 
 void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
+    if (m_ack_observer) {
+        m_ack_observer(qpn, psn, false);  // congestion control: RTT sample
+    }
     auto it = m_qps.find(qpn);
     if (it == m_qps.end()) {
         return;
@@ -791,6 +794,9 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
         ++m_recovery.nak_episodes;
         ++qp_recovery(qpn).nak_episodes;
     }
+    if (m_ack_observer) {
+        m_ack_observer(qpn, psn, true);  // congestion control: NAK event
+    }
     go_back_n(qpn, psn);
 }
 
@@ -801,6 +807,9 @@ void tx_engine::on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay
     }
     ++m_stats.rnr_naks;
     on_ack(qpn, (psn - 1) & PSN_MASK);
+    if (m_ack_observer) {
+        m_ack_observer(qpn, psn, true);  // congestion control: NAK event
+    }
     qp_state& st = it->second;
     if (st.rnr_left == 0) {
         ++m_stats.retry_exceeded;
@@ -1102,6 +1111,9 @@ void tx_engine::send_job(tx_job& job) {
     } else if (d.kind == tx_kind::READ_RESPONSE) {
         ++m_stats.responses;
     }
+    if (m_pacer != nullptr) {
+        m_pacer->pace(d, 0);  // congestion control: the first packet's rate-limiter slot
+    }
     m_send_path.put_descriptor(d);
     if (!has_payload || d.length == 0) {
         return;
@@ -1124,6 +1136,13 @@ void tx_engine::send_job(tx_job& job) {
         uint32_t done = 0;
         while (done < seg.len) {
             const uint32_t n = std::min(seg.len - done, d.pmtu);
+            if (m_pacer != nullptr) {  // congestion control: slots of the packets starting here
+                for (uint64_t k = (offset + d.pmtu - 1) / d.pmtu; k * d.pmtu < offset + n; ++k) {
+                    if (k != 0) {
+                        m_pacer->pace(d, static_cast<uint32_t>(k));
+                    }
+                }
+            }
             if (!faulted && offset != 0 && !source_keys_live(job)) {
                 faulted = true;
                 const auto first_bad = static_cast<uint32_t>(offset / d.pmtu);

@@ -25,6 +25,7 @@
 #include "hw/nic/nic_identity.h"
 #include "hw/send_path/send_path_if.h"
 #include "hw/translation/translation.h"
+#include "hw/tx_engine/pacer.h"
 #include "hw/tx_engine/tx_engine_config.h"
 #include "hw/wqe_fetch/wqe_fetch.h"
 
@@ -109,6 +110,14 @@ public:
 
     // QP context reads/updates go through this cache when set (else on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
+
+    // Congestion control (hw/cc), when on: every request / READ-response packet waits for its
+    // slot in the rate limiter before it goes to the send path, and ACKs (with the PSN they
+    // cover; NAKs flagged) are reported for the NIC-measured RTT.
+    void set_pacer(pacer* p) { m_pacer = p; }
+    void set_ack_observer(std::function<void(uint32_t qpn, uint32_t psn, bool nak)> fn) {
+        m_ack_observer = std::move(fn);
+    }
 
     struct stats {
         uint64_t wqes = 0;
@@ -274,6 +283,8 @@ private:
     egress_stomp m_stomp;
     context_cache* m_cache = nullptr;
     std::function<void(uint32_t)> m_error_listener;
+    pacer* m_pacer = nullptr;  // congestion control's rate limiter (null: off)
+    std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
 };
 
 }  // namespace rnic::hw

@@ -15,9 +15,9 @@ namespace rnic::output {
 namespace fs = std::filesystem;
 
 bool output_dir::is_output_file(const std::string& name) {
-    static const std::array<const char*, 9> known = {"stats.json",    "summary.txt", "config.json",
-                                                     "speed.json",    "waves.vcd",   "rtl.fst",
-                                                     "rtl.node1.fst", "wire.pcap",   "trace.json"};
+    static const std::array<const char*, 10> known = {
+        "stats.json", "summary.txt",   "config.json", "speed.json", "waves.vcd",
+        "rtl.fst",    "rtl.node1.fst", "wire.pcap",   "trace.json", "cc.csv"};
     for (const char* k : known) {
         if (name == k) {
             return true;

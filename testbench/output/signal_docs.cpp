@@ -65,6 +65,15 @@ const entry SIGNALS[] = {
     {"node*.nic.qp*.rq_consumer", "receive WQEs taken by the receive path"},
     {"node*.nic.qp*.expected_psn", "responder: next PSN it accepts"},
     {"node*.nic.qp*.msn", "responder: messages completed (MSN of its ACKs)"},
+    {"node*.nic.qp*.cc_rate_mbps",
+     "congestion control: the QP's current rate, Mb/s (0: not limited, line rate)"},
+    {"node*.nic.qp*.cc_target_mbps", "congestion control: target rate, Mb/s (DCQCN R_T; 0: line)"},
+    {"node*.nic.qp*.cc_alpha", "congestion control: DCQCN alpha x1024 (as last updated)"},
+    {"node*.nic.qp*.cc_cnps", "congestion control: CNPs received by the QP (steps = arrivals)"},
+    // congestion control: notification point
+    {"node*.nic.np.ce_packets", "counter: data packets received with ECN CE"},
+    {"node*.nic.np.cnps_sent", "counter: CNPs sent (notification point)"},
+    {"node*.nic.np.cnps_received", "counter: CNPs received (to the reaction point)"},
     // transmit engine
     {"node*.nic.tx_engine.wqes", "counter: WQEs processed"},
     {"node*.nic.tx_engine.messages", "counter: request messages handed to the send path"},

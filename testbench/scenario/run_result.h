@@ -42,6 +42,11 @@ struct run_result {
     nlohmann::json stages = nlohmann::json::object();
     nlohmann::json stages_by_block = nlohmann::json::object();
 
+    // cc.csv (rnic.cc.algorithm other than "none"): one row per change of a QP's rate, target
+    // or alpha and per CNP arrival, both nodes, in time order; empty when congestion control
+    // is off.
+    std::string cc_csv;
+
     bool passed() const { return failures.empty(); }
 };
 

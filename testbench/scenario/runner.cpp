@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <tuple>
 
 #include <systemc>
 
@@ -79,10 +80,53 @@ struct testbench {
                 sc_core::sc_trace(vcd, c->rq_consumer, p + "rq_consumer");
                 sc_core::sc_trace(vcd, c->expected_psn, p + "expected_psn");
                 sc_core::sc_trace(vcd, c->msn, p + "msn");
+                if (n->nic.congestion_control() != nullptr) {
+                    // Congestion control's slice of the QPC (0: not limited, line rate).
+                    sc_core::sc_trace(vcd, c->cc.rate_mbps, p + "cc_rate_mbps");
+                    sc_core::sc_trace(vcd, c->cc.target_mbps, p + "cc_target_mbps");
+                    sc_core::sc_trace(vcd, c->cc.alpha, p + "cc_alpha");
+                    sc_core::sc_trace(vcd, c->cc.cnps, p + "cc_cnps");
+                }
             }
         }
     }
 };
+
+// cc.csv: every node's rate log, merged in time order (then node, then log order).
+std::string make_cc_csv(const testbench& tb) {
+    struct row {
+        uint64_t time_ps;
+        size_t node;
+        size_t seq;
+        const hw::cc::cc_engine::rate_row* r;
+    };
+    std::vector<row> rows;
+    bool any = false;
+    for (size_t i = 0; i < tb.nodes.size(); ++i) {
+        const hw::cc::cc_engine* cc = tb.nodes[i]->nic.congestion_control();
+        if (cc == nullptr) {
+            continue;
+        }
+        any = true;
+        const auto& log = cc->rate_log();
+        for (size_t k = 0; k < log.size(); ++k) {
+            rows.push_back({log[k].time_ps, i, k, &log[k]});
+        }
+    }
+    if (!any) {
+        return {};
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
+        return std::tie(a.time_ps, a.node, a.seq) < std::tie(b.time_ps, b.node, b.seq);
+    });
+    std::string out = "time_ns,node,qpn,rate_mbps,target_mbps,alpha,cnps\n";
+    for (const row& x : rows) {
+        out +=
+            fmt::format("{}.{:03},{},{},{},{},{},{}\n", x.time_ps / 1000, x.time_ps % 1000, x.node,
+                        x.r->qpn, x.r->rate_mbps, x.r->target_mbps, x.r->alpha, x.r->cnps);
+    }
+    return out;
+}
 
 double to_ns(const sc_core::sc_time& t) {
     return t / sc_core::sc_time(1, sc_core::SC_NS);
@@ -310,6 +354,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     r.blocks = tb->ctx.stats.values();
     r.stages = tl->stage_latency();
     r.stages_by_block = tl->block_stage_latency();
+    r.cc_csv = make_cc_csv(*tb);
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return r;
 }

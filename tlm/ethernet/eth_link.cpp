@@ -25,6 +25,7 @@ eth_link_config parse_eth_link_config(config::reader r) {
     f.get("opcode", fc.opcode, -1, 255);
     f.get("window_start_ns", fc.window_start_ns, 0.0, 1e18);
     f.get("window_end_ns", fc.window_end_ns, 0.0, 1e18);
+    f.get("ecn_mark", fc.ecn_mark, 0.0, 1.0);
     f.get("seed", fc.seed, uint64_t{0}, ~uint64_t{0});
     if (const nlohmann::json* down = f.raw("link_down_ns")) {
         bool ok = down->is_array();
@@ -64,6 +65,7 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
     , m_cfg(cfg)
     , m_ps_per_byte(8000.0 / cfg.rate_gbps)
     , m_rng(cfg.faults.seed)
+    , m_ecn_rng(cfg.faults.seed ^ 0xEC4E'0000'0000'0000ull)
     , m_ctx(ctx) {
     for (int side = 0; side < 2; ++side) {
         m_tx[side] = std::make_unique<hw::channel<eth_frame>>("mac_tx" + std::to_string(side),
@@ -92,6 +94,10 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
                       "times a full receiver paused this direction (PFC)");
         ctx.stats.add(b, "pfc_pause_ps", m_stats[side].pause_ps, "ps",
                       "time this direction was paused by PFC");
+        if (cfg.faults.ecn_mark > 0) {  // only then: other runs' stats.json stay as they were
+            ctx.stats.add(b, "faults_ecn_marked", m_stats[side].ecn_marked, "count",
+                          "ECT frames marked CE (faults.ecn_mark)");
+        }
         if (ctx.vcd != nullptr) {
             m_tx[side]->trace(ctx.vcd, this->name());
             sc_core::sc_trace(ctx.vcd, m_busy[side], b + ".busy");
@@ -120,6 +126,9 @@ void eth_link::serializer_thread(int side) {
             }
         }
         f.tx_start = sc_core::sc_time_stamp();
+        if (m_cfg.faults.ecn_mark > 0) {
+            mark_ecn(side, f);  // before the capture: wire.pcap shows the CE mark
+        }
         const uint64_t wire = eth_wire_bytes(f.data.size());
         const sc_core::sc_time dur(std::round(static_cast<double>(wire) * m_ps_per_byte),
                                    sc_core::SC_PS);
@@ -170,6 +179,39 @@ bool eth_link::matches(const eth_frame& f) const {
         }
     }
     return true;
+}
+
+void eth_link::mark_ecn(int side, eth_frame& f) {
+    constexpr size_t IP = 14;  // IPv4 header after the Ethernet header
+    auto& d = f.data;
+    if (d.size() < IP + 20 || d[12] != 0x08 || d[13] != 0x00 || (d[IP] >> 4) != 4) {
+        return;
+    }
+    const uint8_t ecn = d[IP + 1] & 3;
+    if ((ecn != 1 && ecn != 2) || !matches(f)) {
+        return;  // not ECN-capable (or already CE), or filtered out
+    }
+    if (std::uniform_real_distribution<double>(0.0, 1.0)(m_ecn_rng) >= m_cfg.faults.ecn_mark) {
+        return;
+    }
+    d[IP + 1] |= 3;
+    // IPv4 header checksum over the (option-less or not) header, recomputed.
+    const size_t ihl = static_cast<size_t>(d[IP] & 0x0F) * 4;
+    if (d.size() < IP + ihl) {
+        return;
+    }
+    d[IP + 10] = d[IP + 11] = 0;
+    uint32_t sum = 0;
+    for (size_t i = 0; i < ihl; i += 2) {
+        sum += (static_cast<uint32_t>(d[IP + i]) << 8) | d[IP + i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    const auto csum = static_cast<uint16_t>(~sum);
+    d[IP + 10] = static_cast<uint8_t>(csum >> 8);
+    d[IP + 11] = static_cast<uint8_t>(csum);
+    ++m_stats[side].ecn_marked;
 }
 
 void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) {

@@ -52,6 +52,11 @@ struct fault_config {
     double window_start_ns = 0;  // only frames sent in [start, end)
     double window_end_ns = 1e18;
     std::vector<std::pair<double, double>> link_down_ns;  // frames sent in these are lost
+    // ECN: an ECT(0)/ECT(1) frame leaves marked CE (IPv4 ECN = 11, header checksum updated), as
+    // a congested switch queue would mark it: lets two nodes exercise congestion control
+    // (hw/cc) without a switch. Drawn from its own stream (seeded from `seed`), so setting it
+    // changes no other fault's draws; it is not one of any()'s kinds.
+    double ecn_mark = 0;
     uint64_t seed = 1;
     bool any() const {
         return drop > 0 || corrupt > 0 || duplicate > 0 || reorder > 0 || jitter_ns > 0 ||
@@ -100,6 +105,7 @@ public:
         uint64_t link_down_drops = 0;
         uint64_t pause_ps = 0;  // time the sender was paused by PFC
         uint64_t pauses = 0;
+        uint64_t ecn_marked = 0;  // ECT frames marked CE (faults.ecn_mark)
     };
     const stats& get_stats(int side) const { return m_stats[side]; }
 
@@ -109,6 +115,8 @@ private:
     // Applies the fault model to a frame leaving side `side`; queues 0, 1 or 2 deliveries.
     void deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive);
     bool matches(const eth_frame& f) const;
+    // faults.ecn_mark: marks an ECT frame CE with that probability (in place, before capture).
+    void mark_ecn(int side, eth_frame& f);
     double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(m_rng); }
 
     eth_link_config m_cfg;
@@ -117,6 +125,7 @@ private:
     frame_sink_if* m_sink[2] = {nullptr, nullptr};
     std::multimap<sc_core::sc_time, eth_frame> m_in_flight[2];  // by arrival; FIFO on ties
     std::mt19937_64 m_rng;
+    std::mt19937_64 m_ecn_rng;  // faults.ecn_mark's own stream
     hw::sim_context& m_ctx;
     sc_core::sc_event m_in_flight_event[2];
     std::function<void(int, const eth_frame&)> m_capture;

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reaction-point pacer: the per-QP rate limiter of the transmit scheduler. Congestion control
+// (hw/cc) sets a QP's rate; the transmit engine asks for every packet's slot before it hands the
+// packet to the send path (the descriptor for the first packet, the payload read for the
+// others), so the packets of a message leave spaced by wire size / rate, on whole cycles. A QP
+// at line rate (rate 0) is not paced at all: no wait, no booking.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <systemc>
+
+#include "hw/common/clock_domain.h"
+#include "hw/common/sim_context.h"
+#include "hw/send_path/send_path_if.h"
+
+namespace rnic::hw {
+
+class pacer {
+public:
+    pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps, sim_context& ctx);
+
+    // Rate of `qpn` in Mb/s; 0: line rate (not paced).
+    void set_rate(uint32_t qpn, uint64_t rate_mbps);
+    uint64_t rate(uint32_t qpn) const { return qpn < m_rate.size() ? m_rate[qpn] : 0; }
+    // The QP was reset or destroyed: line rate, no booking.
+    void reset(uint32_t qpn);
+
+    // Books a packet of `wire_bytes` of `qpn` that is ready at `now_ps`; returns the time it may
+    // start: max(now, end of the previous packet's slot). The slot lasts wire_bytes * 8 / rate.
+    // Pure bookkeeping (no SystemC): the unit tests call it directly.
+    uint64_t reserve(uint32_t qpn, uint64_t now_ps, uint32_t wire_bytes);
+
+    // From the transmit engine's thread: packet `index` of message `d` is next. Waits until its
+    // slot (the first clock edge at or after it), then tells the listener it is sent.
+    void pace(const tx_descriptor& d, uint32_t index);
+    // Told of every packet of a requester or READ-response message as it is handed on:
+    // (qpn, psn, wire bytes). Congestion control counts bytes and stamps RTTs with it.
+    void set_listener(std::function<void(uint32_t, uint32_t, uint32_t)> fn) {
+        m_listener = std::move(fn);
+    }
+
+    struct stats {
+        uint64_t paced_packets = 0;  // packets that waited for their slot
+        uint64_t wait_ps = 0;        // time they waited
+    };
+    const stats& get_stats() const { return m_stats; }
+
+private:
+    const clock_domain& m_clk;
+    std::vector<uint64_t> m_rate;     // Mb/s, 0: line rate
+    std::vector<uint64_t> m_next_ps;  // end of the last booked slot
+    std::function<void(uint32_t, uint32_t, uint32_t)> m_listener;
+    stats m_stats;
+};
+
+}  // namespace rnic::hw
