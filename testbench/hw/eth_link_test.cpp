@@ -123,7 +123,8 @@ TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
     EXPECT_EQ(pc.effective["link"]["faults"]["duplicate"], 0.0);  // defaults filled in
 
     rnic::config::parse_context bad;
-    const auto jb = nlohmann::json::parse(R"({"rate_gbps": 0, "tx_fifo_frames": 0, "mtu": 1,
+    // tx_fifo_frames 1: the GSI leaves the last free slot to the send path, so it needs two.
+    const auto jb = nlohmann::json::parse(R"({"rate_gbps": 0, "tx_fifo_frames": 1, "mtu": 1,
         "faults": {"drop": 2, "link_down_ns": [[5, 1]], "window_start_ns": 10,
                    "window_end_ns": 5}})");
     rnic::fabric::parse_eth_link_config(rnic::config::reader(jb, "topology.link", bad));

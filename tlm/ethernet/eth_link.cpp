@@ -11,7 +11,8 @@ eth_link_config parse_eth_link_config(config::reader r) {
     eth_link_config c;
     r.get("rate_gbps", c.rate_gbps, 1.0, 1600.0);
     r.get("propagation_ns", c.propagation_ns, 0.0, 1e9);
-    r.get("tx_fifo_frames", c.tx_fifo_frames, 1u, 4096u);
+    // At least 2: the GSI leaves the last free slot to the send path (hw/gsi/README.md).
+    r.get("tx_fifo_frames", c.tx_fifo_frames, 2u, 4096u);
     r.get("pfc", c.pfc);
     config::reader f = r.child("faults");
     fault_config& fc = c.faults;

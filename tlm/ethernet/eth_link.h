@@ -67,7 +67,7 @@ struct fault_config {
 struct eth_link_config {
     double rate_gbps = 100.0;      // line rate
     double propagation_ns = 50.0;  // cable + PHY latency, one way
-    uint32_t tx_fifo_frames = 4;   // MAC transmit FIFO depth, frames
+    uint32_t tx_fifo_frames = 4;   // MAC transmit FIFO depth, frames (2..4096)
     bool pfc = true;               // lossless: a full receiver pauses the sender (802.1Qbb)
     fault_config faults;
 };
