@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// The testbed's endpoint: adapter, PD, CQ, QP, connection, buffers, reaping, close (NDK calls).
+#include "testbench/testbed/endpoint.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace rnic::testbed {
+
+NDK_SGE buffer::sge(ULONG offset, ULONG length) const {
+    NDK_SGE s{};
+    s.VirtualAddress = data + offset;
+    s.Length = length;
+    s.MemoryRegionToken = token;
+    return s;
+}
+
+endpoint::endpoint(node_env& env, endpoint_options o)
+    : m_env(env)
+    , m_opt(o) {}
+
+bool endpoint::check(NTSTATUS st, const char* call) {
+    if (st != STATUS_SUCCESS) {
+        m_env.fail(fmt::format("{}: {} (0x{:08X}) at {}", call, ntstatus_name(st),
+                               static_cast<uint32_t>(st), sc_core::sc_time_stamp().to_string()));
+        return false;
+    }
+    return true;
+}
+
+bool endpoint::open() {
+    if (!check(ndk::open_adapter(m_env.host(), m_env.adapter_params(), &adapter), "open_adapter")) {
+        return false;
+    }
+    ULONG size = sizeof(info);
+    if (!check(adapter->Dispatch->NdkQueryAdapterInfo(adapter, &info, &size),
+               "NdkQueryAdapterInfo")) {
+        return false;
+    }
+    NTSTATUS st;
+    pd = create<NDK_PD>(
+        [&](auto cb, auto* r, NDK_PD** out) {
+            return adapter->Dispatch->NdkCreatePd(adapter, cb, r, out);
+        },
+        &st, m_opt.timeout);
+    if (!check(st, "NdkCreatePd")) {
+        return false;
+    }
+    cq = create<NDK_CQ>(
+        [&](auto cb, auto* r, NDK_CQ** out) {
+            return adapter->Dispatch->NdkCreateCq(adapter, 2 * m_opt.queue_depth, nullptr, nullptr,
+                                                  nullptr, cb, r, out);
+        },
+        &st, m_opt.timeout);
+    if (!check(st, "NdkCreateCq")) {
+        return false;
+    }
+    const ULONG inl = std::min(m_opt.inline_bytes, info.MaxInlineDataSize);
+    qp = create<NDK_QP>(
+        [&](auto cb, auto* r, NDK_QP** out) {
+            return pd->Dispatch->NdkCreateQp(pd, cq, cq, this, m_opt.queue_depth, m_opt.queue_depth,
+                                             m_opt.max_sge, m_opt.max_sge, inl, cb, r, out);
+        },
+        &st, m_opt.timeout);
+    return check(st, "NdkCreateQp");
+}
+
+bool endpoint::accept(uint16_t port) {
+    NTSTATUS st;
+    auto on_connect = [](PVOID ctx, NDK_CONNECTOR* c) {
+        auto* self = static_cast<endpoint*>(ctx);
+        self->m_incoming = c;
+        self->m_connect_event.notify(sc_core::SC_ZERO_TIME);
+    };
+    listener = create<NDK_LISTENER>(
+        [&](auto cb, auto* r, NDK_LISTENER** out) {
+            return adapter->Dispatch->NdkCreateListener(adapter, on_connect, this, cb, r, out);
+        },
+        &st, m_opt.timeout);
+    if (!check(st, "NdkCreateListener")) {
+        return false;
+    }
+    SOCKADDR_IN a = m_env.address_of(m_env.index(), port);
+    request l;
+    if (!check(l.wait(listener->Dispatch->NdkListen(listener, reinterpret_cast<PSOCKADDR>(&a),
+                                                    sizeof(a), &request::callback, &l),
+                      m_opt.timeout),
+               "NdkListen")) {
+        return false;
+    }
+    if (!wait_until([this] { return m_incoming != nullptr; }, m_connect_event, m_opt.timeout)) {
+        return check(STATUS_IO_TIMEOUT, "waiting for a connection request");
+    }
+    connector = m_incoming;
+    request acc;
+    return check(acc.wait(connector->Dispatch->NdkAccept(connector, qp, m_opt.read_limit,
+                                                         m_opt.read_limit, nullptr, 0, nullptr,
+                                                         nullptr, &request::callback, &acc),
+                          m_opt.timeout),
+                 "NdkAccept");
+}
+
+bool endpoint::connect(size_t peer, uint16_t port) {
+    NTSTATUS st;
+    connector = create<NDK_CONNECTOR>(
+        [&](auto cb, auto* r, NDK_CONNECTOR** out) {
+            return adapter->Dispatch->NdkCreateConnector(adapter, cb, r, out);
+        },
+        &st, m_opt.timeout);
+    if (!check(st, "NdkCreateConnector")) {
+        return false;
+    }
+    SOCKADDR_IN dst = m_env.address_of(peer, port);
+    request c;
+    if (!check(c.wait(connector->Dispatch->NdkConnect(
+                          connector, qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst),
+                          m_opt.read_limit, m_opt.read_limit, nullptr, 0, &request::callback, &c),
+                      m_opt.timeout),
+               "NdkConnect")) {
+        return false;
+    }
+    request done;
+    return check(done.wait(connector->Dispatch->NdkCompleteConnect(connector, nullptr, nullptr,
+                                                                   &request::callback, &done),
+                           m_opt.timeout),
+                 "NdkCompleteConnect");
+}
+
+buffer endpoint::register_buffer(ULONG bytes, ULONG flags) {
+    buffer b;
+    b.bytes = bytes;
+    b.data = static_cast<uint8_t*>(m_env.host().alloc(bytes));
+    std::memset(b.data, 0, bytes);
+    b.mdl = m_env.host().build_mdl(b.data, bytes);
+    NTSTATUS st;
+    b.mr = create<NDK_MR>(
+        [&](auto cb, auto* r, NDK_MR** out) {
+            return pd->Dispatch->NdkCreateMr(pd, FALSE, cb, r, out);
+        },
+        &st, m_opt.timeout);
+    if (!check(st, "NdkCreateMr")) {
+        return buffer{};
+    }
+    request reg;
+    if (!check(reg.wait(b.mr->Dispatch->NdkRegisterMr(b.mr, b.mdl, bytes, flags, &request::callback,
+                                                      &reg),
+                        m_opt.timeout),
+               "NdkRegisterMr")) {
+        return buffer{};
+    }
+    b.token = b.mr->Dispatch->NdkGetLocalTokenFromMr(b.mr);
+    b.remote_token = b.mr->Dispatch->NdkGetRemoteTokenFromMr(b.mr);
+    m_buffers.push_back(b);
+    return b;
+}
+
+bool endpoint::reap(size_t n, std::vector<NDK_RESULT>& out) {
+    const size_t want = out.size() + n;
+    NDK_RESULT r[16];
+    const bool ok = poll_until(
+        m_env.host(),
+        [&] {
+            const ULONG k = cq->Dispatch->NdkGetCqResults(cq, r, 16);
+            out.insert(out.end(), r, r + k);
+            return out.size() >= want;
+        },
+        m_opt.timeout);
+    if (!ok) {
+        check(STATUS_IO_TIMEOUT,
+              fmt::format("reaping {} completions (got {})", n, n - (want - out.size())).c_str());
+    }
+    return ok;
+}
+
+void endpoint::close() {
+    auto close_object = [&](NDK_OBJECT_HEADER* h, NDK_FN_CLOSE_OBJECT fn, const char* what) {
+        request r;
+        check(r.wait(fn(h, &request::close_callback, &r), m_opt.timeout), what);
+    };
+    if (connector != nullptr) {
+        request d;
+        const NTSTATUS st = d.wait(
+            connector->Dispatch->NdkDisconnect(connector, &request::callback, &d), m_opt.timeout);
+        // The peer may have disconnected first: the connection is gone either way.
+        if (st != STATUS_SUCCESS && st != STATUS_CONNECTION_INVALID &&
+            st != STATUS_CONNECTION_DISCONNECTED) {
+            check(st, "NdkDisconnect");
+        }
+        close_object(&connector->Header, connector->Dispatch->NdkCloseConnector,
+                     "NdkCloseConnector");
+    }
+    if (listener != nullptr) {
+        close_object(&listener->Header, listener->Dispatch->NdkCloseListener, "NdkCloseListener");
+    }
+    if (qp != nullptr) {
+        close_object(&qp->Header, qp->Dispatch->NdkCloseQp, "NdkCloseQp");
+    }
+    if (cq != nullptr) {
+        close_object(&cq->Header, cq->Dispatch->NdkCloseCq, "NdkCloseCq");
+    }
+    for (buffer& b : m_buffers) {
+        close_object(&b.mr->Header, b.mr->Dispatch->NdkCloseMr, "NdkCloseMr");
+        m_env.host().free_mdl(b.mdl);
+        m_env.host().free(b.data);
+    }
+    m_buffers.clear();
+    if (pd != nullptr) {
+        close_object(&pd->Header, pd->Dispatch->NdkClosePd, "NdkClosePd");
+    }
+    if (adapter != nullptr) {
+        ndk::close_adapter(adapter);
+    }
+    adapter = nullptr;
+    pd = nullptr;
+    cq = nullptr;
+    qp = nullptr;
+    connector = nullptr;
+    listener = nullptr;
+}
+
+}  // namespace rnic::testbed
