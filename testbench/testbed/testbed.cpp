@@ -151,7 +151,7 @@ scenario::run_result testbed::run(const settings& s) {
                         sc_core::sc_stop();  // every consumer returned: the run is over
                     }
                 },
-                name.c_str());
+                ("testbed_" + name).c_str());  // apart from the nodes' module names
         }
     };
 
