@@ -3,7 +3,7 @@
 // its receive completes; node 0 measures each round trip in simulated time and reports half of
 // it as the one-way latency. The starting point for a request/response workload.
 //
-//   pingpong_latency [SCENARIO.json] [--set PATH=VALUE]... [--out DIR]
+//   pingpong_latency [SCENARIO.json] [--set PATH=VALUE]... [--out DIR] [--time-limit-ms MS]
 // Without a scenario: the default two nodes (100 Gb/s link, PCIe Gen3 x16). Exit 0: passed.
 #include <cstring>
 #include <iostream>
@@ -111,31 +111,16 @@ void side(node_env& env, bool active) {
 }  // namespace
 
 int sc_main(int argc, char** argv) {
-    std::string scenario, out;
-    std::vector<std::string> sets;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--set" && i + 1 < argc) {
-            sets.push_back(argv[++i]);
-        } else if (a == "--out" && i + 1 < argc) {
-            out = argv[++i];
-        } else {
-            scenario = a;
-        }
-    }
     try {
-        testbed tb = scenario.empty() ? testbed(nlohmann::json::object(), sets)
-                                      : testbed::from_file(scenario, sets);
+        testbed::settings run{/*time_limit_ms=*/50, ""};
+        testbed tb = testbed::from_args(argc, argv, run);
         tb.spawn(1, "pong", [](node_env& n) { side(n, false); });
         tb.spawn(0, "ping", [](node_env& n) { side(n, true); });
-        const rnic::scenario::run_result r = tb.run({/*time_limit_ms=*/50, out});
-        for (const std::string& f : r.failures) {
-            std::cerr << "pingpong_latency: " << f << "\n";
-        }
+        const rnic::scenario::run_result r = tb.run(run);
         std::cout << "one-way latency (half the round trip of " << MSG << " B SENDs): avg "
                   << r.latency.avg_ns << " ns, p50 " << r.latency.p50_ns << " ns, p99 "
                   << r.latency.p99_ns << " ns over " << r.latency.samples << " round trips\n";
-        return r.passed() && r.latency.samples == ROUNDS ? 0 : 1;
+        return exit_code("pingpong_latency", r);
     } catch (const std::exception& e) {
         std::cerr << "pingpong_latency: " << e.what() << "\n";
         return 2;

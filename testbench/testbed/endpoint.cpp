@@ -21,7 +21,7 @@ endpoint::endpoint(node_env& env, endpoint_options o)
     : m_env(env)
     , m_opt(o) {}
 
-bool endpoint::check(NTSTATUS st, const char* call) {
+bool endpoint::ok(NTSTATUS st, const char* call) {
     if (st != STATUS_SUCCESS) {
         m_env.fail(fmt::format("{}: {} (0x{:08X}) at {}", call, ntstatus_name(st),
                                static_cast<uint32_t>(st), sc_core::sc_time_stamp().to_string()));
@@ -31,12 +31,11 @@ bool endpoint::check(NTSTATUS st, const char* call) {
 }
 
 bool endpoint::open() {
-    if (!check(ndk::open_adapter(m_env.host(), m_env.adapter_params(), &adapter), "open_adapter")) {
+    if (!ok(ndk::open_adapter(m_env.host(), m_env.adapter_params(), &adapter), "open_adapter")) {
         return false;
     }
     ULONG size = sizeof(info);
-    if (!check(adapter->Dispatch->NdkQueryAdapterInfo(adapter, &info, &size),
-               "NdkQueryAdapterInfo")) {
+    if (!ok(adapter->Dispatch->NdkQueryAdapterInfo(adapter, &info, &size), "NdkQueryAdapterInfo")) {
         return false;
     }
     NTSTATUS st;
@@ -45,7 +44,7 @@ bool endpoint::open() {
             return adapter->Dispatch->NdkCreatePd(adapter, cb, r, out);
         },
         &st, m_opt.timeout);
-    if (!check(st, "NdkCreatePd")) {
+    if (!ok(st, "NdkCreatePd")) {
         return false;
     }
     cq = create<NDK_CQ>(
@@ -54,7 +53,7 @@ bool endpoint::open() {
                                                   nullptr, cb, r, out);
         },
         &st, m_opt.timeout);
-    if (!check(st, "NdkCreateCq")) {
+    if (!ok(st, "NdkCreateCq")) {
         return false;
     }
     const ULONG inl = std::min(m_opt.inline_bytes, info.MaxInlineDataSize);
@@ -64,7 +63,7 @@ bool endpoint::open() {
                                              m_opt.max_sge, m_opt.max_sge, inl, cb, r, out);
         },
         &st, m_opt.timeout);
-    return check(st, "NdkCreateQp");
+    return ok(st, "NdkCreateQp");
 }
 
 bool endpoint::accept(uint16_t port) {
@@ -79,27 +78,27 @@ bool endpoint::accept(uint16_t port) {
             return adapter->Dispatch->NdkCreateListener(adapter, on_connect, this, cb, r, out);
         },
         &st, m_opt.timeout);
-    if (!check(st, "NdkCreateListener")) {
+    if (!ok(st, "NdkCreateListener")) {
         return false;
     }
     SOCKADDR_IN a = m_env.address_of(m_env.index(), port);
     request l;
-    if (!check(l.wait(listener->Dispatch->NdkListen(listener, reinterpret_cast<PSOCKADDR>(&a),
-                                                    sizeof(a), &request::callback, &l),
-                      m_opt.timeout),
-               "NdkListen")) {
+    if (!ok(l.wait(listener->Dispatch->NdkListen(listener, reinterpret_cast<PSOCKADDR>(&a),
+                                                 sizeof(a), &request::callback, &l),
+                   m_opt.timeout),
+            "NdkListen")) {
         return false;
     }
     if (!wait_until([this] { return m_incoming != nullptr; }, m_connect_event, m_opt.timeout)) {
-        return check(STATUS_IO_TIMEOUT, "waiting for a connection request");
+        return ok(STATUS_IO_TIMEOUT, "waiting for a connection request");
     }
     connector = m_incoming;
     request acc;
-    return check(acc.wait(connector->Dispatch->NdkAccept(connector, qp, m_opt.read_limit,
-                                                         m_opt.read_limit, nullptr, 0, nullptr,
-                                                         nullptr, &request::callback, &acc),
-                          m_opt.timeout),
-                 "NdkAccept");
+    return ok(acc.wait(connector->Dispatch->NdkAccept(connector, qp, m_opt.read_limit,
+                                                      m_opt.read_limit, nullptr, 0, nullptr,
+                                                      nullptr, &request::callback, &acc),
+                       m_opt.timeout),
+              "NdkAccept");
 }
 
 bool endpoint::connect(size_t peer, uint16_t port) {
@@ -109,23 +108,23 @@ bool endpoint::connect(size_t peer, uint16_t port) {
             return adapter->Dispatch->NdkCreateConnector(adapter, cb, r, out);
         },
         &st, m_opt.timeout);
-    if (!check(st, "NdkCreateConnector")) {
+    if (!ok(st, "NdkCreateConnector")) {
         return false;
     }
     SOCKADDR_IN dst = m_env.address_of(peer, port);
     request c;
-    if (!check(c.wait(connector->Dispatch->NdkConnect(
-                          connector, qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst),
-                          m_opt.read_limit, m_opt.read_limit, nullptr, 0, &request::callback, &c),
-                      m_opt.timeout),
-               "NdkConnect")) {
+    if (!ok(c.wait(connector->Dispatch->NdkConnect(
+                       connector, qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst),
+                       m_opt.read_limit, m_opt.read_limit, nullptr, 0, &request::callback, &c),
+                   m_opt.timeout),
+            "NdkConnect")) {
         return false;
     }
     request done;
-    return check(done.wait(connector->Dispatch->NdkCompleteConnect(connector, nullptr, nullptr,
-                                                                   &request::callback, &done),
-                           m_opt.timeout),
-                 "NdkCompleteConnect");
+    return ok(done.wait(connector->Dispatch->NdkCompleteConnect(connector, nullptr, nullptr,
+                                                                &request::callback, &done),
+                        m_opt.timeout),
+              "NdkCompleteConnect");
 }
 
 buffer endpoint::register_buffer(ULONG bytes, ULONG flags) {
@@ -140,14 +139,14 @@ buffer endpoint::register_buffer(ULONG bytes, ULONG flags) {
             return pd->Dispatch->NdkCreateMr(pd, FALSE, cb, r, out);
         },
         &st, m_opt.timeout);
-    if (!check(st, "NdkCreateMr")) {
+    if (!ok(st, "NdkCreateMr")) {
         return buffer{};
     }
     request reg;
-    if (!check(reg.wait(b.mr->Dispatch->NdkRegisterMr(b.mr, b.mdl, bytes, flags, &request::callback,
-                                                      &reg),
-                        m_opt.timeout),
-               "NdkRegisterMr")) {
+    if (!ok(reg.wait(
+                b.mr->Dispatch->NdkRegisterMr(b.mr, b.mdl, bytes, flags, &request::callback, &reg),
+                m_opt.timeout),
+            "NdkRegisterMr")) {
         return buffer{};
     }
     b.token = b.mr->Dispatch->NdkGetLocalTokenFromMr(b.mr);
@@ -159,25 +158,27 @@ buffer endpoint::register_buffer(ULONG bytes, ULONG flags) {
 bool endpoint::reap(size_t n, std::vector<NDK_RESULT>& out) {
     const size_t want = out.size() + n;
     NDK_RESULT r[16];
-    const bool ok = poll_until(
+    // Never more than asked for: what is not taken stays in the CQ for the next reap.
+    const bool done = poll_until(
         m_env.host(),
         [&] {
-            const ULONG k = cq->Dispatch->NdkGetCqResults(cq, r, 16);
+            const auto ask = static_cast<ULONG>(std::min<size_t>(16, want - out.size()));
+            const ULONG k = cq->Dispatch->NdkGetCqResults(cq, r, ask);
             out.insert(out.end(), r, r + k);
             return out.size() >= want;
         },
         m_opt.timeout);
-    if (!ok) {
-        check(STATUS_IO_TIMEOUT,
-              fmt::format("reaping {} completions (got {})", n, n - (want - out.size())).c_str());
+    if (!done) {
+        ok(STATUS_IO_TIMEOUT,
+           fmt::format("reaping {} completions (got {})", n, n - (want - out.size())).c_str());
     }
-    return ok;
+    return done;
 }
 
 void endpoint::close() {
     auto close_object = [&](NDK_OBJECT_HEADER* h, NDK_FN_CLOSE_OBJECT fn, const char* what) {
         request r;
-        check(r.wait(fn(h, &request::close_callback, &r), m_opt.timeout), what);
+        ok(r.wait(fn(h, &request::close_callback, &r), m_opt.timeout), what);
     };
     if (connector != nullptr) {
         request d;
@@ -186,7 +187,7 @@ void endpoint::close() {
         // The peer may have disconnected first: the connection is gone either way.
         if (st != STATUS_SUCCESS && st != STATUS_CONNECTION_INVALID &&
             st != STATUS_CONNECTION_DISCONNECTED) {
-            check(st, "NdkDisconnect");
+            ok(st, "NdkDisconnect");
         }
         close_object(&connector->Header, connector->Dispatch->NdkCloseConnector,
                      "NdkCloseConnector");

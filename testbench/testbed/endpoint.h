@@ -54,16 +54,20 @@ public:
     bool connect(size_t peer, uint16_t port);
     // alloc + build_mdl + CreateMr + RegisterMr over `bytes`, zero-filled.
     buffer register_buffer(ULONG bytes, ULONG flags);
-    // Polls the CQ until `n` more results arrived (appended to `out`) or the timeout.
+    // Polls the CQ until `n` more results arrived (appended to `out`; never more than `n`, the
+    // rest stays queued) or the timeout.
     bool reap(size_t n, std::vector<NDK_RESULT>& out);
     // Disconnect (if connected), close QP, CQ, MRs, listener, PD, then close_adapter.
     void close();
+
+    // true for STATUS_SUCCESS; else reports "<call>: <status name> (0x...) at <time>" through
+    // node_env::fail and returns false.
+    bool ok(NTSTATUS st, const char* call);
 
     node_env& env() { return m_env; }
     const endpoint_options& options() const { return m_opt; }
 
 private:
-    bool check(NTSTATUS st, const char* call);
     node_env& m_env;
     endpoint_options m_opt;
     sc_core::sc_event m_connect_event;

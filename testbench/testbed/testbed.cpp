@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iostream>
 #include <stdexcept>
 #include <utility>
 
@@ -96,6 +98,37 @@ testbed testbed::from_file(const std::string& path, const std::vector<std::strin
     testbed tb(nlohmann::json::object());
     tb.m_cfg = scenario::load_scenario(path, sets);
     return tb;
+}
+
+testbed testbed::from_args(int argc, char** argv, settings& s) {
+    std::string scenario;
+    std::vector<std::string> sets;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (a == "--set" && has_value) {
+            sets.push_back(argv[++i]);
+        } else if (a == "--out" && has_value) {
+            s.out_dir = argv[++i];
+        } else if (a == "--time-limit-ms" && has_value) {
+            s.time_limit_ms = std::atof(argv[++i]);
+        } else if (a.rfind("--", 0) != 0 && scenario.empty()) {
+            scenario = a;
+        } else {
+            throw config::config_error({"usage: " + std::string(argv[0]) +
+                                        " [SCENARIO.json] [--set PATH=VALUE]... [--out DIR] "
+                                        "[--time-limit-ms MS] (at \"" +
+                                        a + "\")"});
+        }
+    }
+    return scenario.empty() ? testbed(nlohmann::json::object(), sets) : from_file(scenario, sets);
+}
+
+int exit_code(const char* program, const scenario::run_result& r) {
+    for (const std::string& f : r.failures) {
+        std::cerr << program << ": " << f << "\n";
+    }
+    return r.passed() ? 0 : 1;
 }
 
 void testbed::spawn(size_t node, const std::string& name, consumer body) {

@@ -83,6 +83,12 @@ public:
     explicit testbed(const nlohmann::json& scenario, const std::vector<std::string>& sets = {});
     static testbed from_file(const std::string& path, const std::vector<std::string>& sets = {});
 
+    struct settings;
+    // A program's command line: [SCENARIO.json] [--set PATH=VALUE]... [--out DIR]
+    // [--time-limit-ms MS]. No scenario: the defaults (two nodes, one 100 Gb/s link). Fills
+    // `s` (out_dir, time_limit_ms); throws config::config_error on bad usage or a bad scenario.
+    static testbed from_args(int argc, char** argv, settings& s);
+
     const scenario::scenario_config& config() const { return m_cfg; }
     size_t node_count() const { return m_cfg.topology.nodes.size(); }
 
@@ -168,5 +174,9 @@ T* create(Call call, NTSTATUS* status = nullptr,
     }
     return returned == STATUS_PENDING ? reinterpret_cast<T*>(req.object()) : out;
 }
+
+// For a program's exit: prints each failure on stderr ("<program>: <failure>") and returns 0
+// when the run passed, else 1.
+int exit_code(const char* program, const scenario::run_result& r);
 
 }  // namespace rnic::testbed
