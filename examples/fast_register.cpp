@@ -46,8 +46,8 @@ void target(node_env& env) {
         &st);
     request init;
     if (!e.ok(st, "NdkCreateMr") ||
-        !e.ok(init.wait(mr->Dispatch->NdkInitializeFastRegisterMr(mr, PAGES, TRUE,
-                                                                  &request::callback, &init)),
+        !e.ok(init.wait(mr->Dispatch->NdkInitializeFastRegisterMr(
+                  mr, PAGES, TRUE, &request::callback, init.context())),
               "NdkInitializeFastRegisterMr") ||
         !e.ok(e.qp->Dispatch->NdkReceive(e.qp, &msg, &s, 1), "NdkReceive") || !e.accept(PORT)) {
         return;
@@ -90,7 +90,8 @@ void target(node_env& env) {
     }
     e.adapter->Dispatch->NdkReleaseLAM(e.adapter, lam);
     request closed;
-    e.ok(closed.wait(mr->Dispatch->NdkCloseMr(&mr->Header, &request::close_callback, &closed)),
+    e.ok(closed.wait(
+             mr->Dispatch->NdkCloseMr(&mr->Header, &request::close_callback, closed.context())),
          "NdkCloseMr");
     e.close();
 }

@@ -84,7 +84,7 @@ bool endpoint::accept(uint16_t port) {
     SOCKADDR_IN a = m_env.address_of(m_env.index(), port);
     request l;
     if (!ok(l.wait(listener->Dispatch->NdkListen(listener, reinterpret_cast<PSOCKADDR>(&a),
-                                                 sizeof(a), &request::callback, &l),
+                                                 sizeof(a), &request::callback, l.context()),
                    m_opt.timeout),
             "NdkListen")) {
         return false;
@@ -96,7 +96,7 @@ bool endpoint::accept(uint16_t port) {
     request acc;
     return ok(acc.wait(connector->Dispatch->NdkAccept(connector, qp, m_opt.read_limit,
                                                       m_opt.read_limit, nullptr, 0, nullptr,
-                                                      nullptr, &request::callback, &acc),
+                                                      nullptr, &request::callback, acc.context()),
                        m_opt.timeout),
               "NdkAccept");
 }
@@ -113,16 +113,17 @@ bool endpoint::connect(size_t peer, uint16_t port) {
     }
     SOCKADDR_IN dst = m_env.address_of(peer, port);
     request c;
-    if (!ok(c.wait(connector->Dispatch->NdkConnect(
-                       connector, qp, nullptr, 0, reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst),
-                       m_opt.read_limit, m_opt.read_limit, nullptr, 0, &request::callback, &c),
+    if (!ok(c.wait(connector->Dispatch->NdkConnect(connector, qp, nullptr, 0,
+                                                   reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst),
+                                                   m_opt.read_limit, m_opt.read_limit, nullptr, 0,
+                                                   &request::callback, c.context()),
                    m_opt.timeout),
             "NdkConnect")) {
         return false;
     }
     request done;
     return ok(done.wait(connector->Dispatch->NdkCompleteConnect(connector, nullptr, nullptr,
-                                                                &request::callback, &done),
+                                                                &request::callback, done.context()),
                         m_opt.timeout),
               "NdkCompleteConnect");
 }
@@ -143,9 +144,9 @@ buffer endpoint::register_buffer(ULONG bytes, ULONG flags) {
         return buffer{};
     }
     request reg;
-    if (!ok(reg.wait(
-                b.mr->Dispatch->NdkRegisterMr(b.mr, b.mdl, bytes, flags, &request::callback, &reg),
-                m_opt.timeout),
+    if (!ok(reg.wait(b.mr->Dispatch->NdkRegisterMr(b.mr, b.mdl, bytes, flags, &request::callback,
+                                                   reg.context()),
+                     m_opt.timeout),
             "NdkRegisterMr")) {
         return buffer{};
     }
@@ -178,12 +179,13 @@ bool endpoint::reap(size_t n, std::vector<NDK_RESULT>& out) {
 void endpoint::close() {
     auto close_object = [&](NDK_OBJECT_HEADER* h, NDK_FN_CLOSE_OBJECT fn, const char* what) {
         request r;
-        ok(r.wait(fn(h, &request::close_callback, &r), m_opt.timeout), what);
+        ok(r.wait(fn(h, &request::close_callback, r.context()), m_opt.timeout), what);
     };
     if (connector != nullptr) {
         request d;
-        const NTSTATUS st = d.wait(
-            connector->Dispatch->NdkDisconnect(connector, &request::callback, &d), m_opt.timeout);
+        const NTSTATUS st =
+            d.wait(connector->Dispatch->NdkDisconnect(connector, &request::callback, d.context()),
+                   m_opt.timeout);
         // The peer may have disconnected first: the connection is gone either way.
         if (st != STATUS_SUCCESS && st != STATUS_CONNECTION_INVALID &&
             st != STATUS_CONNECTION_DISCONNECTED) {

@@ -260,34 +260,62 @@ bool poll_until(ndk::host_system& host, const std::function<bool()>& cond,
     return true;
 }
 
+struct request::state {
+    sc_core::sc_event event;
+    bool done = false;
+    bool abandoned = false;  // the request timed out and is gone: the callback frees this
+    NTSTATUS status = STATUS_PENDING;
+    NDK_OBJECT_HEADER* object = nullptr;
+    void finish(NTSTATUS st) {
+        if (abandoned) {
+            delete this;  // a late callback: nobody waits any more
+            return;
+        }
+        status = st;
+        done = true;
+        event.notify(sc_core::SC_ZERO_TIME);
+    }
+};
+
+request::request()
+    : m_state(new state) {}
+
+request::~request() {
+    if (!m_state->abandoned) {
+        delete m_state;
+    }  // else it timed out: the late callback (if it ever comes) releases the state
+}
+
 VOID request::callback(PVOID ctx, NTSTATUS st) {
-    static_cast<request*>(ctx)->finish(st);
+    static_cast<state*>(ctx)->finish(st);
 }
 
 VOID request::create_callback(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER* object) {
-    auto* r = static_cast<request*>(ctx);
-    r->m_object = object;
-    r->finish(st);
+    auto* s = static_cast<state*>(ctx);
+    if (!s->abandoned) {
+        s->object = object;
+    }
+    s->finish(st);
 }
 
 VOID request::close_callback(PVOID ctx) {
-    static_cast<request*>(ctx)->finish(STATUS_SUCCESS);
+    static_cast<state*>(ctx)->finish(STATUS_SUCCESS);
 }
 
-void request::finish(NTSTATUS st) {
-    m_status = st;
-    m_done = true;
-    m_event.notify(sc_core::SC_ZERO_TIME);
+NDK_OBJECT_HEADER* request::object() const {
+    return m_state->object;
 }
 
 NTSTATUS request::wait(NTSTATUS returned, const sc_core::sc_time& timeout) {
     if (returned != STATUS_PENDING) {
         return returned;
     }
-    if (!wait_until([this] { return m_done; }, m_event, timeout)) {
+    state* s = m_state;
+    if (!wait_until([s] { return s->done; }, s->event, timeout)) {
+        s->abandoned = true;
         return STATUS_IO_TIMEOUT;
     }
-    return m_status;
+    return s->status;
 }
 
 }  // namespace rnic::testbed

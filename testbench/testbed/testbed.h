@@ -136,25 +136,29 @@ bool poll_until(ndk::host_system& host, const std::function<bool()>& cond,
 
 // One NDK request that may complete either way the documents allow: inline (any status but
 // STATUS_PENDING, no callback) or STATUS_PENDING and exactly one callback. Pass `callback` /
-// `create_callback` with `this` as context, then wait(returned status).
+// `create_callback` / `close_callback` with context() as the request context, then
+// wait(returned status). After a timeout the callback may still come: the state it writes
+// outlives the request then (it is released by the callback's arrival, or never).
 class request {
 public:
+    request();
+    ~request();
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
     static VOID callback(PVOID ctx, NTSTATUS st);
     static VOID create_callback(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER* object);
     static VOID close_callback(PVOID ctx);
+    PVOID context() { return m_state; }
     // The final status: `returned` itself unless it is STATUS_PENDING, else the callback's;
     // STATUS_IO_TIMEOUT if no callback came within `timeout`.
     NTSTATUS wait(NTSTATUS returned,
                   const sc_core::sc_time& timeout = sc_core::sc_time(10, sc_core::SC_MS));
     // The object a pending create delivered (null for an inline outcome: use the out-parameter).
-    NDK_OBJECT_HEADER* object() const { return m_object; }
+    NDK_OBJECT_HEADER* object() const;
 
 private:
-    void finish(NTSTATUS st);
-    sc_core::sc_event m_event;
-    bool m_done = false;
-    NTSTATUS m_status = STATUS_PENDING;
-    NDK_OBJECT_HEADER* m_object = nullptr;
+    struct state;
+    state* m_state;
 };
 
 // A create call, both outcomes: `call(create_callback, &req, &out)` is the Ndk* call with the
@@ -164,7 +168,7 @@ T* create(Call call, NTSTATUS* status = nullptr,
           const sc_core::sc_time& timeout = sc_core::sc_time(10, sc_core::SC_MS)) {
     request req;
     T* out = nullptr;
-    const NTSTATUS returned = call(&request::create_callback, &req, &out);
+    const NTSTATUS returned = call(&request::create_callback, req.context(), &out);
     const NTSTATUS st = req.wait(returned, timeout);
     if (status != nullptr) {
         *status = st;
