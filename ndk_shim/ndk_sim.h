@@ -55,6 +55,10 @@ void close_adapter(NDK_ADAPTER* adapter);
 // so a polling loop should bound its wait (testbed::poll_until does, testbench/testbed).
 void wait_for_completion_activity(host_system& host);
 
+// The deepest queue (SQ, RQ, SRQ, CQ) the driver offers under a NIC limit: the largest power
+// of two not above it (rings are powers of two; QueryAdapterInfo reports this).
+uint32_t usable_queue_depth(uint32_t nic_limit);
+
 // Driver counters of an adapter (for tests and stats).
 struct adapter_counters {
     uint64_t commands = 0;

@@ -188,6 +188,17 @@ TEST(Testbed, BadScenarioIsAConfigErrorWithItsPath) {
         EXPECT_EQ(e.errors[0].rfind("rnic.pcie.lanes", 0), 0u) << e.errors[0];
     }
     EXPECT_THROW(testbed::from_file("/nonexistent/scenario.json"), config::config_error);
+    // The scenario's own workload is checked against the depths the driver offers.
+    try {
+        testbed tb(json{{"rnic", {{"limits", {{"max_qp_depth", 100}}}}},
+                        {"workload", {{"queue_depth", 80}}}});
+        FAIL() << "accepted";
+    } catch (const config::config_error& e) {
+        ASSERT_EQ(e.errors.size(), 1u);
+        EXPECT_EQ(e.errors[0],
+                  "workload.queue_depth: 80 exceeds rnic.limits.max_qp_depth 100 as "
+                  "usable (a power of two): 64");
+    }
     testbed tb(json::object());
     EXPECT_THROW(tb.spawn(2, "x", [](node_env&) {}), std::out_of_range);
 }
