@@ -3,8 +3,11 @@
 # from a temporary folder holding only examples/out_of_tree/CMakeLists.txt and one example
 # source, builds the consumer with find_package(rnicsim) and again with pkg-config (rnicsim.pc),
 # and runs both builds: each must exit 0 (its run passed).
-#   cmake -DBINARY_DIR=build -DSOURCE_DIR=. -P testbench/install/out_of_tree.cmake
+#   cmake -DBINARY_DIR=build -DSOURCE_DIR=. [-DCXX=c++] -P testbench/install/out_of_tree.cmake
 cmake_minimum_required(VERSION 3.22)
+if(NOT CXX)
+  set(CXX c++)
+endif()
 string(RANDOM LENGTH 8 tag)
 if(DEFINED ENV{TMPDIR})
   set(tmp "$ENV{TMPDIR}/rnicsim-oot-${tag}")
@@ -37,7 +40,7 @@ file(COPY "${SOURCE_DIR}/examples/out_of_tree/CMakeLists.txt" "${SOURCE_DIR}/exa
 
 # 1. CMake package.
 step(${CMAKE_COMMAND} -S "${work}" -B "${work}/build" -DCMAKE_PREFIX_PATH=${prefix}
-     -DCMAKE_BUILD_TYPE=Release)
+     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX})
 step(${CMAKE_COMMAND} --build "${work}/build")
 step(${CMAKE_COMMAND} -E env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 "${work}/build/pingpong_latency")
 
@@ -51,6 +54,6 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "out-of-tree consumer: pkg-config --cflags --libs rnicsim failed")
 endif()
 separate_arguments(flags UNIX_COMMAND "${flags}")
-step(c++ -O1 -o "${work}/pingpong_pc" "${work}/pingpong_latency.cpp" ${flags})
+step(${CXX} -O1 -o "${work}/pingpong_pc" "${work}/pingpong_latency.cpp" ${flags})
 step(${CMAKE_COMMAND} -E env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 "${work}/pingpong_pc")
 file(REMOVE_RECURSE "${tmp}")
