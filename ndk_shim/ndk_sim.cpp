@@ -63,6 +63,10 @@ void close_adapter(NDK_ADAPTER* adapter) {
     delete ad;
 }
 
+uint32_t usable_queue_depth(uint32_t nic_limit) {
+    return provider::usable_depth(nic_limit);
+}
+
 void wait_for_completion_activity(host_system& host) {
     host.wait_for_dma(0);  // until the NIC writes host memory
 }

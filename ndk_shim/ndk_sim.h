@@ -18,7 +18,7 @@ struct adapter_params {
     uint32_t node_id = 0;
     std::array<uint8_t, 6> mac{};
     uint32_t ip = 0;              // IPv4, host byte order (SOCKADDR_IN carries it in network order)
-    hw::nic_limits limits;        // must equal the NIC's (QueryAdapterInfo reports them)
+    hw::nic_limits limits;        // must equal the NIC's: testbed::node_env::adapter_params()
     uint32_t default_mtu = 1024;  // path MTU programmed at connect: 256..4096, power of two
     NDK_VERSION version{1, 2};    // NDK version requested by the consumer (ndkpi.md 9)
     uint8_t retry_count = 7;      // transport retries per QP
@@ -50,8 +50,14 @@ NTSTATUS open_adapter(host_system& host, const adapter_params& p, NDK_ADAPTER** 
 // Blocking: waits until every child object is closed and every callback has returned
 // (ndkpi.md 5.6), then releases the adapter. From an SC_THREAD, never from a callback.
 void close_adapter(NDK_ADAPTER* adapter);
-// Consumer spin-wait: blocks until the NIC writes host memory (e.g. a CQE) or 1 ms passes.
+// Consumer spin-wait: blocks until the NIC next writes host memory (e.g. a CQE). No timeout:
+// a write that landed while the caller's own poll was in flight is only seen at the next one,
+// so a polling loop should bound its wait (testbed::poll_until does, testbench/testbed).
 void wait_for_completion_activity(host_system& host);
+
+// The deepest queue (SQ, RQ, SRQ, CQ) the driver offers under a NIC limit: the largest power
+// of two not above it (rings are powers of two; QueryAdapterInfo reports this).
+uint32_t usable_queue_depth(uint32_t nic_limit);
 
 // Driver counters of an adapter (for tests and stats).
 struct adapter_counters {

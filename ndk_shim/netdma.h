@@ -278,7 +278,11 @@ static_assert(sizeof(NET_DMA_PNP_NOTIFICATION) == 32);
 extern "C" {
 
 // PASSIVE, from AddDevice (MSI-X vectors are chosen before START). Calls SetDmaChannelCpuAffinity
-// for MaxDmaChannelCount channels before returning.
+// for MaxDmaChannelCount channels before returning. Returns the documented statuses only:
+// STATUS_SUCCESS; STATUS_INSUFFICIENT_RESOURCES (the documents' STATUS_RESOURCES: the affinity
+// handler said so); STATUS_UNSUCCESSFUL (a NULL handle pointer, characteristics that are too
+// short, of another revision or missing a mandatory handler, or any other refusal of the
+// affinity handler).
 NTSTATUS NetDmaRegisterProvider(_In_ PVOID ProviderContext, _In_ PVOID* pNetDmaProviderHandle,
                                 _In_ PNET_DMA_PROVIDER_CHARACTERISTICS ProviderCharacteristics);
 // PASSIVE, while handling IRP_MN_REMOVE_DEVICE.

@@ -3,6 +3,7 @@
 #include "hw/context_cache/context_cache.h"
 
 #include <algorithm>
+#include <deque>
 
 namespace rnic::hw {
 
@@ -110,6 +111,11 @@ context_cache::context_cache(sc_core::sc_module_name name, const context_cache_c
                       p + " dirty lines written back to host memory");
         ctx.stats.add(this->name(), p + "_stall_ps", s.stall_ps, "ps",
                       "time requesters waited on " + p + " misses");
+        if (k == 2) {
+            ctx.stats.add(this->name(), "mtt_prefetched", s.prefetched, "count",
+                          "MTT lines read while an earlier line of the same translation was in "
+                          "flight (translation.mtt_prefetch_lines)");
+        }
         if (ctx.vcd != nullptr) {
             // Lookups are closed form: the counters show when hits and misses happen.
             const std::string b = std::string(this->name()) + "." + p;
@@ -140,13 +146,11 @@ uint64_t context_cache::line_addr(ctx_kind kind, uint64_t tag) const {
     return m_base[static_cast<int>(kind)] + tag * line_bytes(kind);
 }
 
-void context_cache::access(ctx_kind kind, uint32_t index, bool write, cache_port who) {
+bool context_cache::lookup(ctx_kind kind, uint64_t tag, bool write, cache_port who,
+                           sc_core::sc_time& start) {
     const int k = static_cast<int>(kind);
     auto& s = m_stats[k];
-    // MTT lines hold several page entries; the other tables one entry per line.
-    const uint64_t tag = kind == ctx_kind::MTT ? index / (m_cfg.mtt_line_bytes / 8) : index;
     const cache_config& cc = k == 0 ? m_cfg.qpc : (k == 1 ? m_cfg.mpt : m_cfg.mtt);
-    sc_core::sc_time start;
     bool miss = false;
     // Timing: the request is sampled at the edge at or after now; the port takes one lookup
     // per cycle, same-cycle requests in cache_port order (zero simulated time to decide). The
@@ -181,6 +185,16 @@ void context_cache::access(ctx_kind kind, uint32_t index, bool write, cache_port
             }
         },
         m_clk.cycles(cc.hit_cycles));
+    return miss;
+}
+
+void context_cache::access(ctx_kind kind, uint32_t index, bool write, cache_port who) {
+    const int k = static_cast<int>(kind);
+    // MTT lines hold several page entries; the other tables one entry per line.
+    const uint64_t tag = kind == ctx_kind::MTT ? index / (m_cfg.mtt_line_bytes / 8) : index;
+    const cache_config& cc = k == 0 ? m_cfg.qpc : (k == 1 ? m_cfg.mpt : m_cfg.mtt);
+    sc_core::sc_time start;
+    const bool miss = lookup(kind, tag, write, who, start);
     // +hit_cycles: tag and data read (on a miss the tag read that finds it missing).
     m_clk.wait_until(start + m_clk.cycles(cc.hit_cycles));
     if (!miss) {
@@ -188,7 +202,63 @@ void context_cache::access(ctx_kind kind, uint32_t index, bool write, cache_port
     }
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     m_dma.read_wait(dma_client::CONTEXT, line_addr(kind, tag), m_line.data(), line_bytes(kind));
-    s.stall_ps += static_cast<uint64_t>((sc_core::sc_time_stamp() - t0).to_seconds() * 1e12 + 0.5);
+    m_stats[k].stall_ps +=
+        static_cast<uint64_t>((sc_core::sc_time_stamp() - t0).to_seconds() * 1e12 + 0.5);
+}
+
+void context_cache::access_mtt_run(uint32_t first, uint32_t last, uint32_t window, cache_port who) {
+    const uint32_t per_line = mtt_entries_per_line();
+    const uint64_t first_line = first / per_line;
+    const uint64_t last_line = last / per_line;
+    if (window <= 1 || first_line == last_line) {
+        for (uint64_t l = first_line; l <= last_line; ++l) {
+            access(ctx_kind::MTT, static_cast<uint32_t>(l * per_line), false, who);
+        }
+        return;
+    }
+    const int k = static_cast<int>(ctx_kind::MTT);
+    auto& s = m_stats[k];
+    // Timing: the lines are looked up in order, one per cycle on the port (pipelined: a hit
+    // does not hold the next lookup). A line that misses is read hit_cycles after its lookup,
+    // with at most `window` reads in flight: when the window is full the next read waits for
+    // the oldest to complete. The requester goes on when the last line is in. Without the
+    // window the misses were paid one after the other (access()).
+    std::deque<sc_core::sc_time> in_flight;  // completion times of the outstanding reads
+    sc_core::sc_time end = sc_core::SC_ZERO_TIME;
+    sc_core::sc_time waited = sc_core::SC_ZERO_TIME;  // on reads (the stall)
+    for (uint64_t line = first_line; line <= last_line; ++line) {
+        sc_core::sc_time start;
+        const bool miss = lookup(ctx_kind::MTT, line, false, who, start);
+        const sc_core::sc_time looked_up = start + m_clk.cycles(m_cfg.mtt.hit_cycles);
+        end = std::max(end, looked_up);
+        if (!miss) {
+            continue;
+        }
+        m_clk.wait_until(looked_up);
+        while (!in_flight.empty() && in_flight.front() <= sc_core::sc_time_stamp()) {
+            in_flight.pop_front();
+        }
+        if (in_flight.size() >= window) {
+            const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+            m_clk.wait_until(in_flight.front());
+            waited += sc_core::sc_time_stamp() - t0;
+            in_flight.pop_front();
+        }
+        if (!in_flight.empty()) {
+            ++s.prefetched;  // read while an earlier line of the run was still in flight
+        }
+        const sc_core::sc_time done =
+            m_dma.read(dma_client::CONTEXT, line_addr(ctx_kind::MTT, line), m_line.data(),
+                       line_bytes(ctx_kind::MTT));
+        in_flight.push_back(done);
+        end = std::max(end, done);
+    }
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    if (end > t0) {
+        m_clk.wait_until(end);
+        waited += sc_core::sc_time_stamp() - t0;
+    }
+    s.stall_ps += static_cast<uint64_t>(waited.to_seconds() * 1e12 + 0.5);
 }
 
 void context_cache::invalidate(ctx_kind kind, uint32_t index) {

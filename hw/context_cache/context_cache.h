@@ -103,6 +103,13 @@ public:
     void access(ctx_kind kind, uint32_t index, bool write = false,
                 cache_port who = cache_port::OTHER);
     uint32_t mtt_entries_per_line() const { return m_cfg.mtt_line_bytes / 8; }
+    // From an SC_THREAD: the MTT entries first..last of one translation (a long sequential
+    // message), as a translation unit that fetches a message's page list ahead of its data
+    // does: one lookup per line, pipelined on the port, the missing lines read with up to
+    // `window` reads in flight; returns when every line is in. `window` <= 1, or a run within
+    // one line: access() per line, each miss paid in turn.
+    void access_mtt_run(uint32_t first, uint32_t last, uint32_t window,
+                        cache_port who = cache_port::TRANSLATION);
     // The command processor changed or destroyed an entry: drop the cached copy.
     void invalidate(ctx_kind kind, uint32_t index);
 
@@ -112,12 +119,16 @@ public:
         uint64_t evictions = 0;
         uint64_t writebacks = 0;
         uint64_t stall_ps = 0;
+        uint64_t prefetched = 0;  // MTT only: lines read while another of the run was in flight
     };
     const cache_stats& get_stats(ctx_kind k) const { return m_stats[static_cast<int>(k)]; }
     // The lookup port's arbiter (rounds, contended rounds).
     const timestep_arbiter& port_arbiter() const { return m_arbiter; }
 
 private:
+    // The port's arbitration and the tag update of one lookup; `start` gets the grant time.
+    // Returns true on a miss (the caller reads the line).
+    bool lookup(ctx_kind kind, uint64_t tag, bool write, cache_port who, sc_core::sc_time& start);
     uint64_t line_addr(ctx_kind kind, uint64_t tag) const;
     uint32_t line_bytes(ctx_kind kind) const;
 

@@ -28,6 +28,7 @@ translation_config parse_translation_config(config::reader r) {
     translation_config c;
     r.get("mpt_lookup_cycles", c.mpt_lookup_cycles, 0u, 1000u);
     r.get("mtt_lookup_cycles", c.mtt_lookup_cycles, 0u, 1000u);
+    r.get("mtt_prefetch_lines", c.mtt_prefetch_lines, 0u, 256u);
     r.finish();
     return c;
 }
@@ -117,14 +118,12 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
     uint64_t left = len;
     uint32_t pages = 0;
     if (m_cache != nullptr && len > 0) {
-        // One MTT cache access per line of page entries the range touches.
+        // One MTT cache access per line of page entries the range touches; the lines of a
+        // range spanning several are fetched together, up to mtt_prefetch_lines in flight.
         const uint32_t first = mr->mtt_base + static_cast<uint32_t>(offset / hsi::PAGE_SIZE);
         const uint32_t last =
             mr->mtt_base + static_cast<uint32_t>((offset + len - 1) / hsi::PAGE_SIZE);
-        const uint32_t per_line = m_cache->mtt_entries_per_line();
-        for (uint32_t i = first; i <= last; i = (i / per_line + 1) * per_line) {
-            m_cache->access(ctx_kind::MTT, i, false, cache_port::TRANSLATION);
-        }
+        m_cache->access_mtt_run(first, last, m_cfg.mtt_prefetch_lines, cache_port::TRANSLATION);
     }
     while (left > 0) {
         const uint64_t page = offset / hsi::PAGE_SIZE;

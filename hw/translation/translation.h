@@ -19,6 +19,10 @@ namespace rnic::hw {
 struct translation_config {
     uint32_t mpt_lookup_cycles = 2;  // key -> MPT entry
     uint32_t mtt_lookup_cycles = 2;  // per page translated (pipelined: 1 page per cycle after)
+    // MTT lines of one translation read at once (in flight together) when a request spans
+    // several lines: the page list of a long message is fetched ahead of its data. 0 or 1: one
+    // miss after the other.
+    uint32_t mtt_prefetch_lines = 16;
 };
 translation_config parse_translation_config(config::reader r);
 

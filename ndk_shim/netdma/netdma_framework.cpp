@@ -239,7 +239,7 @@ NTSTATUS NetDmaRegisterProvider(PVOID ProviderContext, PVOID* pNetDmaProviderHan
         c->AllocateDmaChannel == nullptr || c->FreeDmaChannel == nullptr ||
         c->StartDma == nullptr || c->AppendDma == nullptr ||
         (c->SuspendDma != nullptr && c->ResumeDma == nullptr)) {
-        return STATUS_INVALID_PARAMETER;
+        return STATUS_UNSUCCESSFUL;  // documented statuses: SUCCESS, RESOURCES, UNSUCCESSFUL
     }
     auto rec = std::make_unique<provider_record>();
     rec->context = ProviderContext;
@@ -253,7 +253,9 @@ NTSTATUS NetDmaRegisterProvider(PVOID ProviderContext, PVOID* pNetDmaProviderHan
         ProviderContext, rec->affinity.data(),
         static_cast<ULONG>(rec->affinity.size() * sizeof(NET_DMA_CHANNEL_CPU_AFFINITY)));
     if (!NT_SUCCESS(st)) {
-        return st;
+        // The provider's refusal, as one of the documented statuses.
+        return st == STATUS_INSUFFICIENT_RESOURCES ? STATUS_INSUFFICIENT_RESOURCES
+                                                   : STATUS_UNSUCCESSFUL;
     }
     *pNetDmaProviderHandle = rec.get();
     rnic::ndk::netdma::state().providers.push_back(std::move(rec));

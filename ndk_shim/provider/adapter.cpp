@@ -45,6 +45,14 @@ uint32_t log2_ceil(uint32_t v) {
     return l;
 }
 
+uint32_t usable_depth(uint32_t nic_limit) {
+    uint32_t d = 1;
+    while (nic_limit != 0 && d <= nic_limit / 2) {
+        d *= 2;
+    }
+    return nic_limit == 0 ? 0 : d;
+}
+
 uint32_t path_mtu_log(uint32_t mtu) {
     return log2_ceil(std::clamp(mtu, 256u, 4096u));
 }
@@ -512,10 +520,11 @@ NTSTATUS query_adapter_info(NDK_ADAPTER* a, NDK_ADAPTER_INFO* info, ULONG* size)
     i.MaxInlineDataSize = l.max_inline;
     i.MaxInboundReadLimit = l.max_read_depth;
     i.MaxOutboundReadLimit = l.max_read_depth;
-    i.MaxReceiveQueueDepth = l.max_qp_depth;
-    i.MaxInitiatorQueueDepth = l.max_qp_depth;
-    i.MaxSrqDepth = l.max_srqs > 1 ? l.max_srq_depth : 0;
-    i.MaxCqDepth = l.max_cq_depth;
+    // Queue depths as usable: power-of-two rings within the NIC's limits (usable_depth).
+    i.MaxReceiveQueueDepth = usable_depth(l.max_qp_depth);
+    i.MaxInitiatorQueueDepth = usable_depth(l.max_qp_depth);
+    i.MaxSrqDepth = l.max_srqs > 1 ? usable_depth(l.max_srq_depth) : 0;
+    i.MaxCqDepth = usable_depth(l.max_cq_depth);
     i.LargeRequestThreshold = 8192;
     i.MaxCallerData = MAX_CALLER_DATA;
     i.MaxCalleeData = MAX_CALLEE_DATA;

@@ -16,7 +16,7 @@ namespace {
 // Ring of at least twice the requested depth (so a stale consumer index cannot make the NIC
 // see an overrun the consumer did not cause), within the NIC's maximum.
 uint32_t cq_log_size(uint32_t depth, uint32_t max_depth) {
-    const uint32_t max_log = log2_ceil(max_depth);
+    const uint32_t max_log = log2_ceil(usable_depth(max_depth));
     return std::max<uint32_t>(2, std::min(log2_ceil(depth) + 1, max_log));
 }
 
@@ -235,7 +235,7 @@ NTSTATUS create_cq(NDK_ADAPTER* a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK 
                    PVOID notify_ctx, GROUP_AFFINITY*, NDK_FN_CREATE_COMPLETION cb, PVOID ctx,
                    NDK_CQ** out) {
     adapter_impl* ad = impl(a);
-    if (depth == 0 || depth > ad->params.limits.max_cq_depth) {
+    if (depth == 0 || depth > usable_depth(ad->params.limits.max_cq_depth)) {
         return STATUS_INVALID_PARAMETER;
     }
     const uint32_t cqn = ad->cqns.alloc();
@@ -366,7 +366,7 @@ NTSTATUS control_cq_moderation(NDK_CQ* p, ULONG interval, ULONG count) {
 NTSTATUS resize_cq(NDK_CQ* p, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx) {
     cq_impl* cq = impl(p);
     adapter_impl* ad = cq->adapter;
-    if (depth == 0 || depth > ad->params.limits.max_cq_depth) {
+    if (depth == 0 || depth > usable_depth(ad->params.limits.max_cq_depth)) {
         return STATUS_INVALID_PARAMETER;
     }
     // Entries not yet retrieved must fit into the new depth.

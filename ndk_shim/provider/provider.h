@@ -430,6 +430,11 @@ object_base* base_of(NDK_OBJECT_HEADER* h);
 
 // Helpers shared by the translation units.
 uint32_t log2_ceil(uint32_t v);
+// The deepest queue the driver offers under a NIC limit (rnic.limits.max_qp_depth,
+// max_srq_depth, max_cq_depth): the largest power of two not above it. Rings are powers of two
+// and the NIC refuses a ring larger than its limit, so a limit of 100 gives 64: QueryAdapterInfo
+// reports it and Create* refuse anything deeper inline (STATUS_INVALID_PARAMETER).
+uint32_t usable_depth(uint32_t nic_limit);
 // The NIC's hsi::device_caps (CMD_QUERY_DEVICE, synchronous, asked once per adapter).
 uint32_t device_caps(adapter_impl* ad);
 // EVENT_DEVICE_FATAL (ISR): every CQ and SRQ reports STATUS_INTERNAL_ERROR, QPs are dead.

@@ -395,8 +395,9 @@ NTSTATUS make_qp(NDK_PD* pdp, NDK_CQ* rcq, NDK_CQ* icq, NDK_SRQ* srqp, PVOID qpc
     pd_impl* pd = impl(pdp);
     adapter_impl* ad = pd->adapter;
     const hw::nic_limits& l = ad->params.limits;
-    if (rcq == nullptr || icq == nullptr || sq_depth == 0 || sq_depth > l.max_qp_depth ||
-        (srqp == nullptr && (rq_depth == 0 || rq_depth > l.max_qp_depth)) || max_isge > l.max_sge ||
+    const uint32_t max_depth = usable_depth(l.max_qp_depth);  // rings are powers of two
+    if (rcq == nullptr || icq == nullptr || sq_depth == 0 || sq_depth > max_depth ||
+        (srqp == nullptr && (rq_depth == 0 || rq_depth > max_depth)) || max_isge > l.max_sge ||
         max_rsge > l.max_sge || inline_size > l.max_inline) {
         return STATUS_INVALID_PARAMETER;
     }
@@ -537,7 +538,8 @@ NTSTATUS create_srq(NDK_PD* pdp, ULONG depth, ULONG max_sge, ULONG threshold,
     pd_impl* pd = impl(pdp);
     adapter_impl* ad = pd->adapter;
     const hw::nic_limits& l = ad->params.limits;
-    if (depth == 0 || depth > l.max_srq_depth || max_sge > l.max_sge || threshold > depth) {
+    const uint32_t max_depth = usable_depth(l.max_srq_depth);  // rings are powers of two
+    if (depth == 0 || depth > max_depth || max_sge > l.max_sge || threshold > depth) {
         return STATUS_INVALID_PARAMETER;
     }
     const uint32_t srqn = ad->srqns.alloc();
@@ -551,7 +553,7 @@ NTSTATUS create_srq(NDK_PD* pdp, ULONG depth, ULONG max_sge, ULONG threshold,
     srq->pd = pd;
     srq->depth = depth;
     // The ring is sized for the adapter's maximum so NdkModifySrq can grow the depth in place.
-    srq->log_size = log2_ceil(l.max_srq_depth);
+    srq->log_size = log2_ceil(max_depth);
     srq->max_sge = max_sge;
     srq->stride = 16 + 16 * std::max<uint32_t>(1, max_sge);
     srq->ring =
@@ -599,7 +601,7 @@ NTSTATUS modify_srq(NDK_SRQ* p, ULONG depth, ULONG threshold, NDK_FN_REQUEST_COM
     srq_impl* srq = impl(p);
     adapter_impl* ad = srq->adapter;
     const uint32_t new_depth = depth != 0 ? depth : srq->depth;
-    if (new_depth > ad->params.limits.max_srq_depth || threshold > new_depth ||
+    if (new_depth > usable_depth(ad->params.limits.max_srq_depth) || threshold > new_depth ||
         new_depth < srq->producer - srq->consumer) {
         return STATUS_INVALID_PARAMETER;
     }

@@ -257,10 +257,23 @@ TEST(NetDma, RegistersWithAffinityAndAttributes) {
         NET_DMA_PROVIDER_CHARACTERISTICS chars = rec->chars;
         chars.ResumeDma = nullptr;
         PVOID h = nullptr;
-        EXPECT_EQ(NetDmaRegisterProvider(nullptr, &h, &chars), STATUS_INVALID_PARAMETER);
+        // Only the documented statuses (SUCCESS, RESOURCES, UNSUCCESSFUL) come back.
+        EXPECT_EQ(NetDmaRegisterProvider(nullptr, &h, &chars), STATUS_UNSUCCESSFUL);
         chars = rec->chars;
         chars.Size = 8;
-        EXPECT_EQ(NetDmaRegisterProvider(nullptr, &h, &chars), STATUS_INVALID_PARAMETER);
+        EXPECT_EQ(NetDmaRegisterProvider(nullptr, &h, &chars), STATUS_UNSUCCESSFUL);
+        chars = rec->chars;
+        EXPECT_EQ(NetDmaRegisterProvider(nullptr, nullptr, &chars), STATUS_UNSUCCESSFUL);
+        EXPECT_EQ(NetDmaRegisterProvider(nullptr, &h, nullptr), STATUS_UNSUCCESSFUL);
+        // The affinity handler's refusal: RESOURCES passes through, anything else is UNSUCCESSFUL.
+        chars.SetDmaChannelCpuAffinity = [](PVOID, PNET_DMA_CHANNEL_CPU_AFFINITY, ULONG) {
+            return STATUS_INSUFFICIENT_RESOURCES;
+        };
+        EXPECT_EQ(NetDmaRegisterProvider(nullptr, &h, &chars), STATUS_INSUFFICIENT_RESOURCES);
+        chars.SetDmaChannelCpuAffinity = [](PVOID, PNET_DMA_CHANNEL_CPU_AFFINITY, ULONG) {
+            return STATUS_INVALID_DEVICE_STATE;
+        };
+        EXPECT_EQ(NetDmaRegisterProvider(nullptr, &h, &chars), STATUS_UNSUCCESSFUL);
         EXPECT_EQ(providers().size(), 1u);
         // Power events reach NetDMA.
         notify_power(drv.prov, false);

@@ -37,8 +37,10 @@ struct testbench {
 
     // `vcd`: where the blocks trace their signals (the waves recorder), or null. `rtl_fst_base`:
     // where a Verilated send path writes its own waveform (<base>.fst, <base>.node1.fst), or empty.
+    // `consumers`: run_options::consumers (then no workload), or empty.
     testbench(const scenario_config& cfg, sc_core::sc_trace_file* vcd, hw::event_tracer* tracer,
-              std::string rtl_fst_base = {}) {
+              std::string rtl_fst_base = {},
+              const std::function<void(const std::vector<node*>&)>& consumers = {}) {
         ctx.vcd = vcd;
         ctx.tracer = tracer;
         ctx.rtl_fst_base = std::move(rtl_fst_base);
@@ -47,8 +49,16 @@ struct testbench {
             nodes[i] =
                 std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg, *link, ctx);
         }
-        load = std::make_unique<workload>(
-            "workload", cfg, std::array<node*, NODES>{nodes[0].get(), nodes[1].get()}, ctx);
+        if (consumers) {
+            std::vector<node*> all;
+            for (const auto& n : nodes) {
+                all.push_back(n.get());
+            }
+            consumers(all);
+        } else {
+            load = std::make_unique<workload>(
+                "workload", cfg, std::array<node*, NODES>{nodes[0].get(), nodes[1].get()}, ctx);
+        }
         if (vcd != nullptr) {
             trace_qps(cfg, vcd);
         }
@@ -256,9 +266,10 @@ private:
             m_waves->close();
         }
         if (m_bar) {
-            const uint64_t total = m_cfg.workload.messages;
-            const uint64_t posted = m_tb.load->counters(0).posted;
-            double fraction = static_cast<double>(posted) / static_cast<double>(total);
+            const uint64_t total = m_tb.load ? m_cfg.workload.messages : 0;  // 0: consumers
+            const uint64_t posted = m_tb.load ? m_tb.load->counters(0).posted : 0;
+            double fraction =
+                total > 0 ? static_cast<double>(posted) / static_cast<double>(total) : 0.0;
             if (m_limited) {
                 fraction = std::max(fraction, sc_core::sc_time_stamp() / m_limit);
             }
@@ -314,7 +325,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (!opts.waves_vcd.empty()) {
         rtl_fst_base = (std::filesystem::path(opts.waves_vcd).parent_path() / "rtl").string();
     }
-    auto* tb = new testbench(cfg, waves.get(), tl.get(), rtl_fst_base);
+    auto* tb = new testbench(cfg, waves.get(), tl.get(), rtl_fst_base, opts.consumers);
 
     if (pcap) {
         // Stamped with the time the first bit leaves the sender's MAC, before fault injection
@@ -348,7 +359,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     tl->close();
 
     run_result r;
-    tb->load->finish(r);
+    if (tb->load) {
+        tb->load->finish(r);
+    }
     r.simulated_ns = static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time_stamp())));
     r.packets = tb->link->get_stats(0).frames + tb->link->get_stats(1).frames;
     r.blocks = tb->ctx.stats.values();

@@ -4,6 +4,7 @@
 // the waveforms on the way.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "testbench/scenario/scenario_config.h"
 
 namespace rnic::scenario {
+
+class node;
 
 // Where the optional outputs of a run go (the CLI passes paths in the staging folder); an
 // empty path leaves that output off and costs nothing.
@@ -28,6 +31,12 @@ struct run_options {
     // simulation then runs in slices of simulated time between which the bar is redrawn: no
     // events are added, and the results are the same as without it.
     bool progress = false;
+    // Consumer programs in place of the scenario's workload (testbench/testbed): when set, the
+    // workload is not built; this is called once, after the nodes and links are elaborated and
+    // before the simulation starts, with every node in topology order, and spawns the consumer
+    // threads. The run ends when a consumer calls sc_stop(), when nothing is left to simulate,
+    // or at workload.time_limit_ms; run_result's workload figures stay zero.
+    std::function<void(const std::vector<node*>&)> consumers;
 };
 
 // Elaborates and simulates `cfg` to the end of its workload (or workload.time_limit_ms) and

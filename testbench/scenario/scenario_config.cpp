@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "ndk_shim/ndk_sim.h"
+
 #include <fmt/format.h>
 
 namespace rnic::scenario {
@@ -221,15 +223,27 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
     }
     // SEND (and a mix with SENDs) keeps 2 x queue_depth receives posted (see workload.cpp).
     const bool sends = has_sends(w);
-    over("queue_depth", sends ? 2ull * w.queue_depth : w.queue_depth, lim.max_qp_depth,
-         sends ? "(x2 receives for send) rnic.limits.max_qp_depth" : "rnic.limits.max_qp_depth");
+    // Queue depths as the driver offers them: powers of two within the limits (ndk_sim.h).
+    auto usable = [](uint32_t limit, const char* key) {
+        return limit == ndk::usable_queue_depth(limit)
+                   ? std::string(key)
+                   : std::string(key) + " " + std::to_string(limit) +
+                         " as usable (a power of two):";
+    };
+    over("queue_depth", sends ? 2ull * w.queue_depth : w.queue_depth,
+         ndk::usable_queue_depth(lim.max_qp_depth),
+         ((sends ? "(x2 receives for send) " : "") +
+          usable(lim.max_qp_depth, "rnic.limits.max_qp_depth"))
+             .c_str());
     over("inline_threshold", w.inline_threshold, lim.max_inline, "rnic.limits.max_inline");
     // One CQ per node holds every completion that can be outstanding on it.
     const uint64_t per_qp = (sends ? 2ull : 1ull) * w.queue_depth;
-    if (uint64_t{w.qps} * per_qp > lim.max_cq_depth) {
+    const uint32_t cq_depth = ndk::usable_queue_depth(lim.max_cq_depth);
+    if (uint64_t{w.qps} * per_qp > cq_depth) {
         r.error("qps", std::to_string(w.qps) + " QPs x " + std::to_string(per_qp) +
                            " completions = " + std::to_string(uint64_t{w.qps} * per_qp) +
-                           " exceed rnic.limits.max_cq_depth " + std::to_string(lim.max_cq_depth));
+                           " exceed " + usable(lim.max_cq_depth, "rnic.limits.max_cq_depth") + " " +
+                           std::to_string(cq_depth));
     }
     // Send-queue slots are only returned by signaled completions: a window of queue_depth
     // posted WRs must contain a signaled one.
