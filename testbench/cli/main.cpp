@@ -92,6 +92,9 @@ int run(const options& o) {
         dir.write("stats.json", rnic::output::to_file_text(rnic::output::make_stats_json(r)));
         dir.write("summary.txt", summary);
         dir.write("config.json", rnic::output::to_file_text(cfg.effective));
+        for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
+            dir.write(name, text);
+        }
         // The one file that differs between two runs of the same config: kept apart so that
         // every other file is byte for byte the same.
         dir.write("speed.json", rnic::output::to_file_text(rnic::output::make_speed_json(r)));
