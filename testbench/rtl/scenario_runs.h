@@ -84,7 +84,9 @@ inline json timing_from_env() {
 inline run_output run(const scratch& s, json cfg, const std::string& impl,
                       const std::string& tag = "") {
     cfg["rnic"]["send_path"]["impl"] = impl;
-    cfg["rnic"]["send_path"]["timing"] = timing_from_env();
+    for (const auto& [k, v] : timing_from_env().items()) {
+        cfg["rnic"]["send_path"]["timing"][k] = v;
+    }
     cfg["outputs"]["pcap"] = true;
     cfg["outputs"]["trace"] = true;
     cfg["outputs"]["waves"] = false;

@@ -7,10 +7,13 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <systemc>
+
 #include "rtl/send_path/send_path_core.h"
 #include "testbench/rtl/send_path_calibration.h"
 
 int sc_main(int, char**) {
+    sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     std::cout << "RTL: " << rnic::rtl::send_path_core_source() << "\n";
     const auto r = rnic::sptest::calibrate(rnic::rtl::make_send_path_core);
     std::cout << r.report() << std::flush;
