@@ -84,7 +84,8 @@ inline json timing_from_env() {
 inline run_output run(const scratch& s, json cfg, const std::string& impl,
                       const std::string& tag = "") {
     cfg["rnic"]["send_path"]["impl"] = impl;
-    for (const auto& [k, v] : timing_from_env().items()) {
+    const json timing = timing_from_env();
+    for (const auto& [k, v] : timing.items()) {
         cfg["rnic"]["send_path"]["timing"][k] = v;
     }
     cfg["outputs"]["pcap"] = true;
