@@ -118,3 +118,26 @@ TEST(ScenarioFunctional, LockstepDivergenceWritesOutputs) {
     EXPECT_GT(b.value("lockstep_timing_differs", uint64_t{0}), 0u);
     EXPECT_GT(b.value("lockstep_max_edge_delta", uint64_t{0}), 0u);
 }
+
+// Never mis-timed silently: with a quiescence window shorter than the built-in RTL needs (2
+// edges; ours needs 3, an ACK spends them inside), the wrapper stops the clock with the ACK
+// still inside; the restart check sees it and the run fails naming the rule and the edge,
+// with its outputs written. With the clock kept running the same run passes on time.
+TEST(ScenarioFunctional, QuiescenceViolationFailsTheRunAndFreeClockPasses) {
+    scratch s;
+    json c = scenario("send", 1001, 6, 1, 1024);
+    c["rnic"]["send_path"]["rtl"]["quiescent_edges"] = 2;
+    const run_output bad = run(s, c, "rtl", "_q2");
+    EXPECT_EQ(bad.exit_code, 1) << bad.err;
+    EXPECT_NE(bad.err.find("nic.send_path: RTL broke the quiescence rule (rtl/send_path/CONTRACT.md) "
+                           "at edge "),
+              std::string::npos)
+        << bad.err;
+    ASSERT_TRUE(bad.stats.contains("result")) << "stats.json written";
+    EXPECT_FALSE(bad.stats["result"].value("passed", true));
+
+    c["rnic"]["send_path"]["rtl"]["clock"] = "free";
+    const run_output good = run(s, c, "rtl", "_free");
+    expect_passed(good);
+    expect_no_timeouts(good);
+}

@@ -192,6 +192,35 @@ TEST(SendPathSelf, CatchesValidDroppedWhileNotReady) {
     EXPECT_NE(v.find("fr_valid_o fell"), std::string::npos) << v;
 }
 
+// In a run (violations fail it), the first frame that does not parse stops the run with a
+// failure naming the send path, the frame (opcode, QP, PSN) and what is wrong.
+TEST(SendPathSelf, MalformedFrameFailsTheRunNamingTheFrame) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    pattern_output out(clk);
+    rtl::send_path_rtl dut("send_path", deep_cfg(), clk, out, ctx,
+                           rtl::make_deep_core_pad);
+    std::mt19937 rng(2);
+    sc_core::sc_spawn(
+        [&] {
+            put_message(dut, simple(make_desc(tx_kind::SEND, 1000, 0x42, 1024), rng));  // no pad
+            put_message(dut, simple(make_desc(tx_kind::WRITE, 1001, 0x43, 1024), rng));  // pad 3
+            put_message(dut, simple(make_desc(tx_kind::SEND, 7, 0x44, 1024), rng));
+        },
+        "driver");
+    sc_core::sc_start();
+    ASSERT_EQ(ctx.failures.size(), 1u);
+    const std::string& f = ctx.failures.front();
+    std::cout << f << std::endl;
+    EXPECT_EQ(f.rfind("send_path: RTL broke the packet format rule", 0), 0u) << f;
+    // WRITE Only (0x0a) to QP 0xabcde - 0x43 % 5, PSN 0x43.
+    EXPECT_NE(f.find("frame 1 (message 1 packet 0: opcode 0x0a, QP 0x0abcdc, PSN 0x000043"),
+              std::string::npos)
+        << f;
+    EXPECT_NE(f.find("does not parse: BAD_LENGTH"), std::string::npos) << f;
+    EXPECT_EQ(dut.malformed_frames(), 1u);
+}
+
 // The quiescence rule: with the contract's default 4-edge window the wrapper stops the clock
 // while an ACK is still inside the independent RTL; the restart check sees fr_valid_o rise
 // with no input change and fails the run naming rule and edge. With the clock kept running
