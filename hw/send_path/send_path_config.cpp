@@ -7,7 +7,8 @@ namespace rnic::hw {
 std::string send_path_timing::describe() const {
     return "header_edges=" + std::to_string(header_edges) +
            " output_registers=" + std::to_string(output_registers) +
-           " frame_gap=" + std::to_string(frame_gap) + " message_gap=" + std::to_string(message_gap);
+           " frame_gap=" + std::to_string(frame_gap) +
+           " message_gap=" + std::to_string(message_gap);
 }
 
 send_path_config parse_send_path_config(config::reader r) {

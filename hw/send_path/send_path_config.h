@@ -51,8 +51,8 @@ struct send_path_lockstep_config {
 };
 
 struct send_path_config {
-    std::string impl = "model";      // "model" | "rtl" | "lockstep"
-    uint32_t desc_fifo_depth = 8;    // message descriptors
+    std::string impl = "model";           // "model" | "rtl" | "lockstep"
+    uint32_t desc_fifo_depth = 8;         // message descriptors
     uint32_t payload_fifo_bytes = 16384;  // payload buffer in front of the packet builder
     send_path_timing timing;
     send_path_rtl_config rtl;

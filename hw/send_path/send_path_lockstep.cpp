@@ -117,8 +117,7 @@ void beat_comparator::finish() {
 
 std::string frame_difference::describe() const {
     char buf[320];
-    std::snprintf(buf, sizeof buf,
-                  "frame %llu (opcode 0x%02x, QP 0x%06x, PSN 0x%06x): %s", 
+    std::snprintf(buf, sizeof buf, "frame %llu (opcode 0x%02x, QP 0x%06x, PSN 0x%06x): %s",
                   static_cast<unsigned long long>(frame), opcode < 0 ? 0 : opcode, qp, psn,
                   what.c_str());
     std::string s = buf;
@@ -190,16 +189,16 @@ void frame_comparator::drain() {
             ++i;
         }
         if (i < n || e.bytes.size() != a.bytes.size()) {
-            d.what = i < n ? "data" : "length " + std::to_string(a.bytes.size()) + ", expected " +
-                                          std::to_string(e.bytes.size());
+            d.what = i < n ? "data"
+                           : "length " + std::to_string(a.bytes.size()) + ", expected " +
+                                 std::to_string(e.bytes.size());
             d.byte_offset = static_cast<int64_t>(i);
             d.expected = i < e.bytes.size() ? e.bytes[i] : -1;
             d.got = i < a.bytes.size() ? a.bytes[i] : -1;
         } else if (!a.beat_problem.empty()) {
             d.what = a.beat_problem;
         }
-        const int64_t delta =
-            static_cast<int64_t>(a.last_edge) - static_cast<int64_t>(e.last_edge);
+        const int64_t delta = static_cast<int64_t>(a.last_edge) - static_cast<int64_t>(e.last_edge);
         if (delta != 0) {
             ++m_timing_differs;
         }
@@ -290,15 +289,19 @@ void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& c
     m_model_ctx.tracer = ctx.tracer;
     m_model = std::make_unique<send_path_model>("model", cfg, clk, m_out, m_model_ctx);
     register_send_path_stats(ctx.stats, name(), m_model->get_stats());
-    ctx.stats.add(name(), "lockstep_frames_compared", [this] {
-        return nlohmann::json(m_functional ? m_frames.compared() : m_cmp.compared());
-    }, m_functional ? "frames" : "beats", "frames (functional) or beats (exact) model and RTL agreed on");
-    ctx.stats.add(name(), "lockstep_timing_differs", [this] {
-        return nlohmann::json(m_frames.timing_differs());
-    }, "frames", "frames the RTL handed over on another edge than the model (functional)");
-    ctx.stats.add(name(), "lockstep_max_edge_delta", [this] {
-        return nlohmann::json(std::max(m_frames.max_delta(), -m_frames.min_delta()));
-    }, "cycles", "largest difference of a frame's last-beat edge, RTL versus model (functional)");
+    ctx.stats.add(
+        name(), "lockstep_frames_compared",
+        [this] { return nlohmann::json(m_functional ? m_frames.compared() : m_cmp.compared()); },
+        m_functional ? "frames" : "beats",
+        "frames (functional) or beats (exact) model and RTL agreed on");
+    ctx.stats.add(
+        name(), "lockstep_timing_differs",
+        [this] { return nlohmann::json(m_frames.timing_differs()); }, "frames",
+        "frames the RTL handed over on another edge than the model (functional)");
+    ctx.stats.add(
+        name(), "lockstep_max_edge_delta",
+        [this] { return nlohmann::json(std::max(m_frames.max_delta(), -m_frames.min_delta())); },
+        "cycles", "largest difference of a frame's last-beat edge, RTL versus model (functional)");
     // With waves on, the RTL keeps its recent pin history and writes only the window of edges
     // before the divergence is found (a whole-run waveform would be mostly agreement).
     m_rtl = rtl ? rtl(m_shadow, rtl_fst, !rtl_fst.empty())
@@ -342,12 +345,14 @@ void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& c
         m_rtl->inputs().mirror_payload(p, n, v);
     };
     m_cmp.on_divergence = [this](const beat_divergence& d) {
-        nlohmann::json j = {{"compare", "exact"},         {"what", d.what},
-                            {"frame", d.frame},           {"beat", d.beat},
-                            {"cycle_expected", d.cycle_expected == NONE ? nlohmann::json()
-                                                                        : nlohmann::json(d.cycle_expected)},
-                            {"cycle_got", d.cycle_got == NONE ? nlohmann::json()
-                                                              : nlohmann::json(d.cycle_got)}};
+        nlohmann::json j = {
+            {"compare", "exact"},
+            {"what", d.what},
+            {"frame", d.frame},
+            {"beat", d.beat},
+            {"cycle_expected",
+             d.cycle_expected == NONE ? nlohmann::json() : nlohmann::json(d.cycle_expected)},
+            {"cycle_got", d.cycle_got == NONE ? nlohmann::json() : nlohmann::json(d.cycle_got)}};
         if (d.byte_offset >= 0) {
             j["byte_offset"] = d.byte_offset;
             j["expected"] = d.expected;
@@ -368,16 +373,16 @@ void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& c
         diverged(d.describe() + pkt, j);
     };
     m_frames.on_difference = [this](const frame_difference& d) {
-        nlohmann::json j = {{"compare", m_compare},
-                            {"what", d.what},
-                            {"frame", d.frame},
-                            {"opcode", d.opcode},
-                            {"qp", d.qp},
-                            {"psn", d.psn},
-                            {"cycle_expected", d.cycle_expected == NONE ? nlohmann::json()
-                                                                        : nlohmann::json(d.cycle_expected)},
-                            {"cycle_got", d.cycle_got == NONE ? nlohmann::json()
-                                                              : nlohmann::json(d.cycle_got)}};
+        nlohmann::json j = {
+            {"compare", m_compare},
+            {"what", d.what},
+            {"frame", d.frame},
+            {"opcode", d.opcode},
+            {"qp", d.qp},
+            {"psn", d.psn},
+            {"cycle_expected",
+             d.cycle_expected == NONE ? nlohmann::json() : nlohmann::json(d.cycle_expected)},
+            {"cycle_got", d.cycle_got == NONE ? nlohmann::json() : nlohmann::json(d.cycle_got)}};
         if (d.byte_offset >= 0) {
             j["byte_offset"] = d.byte_offset;
             j["expected"] = d.expected;

@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <systemc>
+
+#include <nlohmann/json.hpp>
 
 #include "hw/send_path/send_path.h"
 #include "hw/send_path/send_path_model.h"
@@ -60,12 +61,12 @@ private:
 // one's keep contiguous from lane 0. It goes on after a difference and reports each (up to
 // MAX_REPORTED) naming the packet; timing is measured, not compared, unless a tolerance is set.
 struct frame_difference {
-    uint64_t frame = 0;         // frame number since reset (expected stream)
-    int opcode = -1;            // of the expected frame (BTH)
-    uint32_t qp = 0;            // BTH DestQP
-    uint32_t psn = 0;           // BTH PSN
-    int64_t byte_offset = -1;   // first differing byte (-1: none)
-    int expected = -1;          // that byte, or -1 beyond the frame's end
+    uint64_t frame = 0;        // frame number since reset (expected stream)
+    int opcode = -1;           // of the expected frame (BTH)
+    uint32_t qp = 0;           // BTH DestQP
+    uint32_t psn = 0;          // BTH PSN
+    int64_t byte_offset = -1;  // first differing byte (-1: none)
+    int expected = -1;         // that byte, or -1 beyond the frame's end
     int got = -1;
     uint64_t cycle_expected = 0;  // handshake edge of the frame's last beat
     uint64_t cycle_got = 0;
@@ -93,10 +94,10 @@ public:
         m_tolerance = cycles;
         m_check_timing = true;
     }
-    uint64_t compared() const { return m_compared; }        // frames compared
-    uint64_t differing() const { return m_differing; }      // frames with a difference
+    uint64_t compared() const { return m_compared; }              // frames compared
+    uint64_t differing() const { return m_differing; }            // frames with a difference
     uint64_t timing_differs() const { return m_timing_differs; }  // frames on other edges
-    int64_t min_delta() const { return m_min_delta; }       // last beat edge: got - expected
+    int64_t min_delta() const { return m_min_delta; }             // last beat edge: got - expected
     int64_t max_delta() const { return m_max_delta; }
     const std::vector<frame_difference>& differences() const { return m_diffs; }
     std::string summary() const;

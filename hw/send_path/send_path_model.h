@@ -84,12 +84,12 @@ private:
 
     // Pipeline state (edges; NEG = never). See the class comment.
     static constexpr int64_t NEG = -(int64_t{1} << 40);
-    int64_t m_h_last_msg = NEG;  // header edge of the previous message's last packet
-    int64_t m_h_prev = NEG;      // header edge of the previous packet
-    int64_t m_a0_prev = NEG;     // assembler edge of the previous packet's first beat
-    int64_t m_a_last = NEG;      // assembler edge of the previous beat
+    int64_t m_h_last_msg = NEG;     // header edge of the previous message's last packet
+    int64_t m_h_prev = NEG;         // header edge of the previous packet
+    int64_t m_a0_prev = NEG;        // assembler edge of the previous packet's first beat
+    int64_t m_a_last = NEG;         // assembler edge of the previous beat
     std::vector<int64_t> m_r_prev;  // output-register edges of the previous beat (timing)
-    int64_t m_t_prev = NEG;      // handshake edge of the previous beat
+    int64_t m_t_prev = NEG;         // handshake edge of the previous beat
 
     // The packet being built (kept for reset: its beats before the reset edge are reported).
     std::vector<uint8_t> m_frame;

@@ -2,9 +2,8 @@
 // The send path RTL built into the simulator (ours, or RNICSIM_SEND_PATH_RTL's).
 #include "Vsend_path.h"
 #include "Vsend_path___024root.h"  // clock trigger state (verilated_core.h, fast edges)
-#include "rtl/send_path/verilated_core.h"
-
 #include "hw/send_path/send_path_config.h"
+#include "rtl/send_path/verilated_core.h"
 
 #ifndef RNICSIM_SEND_PATH_RTL_QUIESCENT_EDGES
 #define RNICSIM_SEND_PATH_RTL_QUIESCENT_EDGES 4

@@ -311,8 +311,8 @@ void send_path_rtl::clock_thread() {
             const uint64_t from = e;
             e = wait_for_change(e);
             if (!(m_reset_pending && e >= m_reset_edge) &&
-                !check_stopped_edges(from, std::min<uint64_t>(
-                                               e, from + m_cfg.rtl.quiescence_check_edges))) {
+                !check_stopped_edges(
+                    from, std::min<uint64_t>(e, from + m_cfg.rtl.quiescence_check_edges))) {
                 return;  // the run failed
             }
         } else if (!m_run_ahead || m_quiet >= m_quiet_limit) {
@@ -372,8 +372,9 @@ bool send_path_rtl::check_stopped_edges(uint64_t from, uint64_t to) {
         if (pin != nullptr) {
             const uint64_t quiet = c - m_last_handshake;
             violation(c, "quiescence",
-                      std::string(pin) + (o.fr_valid != m_fr_valid_after ? (o.fr_valid ? " rose" : " fell")
-                                                                         : " changed") +
+                      std::string(pin) +
+                          (o.fr_valid != m_fr_valid_after ? (o.fr_valid ? " rose" : " fell")
+                                                          : " changed") +
                           " on edge " + std::to_string(c) + ", " + std::to_string(quiet) +
                           " edges after the last handshake (edge " +
                           std::to_string(m_last_handshake) +

@@ -521,11 +521,10 @@ TEST(SendPathConfig, TimingRtlAndLockstepKeys) {
     EXPECT_EQ(c.lockstep.compare, "tolerance");
     EXPECT_EQ(c.lockstep.tolerance_cycles, 3u);
     config::parse_context bad;
-    parse_send_path_config(config::reader(
-        nlohmann::json{{"timing", {{"output_registers", 0}}},
-                       {"rtl", {{"clock", "sometimes"}}},
-                       {"lockstep", {{"compare", "roughly"}}}},
-        "rnic.send_path", bad));
+    parse_send_path_config(config::reader(nlohmann::json{{"timing", {{"output_registers", 0}}},
+                                                         {"rtl", {{"clock", "sometimes"}}},
+                                                         {"lockstep", {{"compare", "roughly"}}}},
+                                          "rnic.send_path", bad));
     ASSERT_EQ(bad.errors.size(), 3u);
     EXPECT_NE(bad.errors[0].find("rnic.send_path.timing.output_registers: 0 out of range"),
               std::string::npos)

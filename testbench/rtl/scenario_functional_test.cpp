@@ -53,8 +53,9 @@ void expect_functionally_equivalent(const json& cfg) {
         for (const std::string n : {"node0.nic.send_path", "node1.nic.send_path"}) {
             const json& b = r.stats["blocks"].value(n, json::object());
             EXPECT_GT(b.value("lockstep_frames_compared", uint64_t{0}), 0u) << n;
-            EXPECT_EQ(b.value("packets", uint64_t{0}),
-                      r.stats["blocks"].value(n + ".rtl", json::object()).value("packets", uint64_t{1}))
+            EXPECT_EQ(
+                b.value("packets", uint64_t{0}),
+                r.stats["blocks"].value(n + ".rtl", json::object()).value("packets", uint64_t{1}))
                 << n;
         }
     }
@@ -129,9 +130,10 @@ TEST(ScenarioFunctional, QuiescenceViolationFailsTheRunAndFreeClockPasses) {
     c["rnic"]["send_path"]["rtl"]["quiescent_edges"] = 2;
     const run_output bad = run(s, c, "rtl", "_q2");
     EXPECT_EQ(bad.exit_code, 1) << bad.err;
-    EXPECT_NE(bad.err.find("nic.send_path: RTL broke the quiescence rule (rtl/send_path/CONTRACT.md) "
-                           "at edge "),
-              std::string::npos)
+    EXPECT_NE(
+        bad.err.find("nic.send_path: RTL broke the quiescence rule (rtl/send_path/CONTRACT.md) "
+                     "at edge "),
+        std::string::npos)
         << bad.err;
     ASSERT_TRUE(bad.stats.contains("result")) << "stats.json written";
     EXPECT_FALSE(bad.stats["result"].value("passed", true));

@@ -166,7 +166,7 @@ inline void expect_no_timeouts(const run_output& r) {
 }
 
 inline json scenario(const std::string& op, uint64_t bytes, uint64_t messages, uint32_t qps,
-              uint32_t mtu) {
+                     uint32_t mtu) {
     json c;
     c["topology"]["nodes"] =
         json::array({{{"mac", "02:00:00:00:00:01"}, {"ip", "10.0.0.1"}, {"mtu", mtu}},

@@ -49,11 +49,11 @@ struct calibration_result {
         o << "quiescence: an output changed after up to " << quiescent_edges_needed
           << " edges without a handshake: --set rnic.send_path.rtl.quiescent_edges="
           << std::max<uint64_t>(4, quiescent_edges_needed)
-          << " (or build with -DRNICSIM_SEND_PATH_RTL_QUIESCENT_EDGES=" << std::max<uint64_t>(4, quiescent_edges_needed)
-          << ")\n";
+          << " (or build with -DRNICSIM_SEND_PATH_RTL_QUIESCENT_EDGES="
+          << std::max<uint64_t>(4, quiescent_edges_needed) << ")\n";
         if (rtl_violations > 0) {
-            o << "the RTL broke contract rules " << rtl_violations << " times, first: "
-              << (violation_log.empty() ? "" : violation_log.front()) << "\n";
+            o << "the RTL broke contract rules " << rtl_violations
+              << " times, first: " << (violation_log.empty() ? "" : violation_log.front()) << "\n";
         }
         return o.str();
     }

@@ -142,9 +142,9 @@ TEST(SendPathConformance, LockstepFunctionalAgrees) {
     EXPECT_EQ(frames, ls.get_stats().packets);
 }
 
-// Stream rules at the pins, driven directly: fr_valid_o and pl_ready_o low in reset; nothing comes out without
-// input; ready never depends on the same stream's valid, and fr_valid_o never on fr_ready_i
-// (each settled both ways on every edge of a stimulus with back-pressure).
+// Stream rules at the pins, driven directly: fr_valid_o and pl_ready_o low in reset; nothing comes
+// out without input; ready never depends on the same stream's valid, and fr_valid_o never on
+// fr_ready_i (each settled both ways on every edge of a stimulus with back-pressure).
 TEST(SendPathConformance, StreamRulesAtThePins) {
     auto core = rtl::make_send_path_core(false);
     rtl::send_path_core& c = *core;
@@ -167,11 +167,10 @@ TEST(SendPathConformance, StreamRulesAtThePins) {
     }
     // Messages offered at the pins: a SEND with payload, a READ request, an ACK, a WRITE.
     std::mt19937 rng(3);
-    std::vector<stim_message> msgs = {
-        simple(make_desc(tx_kind::SEND, 300, 10, 256), rng),
-        simple(make_desc(tx_kind::READ_REQUEST, 5000, 20, 1024), rng),
-        simple(make_desc(tx_kind::ACK, 0, 30, 1024), rng),
-        simple(make_desc(tx_kind::WRITE, 1001, 40, 512), rng)};
+    std::vector<stim_message> msgs = {simple(make_desc(tx_kind::SEND, 300, 10, 256), rng),
+                                      simple(make_desc(tx_kind::READ_REQUEST, 5000, 20, 1024), rng),
+                                      simple(make_desc(tx_kind::ACK, 0, 30, 1024), rng),
+                                      simple(make_desc(tx_kind::WRITE, 1001, 40, 512), rng)};
     size_t di = 0, pm = 0;
     uint32_t pb = 0;
     auto next_payload = [&]() -> bool {

@@ -87,4 +87,3 @@ TEST(SendPathExact, ModelAndRtlProduceTheSameWire) {
               rtl_sp->get_stats().stall_backpressure_cycles);
     EXPECT_GT(model->get_stats().stall_backpressure_cycles, 0u);
 }
-

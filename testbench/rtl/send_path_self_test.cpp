@@ -96,8 +96,8 @@ TEST(SendPathSelf, CatchesWrongIcrcByte) {
 // The independent RTL passes the functional suite: every opcode, alignment and pad length,
 // random messages, bursty back-pressure, small FIFOs; no contract violation.
 TEST(SendPathSelf, IndependentDeepRtlPassesTheFunctionalSuite) {
-    conformance_bench b(rtl::make_deep_core,
-                        [](uint64_t e) { return e % 200 >= 37 && e % 5 != 2; }, deep_cfg());
+    conformance_bench b(
+        rtl::make_deep_core, [](uint64_t e) { return e % 200 >= 37 && e % 5 != 2; }, deep_cfg());
     run_directed_and_random(b);
     EXPECT_TRUE(b.functional_report("independent RTL"));
     EXPECT_EQ(b.dut_bad_frames, 0u);
@@ -119,9 +119,9 @@ TEST(SendPathSelf, IndependentDeepRtlIsMeasuredTwoEdgesLater) {
 // With rnic.send_path.timing.output_registers = 3 (what calibration finds, next test) the model
 // matches it on every beat, back-pressure included.
 TEST(SendPathSelf, CalibratedModelMatchesIndependentRtlExactly) {
-    conformance_bench b(rtl::make_deep_core,
-                        [](uint64_t e) { return e % 200 >= 37 && e % 5 != 2; }, deep_cfg(),
-                        deep_model());
+    conformance_bench b(
+        rtl::make_deep_core, [](uint64_t e) { return e % 200 >= 37 && e % 5 != 2; }, deep_cfg(),
+        deep_model());
     run_directed_and_random(b);
     EXPECT_FALSE(b.exact.diverged()) << b.exact.divergence().describe();
     EXPECT_EQ(b.frames.timing_differs(), 0u);
@@ -181,8 +181,8 @@ TEST(SendPathSelf, CatchesADroppedPadByte) {
 }
 
 TEST(SendPathSelf, CatchesValidDroppedWhileNotReady) {
-    conformance_bench b(rtl::make_deep_core_valid, [](uint64_t e) { return e % 3 != 0; },
-                        deep_cfg());
+    conformance_bench b(
+        rtl::make_deep_core_valid, [](uint64_t e) { return e % 3 != 0; }, deep_cfg());
     b.run_all(directed_stimulus());
     EXPECT_FALSE(b.functional_report("independent RTL, valid dropped while not ready"));
     EXPECT_EQ(b.frames.differing(), 0u) << "the bytes are right; the stream rule is not";
@@ -198,12 +198,11 @@ TEST(SendPathSelf, MalformedFrameFailsTheRunNamingTheFrame) {
     sim_context ctx;
     clock_domain clk("nic", CLOCK_MHZ);
     pattern_output out(clk);
-    rtl::send_path_rtl dut("send_path", deep_cfg(), clk, out, ctx,
-                           rtl::make_deep_core_pad);
+    rtl::send_path_rtl dut("send_path", deep_cfg(), clk, out, ctx, rtl::make_deep_core_pad);
     std::mt19937 rng(2);
     sc_core::sc_spawn(
         [&] {
-            put_message(dut, simple(make_desc(tx_kind::SEND, 1000, 0x42, 1024), rng));  // no pad
+            put_message(dut, simple(make_desc(tx_kind::SEND, 1000, 0x42, 1024), rng));   // no pad
             put_message(dut, simple(make_desc(tx_kind::WRITE, 1001, 0x43, 1024), rng));  // pad 3
             put_message(dut, simple(make_desc(tx_kind::SEND, 7, 0x44, 1024), rng));
         },

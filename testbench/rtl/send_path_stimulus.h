@@ -212,11 +212,16 @@ inline send_path_config model_timing_from_env() {
         const size_t eq = kv.find('=');
         if (eq != std::string::npos) {
             const std::string k = kv.substr(0, eq);
-            const uint32_t v = static_cast<uint32_t>(std::strtoul(kv.c_str() + eq + 1, nullptr, 10));
-            if (k == "header_edges") c.timing.header_edges = v;
-            else if (k == "output_registers") c.timing.output_registers = v;
-            else if (k == "frame_gap") c.timing.frame_gap = v;
-            else if (k == "message_gap") c.timing.message_gap = v;
+            const uint32_t v =
+                static_cast<uint32_t>(std::strtoul(kv.c_str() + eq + 1, nullptr, 10));
+            if (k == "header_edges")
+                c.timing.header_edges = v;
+            else if (k == "output_registers")
+                c.timing.output_registers = v;
+            else if (k == "frame_gap")
+                c.timing.frame_gap = v;
+            else if (k == "message_gap")
+                c.timing.message_gap = v;
         }
         pos = end + 1;
     }

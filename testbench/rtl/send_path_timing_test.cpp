@@ -21,34 +21,36 @@ using namespace rnic::hw;
 using namespace rnic::sptest;
 
 // Contract hard limits.
-constexpr uint64_t MAX_FIRST_BEAT_LATENCY = 16;    // edges, descriptor handshake to first beat
-constexpr double MIN_BEATS_PER_EDGE = 0.95;        // 4 KiB frames, payload ready, no back-pressure
-constexpr uint64_t MAX_RECOVERY_BUBBLES = 2;       // in the 8 edges after ready rises
+constexpr uint64_t MAX_FIRST_BEAT_LATENCY = 16;  // edges, descriptor handshake to first beat
+constexpr double MIN_BEATS_PER_EDGE = 0.95;      // 4 KiB frames, payload ready, no back-pressure
+constexpr uint64_t MAX_RECOVERY_BUBBLES = 2;     // in the 8 edges after ready rises
 
 // Per-frame edge differences (last beat, RTL - model) as a histogram line.
 void print_deltas(const conformance_bench& b, const std::string& what) {
     std::map<int64_t, uint64_t> h;
     const size_t n = std::min(b.ref_first_edges.size(), b.dut_first_edges.size());
     for (size_t i = 0; i < n; ++i) {
-        ++h[static_cast<int64_t>(b.dut_first_edges[i]) - static_cast<int64_t>(b.ref_first_edges[i])];
+        ++h[static_cast<int64_t>(b.dut_first_edges[i]) -
+            static_cast<int64_t>(b.ref_first_edges[i])];
     }
     std::string line;
     for (const auto& [d, c] : h) {
         line += " " + std::to_string(d) + ":" + std::to_string(c);
     }
-    std::printf("[ timing ] %s: %zu frames, first-beat edge RTL - model (edges:frames)%s; "
-                "exact beat comparison: %s\n",
-                what.c_str(), n, line.c_str(),
-                b.exact.diverged() ? b.exact.divergence().describe().c_str()
-                                   : "every beat on the model's edge");
+    std::printf(
+        "[ timing ] %s: %zu frames, first-beat edge RTL - model (edges:frames)%s; "
+        "exact beat comparison: %s\n",
+        what.c_str(), n, line.c_str(),
+        b.exact.diverged() ? b.exact.divergence().describe().c_str()
+                           : "every beat on the model's edge");
 }
 
 }  // namespace
 
 TEST(SendPathTiming, PerFrameDifferenceFromTheModel) {
-    conformance_bench b(rtl::make_send_path_core,
-                        [](uint64_t e) { return e % 200 >= 37 && e % 5 != 2; }, {},
-                        model_timing_from_env());
+    conformance_bench b(
+        rtl::make_send_path_core, [](uint64_t e) { return e % 200 >= 37 && e % 5 != 2; }, {},
+        model_timing_from_env());
     std::vector<stim_message> msgs = directed_stimulus();
     for (auto& m : random_stimulus(2, 300)) {
         msgs.push_back(std::move(m));
@@ -74,7 +76,10 @@ TEST(SendPathTiming, FirstBeatLatency) {
         const uint64_t rtl = b.dut_first_edges[i] - b.desc_valid_edges[i];
         const uint64_t model = b.ref_first_edges[i] - b.desc_valid_edges[i];
         std::printf("[ timing ] first-beat latency, %s: RTL %llu edges, model %llu\n",
-                    i == 0 ? "SEND" : i == 1 ? "WRITE" : i == 2 ? "READ request" : "ACK",
+                    i == 0   ? "SEND"
+                    : i == 1 ? "WRITE"
+                    : i == 2 ? "READ request"
+                             : "ACK",
                     static_cast<unsigned long long>(rtl), static_cast<unsigned long long>(model));
         EXPECT_LE(rtl, MAX_FIRST_BEAT_LATENCY) << "hard limit";
     }
@@ -91,16 +96,18 @@ TEST(SendPathTiming, ThroughputUnderLoad) {
     ASSERT_EQ(b.dut_beats, expected_beats(msgs));
     const double span = static_cast<double>(b.last_dut_edge - b.dut_beat_edges.front() + 1);
     const double rtl = static_cast<double>(b.dut_beats) / span;
-    std::printf("[ timing ] throughput, 40 x 4 KiB WRITE: RTL %.4f beats/edge (%.1f Gb/s at "
-                "%.0f MHz)\n",
-                rtl, rtl * 512 * CLOCK_MHZ / 1000, CLOCK_MHZ);
+    std::printf(
+        "[ timing ] throughput, 40 x 4 KiB WRITE: RTL %.4f beats/edge (%.1f Gb/s at "
+        "%.0f MHz)\n",
+        rtl, rtl * 512 * CLOCK_MHZ / 1000, CLOCK_MHZ);
     EXPECT_GE(rtl, MIN_BEATS_PER_EDGE) << "hard limit";
 }
 
 TEST(SendPathTiming, RecoveryAfterBackPressure) {
     // Ready low for 30 edges out of every 100 while a long stream is going out.
-    conformance_bench b(rtl::make_send_path_core, [](uint64_t e) { return e % 100 < 70; }, {},
-                        model_timing_from_env());
+    conformance_bench b(
+        rtl::make_send_path_core, [](uint64_t e) { return e % 100 < 70; }, {},
+        model_timing_from_env());
     std::mt19937 rng(3);
     std::vector<stim_message> msgs;
     for (uint32_t i = 0; i < 20; ++i) {
@@ -117,8 +124,9 @@ TEST(SendPathTiming, RecoveryAfterBackPressure) {
         worst = std::max<uint64_t>(worst, 8 - beats);
         ++releases;
     }
-    std::printf("[ timing ] recovery: worst %llu bubbles in the 8 edges after ready rose "
-                "(%llu releases)\n",
-                static_cast<unsigned long long>(worst), static_cast<unsigned long long>(releases));
+    std::printf(
+        "[ timing ] recovery: worst %llu bubbles in the 8 edges after ready rose "
+        "(%llu releases)\n",
+        static_cast<unsigned long long>(worst), static_cast<unsigned long long>(releases));
     EXPECT_LE(worst, MAX_RECOVERY_BUBBLES) << "hard limit";
 }

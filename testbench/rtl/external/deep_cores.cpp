@@ -2,6 +2,7 @@
 // Pin access to the Verilated builds of deep_send_path.sv.
 // The Verilated headers first: verilated.h must not see SystemC's headers (it would then
 // call sc_time_stamp() for its time), as in rtl/send_path/core_default.cpp.
+// clang-format off
 #include "Vdeep_icrc_order.h"
 #include "Vdeep_icrc_order___024root.h"
 #include "Vdeep_pad.h"
@@ -12,6 +13,7 @@
 #include "Vdeep_valid___024root.h"
 #include "rtl/send_path/verilated_core.h"
 #include "testbench/rtl/external/deep_cores.h"
+// clang-format on
 
 namespace rnic::rtl {
 
