@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Whole scenarios with rnic.send_path.impl = "model", "rtl" and "lockstep" (label
-// conformance_exact): the built rnicsim runs the same scenario with each, and the runs must
+// cycle_exact): the built rnicsim runs the same scenario with each, and the runs must
 // agree byte for byte and cycle for cycle: the same wire.pcap (frame bytes and nanosecond
 // timestamps), the same completion time of every work request (trace.json's CQE writes), the
 // same counters. Lockstep (compare "exact") must run the scenario to its end without reporting

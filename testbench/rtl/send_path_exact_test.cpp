@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Cycle-exact agreement of the built-in RTL with the model (label conformance_exact): the same
+// Cycle-exact agreement of the built-in RTL with the model (label cycle_exact): the same
 // frames on the same edges, so the same wire. Holds for our RTL with the default timing, and
 // for another RTL once the model is calibrated to it (RNICSIM_SEND_PATH_TIMING="..." from
 // send_path_calibrate).
