@@ -11,7 +11,7 @@ namespace {
 constexpr uint64_t NONE = std::numeric_limits<uint64_t>::max();
 
 std::string hex2(int v) {
-    char buf[8];
+    char buf[16];
     std::snprintf(buf, sizeof buf, "0x%02x", v);
     return buf;
 }
