@@ -423,6 +423,58 @@ TEST(SendPathSelf, WaveformWindowKeepsOnlyTheLastEdges) {
     EXPECT_GE(last, (edges - 1) * 2000);
 }
 
+// Lockstep "tolerance": our RTL against a model one output register deeper (every frame one
+// edge later) agrees within 1 edge and diverges, naming the frame, with a tolerance of 0.
+namespace {
+
+std::vector<frame_difference> lockstep_tolerance(uint32_t tolerance, uint64_t& compared) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    pattern_output out(clk);
+    out.ready = [](uint64_t e) { return e % 50 >= 5; };
+    send_path_config cfg;
+    cfg.timing.output_registers = 2;
+    cfg.lockstep.compare = "tolerance";
+    cfg.lockstep.tolerance_cycles = tolerance;
+    send_path_lockstep ls("send_path", cfg, clk, out, ctx, "",
+                          [&](frame_output_if& o, const std::string&, bool) {
+                              return std::make_unique<rtl::send_path_rtl>(
+                                  "rtl", cfg, clk, o, ctx, rtl::make_send_path_core_ours);
+                          });
+    std::vector<frame_difference> diffs;
+    ls.frames().on_difference = [&](const frame_difference& d) { diffs.push_back(d); };
+    sc_core::sc_spawn(
+        [&] {
+            for (const auto& m : random_stimulus(12, 60)) {
+                put_message(ls, m);
+            }
+        },
+        "driver");
+    sc_core::sc_start();
+    ls.frames().finish();
+    compared = ls.frames().compared();
+    return diffs;
+}
+
+}  // namespace
+
+TEST(SendPathSelf, LockstepToleranceAcceptsOneEdge) {
+    uint64_t compared = 0;
+    const auto diffs = lockstep_tolerance(1, compared);
+    EXPECT_TRUE(diffs.empty()) << diffs.front().describe();
+    EXPECT_GT(compared, 60u);
+}
+
+TEST(SendPathSelf, LockstepToleranceZeroNamesTheFrame) {
+    uint64_t compared = 0;
+    const auto diffs = lockstep_tolerance(0, compared);
+    ASSERT_FALSE(diffs.empty());
+    EXPECT_EQ(diffs.front().frame, 0u);
+    EXPECT_NE(diffs.front().what.find("timing: -1 edges from the model (tolerance 0)"),
+              std::string::npos)
+        << diffs.front().describe();
+}
+
 // Idle simulated time costs the RTL nothing: a millisecond of silence between two messages
 // adds no clocked edges (the wrapper stops the clock when the block is quiescent).
 TEST(SendPathSelf, IdleTimeCostsTheRtlNoEdges) {
