@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include <systemc>
 
@@ -27,6 +29,20 @@ struct sim_context {
     sc_core::sc_trace_file* vcd = nullptr;  // model-level waveform, when requested
     event_tracer* tracer = nullptr;         // WQE timeline, when requested
     std::string rtl_fst_base;               // RTL waveforms: <base>.<nic>.fst; empty = off
+    // A block that finds the run has gone wrong in a way no completion shows (a co-simulated
+    // RTL breaking its contract, a lockstep divergence) records "<block>: <what>" and stops
+    // the simulation; the runner lists these first among the run's failures, with the
+    // outputs written.
+    std::vector<std::string> failures;
+    // Files a block adds to the run's outputs folder (name -> content), e.g. divergence.json.
+    std::map<std::string, std::string> outputs;
+    void fail(const std::string& what) {
+        failures.push_back(what);
+        if (failures.size() == 1 && !sc_core::sc_end_of_simulation_invoked() &&
+            sc_core::sc_get_status() != sc_core::SC_STOPPED) {
+            sc_core::sc_stop();
+        }
+    }
 };
 
 }  // namespace rnic::hw

@@ -4,6 +4,13 @@
 
 namespace rnic::hw {
 
+std::string send_path_timing::describe() const {
+    return "header_edges=" + std::to_string(header_edges) +
+           " output_registers=" + std::to_string(output_registers) +
+           " frame_gap=" + std::to_string(frame_gap) +
+           " message_gap=" + std::to_string(message_gap);
+}
+
 send_path_config parse_send_path_config(config::reader r) {
     send_path_config c;
     r.get_one_of("impl", c.impl, {"model", "rtl", "lockstep"});
@@ -11,6 +18,27 @@ send_path_config parse_send_path_config(config::reader r) {
     // At least one packet of the largest path MTU must fit, or a packet could never complete
     // (buffer space is returned when the packet carrying the bytes has left).
     r.get("payload_fifo_bytes", c.payload_fifo_bytes, 4096u, 1u << 24);
+    {
+        config::reader t = r.child("timing");
+        t.get("header_edges", c.timing.header_edges, 1u, 64u);
+        t.get("output_registers", c.timing.output_registers, 1u, 64u);
+        t.get("frame_gap", c.timing.frame_gap, 0u, 1024u);
+        t.get("message_gap", c.timing.message_gap, 0u, 1024u);
+        t.finish();
+    }
+    {
+        config::reader t = r.child("rtl");
+        t.get_one_of("clock", c.rtl.clock, {"gated", "free"});
+        t.get("quiescent_edges", c.rtl.quiescent_edges, 1u, 4096u);
+        t.get("quiescence_check_edges", c.rtl.quiescence_check_edges, 0u, 4096u);
+        t.finish();
+    }
+    {
+        config::reader t = r.child("lockstep");
+        t.get_one_of("compare", c.lockstep.compare, {"exact", "functional", "tolerance"});
+        t.get("tolerance_cycles", c.lockstep.tolerance_cycles, 0u, 1u << 20);
+        t.finish();
+    }
     r.finish();
     return c;
 }

@@ -3,13 +3,17 @@
 // streams are compared beat by beat, cycle by cycle, and the first divergence is reported.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <systemc>
+
+#include <nlohmann/json.hpp>
 
 #include "hw/send_path/send_path.h"
 #include "hw/send_path/send_path_model.h"
@@ -50,6 +54,72 @@ private:
     beat_divergence m_div;
     bool m_diverged = false;
     uint64_t m_compared = 0;
+};
+
+// Functional comparison of two frame streams (CONTRACT.md's hard rules, not its timing): the
+// frames in order, byte for byte within keep, every beat but a frame's last full and the last
+// one's keep contiguous from lane 0. It goes on after a difference and reports each (up to
+// MAX_REPORTED) naming the packet; timing is measured, not compared, unless a tolerance is set.
+struct frame_difference {
+    uint64_t frame = 0;        // frame number since reset (expected stream)
+    int opcode = -1;           // of the expected frame (BTH)
+    uint32_t qp = 0;           // BTH DestQP
+    uint32_t psn = 0;          // BTH PSN
+    int64_t byte_offset = -1;  // first differing byte (-1: none)
+    int expected = -1;         // that byte, or -1 beyond the frame's end
+    int got = -1;
+    uint64_t cycle_expected = 0;  // handshake edge of the frame's last beat
+    uint64_t cycle_got = 0;
+    std::string what;  // "data", "length", "keep", "missing frame", "extra frame", "timing"
+    std::string describe() const;
+};
+
+class frame_comparator {
+public:
+    static constexpr size_t MAX_REPORTED = 50;
+    void expected(const frame_beat& b) { add(m_exp, m_exp_cur, b); }
+    void actual(const frame_beat& b) { add(m_act, m_act_cur, b); }
+    // End of run: frames left on one side only are differences (an unfinished frame is cut).
+    void finish();
+    // Reset: partial frames on both sides are dropped; the streams start again at frame 0.
+    void cut() {
+        m_exp_cur = frame{};
+        m_act_cur = frame{};
+        m_exp.clear();
+        m_act.clear();
+    }
+    // A frame whose last beat is more than `cycles` edges from the reference's is a
+    // difference ("tolerance" lockstep); unset: timing is only measured.
+    void set_tolerance(uint32_t cycles) {
+        m_tolerance = cycles;
+        m_check_timing = true;
+    }
+    uint64_t compared() const { return m_compared; }              // frames compared
+    uint64_t differing() const { return m_differing; }            // frames with a difference
+    uint64_t timing_differs() const { return m_timing_differs; }  // frames on other edges
+    int64_t min_delta() const { return m_min_delta; }             // last beat edge: got - expected
+    int64_t max_delta() const { return m_max_delta; }
+    const std::vector<frame_difference>& differences() const { return m_diffs; }
+    std::string summary() const;
+    std::function<void(const frame_difference&)> on_difference;
+
+private:
+    struct frame {
+        uint64_t number = 0;
+        std::vector<uint8_t> bytes;
+        uint64_t first_edge = 0, last_edge = 0;
+        std::string beat_problem;  // keep not full before the last beat, or not contiguous
+    };
+    void add(std::deque<frame>& q, frame& cur, const frame_beat& b);
+    void drain();
+    void differ(frame_difference d);
+    std::deque<frame> m_exp, m_act;
+    frame m_exp_cur, m_act_cur;
+    std::vector<frame_difference> m_diffs;
+    uint64_t m_compared = 0, m_differing = 0, m_timing_differs = 0;
+    int64_t m_min_delta = 0, m_max_delta = 0;
+    bool m_check_timing = false;
+    uint32_t m_tolerance = 0;
 };
 
 // Frame output for the RTL of a lockstep pair: ready comes from the real output (which the
@@ -106,9 +176,14 @@ public:
         }
     }
 
-    // Default on divergence: the RTL's waveform window is written (when waves are on), then
-    // SC_REPORT_ERROR names the beat and the run stops. Replace to inspect it instead (tests).
+    // Default on divergence (rnic.send_path.lockstep.compare "exact": the first beat that
+    // differs in data, keep, last or edge; "functional"/"tolerance": the first frame that
+    // differs): the RTL's waveform window is written (when waves are on), divergence.json is
+    // filed (sim_context::outputs) and the run fails (sim_context::fail), naming the packet.
+    // Replace on_divergence / on_difference to inspect it instead (tests).
     beat_comparator& comparator() { return m_cmp; }
+    frame_comparator& frames() { return m_frames; }
+    bool functional() const { return m_functional; }
     send_path_unit& rtl() { return *m_rtl; }
     void end_of_simulation() override;
 
@@ -121,7 +196,14 @@ private:
     shadow_output m_shadow;
     std::unique_ptr<send_path_model> m_model;
     std::unique_ptr<send_path_unit> m_rtl;
+    void diverged(const std::string& what, const nlohmann::json& detail);
     beat_comparator m_cmp;
+    frame_comparator m_frames;
+    bool m_functional = false;  // compare "functional" or "tolerance"
+    std::string m_compare;
+    sim_context* m_ctx = nullptr;
+    // BTH fields of the model's recent frames (frame number -> opcode, QP, PSN), for reports.
+    std::deque<std::pair<uint64_t, std::array<uint32_t, 3>>> m_recent;
     beat_observer m_observer;
 };
 

@@ -31,6 +31,7 @@ send_path_model::send_path_model(sc_core::sc_module_name name, const send_path_c
 }
 
 void send_path_model::init(sim_context& ctx) {
+    m_r_prev.assign(m_cfg.timing.output_registers, NEG);
     SC_HAS_PROCESS(send_path_model);
     SC_THREAD(run_thread);
     register_send_path_stats(ctx.stats, name(), m_stats);
@@ -90,13 +91,21 @@ void send_path_model::run() {
             m_cur_desc = d;
             m_cur_plan = plan;
             m_cur_pay_off = pay_off;
-            // Header register: one edge after the sequencer has the packet, and no earlier than
-            // the edge the previous packet's first beat took the previous header.
-            const int64_t h = std::max(p == 0 ? s + 1 : m_h_prev + 1, m_a0_prev);
+            // Header register: header_edges after the sequencer has the message (one edge
+            // per further packet), and no earlier than the edge the previous packet's first
+            // beat took the previous header.
+            const send_path_timing& tm = m_cfg.timing;
+            const int64_t h = std::max(p == 0 ? s + tm.header_edges : m_h_prev + 1, m_a0_prev);
             m_beat_edges.clear();
             int64_t a0 = 0;
+            const size_t regs = m_r_prev.size();  // output_registers
             for (uint32_t j = 0; j < plan.beats; ++j) {
-                int64_t avail = j == 0 ? h + 1 : NEG;
+                int64_t avail = NEG;
+                if (j == 0) {
+                    // Idle edges the RTL leaves between frames (and between messages).
+                    const uint32_t gap = p == 0 ? tm.message_gap : tm.frame_gap;
+                    avail = std::max(h + 1, m_a_last + 1 + gap);
+                }
                 const int32_t k = plan.input_beat_of(j);
                 if (k >= 0) {
                     const uint64_t from = pay_off + uint64_t{64} * static_cast<uint32_t>(k);
@@ -107,8 +116,16 @@ void send_path_model::run() {
                     avail =
                         std::max(avail, static_cast<int64_t>(m_in.payload_valid_edge(from, to)));
                 }
-                const int64_t a = std::max(m_o_prev, avail);  // assembler register
-                const int64_t o = std::max(a + 1, m_t_prev);  // output register
+                // Assembler register, then the output registers: each takes the beat when the
+                // next one takes the previous beat (a chain without bubbles); the last one's
+                // beat leaves at the first ready edge after it.
+                const int64_t a = std::max(m_r_prev[0], avail);
+                int64_t r = a;
+                for (size_t i = 0; i < regs; ++i) {
+                    r = std::max(r + 1, i + 1 < regs ? m_r_prev[i + 1] : m_t_prev);
+                    m_r_prev[i] = r;
+                }
+                const int64_t o = r;
                 const uint64_t t = m_out.next_ready(static_cast<uint64_t>(o + 1), j == 0);
                 m_stats.stall_backpressure_cycles += t - static_cast<uint64_t>(o + 1);
                 if (j > 0) {
@@ -116,7 +133,7 @@ void send_path_model::run() {
                 } else {
                     a0 = a;
                 }
-                m_o_prev = o;
+                m_a_last = a;
                 m_t_prev = static_cast<int64_t>(t);
                 m_beat_edges.push_back(t);
             }
@@ -185,7 +202,8 @@ void send_path_model::reset(uint32_t cycles) {
     }
     m_beat_edges.clear();
     m_frame_no = 0;
-    m_h_last_msg = m_h_prev = m_a0_prev = m_o_prev = m_t_prev = NEG;
+    m_h_last_msg = m_h_prev = m_a0_prev = m_a_last = m_t_prev = NEG;
+    std::fill(m_r_prev.begin(), m_r_prev.end(), NEG);
     m_reset_edge = r + cycles;
     m_in.clear();
     m_idle = true;

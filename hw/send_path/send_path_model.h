@@ -29,7 +29,11 @@ namespace rnic::hw {
 //   h + 1 for a first beat and >= the valid edge of the payload beat it consumes; the output
 //   register at o = max(a + 1, T_prev); it leaves at T = first ready edge >= o + 1.
 // With payload ready and no back-pressure the first beat leaves 4 edges after the descriptor
-// is accepted and frames follow back to back at one beat per cycle.
+// is accepted and frames follow back to back at one beat per cycle. rnic.send_path.timing
+// generalises it for another RTL: h = s + header_edges for a message's first packet; a chain
+// of output_registers registers after the assembler (r_i = max(r_(i-1) + 1, r_(i+1) of the
+// previous beat), the last one's beat leaving at its first ready edge); frame_gap /
+// message_gap idle edges before a frame's first beat enters the assembler.
 class send_path_model : public sc_core::sc_module, public send_path_unit {
 public:
     using stats = send_path_stats;
@@ -80,11 +84,12 @@ private:
 
     // Pipeline state (edges; NEG = never). See the class comment.
     static constexpr int64_t NEG = -(int64_t{1} << 40);
-    int64_t m_h_last_msg = NEG;  // header edge of the previous message's last packet
-    int64_t m_h_prev = NEG;      // header edge of the previous packet
-    int64_t m_a0_prev = NEG;     // assembler edge of the previous packet's first beat
-    int64_t m_o_prev = NEG;      // output-register edge of the previous beat
-    int64_t m_t_prev = NEG;      // handshake edge of the previous beat
+    int64_t m_h_last_msg = NEG;     // header edge of the previous message's last packet
+    int64_t m_h_prev = NEG;         // header edge of the previous packet
+    int64_t m_a0_prev = NEG;        // assembler edge of the previous packet's first beat
+    int64_t m_a_last = NEG;         // assembler edge of the previous beat
+    std::vector<int64_t> m_r_prev;  // output-register edges of the previous beat (timing)
+    int64_t m_t_prev = NEG;         // handshake edge of the previous beat
 
     // The packet being built (kept for reset: its beats before the reset edge are reported).
     std::vector<uint8_t> m_frame;

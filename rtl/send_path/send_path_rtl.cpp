@@ -3,6 +3,7 @@
 #include "rtl/send_path/send_path_rtl.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "hw/roce/roce.h"
@@ -59,6 +60,9 @@ send_path_rtl::~send_path_rtl() {
 
 void send_path_rtl::init(hw::sim_context& ctx, const send_path_core_factory& core) {
     m_tracer = ctx.tracer;
+    m_ctx = &ctx;
+    m_quiet_limit = m_cfg.rtl.quiescent_edges;
+    m_free_clock = m_cfg.rtl.clock == "free";
     m_core = core(!m_fst_path.empty());
     m_tracing = !m_fst_path.empty() && !m_window;
     if (m_window) {
@@ -79,6 +83,10 @@ void send_path_rtl::init(hw::sim_context& ctx, const send_path_core_factory& cor
     hw::register_send_path_stats(ctx.stats, name(), m_stats);
     ctx.stats.add(name(), "clocked_edges", m_clocked, "cycles",
                   "edges the RTL was evaluated on (idle edges are skipped)");
+    ctx.stats.add(name(), "rule_violations", m_violations, "count",
+                  "contract rules the RTL broke (quiescence, stream rules, malformed frames)");
+    ctx.stats.add(name(), "malformed_frames", m_malformed, "count",
+                  "frames the RTL sent that do not parse (lengths, checksum, pad, ICRC)");
     if (ctx.vcd != nullptr) {
         m_in.trace(ctx.vcd, name());
     }
@@ -153,6 +161,7 @@ void send_path_rtl::reset(uint32_t cycles) {
     m_frame_len = 0;
     m_frame_no = 0;
     m_desc_shown = m_pl_shown = false;
+    m_held = false;
     m_reset_pending = true;
     m_reset_edge = r;
     m_reset_cycles = cycles;
@@ -183,6 +192,8 @@ void send_path_rtl::apply_reset() {
     m_pl_ready_after = m_core->pl_ready();
     m_no_pop_before_edge = 0;
     m_last_edge = m_release_edge - 1;
+    m_last_handshake = m_last_edge;
+    m_pin_dv = m_pin_pv = false;
 }
 
 bool send_path_rtl::next_payload_beat(uint64_t& valid_edge) {
@@ -290,24 +301,115 @@ void send_path_rtl::clock_thread() {
     m_core->eval();
     m_desc_ready_after = m_core->desc_ready();
     m_pl_ready_after = m_core->pl_ready();
-    m_quiet = QUIESCENT_EDGES;
+    m_quiet = m_quiet_limit;
     uint64_t e = 1;
     for (;;) {
-        if (m_quiet >= QUIESCENT_EDGES) {
+        if (m_quiet >= m_quiet_limit && !m_free_clock) {
+            // Quiescent: stop the clock until an input the RTL reacts to changes. On restart,
+            // the first stopped edges are evaluated with the pins unchanged: by the contract
+            // nothing changes on them, and an RTL that still had work inside is caught.
+            const uint64_t from = e;
             e = wait_for_change(e);
-        } else if (!m_run_ahead) {
-            sync_to(e);
+            if (!(m_reset_pending && e >= m_reset_edge) &&
+                !check_stopped_edges(
+                    from, std::min<uint64_t>(e, from + m_cfg.rtl.quiescence_check_edges))) {
+                return;  // the run failed
+            }
+        } else if (!m_run_ahead || m_quiet >= m_quiet_limit) {
+            sync_to(e);  // free clock: idle edges in simulated time, one by one
         }
         if (m_reset_pending && e >= m_reset_edge) {
             const uint64_t at = e;
             apply_reset();
             e = std::max(at + 1, m_release_edge);
-            m_quiet = QUIESCENT_EDGES;
+            m_quiet = m_quiet_limit;
             continue;
         }
         if (edge(e)) {
             ++e;
         }
+        if (m_violations > 0 && m_stop_on_violation) {
+            return;  // the run failed; the RTL is not clocked any more
+        }
+    }
+}
+
+bool send_path_rtl::check_stopped_edges(uint64_t from, uint64_t to) {
+    for (uint64_t c = from; c < to; ++c) {
+        send_path_core::outputs o;
+        m_core->settle(m_pin_dv, m_pin_pv, m_pin_fr, o);
+        const uint64_t t_ps = c * m_clk.period_ps();
+        if (m_tracing) {
+            m_core->trace_dump(t_ps - m_half_ps);
+        }
+        if (m_window && !m_window_written) {
+            pin_record& r = m_history.emplace_back();
+            r.edge = c;
+            r.dv = m_pin_dv;
+            r.pv = m_pin_pv;
+            r.fr = m_pin_fr;
+            while (m_history.size() > WINDOW_EDGES) {
+                replay(m_history.front(), false);
+                m_history.pop_front();
+            }
+        }
+        // The same accounting as a skipped edge (edge()).
+        if (m_fr_valid_after) {
+            ++m_stats.stall_backpressure_cycles;
+        } else if (m_out_beat > 0) {
+            ++m_stats.stall_payload_cycles;
+        }
+        m_core->rise(o);
+        ++m_clocked;
+        if (m_tracing) {
+            m_core->trace_dump(t_ps);
+        }
+        m_last_edge = c;
+        const char* pin = o.fr_valid != m_fr_valid_after       ? "fr_valid_o"
+                          : o.desc_ready != m_desc_ready_after ? "desc_ready_o"
+                          : o.pl_ready != m_pl_ready_after     ? "pl_ready_o"
+                                                               : nullptr;
+        if (pin != nullptr) {
+            const uint64_t quiet = c - m_last_handshake;
+            violation(c, "quiescence",
+                      std::string(pin) +
+                          (o.fr_valid != m_fr_valid_after ? (o.fr_valid ? " rose" : " fell")
+                                                          : " changed") +
+                          " on edge " + std::to_string(c) + ", " + std::to_string(quiet) +
+                          " edges after the last handshake (edge " +
+                          std::to_string(m_last_handshake) +
+                          ") with no input change, while the wrapper had stopped the clock after "
+                          "rnic.send_path.rtl.quiescent_edges = " +
+                          std::to_string(m_quiet_limit) +
+                          " quiet edges: the RTL still had work inside and would leave it late. "
+                          "Set rnic.send_path.rtl.quiescent_edges to at least " +
+                          std::to_string(quiet) + " or rnic.send_path.rtl.clock = \"free\"");
+            if (m_stop_on_violation) {
+                return false;
+            }
+            m_fr_valid_after = o.fr_valid;  // going on: the RTL's outputs as they are
+            m_desc_ready_after = o.desc_ready;
+            m_pl_ready_after = o.pl_ready;
+            return true;
+        }
+    }
+    return true;
+}
+
+void send_path_rtl::violation(uint64_t edge, const std::string& rule, const std::string& what) {
+    ++m_violations;
+    const std::string msg = std::string(name()) + ": RTL broke the " + rule +
+                            " rule (rtl/send_path/CONTRACT.md) at edge " + std::to_string(edge) +
+                            ": " + what;
+    if (!m_stop_on_violation) {
+        if (m_violation_log.size() < 100) {
+            m_violation_log.push_back(msg);
+        }
+        return;
+    }
+    if (m_violations == 1) {
+        m_ctx->fail(msg);
+        dump_waveform_window();
     }
 }
 
@@ -326,7 +428,7 @@ bool send_path_rtl::wait_for_output(uint64_t e) {
     // The frame stream is held by a full downstream FIFO that only a pop can free. Rather
     // than stepping edge by edge, wait once (up to the quiescence horizon) for the pop; edges
     // whose time passed before it saw the output held.
-    const sc_core::sc_time t = hw::time_of_edge(m_clk, e + QUIESCENT_EDGES);
+    const sc_core::sc_time t = hw::time_of_edge(m_clk, e + m_quiet_limit);
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (t > now) {
         sc_core::wait(t - now, *m_out.ready_event() | m_reset_event);
@@ -446,6 +548,40 @@ bool send_path_rtl::edge(uint64_t e) {
     const bool hs_d = dv && o.desc_ready;
     const bool hs_p = pv && o.pl_ready;
     const bool hs_f = o.fr_valid && fr;
+    // Stream rule (CONTRACT.md): a frame beat offered and not taken stays on the pins,
+    // unchanged, until its handshake. Read only on edges after one that held the stream.
+    if (m_held) {
+        std::array<uint8_t, 64> now{};
+        uint64_t k = 0;
+        bool l = false;
+        if (o.fr_valid) {
+            m_core->fr_beat(now.data(), k, l);
+        }
+        const bool data_same = o.fr_valid && k == m_held_keep && l == m_held_last &&
+                               std::equal(now.begin(), now.end(), m_held_data.begin());
+        if (!data_same) {
+            violation(e, "stream (a valid beat holds until ready)",
+                      std::string(o.fr_valid ? "fr_data_o/fr_keep_o/fr_last_o changed"
+                                             : "fr_valid_o fell") +
+                          " while beat " + std::to_string(m_out_beat) + " of frame " +
+                          std::to_string(m_frame_no) + ", offered on edge " +
+                          std::to_string(m_held_edge) +
+                          ", had not been taken (fr_ready_i low since)");
+            m_held = false;
+        }
+    }
+    if (m_violations > 0 && m_stop_on_violation) {
+        return true;  // the run failed
+    }
+    if (o.fr_valid && !fr) {
+        if (!m_held) {
+            m_held = true;
+            m_held_edge = e;
+            m_core->fr_beat(m_held_data.data(), m_held_keep, m_held_last);
+        }
+    } else {
+        m_held = false;
+    }
     if (o.fr_valid && !fr) {
         ++m_stats.stall_backpressure_cycles;
     } else if (!o.fr_valid && m_out_beat > 0) {
@@ -464,10 +600,23 @@ bool send_path_rtl::edge(uint64_t e) {
     if (m_tracing) {
         m_core->trace_dump(t_ps);
     }
+    // The longest run of edges without a handshake after which an output still changed: the
+    // quiescence window this RTL needs (send_path_calibrate reports it).
+    if (!(hs_d || hs_p || hs_f) &&
+        (o.fr_valid != m_fr_valid_after || o.desc_ready != m_desc_ready_after ||
+         o.pl_ready != m_pl_ready_after)) {
+        m_max_quiet_change = std::max<uint64_t>(m_max_quiet_change, e - m_last_handshake);
+    }
     m_fr_valid_after = o.fr_valid;
     m_desc_ready_after = o.desc_ready;
     m_pl_ready_after = o.pl_ready;
     m_last_edge = e;
+    m_pin_dv = dv && !hs_d;
+    m_pin_pv = pv && !hs_p;
+    m_pin_fr = fr;
+    if (hs_d || hs_p || hs_f) {
+        m_last_handshake = e;
+    }
 
     if (hs_d) {
         ++m_desc_seq;
@@ -539,6 +688,23 @@ void send_path_rtl::complete_frame(uint64_t e) {
     const auto& de = m_in.descriptor(m_out_msg);
     const hw::packet_plan plan = hw::plan_packet(de.desc, m_out_pkt);
     f.flow_id = de.desc.flow_id;
+    // A frame the peer could not parse is the send path's fault: count it and fail the run
+    // naming the frame (the model is trusted; the MAC stomps deliberately only after this).
+    roce::parsed_frame pf;
+    const roce::parse_error pe = roce::parse_frame(f.data.data(), f.data.size(), pf);
+    if (pe != roce::parse_error::NONE) {
+        ++m_malformed;
+        char what[256];
+        std::snprintf(what, sizeof what,
+                      "frame %llu (message %llu packet %u: opcode 0x%02x, QP 0x%06x, PSN 0x%06x, "
+                      "%zu bytes, handshake edges %llu..%llu) does not parse: %s",
+                      static_cast<unsigned long long>(m_frame_no - 1),
+                      static_cast<unsigned long long>(m_out_msg), m_out_pkt, plan.opcode,
+                      de.desc.dest_qpn & 0xFFFFFFu, (de.desc.psn + m_out_pkt) & 0xFFFFFFu,
+                      f.data.size(), static_cast<unsigned long long>(m_frame_first_edge),
+                      static_cast<unsigned long long>(e), roce::to_string(pe));
+        violation(e, "packet format", what);
+    }
     if (m_tracer != nullptr) {  // the same timeline slice as the model's
         m_tracer->slice(name(), roce::info(plan.opcode).name, f.flow_id,
                         hw::time_of_edge(m_clk, m_frame_first_edge),

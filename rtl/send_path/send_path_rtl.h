@@ -21,9 +21,9 @@
 
 namespace rnic::rtl {
 
-// Contract (CONTRACT.md): after this many edges without a handshake on any stream, the RTL's
-// state does not change until one of its inputs does; the wrapper then stops the clock.
-constexpr uint32_t QUIESCENT_EDGES = 4;
+// Contract (CONTRACT.md): after rnic.send_path.rtl.quiescent_edges edges (default 4) without a
+// handshake on any stream, the RTL's state does not change until one of its inputs does; the
+// wrapper then stops the clock (clock = "gated"), and checks the rule when it restarts it.
 
 class send_path_rtl : public sc_core::sc_module, public hw::send_path_unit {
 public:
@@ -60,6 +60,16 @@ public:
     static constexpr size_t WINDOW_EDGES = 512;
     // Clock edges the RTL was evaluated on (the rest were skipped as idle).
     uint64_t clocked_edges() const { return m_clocked; }
+    // Contract rules the RTL broke (quiescence, stream rules, malformed frames): the first is
+    // reported through sim_context::fail (the run fails naming rule and edge); counted here.
+    uint64_t rule_violations() const { return m_violations; }
+    uint64_t malformed_frames() const { return m_malformed; }
+    // Longest run of edges without a handshake after which an output changed (measured on
+    // evaluated edges; with clock = "free" that is every edge): the quiescence window needed.
+    uint64_t max_quiet_before_change() const { return m_max_quiet_change; }
+    // Conformance benches: record violations (first 100) and go on instead of failing the run.
+    void set_stop_on_violation(bool on) { m_stop_on_violation = on; }
+    const std::vector<std::string>& violation_log() const { return m_violation_log; }
     void end_of_simulation() override;
 
 private:
@@ -72,6 +82,10 @@ private:
     bool next_payload_beat(uint64_t& valid_edge);
     void apply_reset();
     void complete_frame(uint64_t e);
+    // Gated clock, on restart: edges [from, to) of the stopped clock with the pins unchanged;
+    // false (and the run failed) if an output changed on one of them.
+    bool check_stopped_edges(uint64_t from, uint64_t to);
+    void violation(uint64_t edge, const std::string& rule, const std::string& what);
     // One evaluated edge's pins, for the window replay.
     struct pin_record {
         uint64_t edge = 0;
@@ -110,6 +124,22 @@ private:
     size_t m_frame_len = 0;
     uint64_t m_frame_first_edge = 0;
     hw::event_tracer* m_tracer = nullptr;
+    hw::sim_context* m_ctx = nullptr;
+    uint32_t m_quiet_limit = 4;  // rnic.send_path.rtl.quiescent_edges
+    bool m_free_clock = false;   // rnic.send_path.rtl.clock = "free"
+    uint64_t m_violations = 0;
+    uint64_t m_malformed = 0;
+    uint64_t m_max_quiet_change = 0;
+    bool m_stop_on_violation = true;
+    std::vector<std::string> m_violation_log;
+    // Pins of the last evaluated edge, the last handshake, and a frame beat held by ready low.
+    bool m_pin_dv = false, m_pin_pv = false, m_pin_fr = false;
+    uint64_t m_last_handshake = 0;
+    bool m_held = false;
+    uint64_t m_held_edge = 0;
+    std::array<uint8_t, 64> m_held_data{};
+    uint64_t m_held_keep = 0;
+    bool m_held_last = false;
     uint64_t m_frame_no = 0;
     std::vector<hw::frame_beat> m_pending_beats;  // of the frame being received
     bool m_run_ahead = true;

@@ -95,6 +95,9 @@ int run(const options& o) {
         if (!r.cc_csv.empty()) {
             dir.write("cc.csv", r.cc_csv);  // congestion control on: rates over time
         }
+        for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
+            dir.write(name, text);
+        }
         // The one file that differs between two runs of the same config: kept apart so that
         // every other file is byte for byte the same.
         dir.write("speed.json", rnic::output::to_file_text(rnic::output::make_speed_json(r)));

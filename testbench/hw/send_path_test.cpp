@@ -503,6 +503,64 @@ TEST(SendPathConfig, ParsesAndRejectsWithJsonPath) {
     EXPECT_NE(bad.errors[2].find("rnic.send_path.depth: unknown key"), std::string::npos);
 }
 
+TEST(SendPathConfig, TimingRtlAndLockstepKeys) {
+    config::parse_context ctx;
+    const auto c = parse_send_path_config(config::reader(
+        nlohmann::json{{"timing", {{"output_registers", 3}, {"frame_gap", 2}}},
+                       {"rtl", {{"clock", "free"}, {"quiescent_edges", 5}}},
+                       {"lockstep", {{"compare", "tolerance"}, {"tolerance_cycles", 3}}}},
+        "rnic.send_path", ctx));
+    EXPECT_TRUE(ctx.errors.empty());
+    EXPECT_EQ(c.timing.output_registers, 3u);
+    EXPECT_EQ(c.timing.header_edges, 1u);
+    EXPECT_EQ(c.timing.frame_gap, 2u);
+    EXPECT_EQ(c.timing.first_beat_latency(), 6u);
+    EXPECT_EQ(c.rtl.clock, "free");
+    EXPECT_EQ(c.rtl.quiescent_edges, 5u);
+    EXPECT_EQ(c.rtl.quiescence_check_edges, 4u);
+    EXPECT_EQ(c.lockstep.compare, "tolerance");
+    EXPECT_EQ(c.lockstep.tolerance_cycles, 3u);
+    config::parse_context bad;
+    parse_send_path_config(config::reader(nlohmann::json{{"timing", {{"output_registers", 0}}},
+                                                         {"rtl", {{"clock", "sometimes"}}},
+                                                         {"lockstep", {{"compare", "roughly"}}}},
+                                          "rnic.send_path", bad));
+    ASSERT_EQ(bad.errors.size(), 3u);
+    EXPECT_NE(bad.errors[0].find("rnic.send_path.timing.output_registers: 0 out of range"),
+              std::string::npos)
+        << bad.errors[0];
+    EXPECT_NE(bad.errors[1].find("rnic.send_path.rtl.clock"), std::string::npos);
+    EXPECT_NE(bad.errors[2].find("rnic.send_path.lockstep.compare"), std::string::npos);
+}
+
+// rnic.send_path.timing: a message's first beat leaves header_edges + 2 + output_registers
+// edges after its descriptor (valid on edge 1), the frames back to back with frame_gap idle
+// edges before each further frame of a message; with the default timing, 4 and none.
+TEST(SendPath, TimingParametersMoveTheBeats) {
+    send_path_config cfg;
+    cfg.timing.header_edges = 2;
+    cfg.timing.output_registers = 3;
+    cfg.timing.frame_gap = 2;
+    bench b(cfg);
+    const auto payload = pattern_bytes(600, 9);
+    const tx_descriptor d = make_desc(tx_kind::SEND, 600, 0, 256);  // 3 packets
+    b.run([&] { put_message(b.dut, d, payload, 600); });
+    ASSERT_EQ(b.out.frames.size(), 3u);
+    // Descriptor accepted at edge 1: header at 1 + 2, assembler 4, registers 5, 6, 7, out 8.
+    EXPECT_EQ(b.beats[0].cycle, 1u + 2 + 2 + 3);
+    size_t first_of_next = 0;
+    for (size_t i = 1; i < b.beats.size(); ++i) {
+        const uint64_t gap = b.beats[i].cycle - b.beats[i - 1].cycle;
+        if (b.beats[i].index == 0) {
+            EXPECT_EQ(gap, 1u + 2) << "beat " << i << ": frame_gap idle edges before a frame";
+            ++first_of_next;
+        } else {
+            EXPECT_EQ(gap, 1u) << "beat " << i;
+        }
+    }
+    EXPECT_EQ(first_of_next, 2u);
+}
+
 // With a VCD open, the input FIFOs' occupancy/valid/ready are traced under the block's name.
 TEST(SendPath, TracesFifoOccupancyValidReady) {
     const char* dir = std::getenv("RNICSIM_BINARY_DIR");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ struct run_result {
     // "avg_ns", "p50_ns", "p99_ns", "max_ns"}}, and the same per block {"<block>": {...}}.
     nlohmann::json stages = nlohmann::json::object();
     nlohmann::json stages_by_block = nlohmann::json::object();
+    // Extra output files blocks filed (hw::sim_context::outputs), e.g. divergence.json.
+    std::map<std::string, std::string> files;
 
     // cc.csv (rnic.cc.algorithm other than "none"): one row per change of a QP's rate, target
     // or alpha and per CNP arrival, both nodes, in time order; empty when congestion control

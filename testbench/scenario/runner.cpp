@@ -362,6 +362,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (tb->load) {
         tb->load->finish(r);
     }
+    // Failures blocks recorded (hw::sim_context::fail) come first: they name the block.
+    r.failures.insert(r.failures.begin(), tb->ctx.failures.begin(), tb->ctx.failures.end());
+    r.files = tb->ctx.outputs;
     r.simulated_ns = static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time_stamp())));
     r.packets = tb->link->get_stats(0).frames + tb->link->get_stats(1).frames;
     r.blocks = tb->ctx.stats.values();
