@@ -70,6 +70,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
         m_cmd_processor.fatal_error_at(
             sc_core::sc_time(cfg.faults.fatal_error_at_ns, sc_core::SC_NS));
     }
+    link.set_mac(link_side, id.mac);  // source of the MAC's PFC pause frames
     link.attach(link_side, &m_recv_path);
 }
 

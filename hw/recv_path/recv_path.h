@@ -37,8 +37,11 @@ public:
 
     // From the link, when the frame's last bit is in.
     void receive_frame(fabric::eth_frame&& frame) override;
-    bool ready() const override { return !m_fifo.full(); }
-    const sc_core::sc_event* ready_event() const override { return &m_fifo.read_event(); }
+    // PFC: XOFF/XON on the receive FIFO go out as pause frames through the link's MAC.
+    void bind_link(fabric::eth_link& link, int side) override {
+        m_link = &link;
+        m_link_side = side;
+    }
 
     // QP context reads/updates go through this cache when set (else on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
@@ -122,6 +125,8 @@ private:
     cq_writer& m_cq_writer;
     sim_context& m_ctx;
     channel<fabric::eth_frame> m_fifo;
+    fabric::eth_link* m_link = nullptr;
+    int m_link_side = 0;
     // Scatter list of the receive WQE in use, per QP (translated at the first packet).
     std::vector<std::vector<dma_segment>> m_recv_segments;
     // Target of the RDMA WRITE in progress, per QP (translated at the First/Only packet).
