@@ -18,6 +18,18 @@ struct latency_summary {
     uint64_t max_ns = 0;
 };
 
+// One flow of the workload (flows.csv).
+struct flow_result {
+    uint32_t src = 0;
+    uint32_t dst = 0;
+    uint64_t bytes = 0;     // messages x message_bytes the flow was to move
+    uint64_t messages = 0;  // completed
+    double start_ns = -1;   // first post (-1: never connected)
+    double end_ns = -1;     // last completion reaped
+    bool complete = false;
+    double fct_ns() const { return end_ns - start_ns; }
+};
+
 struct run_result {
     // Why the run failed (integrity mismatch, error completion, time limit...); empty = passed.
     std::vector<std::string> failures;
@@ -41,6 +53,8 @@ struct run_result {
     // "avg_ns", "p50_ns", "p99_ns", "max_ns"}}, and the same per block {"<block>": {...}}.
     nlohmann::json stages = nlohmann::json::object();
     nlohmann::json stages_by_block = nlohmann::json::object();
+
+    std::vector<flow_result> flows;  // in workload flow order
 
     bool passed() const { return failures.empty(); }
 };
