@@ -52,10 +52,10 @@ recv_path_config parse_recv_path_config(config::reader r) {
     r.get("pfc_xon_frames", c.pfc_xon_frames, 0u, 65536u);
     r.get("pfc_priorities", c.pfc_priorities, 0u, 255u);
     if (c.pfc_xoff_frames == 0) {
-        c.pfc_xoff_frames = std::max(1u, c.fifo_frames / 2);
+        c.pfc_xoff_frames = std::max(1u, c.fifo_frames * 3 / 4);
     }
     if (c.pfc_xon_frames == 0) {
-        c.pfc_xon_frames = c.fifo_frames / 4;
+        c.pfc_xon_frames = std::min(c.fifo_frames / 2, c.pfc_xoff_frames - 1);
     }
     if (c.pfc_xoff_frames > c.fifo_frames) {
         r.error("pfc_xoff_frames",

@@ -12,8 +12,8 @@ struct recv_path_config {
     uint32_t fifo_frames = 64;  // receive FIFO; a frame arriving to a full FIFO is dropped
     // PFC on the receive FIFO (when the link's pfc is on): XOFF pause frames for the
     // priorities in pfc_priorities once the FIFO holds pfc_xoff_frames, XON at pfc_xon_frames.
-    // What is above XOFF is the headroom for frames already on the cable. 0: fifo_frames / 2
-    // and fifo_frames / 4.
+    // What is above XOFF is the headroom for frames already on the cable. 0: fifo_frames * 3 / 4
+    // and fifo_frames / 2.
     uint32_t pfc_xoff_frames = 0;
     uint32_t pfc_xon_frames = 0;
     uint32_t pfc_priorities = 0xFF;  // bit p: priority p is paused
