@@ -93,7 +93,8 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
                 }
                 bool ok = true;
                 for (size_t k = 0; k < 2; ++k) {
-                    if (!e[k].is_number_unsigned() || e[k].get<uint64_t>() >= node_count) {
+                    if (!e[k].is_number_integer() || e[k].get<int64_t>() < 0 ||
+                        e[k].get<uint64_t>() >= node_count) {
                         node_error(key + "." + std::to_string(k), e[k]);
                         ok = false;
                     }
@@ -115,18 +116,19 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
         }
         r.set_effective("pairs", pairs);
     }
+    // With no nodes (a topology error, reported there) nothing here can be checked.
     r.get("receiver", w.receiver, 0u, ~0u);
-    if (w.receiver >= node_count) {
+    if (w.receiver >= node_count && node_count > 0) {
         node_error("receiver", w.receiver);
     }
     r.get("senders", w.senders, 0u, ~0u);
-    if (w.senders >= node_count) {
+    if (w.senders >= node_count && node_count > 0) {
         r.error("senders", std::to_string(w.senders) + " senders need more than the " +
                                std::to_string(node_count) + " nodes of the topology");
     }
     if ((w.pattern == traffic_pattern::PERMUTATION || w.pattern == traffic_pattern::ALL_TO_ALL ||
          w.pattern == traffic_pattern::INCAST) &&
-        node_count < 2) {
+        node_count == 1) {
         r.error("pattern", "needs at least 2 nodes");
     }
     std::string op = to_string(w.op);

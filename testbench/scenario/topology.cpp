@@ -135,7 +135,7 @@ node_config parse_node(config::reader r, size_t index, bool legacy, node_given& 
     // Only written to the effective config when given (back-to-back) or assigned (the
     // expansion writes them itself).
     if (const nlohmann::json* v = r.raw("prefix_length"); v != nullptr) {
-        if (!v->is_number_unsigned() || v->get<uint64_t>() > 32) {
+        if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 32) {
             r.error("prefix_length", config::describe(*v) + " is not an integer in [0, 32]");
         } else {
             n.prefix_length = v->get<uint32_t>();
@@ -370,6 +370,12 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
             host_port[n] = other.port;
         }
     }
+    // Each leaf first routes to its own hosts: one /32 per host port.
+    for (uint32_t leaf = 0; leaf < S; ++leaf) {
+        for (uint32_t n : hosts[leaf]) {
+            routes[leaf].push_back({t.nodes[n].ip, 32, {host_port[n]}});
+        }
+    }
     for (uint32_t leaf = 0; leaf < S; ++leaf) {
         if (hosts[leaf].empty()) {
             continue;
@@ -381,7 +387,7 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
             diff |= t.nodes[n].ip ^ first;
         }
         uint32_t len = 32;
-        while (len > 0 && (diff & ~mask_of(len)) != 0) {
+        while (len > 0 && (diff & mask_of(len)) != 0) {
             --len;
         }
         const uint32_t prefix = first & mask_of(len);
@@ -390,10 +396,6 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
             const bool on_leaf =
                 std::binary_search(hosts[leaf].begin(), hosts[leaf].end(), n);
             aggregate = on_leaf || (t.nodes[n].ip & mask_of(len)) != prefix;
-        }
-        // The leaf itself: one /32 per host port.
-        for (uint32_t n : hosts[leaf]) {
-            routes[leaf].push_back({t.nodes[n].ip, 32, {host_port[n]}});
         }
         // Every other switch: the ports one hop closer to the leaf.
         const std::vector<uint32_t> dist = switch_distances(t, leaf);
@@ -444,7 +446,11 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
                             gen_key));
         r.raw("switches");
         r.raw("links");
-        gen_key = nullptr;
+        r.raw(gen_key);
+        r.raw("nodes");
+        r.raw("switch");
+        r.finish();
+        return t;  // no nodes: what depends on them is not checked
     }
 
     // The switches and links to parse (from the file, from a generator, or the one cable).

@@ -443,7 +443,7 @@ void workload::connect_all(role& r) {
         NDK_CONNECTOR* conn = r.connectors[q];
         SOCKADDR_IN src = sockaddr_of(my_ip, 0);  // port 0: ephemeral
         SOCKADDR_IN dst = sockaddr_of(peer_ip, PORT);
-        connect_private mine{MAGIC, q, static_cast<uint32_t>(f.index)};
+        connect_private mine{MAGIC, static_cast<uint32_t>(f.index * m_w.qps + q)};
         {
             async_call c;
             const NTSTATUS st = conn->Dispatch->NdkConnect(
@@ -493,16 +493,17 @@ void workload::accept_for(role& mine) {
         connect_private theirs{};
         std::memcpy(&theirs, data, std::min<size_t>(len, sizeof(theirs)));
         // The flow it belongs to must end at this node.
+        const uint64_t fi = theirs.qp_index / m_w.qps;
+        const uint32_t q = theirs.qp_index % m_w.qps;
         role* r = nullptr;
-        if (len >= sizeof(theirs) && theirs.magic == MAGIC && theirs.flow < m_flows.size() &&
-            m_flows[theirs.flow].spec.dst == ns.index) {
-            r = &m_flows[theirs.flow].target;
+        if (len >= sizeof(theirs) && theirs.magic == MAGIC && fi < m_flows.size() &&
+            m_flows[fi].spec.dst == ns.index) {
+            r = &m_flows[fi].target;
         }
-        if (r == nullptr || theirs.qp_index >= m_w.qps || r->connectors[theirs.qp_index] != nullptr) {
+        if (r == nullptr || r->connectors[q] != nullptr) {
             conn->Dispatch->NdkReject(conn, nullptr, 0);
             fail(ns, fmt::format("rejected a connect request with {} bytes of private data", len));
         }
-        const uint32_t q = theirs.qp_index;
         r->connectors[q] = conn;
         accept_private ap{MAGIC, ns.remote_token,
                           static_cast<uint64_t>(reinterpret_cast<uintptr_t>(slot_ptr(*r, q, 0)))};

@@ -171,10 +171,10 @@ private:
         sc_core::sc_time last_completion;
     };
     // Private data of NdkConnect (initiator -> target) and NdkAccept (target -> initiator).
+    // qp_index: flow x qps + the QP's index in its flow (flow 0: the QP's index, as ever).
     struct connect_private {
         uint32_t magic;
         uint32_t qp_index;
-        uint32_t flow;
     };
     struct accept_private {
         uint32_t magic;
