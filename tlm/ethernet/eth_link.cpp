@@ -285,7 +285,10 @@ void eth_link::serializer_thread(int side) {
         // A cut-through receiver takes the frame once its headers (after the 8-byte preamble) are
         // in.
         const frame_sink_if* rx = m_sink[1 - side];
-        const uint64_t in_bytes = (rx != nullptr && rx->cut_through())
+        const bool mac_control = f.data.size() >= 14 &&
+                                 f.data[12] == (ETHERTYPE_MAC_CONTROL >> 8) &&
+                                 f.data[13] == (ETHERTYPE_MAC_CONTROL & 0xFF);
+        const uint64_t in_bytes = (rx != nullptr && rx->cut_through() && !mac_control)
                                       ? 8 + std::min<uint64_t>(f.data.size(), CUT_THROUGH_BYTES)
                                       : wire - 12;
         const sc_core::sc_time arrive =

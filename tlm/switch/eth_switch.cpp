@@ -141,6 +141,7 @@ struct eth_switch::packet {
     uint32_t in_port = 0;
     uint8_t prio = 0;  // ingress priority group = egress queue
     uint64_t bytes = 0;
+    sc_core::sc_time arrived;   // handed over by the ingress link
     sc_core::sc_time ready_at;  // may start leaving (pipeline done)
 };
 
@@ -175,7 +176,8 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     : sc_module(name)
     , m_cfg(cfg)
     , m_ctx(ctx)
-    , m_rng(splitmix64(cfg.seed)) {
+    , m_rng(splitmix64(cfg.seed))
+    , m_dwrr(cfg.scheduler == "dwrr") {
     if (ports == 0) {
         throw std::invalid_argument(std::string(this->name()) + ": a switch needs ports");
     }
@@ -485,6 +487,7 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     pk.in_port = in;
     pk.prio = prio;
     pk.bytes = bytes;
+    pk.arrived = now;
     pk.ready_at = start + sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS);
     pk.f = std::move(f);
     const sc_core::sc_time wake = pk.ready_at - now;
@@ -534,7 +537,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
         return false;
     }
     uint32_t k = 0;
-    if (m_cfg.scheduler == "strict") {
+    if (!m_dwrr) {
         k = 7;
         while (((eligible >> k) & 1) == 0) {
             --k;
@@ -563,7 +566,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     }
     packet pk = std::move(op.q[k].front());
     op.q[k].pop_front();
-    if (op.q[k].empty() && m_cfg.scheduler != "strict") {
+    if (op.q[k].empty() && m_dwrr) {
         op.deficit[k] = 0;
         op.granted[k] = false;
         op.rr = (op.rr + 1) % SWITCH_PRIORITIES;
@@ -583,6 +586,11 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     eq.bytes += pk.bytes;
     ++op.ps.tx_frames;
     op.ps.tx_bytes += pk.bytes;
+    if (m_ctx.tracer != nullptr) {
+        // The hop through the switch: from the ingress link's hand-over to the egress wire.
+        m_ctx.tracer->slice(std::string(name()) + ".port" + std::to_string(o), "switch",
+                            pk.f.flow_id, pk.arrived, now);
+    }
     out = std::move(pk.f);
     out.priority = static_cast<uint8_t>(k);
     return true;

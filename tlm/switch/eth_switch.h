@@ -142,6 +142,7 @@ private:
     uint64_t m_shared_size = 0;   // buffer_bytes minus every queue's reserved space
     uint64_t m_peak_used = 0;
     uint64_t m_rng;
+    bool m_dwrr;  // scheduler "dwrr" (else strict priority)
 };
 
 }  // namespace rnic::fabric
