@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fabric, end to end (issue 14, "Fidelity"): every node a full NIC, switches from
+// tlm/switch, flows set up through the CM over the fabric. Expectations come from formulas
+// written here (wire bytes per RoCEv2 packet, serialization, per-hop latency) and from
+// invariants (no drop when lossless, queue bounded by XOFF + headroom, pauses on every sender's
+// link), not from the model's own helpers.
+//
+// One elaboration per process: ctest runs each TEST as its own process. Run the binary by hand
+// with --gtest_filter=<one test>.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testbench/scenario/runner.h"
+#include "testbench/scenario/scenario_config.h"
+#include "testbench/system/outputs_common.h"
+
+namespace {
+
+using nlohmann::json;
+using rnic::scenario::run_result;
+
+// --- Wire bytes of a RoCEv2 packet besides its payload (IBA annex A17, IEEE 802.3) ---
+constexpr uint64_t PER_PACKET = 8 /*preamble+SFD*/ + 14 /*Ethernet*/ + 20 /*IPv4*/ + 8 /*UDP*/ +
+                                12 /*BTH*/ + 4 /*ICRC*/ + 4 /*FCS*/ + 12 /*IFG*/;  // 82 B
+constexpr uint64_t RETH = 16;                                                   // WRITE, first
+constexpr uint64_t MTU = 1024;
+constexpr double RATE_GBPS = 100;
+constexpr double PROPAGATION_NS = 100;
+constexpr double PIPELINE_NS = 400;  // the switch default (tlm/switch/README.md)
+
+json writes(uint64_t messages, uint64_t bytes = 65536) {
+    return {{"operation", "write"}, {"message_bytes", bytes}, {"messages", messages},
+            {"qps", 1},             {"queue_depth", 16},      {"time_limit_ms", 1000}};
+}
+
+json scenario(const json& topology_shape, const json& workload, const json& sw = json::object()) {
+    json t = topology_shape;
+    t["link"] = {{"rate_gbps", RATE_GBPS}, {"propagation_ns", PROPAGATION_NS}};
+    if (!sw.empty()) {
+        t["switch"] = sw;
+    }
+    return {{"topology", t}, {"workload", workload}};
+}
+
+run_result run(const json& doc) {
+    const run_result r = rnic::scenario::run_scenario(rnic::scenario::parse_scenario(doc));
+    for (const auto& f : r.failures) {
+        ADD_FAILURE() << f;
+    }
+    return r;
+}
+
+double counter(const run_result& r, const std::string& block, const std::string& name) {
+    if (!r.blocks.contains(block) || !r.blocks[block].contains(name)) {
+        ADD_FAILURE() << "stats: no " << block << "." << name;
+        return 0;
+    }
+    return r.blocks[block][name].get<double>();
+}
+
+// Sum of counter `name` over every block whose name starts with `prefix` and has no further
+// '.' after it (ports, not their queues), or over queues too when `queues`.
+double sum(const run_result& r, const std::string& prefix, const std::string& name,
+           bool queues = false) {
+    double s = 0;
+    for (auto it = r.blocks.begin(); it != r.blocks.end(); ++it) {
+        const std::string& b = it.key();
+        if (b.rfind(prefix, 0) != 0) {
+            continue;
+        }
+        const bool is_queue = b.find(".q", prefix.size()) != std::string::npos;
+        if (is_queue != queues || !it.value().contains(name)) {
+            continue;
+        }
+        s += it.value()[name].get<double>();
+    }
+    return s;
+}
+
+// One flow of `messages` x 64 KiB WRITEs alone through `switches` switches: its completion time
+// is the serialization of every wire byte at the line rate plus, per switch, the pipeline and
+// the store-and-forward of the first packet, plus the propagation of every link.
+void one_flow_through(const json& shape, uint32_t src, uint32_t dst, uint32_t switches) {
+    const uint64_t messages = 256;
+    const uint64_t bytes = 65536;
+    json w = writes(messages, bytes);
+    w["pairs"] = json::array({json::array({src, dst})});
+    const run_result r = run(scenario(shape, w));
+    ASSERT_EQ(r.flows.size(), 1u);
+    const uint64_t packets = (bytes + MTU - 1) / MTU;
+    const double wire = static_cast<double>(messages * (bytes + packets * PER_PACKET + RETH));
+    const double ns_per_byte = 8.0 / RATE_GBPS;
+    const double first_packet = static_cast<double>(MTU + PER_PACKET + RETH) * ns_per_byte;
+    const double ideal = wire * ns_per_byte + switches * (PIPELINE_NS + first_packet) +
+                         (switches + 1) * PROPAGATION_NS;
+    const double fct = r.flows[0].fct_ns();
+    EXPECT_NEAR(fct / ideal, 1.0, 0.01) << "FCT " << fct << " ns, formula " << ideal << " ns";
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.bytes_checked, messages * bytes);
+}
+
+TEST(FabricFidelity, OneFlowThroughOneSwitch) {
+    one_flow_through({{"star", {{"hosts", 2}}}}, 0, 1, 1);
+}
+
+TEST(FabricFidelity, OneFlowThroughThreeSwitches) {
+    one_flow_through({{"leaf_spine", {{"leaves", 2}, {"spines", 1}, {"hosts_per_leaf", 1}}}}, 0, 1,
+                     3);
+}
+
+TEST(FabricFidelity, OneFlowThroughFiveSwitchesOfAFatTree) {
+    // 16 nodes, 20 switches: the 14 idle nodes open nothing and cost no events.
+    one_flow_through({{"fat_tree", {{"k", 4}}}}, 0, 15, 5);
+}
+
+// 8 senders, one receiver, one switch: nodes 1..8 on ports 1..8, node 0 on port 0 (link0,
+// whose direction 1 goes from the switch to node 0).
+constexpr uint64_t INCAST_MESSAGES = 32;
+constexpr uint64_t XOFF = 65536;
+constexpr uint64_t HEADROOM = 32768;
+
+json incast(const json& sw) {
+    json w = writes(INCAST_MESSAGES);
+    w["pattern"] = "incast";
+    w["receiver"] = 0;
+    return scenario({{"star", {{"hosts", 9}}}}, w, sw);
+}
+
+TEST(FabricIncast, LosslessEightToOne) {
+    const run_result r = run(incast({{"xoff_bytes", XOFF}, {"headroom_bytes", HEADROOM}}));
+    ASSERT_TRUE(r.passed());
+    ASSERT_EQ(r.flows.size(), 8u);
+    // No drop anywhere, every byte where it belongs.
+    EXPECT_EQ(sum(r, "sw0.port", "drops"), 0);
+    EXPECT_EQ(sum(r, "sw0.port", "drops", true), 0);
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.bytes_checked, 8 * INCAST_MESSAGES * 65536);
+    // The receiver's downlink is busy from the first flow's start to the last flow's end.
+    double start = 1e30;
+    double end = 0;
+    for (const auto& f : r.flows) {
+        EXPECT_TRUE(f.complete);
+        start = std::min(start, f.start_ns);
+        end = std::max(end, f.end_ns);
+    }
+    const double busy_ns = counter(r, "link0.dir1", "busy_ps") / 1000.0;
+    EXPECT_GE(busy_ns / (end - start), 0.99) << busy_ns << " ns busy of " << end - start;
+    // Every ingress queue stayed within XOFF + headroom; every sender was paused.
+    for (uint32_t p = 0; p < 9; ++p) {
+        const std::string q = "sw0.port" + std::to_string(p) + ".q0";
+        EXPECT_LE(counter(r, q, "ingress_peak_bytes"), XOFF + HEADROOM) << q;
+    }
+    for (uint32_t h = 1; h <= 8; ++h) {
+        const std::string l = "link" + std::to_string(h);
+        EXPECT_GT(counter(r, l + ".dir1", "pfc_frames"), 0) << l << ": no pause frame sent";
+        EXPECT_GT(counter(r, l + ".dir0", "pfc_pauses"), 0) << l << ": the sender never paused";
+        EXPECT_GT(counter(r, l + ".dir0", "pfc_pause_ps"), 0) << l;
+    }
+}
+
+TEST(FabricIncast, LossyDropsAndGoBackNRecovers) {
+    // Priority 0 lossy and a small buffer: the switch tail-drops, the senders' go-back-N
+    // retransmits, every message still arrives intact.
+    json lossless = json::array();
+    for (int i = 0; i < 8; ++i) {
+        lossless.push_back(false);
+    }
+    json doc = incast({{"lossless", lossless}, {"buffer_bytes", 1 << 20}});
+    doc["workload"]["timeout_log"] = 8;  // 1 ms retransmission timer
+    const run_result r = run(doc);
+    ASSERT_TRUE(r.passed());
+    EXPECT_GT(sum(r, "sw0.port", "drops", true), 0) << "nothing was dropped";
+    EXPECT_EQ(sum(r, "sw0.port", "pause_frames_sent"), 0);
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.bytes_checked, 8 * INCAST_MESSAGES * 65536);
+    for (const auto& f : r.flows) {
+        EXPECT_TRUE(f.complete);
+    }
+}
+
+// ECMP over a 4x4 leaf-spine under permutation traffic, through the CLI (two seeds: two runs,
+// one elaboration each). Returns each spine's transmitted bytes.
+std::vector<double> spine_bytes(const scratch& s, const std::string& name, uint64_t ecmp_seed) {
+    const std::string out = s.dir + "/" + name;
+    const auto res = rnicsim(s, {"run", source_dir() + "/configs/fabric/permutation_4x4.json",
+                                 "--out", out, "--set", "workload.messages=8", "--set",
+                                 "topology.switch.ecmp_seed=" + std::to_string(ecmp_seed)});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    const json stats = json::parse(read_file(out + "/stats.json"));
+    std::vector<double> b(4, 0.0);
+    for (uint32_t sp = 0; sp < 4; ++sp) {
+        for (uint32_t p = 0; p < 4; ++p) {
+            const std::string blk = "spine" + std::to_string(sp) + ".port" + std::to_string(p);
+            b[sp] += stats["blocks"][blk]["tx_bytes"].get<double>();
+        }
+    }
+    return b;
+}
+
+TEST(FabricEcmp, PermutationSpreadsOverSpinesAndTheSeedChangesPaths) {
+    scratch s;
+    const std::vector<double> a = spine_bytes(s, "a", 0);
+    const std::vector<double> b = spine_bytes(s, "b", 12345);
+    double total = 0;
+    for (double v : a) {
+        total += v;
+    }
+    ASSERT_GT(total, 0);
+    // 16 flows, of which those between leaves (a permutation drawn from seed 1) hash over 4
+    // spines: no spine carries more than half of the inter-leaf bytes, and at least 3 are used.
+    const double most = *std::max_element(a.begin(), a.end());
+    EXPECT_LE(most / total, 0.5);
+    EXPECT_GE(std::count_if(a.begin(), a.end(), [](double v) { return v > 0; }), 3);
+    EXPECT_NE(a, b) << "changing topology.switch.ecmp_seed did not move any flow";
+    double total_b = 0;
+    for (double v : b) {
+        total_b += v;
+    }
+    EXPECT_NEAR(total_b, total, total * 0.02);  // same traffic, other paths
+}
+
+}  // namespace
