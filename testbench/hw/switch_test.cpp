@@ -666,3 +666,87 @@ TEST(EthSwitchConfig, ParsesKeysAndNamesBadOnesByPath) {
         EXPECT_TRUE(found) << key;
     }
 }
+
+// Pauses propagate hop by hop: senders 1..4 on switch A, receiver 0 on switch B, A-B at
+// 400 Gb/s so B's 100 Gb/s downlink is the bottleneck. B's ingress from A crosses XOFF and
+// pauses A's port toward B; A's queue to B then fills and A pauses every sender. Nothing is
+// lost, everything arrives.
+TEST(EthSwitch, PausesPropagateHopByHop) {
+    rnic::hw::sim_context ctx;
+    switch_config cfg;
+    cfg.xoff_bytes = 32768;
+    cfg.xon_bytes = 16384;
+    eth_switch a("a", cfg, 5, ctx);
+    eth_switch b("b", cfg, 2, ctx);
+    eth_link_config host_link;
+    eth_link_config trunk_cfg;
+    trunk_cfg.rate_gbps = 400;
+    std::vector<std::unique_ptr<eth_link>> links;
+    std::vector<std::unique_ptr<host>> hosts;
+    for (uint32_t i = 0; i < 5; ++i) {
+        links.push_back(std::make_unique<eth_link>(("h" + std::to_string(i)).c_str(), host_link,
+                                                   ctx));
+        hosts.push_back(std::make_unique<host>());
+        links[i]->attach(0, hosts[i].get());
+        links[i]->set_mac(0, host_mac(i));
+    }
+    eth_link trunk("trunk", trunk_cfg, ctx);
+    // A: port 0 to B, ports 1..4 to hosts 1..4. B: port 0 to A, port 1 to host 0.
+    a.connect(0, trunk, 0);
+    b.connect(0, trunk, 1);
+    b.connect(1, *links[0], 1);
+    a.set_port_address(0, port_mac(20), 0);
+    b.set_port_address(0, port_mac(30), 0);
+    b.set_port_address(1, port_mac(0), gateway_ip(0));
+    a.set_neighbor_mac(0, port_mac(30));
+    b.set_neighbor_mac(0, port_mac(20));
+    b.set_neighbor_mac(1, host_mac(0));
+    for (uint32_t i = 1; i <= 4; ++i) {
+        a.connect(i, *links[i], 1);
+        a.set_port_address(i, port_mac(i), gateway_ip(i));
+        a.set_neighbor_mac(i, host_mac(i));
+        a.add_route(host_ip(i) & 0xFFFFFF00u, 24, {i});
+        b.add_route(host_ip(i) & 0xFFFFFF00u, 24, {0});
+    }
+    a.add_route(host_ip(0) & 0xFFFFFF00u, 24, {0});
+    b.add_route(host_ip(0) & 0xFFFFFF00u, 24, {1});
+    const uint32_t per_sender = 200;
+    for (uint32_t i = 1; i <= 4; ++i) {
+        sc_core::sc_spawn(
+            [&, i] {
+                for (uint32_t k = 0; k < per_sender; ++k) {
+                    links[i]->tx(0).put(roce_frame(i, 0, 1024, i * 1000 + k));
+                }
+            },
+            sc_core::sc_gen_unique_name("host"));
+    }
+    sc_core::sc_start();
+    EXPECT_EQ(hosts[0]->frames.size(), 4 * per_sender);
+    uint64_t drops = 0;
+    for (uint32_t p = 0; p < 5; ++p) {
+        drops += a.port(p).drops;
+    }
+    drops += b.port(0).drops + b.port(1).drops;
+    EXPECT_EQ(drops, 0u);
+    // Hop 1: B paused A's trunk port. Hop 2: A paused every sender.
+    EXPECT_GT(trunk.get_stats(1).pfc_frames, 0u) << "B sent pause frames up the trunk";
+    EXPECT_GT(trunk.get_stats(0).pauses, 0u);
+    EXPECT_GT(trunk.get_stats(0).pause_ps, 0u) << "A's port toward B was paused";
+    for (uint32_t i = 1; i <= 4; ++i) {
+        EXPECT_GT(links[i]->get_stats(1).pfc_frames, 0u) << "A paused sender " << i;
+        EXPECT_GT(links[i]->get_stats(0).pause_ps, 0u) << i;
+        EXPECT_GT(a.queue(i, 0).pauses_sent, 0u) << i;
+    }
+    EXPECT_GT(a.queue(0, 0).peak_bytes, cfg.xoff_bytes) << "A's queue toward B backed up";
+}
+
+// An idle switch costs nothing: elaborated, connected, no traffic: the simulation has no
+// event to run and ends at time 0.
+TEST(EthSwitch, IdleSwitchSchedulesNothing) {
+    switch_config cfg;
+    star s(cfg, 64);
+    sc_core::sc_start();
+    EXPECT_EQ(sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME);
+    EXPECT_FALSE(sc_core::sc_pending_activity());
+    EXPECT_LE(sc_core::sc_delta_count(), 2u);
+}
