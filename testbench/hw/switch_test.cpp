@@ -211,6 +211,13 @@ TEST(EthSwitch, ForwardsWithRewriteAndStoreAndForwardLatency) {
     EXPECT_EQ(s.sw->buffer_used(), 0u);
     EXPECT_EQ(s.sw->buffer_peak(), f.data.size());
     EXPECT_TRUE(s.hosts[0]->frames.empty());
+    const nlohmann::json st = s.ctx.stats.values();
+    EXPECT_EQ(st["sw"]["frames"], 1);
+    EXPECT_EQ(st["sw"]["buffer_peak_bytes"], f.data.size());
+    EXPECT_EQ(st["sw.port1"]["tx_frames"], 1);
+    EXPECT_EQ(st["sw.port1.q0"]["frames"], 1);
+    EXPECT_EQ(st["sw.port1.q0"]["bytes"], f.data.size());
+    EXPECT_EQ(st["sw.port0"]["rx_bytes"], f.data.size());
 }
 
 // Cut-through at equal rates: the egress starts pipeline_ns after the first 64 bytes are in.

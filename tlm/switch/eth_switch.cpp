@@ -153,7 +153,8 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::array<uint8_t, 6> mac{};
     uint32_t ipv4 = 0;
     std::array<uint8_t, 6> neighbor{};
-    std::deque<eth_frame> ctrl;  // ARP replies: sent ahead of the queues, never paused
+    // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
+    std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
     std::array<std::deque<packet>, SWITCH_PRIORITIES> q;
     std::array<queue_stats, SWITCH_PRIORITIES> qs{};
     std::array<int64_t, SWITCH_PRIORITIES> deficit{};
@@ -187,6 +188,38 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
         pt->index = p;
         m_ports.push_back(std::move(pt));
     }
+    // Switch totals (block "<switch>"), summed over its ports when stats are written.
+    const std::string b = this->name();
+    auto sum = [this](auto field) {
+        return [this, field]() {
+            uint64_t t = 0;
+            for (const auto& pt : m_ports) {
+                t += field(*pt);
+            }
+            return nlohmann::json(t);
+        };
+    };
+    ctx.stats.add(b, "buffer_peak_bytes", m_peak_used, "bytes", "shared buffer occupancy peak");
+    ctx.stats.add(b, "frames", sum([](const port_state& p) { return p.ps.tx_frames; }), "frames",
+                  "frames sent, all ports");
+    ctx.stats.add(b, "drops", sum([](const port_state& p) { return p.ps.drops; }), "frames",
+                  "frames dropped, all ports and reasons");
+    ctx.stats.add(b, "ecn_marks", sum([](const port_state& p) {
+                      uint64_t t = 0;
+                      for (const auto& q : p.qs) {
+                          t += q.ecn_marks;
+                      }
+                      return t;
+                  }),
+                  "frames", "frames marked CE, all queues");
+    ctx.stats.add(b, "pause_frames_sent", sum([](const port_state& p) {
+                      return p.link != nullptr ? p.link->get_stats(p.side).pfc_frames : 0;
+                  }),
+                  "frames", "PFC pause frames sent, all ports");
+    ctx.stats.add(b, "paused_ps", sum([](const port_state& p) {
+                      return p.link != nullptr ? p.link->get_stats(p.side).pause_ps : 0;
+                  }),
+                  "ps", "time ports' transmitters were paused by PFC, summed over ports");
     const uint64_t reserved_total = m_cfg.reserved_bytes * SWITCH_PRIORITIES * ports;
     m_shared_size = m_cfg.buffer_bytes > reserved_total ? m_cfg.buffer_bytes - reserved_total : 0;
 }
@@ -378,8 +411,9 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
     std::copy(a + 8, a + 18, o + 18);   // target MAC + IP: the requester's
     r.flow_id = f.flow_id;
     ++pt.ps.arp_replies;
-    pt.ctrl.push_back(std::move(r));
-    pt.data.notify(sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS));
+    const sc_core::sc_time delay(m_cfg.pipeline_ns, sc_core::SC_NS);
+    pt.ctrl.emplace_back(sc_core::sc_time_stamp() + delay, std::move(r));
+    pt.data.notify(delay);
 }
 
 void eth_switch::receive(uint32_t in, eth_frame&& f) {
@@ -513,16 +547,19 @@ void eth_switch::update_pfc(uint32_t in, uint32_t prio) {
 
 bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) {
     port_state& op = *m_ports[o];
-    if (!op.ctrl.empty()) {
-        out = std::move(op.ctrl.front());
-        op.ctrl.pop_front();
-        ++op.ps.tx_frames;
-        op.ps.tx_bytes += out.data.size();
-        return true;
-    }
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    uint8_t eligible = 0;
     retry_at = sc_core::sc_max_time();
+    if (!op.ctrl.empty()) {
+        if (op.ctrl.front().first <= now) {
+            out = std::move(op.ctrl.front().second);
+            op.ctrl.pop_front();
+            ++op.ps.tx_frames;
+            op.ps.tx_bytes += out.data.size();
+            return true;
+        }
+        retry_at = op.ctrl.front().first;
+    }
+    uint8_t eligible = 0;
     for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
         if (op.q[k].empty() || ((paused >> k) & 1)) {
             continue;
