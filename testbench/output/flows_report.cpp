@@ -24,9 +24,11 @@ double rank(std::vector<double> v, double p) {
 
 // Size buckets of the DCTCP / HPCC FCT plots (upper bounds, bytes).
 const std::vector<std::pair<uint64_t, const char*>>& buckets() {
-    static const std::vector<std::pair<uint64_t, const char*>> b = {
-        {10000, "<=10KB"}, {100000, "10KB-100KB"}, {1000000, "100KB-1MB"},
-        {10000000, "1MB-10MB"}, {~uint64_t{0}, ">10MB"}};
+    static const std::vector<std::pair<uint64_t, const char*>> b = {{10000, "<=10KB"},
+                                                                    {100000, "10KB-100KB"},
+                                                                    {1000000, "100KB-1MB"},
+                                                                    {10000000, "1MB-10MB"},
+                                                                    {~uint64_t{0}, ">10MB"}};
     return b;
 }
 
@@ -79,11 +81,11 @@ std::string make_flows_csv(const scenario::scenario_config& cfg, const scenario:
         const auto& f = r.flows[i];
         const double ideal = ideal_fct_ns(cfg, f);
         const bool timed = f.complete && f.start_ns >= 0;
-        s += fmt::format("{},{},{},{},{},{},{:.0f},{:.0f},{},{:.0f},{},{}\n", i, f.src, f.dst,
-                         to_string(cfg.workload.op), f.bytes, f.messages, f.start_ns, f.end_ns,
-                         timed ? fmt::format("{:.0f}", f.fct_ns()) : "",
-                         ideal, timed ? fmt::format("{:.4f}", f.fct_ns() / ideal) : "",
-                         f.complete ? 1 : 0);
+        s +=
+            fmt::format("{},{},{},{},{},{},{:.0f},{:.0f},{},{:.0f},{},{}\n", i, f.src, f.dst,
+                        to_string(cfg.workload.op), f.bytes, f.messages, f.start_ns, f.end_ns,
+                        timed ? fmt::format("{:.0f}", f.fct_ns()) : "", ideal,
+                        timed ? fmt::format("{:.4f}", f.fct_ns() / ideal) : "", f.complete ? 1 : 0);
     }
     return s;
 }

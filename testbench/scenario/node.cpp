@@ -33,8 +33,7 @@ node::node(sc_core::sc_module_name name, size_t index, const scenario_config& cf
     , m_host_cfg(host_of(cfg, cfg.topology.nodes[index]))
     , memory("memory", sc_core::sc_time(cfg.host.memory_latency_ns, sc_core::SC_NS))
     , pcie("pcie", cfg.rnic.pcie, "", ctx)
-    , nic("nic", cfg.rnic, identity_of(index, cfg.topology.nodes[index]), link,
-          side, ctx)
+    , nic("nic", cfg.rnic, identity_of(index, cfg.topology.nodes[index]), link, side, ctx)
     , host("host", m_host_cfg, memory, pcie, ctx)  // binds host.mmio_out -> pcie.host_mmio_in
     , m_index(index) {
     nic.dma_out().bind(pcie.dev_dma_in);

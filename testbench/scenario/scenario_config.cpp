@@ -81,8 +81,9 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
     if (const nlohmann::json* v = r.raw("pairs"); v != nullptr) {
         w.pairs.clear();
         if (!v->is_array() || v->empty()) {
-            r.error("pairs", config::describe(*v) + " is not a non-empty array of [source, "
-                             "destination] node pairs");
+            r.error("pairs", config::describe(*v) +
+                                 " is not a non-empty array of [source, "
+                                 "destination] node pairs");
         } else {
             for (size_t i = 0; i < v->size(); ++i) {
                 const nlohmann::json& e = (*v)[i];

@@ -92,12 +92,18 @@ constexpr uint32_t MAX_NODES = 65536;
 constexpr uint32_t MAX_SWITCHES = 4096;
 constexpr uint32_t MAX_PORTS = 4096;
 
-uint32_t mask_of(uint32_t len) { return len == 0 ? 0 : ~uint32_t{0} << (32 - len); }
+uint32_t mask_of(uint32_t len) {
+    return len == 0 ? 0 : ~uint32_t{0} << (32 - len);
+}
 
 std::array<uint8_t, 6> node_mac(size_t index) {
     const auto v = static_cast<uint32_t>(index + 1);
-    return {0x02, 0x00, static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
-            static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
+    return {0x02,
+            0x00,
+            static_cast<uint8_t>(v >> 24),
+            static_cast<uint8_t>(v >> 16),
+            static_cast<uint8_t>(v >> 8),
+            static_cast<uint8_t>(v)};
 }
 
 std::array<uint8_t, 6> switch_port_mac(uint32_t sw, uint32_t port) {
@@ -170,7 +176,9 @@ struct generated {
 std::string end(const std::string& name, uint32_t port) {
     return name + ":" + std::to_string(port);
 }
-std::string node_end(uint32_t i) { return "node" + std::to_string(i); }
+std::string node_end(uint32_t i) {
+    return "node" + std::to_string(i);
+}
 
 void add_switch(generated& g, const std::string& name, uint32_t ports, double max_rate) {
     g.switches.push_back({{"name", name}, {"ports", ports}, {"max_rate_gbps", max_rate}});
@@ -211,8 +219,8 @@ generated gen_leaf_spine(config::reader r) {
     r.get("max_rate_gbps", max_rate, 1.0, 1600.0);
     generated g;
     if (uint64_t{leaves} * hosts > MAX_NODES) {
-        r.error("hosts_per_leaf", fmt::format("{} leaves x {} hosts exceed {} nodes", leaves,
-                                              hosts, MAX_NODES));
+        r.error("hosts_per_leaf",
+                fmt::format("{} leaves x {} hosts exceed {} nodes", leaves, hosts, MAX_NODES));
     } else if (hosts + uint64_t{spines} * uplinks > MAX_PORTS ||
                uint64_t{leaves} * uplinks > MAX_PORTS) {
         r.error("uplinks", fmt::format("a leaf or spine would have more than {} ports", MAX_PORTS));
@@ -393,8 +401,7 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
         const uint32_t prefix = first & mask_of(len);
         bool aggregate = true;
         for (uint32_t n = 0; n < t.nodes.size() && aggregate; ++n) {
-            const bool on_leaf =
-                std::binary_search(hosts[leaf].begin(), hosts[leaf].end(), n);
+            const bool on_leaf = std::binary_search(hosts[leaf].begin(), hosts[leaf].end(), n);
             aggregate = on_leaf || (t.nodes[n].ip & mask_of(len)) != prefix;
         }
         // Every other switch: the ports one hop closer to the leaf.
@@ -487,9 +494,9 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
             }
         }
         if (nodes == nullptr || !nodes->is_array() || nodes->empty()) {
-            r.error("nodes", nodes == nullptr ? std::string("missing: the explicit form lists its nodes")
-                                              : config::describe(*nodes) +
-                                                    " is not a non-empty array of nodes");
+            r.error("nodes", nodes == nullptr
+                                 ? std::string("missing: the explicit form lists its nodes")
+                                 : config::describe(*nodes) + " is not a non-empty array of nodes");
             r.finish();
             return t;
         }
@@ -604,9 +611,10 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
             const std::string path = "links." + std::to_string(i) + "." + key;
             const nlohmann::json* v = e.contains(key) ? &e[key] : nullptr;
             if (v == nullptr || !v->is_string()) {
-                r.error(path, v == nullptr ? std::string("missing: \"node<i>\" or \"<switch>:<port>\"")
-                                           : config::describe(*v) +
-                                                 " is not an end like \"node3\" or \"leaf0:5\"");
+                r.error(path, v == nullptr
+                                  ? std::string("missing: \"node<i>\" or \"<switch>:<port>\"")
+                                  : config::describe(*v) +
+                                        " is not an end like \"node3\" or \"leaf0:5\"");
                 ends_ok = false;
                 continue;
             }
@@ -656,8 +664,8 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
                 }
                 const switch_desc& sw = t.switches[it->second];
                 if (port >= sw.ports) {
-                    r.error(path, fmt::format("\"{}\": {} has ports 0..{}", text, name,
-                                              sw.ports - 1));
+                    r.error(path,
+                            fmt::format("\"{}\": {} has ports 0..{}", text, name, sw.ports - 1));
                     ends_ok = false;
                     continue;
                 }
@@ -819,9 +827,9 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
                                 it->second));
         }
         if (auto [it, fresh] = ips.emplace(t.nodes[i].ip, i); !fresh) {
-            r.error("nodes." + std::to_string(i) + ".ip",
-                    fmt::format("\"{}\" is also node {}'s IP", format_ipv4(t.nodes[i].ip),
-                                it->second));
+            r.error(
+                "nodes." + std::to_string(i) + ".ip",
+                fmt::format("\"{}\" is also node {}'s IP", format_ipv4(t.nodes[i].ip), it->second));
         }
     }
 
@@ -855,7 +863,8 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         nlohmann::json ns = nlohmann::json::array();
         for (uint32_t i = 0; i < node_count; ++i) {
             const node_config& n = t.nodes[i];
-            nlohmann::json e = {{"mac", format_mac(n.mac)}, {"ip", format_ipv4(n.ip)}, {"mtu", n.mtu}};
+            nlohmann::json e = {
+                {"mac", format_mac(n.mac)}, {"ip", format_ipv4(n.ip)}, {"mtu", n.mtu}};
             if (n.prefix_length) {
                 e["prefix_length"] = *n.prefix_length;
             }
@@ -866,7 +875,8 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         }
         nlohmann::json ss = nlohmann::json::array();
         for (const auto& s : t.switches) {
-            ss.push_back({{"name", s.name}, {"ports", s.ports}, {"max_rate_gbps", s.max_rate_gbps}});
+            ss.push_back(
+                {{"name", s.name}, {"ports", s.ports}, {"max_rate_gbps", s.max_rate_gbps}});
         }
         eff["nodes"] = std::move(ns);
         eff["switches"] = std::move(ss);

@@ -321,9 +321,9 @@ void workload::setup_node(node_state& ns) {
     for (role* r : ns.roles) {
         async_call c;
         NDK_CQ* cq = nullptr;
-        const NTSTATUS st = ns.adapter->Dispatch->NdkCreateCq(
-            ns.adapter, r->cq_depth, on_cq_notification, r, nullptr, async_call::on_create, &c,
-            &cq);
+        const NTSTATUS st =
+            ns.adapter->Dispatch->NdkCreateCq(ns.adapter, r->cq_depth, on_cq_notification, r,
+                                              nullptr, async_call::on_create, &c, &cq);
         check(ns, c.wait(st), "NdkCreateCq");
         r->cq = created(st, cq, c);
     }
@@ -600,8 +600,8 @@ void workload::post_message(role& r, uint32_t q, uint64_t i) {
     }
     if (st != STATUS_SUCCESS) {
         // No completion will come for it (ndkpi.md 6): stop this QP where it is.
-        record_failure(fmt::format("node{}: QP {} message {}: post returned 0x{:08x}",
-                                   r.ns->index, q, i, static_cast<uint32_t>(st)));
+        record_failure(fmt::format("node{}: QP {} message {}: post returned 0x{:08x}", r.ns->index,
+                                   q, i, static_cast<uint32_t>(st)));
         stop_posting(f, q, i);
         return;
     }
@@ -634,11 +634,10 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
     const bool ok = res.Status == STATUS_SUCCESS;
     if (!ok) {
         ++c.error_completions;
-        record_failure(
-            fmt::format("node{}: QP {} request {}: completion status 0x{:08x} "
-                        "(provider error {})",
-                        ns.index, q, idx, static_cast<uint32_t>(res.Status),
-                        res.ProviderErrorCode));
+        record_failure(fmt::format(
+            "node{}: QP {} request {}: completion status 0x{:08x} "
+            "(provider error {})",
+            ns.index, q, idx, static_cast<uint32_t>(res.Status), res.ProviderErrorCode));
     }
 
     if (r.initiator) {
@@ -965,8 +964,8 @@ void workload::finish(run_result& r) {
             r.failures.push_back(fmt::format(
                 "workload did not finish (time limit {} ms): node{} completed {} of {} messages, "
                 "node{} received {}",
-                m_w.time_limit_ms, m_flows[0].spec.src, completed, m_total_all,
-                m_flows[0].spec.dst, received));
+                m_w.time_limit_ms, m_flows[0].spec.src, completed, m_total_all, m_flows[0].spec.dst,
+                received));
         } else {
             uint64_t unfinished = 0;
             for (const flow& f : m_flows) {

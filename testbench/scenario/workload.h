@@ -139,11 +139,11 @@ private:
         role init;
         role target;
         // Shape of the rings.
-        uint64_t stride = 0;          // bytes between slots (message_bytes, 64 B aligned)
-        uint64_t slots = 0;           // message buffers per QP on each side
-        uint64_t region_bytes = 0;    // qps x slots x stride: one ring of every QP
-        uint32_t regions = 1;         // the target's regions (3 for "mixed")
-        std::vector<uint64_t> per_qp; // messages of each QP
+        uint64_t stride = 0;           // bytes between slots (message_bytes, 64 B aligned)
+        uint64_t slots = 0;            // message buffers per QP on each side
+        uint64_t region_bytes = 0;     // qps x slots x stride: one ring of every QP
+        uint32_t regions = 1;          // the target's regions (3 for "mixed")
+        std::vector<uint64_t> per_qp;  // messages of each QP
         uint64_t total = 0;
         // Initiator progress, per QP.
         std::vector<remote_ring> remote;
@@ -236,7 +236,7 @@ private:
     const scenario_config& m_cfg;
     const workload_config& m_w;
     std::vector<flow_spec> m_flow_specs;
-    std::deque<flow> m_flows;  // stable addresses (roles point into them)
+    std::deque<flow> m_flows;                          // stable addresses (roles point into them)
     std::vector<std::unique_ptr<node_state>> m_nodes;  // null for nodes without roles
     uint32_t m_nodes_left = 0;
     uint64_t m_total_all = 0;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,19 +26,20 @@ namespace {
 
 using nlohmann::json;
 using rnic::scenario::run_result;
+using namespace rnic::outputs_test;
 
 // --- Wire bytes of a RoCEv2 packet besides its payload (IBA annex A17, IEEE 802.3) ---
 constexpr uint64_t PER_PACKET = 8 /*preamble+SFD*/ + 14 /*Ethernet*/ + 20 /*IPv4*/ + 8 /*UDP*/ +
                                 12 /*BTH*/ + 4 /*ICRC*/ + 4 /*FCS*/ + 12 /*IFG*/;  // 82 B
-constexpr uint64_t RETH = 16;                                                   // WRITE, first
+constexpr uint64_t RETH = 16;                                                      // WRITE, first
 constexpr uint64_t MTU = 1024;
 constexpr double RATE_GBPS = 100;
 constexpr double PROPAGATION_NS = 100;
 constexpr double PIPELINE_NS = 400;  // the switch default (tlm/switch/README.md)
 
 json writes(uint64_t messages, uint64_t bytes = 65536) {
-    return {{"operation", "write"}, {"message_bytes", bytes}, {"messages", messages},
-            {"qps", 1},             {"queue_depth", 16},      {"time_limit_ms", 1000}};
+    return {{"operation", "write"}, {"message_bytes", bytes}, {"messages", messages}, {"qps", 1},
+            {"queue_depth", 16},    {"time_limit_ms", 1000}};
 }
 
 json scenario(const json& topology_shape, const json& workload, const json& sw = json::object()) {
@@ -150,8 +152,15 @@ TEST(FabricIncast, LosslessEightToOne) {
         start = std::min(start, f.start_ns);
         end = std::max(end, f.end_ns);
     }
+    // The switch keeps the downlink busy whenever node 0 lets it send: node 0's own NIC pauses
+    // it (receive FIFO XOFF) for about 1.5% of the run when 8 QPs write into it at line rate,
+    // which is the receiver's doing, not the switch's.
     const double busy_ns = counter(r, "link0.dir1", "busy_ps") / 1000.0;
-    EXPECT_GE(busy_ns / (end - start), 0.99) << busy_ns << " ns busy of " << end - start;
+    const double paused_ns = counter(r, "link0.dir1", "pfc_pause_ps") / 1000.0;
+    EXPECT_GE(busy_ns / (end - start - paused_ns), 0.99)
+        << busy_ns << " ns busy of " << end - start << " ns, " << paused_ns
+        << " ns paused by the receiver";
+    EXPECT_LE(paused_ns / (end - start), 0.05) << "the receiver paused its downlink too long";
     // Every ingress queue stayed within XOFF + headroom; every sender was paused.
     for (uint32_t p = 0; p < 9; ++p) {
         const std::string q = "sw0.port" + std::to_string(p) + ".q0";
@@ -224,6 +233,89 @@ TEST(FabricEcmp, PermutationSpreadsOverSpinesAndTheSeedChangesPaths) {
         total_b += v;
     }
     EXPECT_NEAR(total_b, total, total * 0.02);  // same traffic, other paths
+}
+
+// Pause propagation (configs/fabric/pause_propagation.json): a 4:1 incast to node 16 (leaf 4)
+// from one node of each of leaves 0..3, and a victim flow node 1 -> node 13 (leaf 0 -> leaf 3)
+// that shares leaf0's uplink (link20: leaf0 port 4 -> spine0 port 0, direction 0) with the
+// incast but not its receiver. Run through the CLI, lossless then lossy.
+struct pp_run {
+    json stats;
+    std::vector<std::vector<std::string>> flows;  // flows.csv rows
+};
+
+pp_run pause_propagation(const scratch& s, const std::string& name, bool lossless) {
+    const std::string out = s.dir + "/" + name;
+    std::vector<std::string> args = {"run", source_dir() + "/configs/fabric/pause_propagation.json",
+                                     "--out", out};
+    if (!lossless) {
+        args.insert(args.end(), {"--set",
+                                 "topology.switch.lossless=[false,false,false,false,"
+                                 "false,false,false,false]",
+                                 "--set", "topology.switch.buffer_bytes=2097152"});
+    }
+    const auto res = rnicsim(s, args);
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    pp_run r;
+    r.stats = json::parse(read_file(out + "/stats.json"));
+    std::stringstream csv(read_file(out + "/flows.csv"));
+    std::string line;
+    std::getline(csv, line);  // header
+    while (std::getline(csv, line)) {
+        std::vector<std::string> cells;
+        std::stringstream ls(line);
+        std::string c;
+        while (std::getline(ls, c, ',')) {
+            cells.push_back(c);
+        }
+        r.flows.push_back(cells);
+    }
+    return r;
+}
+
+double blocks_sum(const json& stats, const std::string& prefix, const std::string& name,
+                  bool queues) {
+    double v = 0;
+    for (auto it = stats["blocks"].begin(); it != stats["blocks"].end(); ++it) {
+        const bool q = it.key().find(".q") != std::string::npos;
+        if (it.key().rfind(prefix, 0) == 0 && q == queues && it.value().contains(name)) {
+            v += it.value()[name].get<double>();
+        }
+    }
+    return v;
+}
+
+TEST(FabricPfc, PausePropagatesToAVictimAndNotWhenLossy) {
+    scratch s;
+    const pp_run on = pause_propagation(s, "lossless", true);
+    const pp_run off = pause_propagation(s, "lossy", false);
+    ASSERT_EQ(on.flows.size(), 5u);
+    ASSERT_EQ(off.flows.size(), 5u);
+    const auto& victim_on = on.flows[4];
+    const auto& victim_off = off.flows[4];
+    ASSERT_EQ(victim_on[1], "1");
+    ASSERT_EQ(victim_on[2], "13");
+    // Lossless: the spine pauses leaf0's uplink, which the victim shares.
+    const double uplink_paused = on.stats["blocks"]["link20.dir0"]["pfc_pause_ps"].get<double>();
+    EXPECT_GT(uplink_paused, 0);
+    EXPECT_EQ(blocks_sum(on.stats, "spine0.port", "drops", true), 0);
+    EXPECT_EQ(blocks_sum(on.stats, "leaf", "drops", true), 0);
+    // ... and the victim loses throughput: its FCT is well above the lossy run's.
+    const double fct_on = std::stod(victim_on[8]);
+    const double fct_off = std::stod(victim_off[8]);
+    EXPECT_GT(fct_on, 1.5 * fct_off)
+        << "victim FCT " << fct_on << " ns lossless, " << fct_off << " ns lossy";
+    // Lossy: no switch sends a pause, the incast drops instead, go-back-N recovers all of it.
+    EXPECT_EQ(blocks_sum(off.stats, "spine0.port", "pause_frames_sent", false) +
+                  blocks_sum(off.stats, "leaf", "pause_frames_sent", false),
+              0);
+    EXPECT_EQ(off.stats["blocks"]["link20.dir0"]["pfc_pause_ps"].get<double>(), 0);
+    EXPECT_GT(blocks_sum(off.stats, "spine0.port", "drops", true), 0);
+    EXPECT_EQ(off.stats["result"]["passed"], true);
+    EXPECT_EQ(off.stats["integrity"]["mismatches"], 0);
+    for (const auto& f : off.flows) {
+        EXPECT_EQ(f.back(), "1") << "flow " << f[0] << " incomplete";
+    }
 }
 
 }  // namespace

@@ -46,7 +46,9 @@ uint32_t ip(int a, int b, int c, int d) {
     return (uint32_t(a) << 24) | (uint32_t(b) << 16) | (uint32_t(c) << 8) | uint32_t(d);
 }
 
-json topo(const json& t) { return {{"topology", t}}; }
+json topo(const json& t) {
+    return {{"topology", t}};
+}
 
 TEST(Topology, BackToBackIsTodaysFormUnchanged) {
     const scenario_config c = parse_scenario(json::object());
@@ -64,7 +66,8 @@ TEST(Topology, BackToBackIsTodaysFormUnchanged) {
         keys.push_back(it.key());
     }
     EXPECT_EQ(keys, (std::vector<std::string>{"link", "nodes"}));
-    EXPECT_EQ(t["nodes"][1], (json{{"ip", "10.0.0.2"}, {"mac", "02:00:00:00:00:02"}, {"mtu", 1024}}));
+    EXPECT_EQ(t["nodes"][1],
+              (json{{"ip", "10.0.0.2"}, {"mac", "02:00:00:00:00:02"}, {"mtu", 1024}}));
     // No gateway: the host's own IPv4 config applies.
     EXPECT_FALSE(c.topology.nodes[0].gateway.has_value());
 }
@@ -135,7 +138,7 @@ TEST(Topology, LeafSpineEcmpRoutes) {
 TEST(Topology, FatTreeShapeAndHops) {
     const scenario_config c = parse_scenario(topo({{"fat_tree", {{"k", 4}}}}));
     const auto& t = c.topology;
-    EXPECT_EQ(t.nodes.size(), 16u);          // k^3/4
+    EXPECT_EQ(t.nodes.size(), 16u);              // k^3/4
     EXPECT_EQ(t.switches.size(), 8u + 8u + 4u);  // edges, aggregations, (k/2)^2 cores
     EXPECT_EQ(t.links.size(), 16u + 16u + 16u);
     EXPECT_EQ(t.hops(0, 1), 1u);   // same edge
@@ -161,8 +164,9 @@ TEST(Topology, ExpansionIsTheExplicitFormAndParsesToItself) {
     EXPECT_EQ(t["nodes"][2]["gateway"], "10.0.1.0");
     EXPECT_EQ(t["nodes"][2]["prefix_length"], 31);
     EXPECT_EQ(t["switches"][2]["name"], "spine0");
-    EXPECT_EQ(t["links"][0], (json{{"a", "node0"}, {"b", "leaf0:0"}, {"rate_gbps", 25.0},
-                                   {"propagation_ns", 50.0}}));
+    EXPECT_EQ(
+        t["links"][0],
+        (json{{"a", "node0"}, {"b", "leaf0:0"}, {"rate_gbps", 25.0}, {"propagation_ns", 50.0}}));
     const scenario_config again = parse_scenario(c.effective);
     EXPECT_EQ(again.effective, c.effective);
     EXPECT_EQ(again.topology.form, "explicit");
@@ -171,9 +175,10 @@ TEST(Topology, ExpansionIsTheExplicitFormAndParsesToItself) {
 
 TEST(Topology, ExplicitFormWithGivenAddressesAndPerLinkRates) {
     const json t = {
-        {"nodes", json::array({{{"ip", "192.168.0.1"}, {"gateway", "192.168.0.254"},
-                                {"prefix_length", 24}},
-                               json::object(), json::object()})},
+        {"nodes",
+         json::array({{{"ip", "192.168.0.1"}, {"gateway", "192.168.0.254"}, {"prefix_length", 24}},
+                      json::object(),
+                      json::object()})},
         {"switches", json::array({{{"name", "tor"}, {"ports", 3}, {"max_rate_gbps", 200}}})},
         {"links", json::array({{{"a", "node0"}, {"b", "tor:2"}, {"rate_gbps", 200}},
                                {{"a", "tor:0"}, {"b", "node1:0"}},
@@ -196,35 +201,36 @@ TEST(Topology, ErrorsNameTheirJsonPath) {
                      {"switches", json::array({{{"name", "s"}, {"ports", 2}}})},
                      {"links", std::move(links)}});
     };
-    EXPECT_EQ(error_of(star_with(json::array({{{"a", "node0"}, {"b", "s:0"}},
-                                              {{"a", "node1"}, {"b", "s:2"}}}))),
+    EXPECT_EQ(error_of(star_with(
+                  json::array({{{"a", "node0"}, {"b", "s:0"}}, {{"a", "node1"}, {"b", "s:2"}}}))),
               "topology.links.1.b: \"s:2\": s has ports 0..1");
-    EXPECT_EQ(error_of(star_with(json::array({{{"a", "node0"}, {"b", "s:0"}},
-                                              {{"a", "node1"}, {"b", "s:0"}}}))),
+    EXPECT_EQ(error_of(star_with(
+                  json::array({{{"a", "node0"}, {"b", "s:0"}}, {{"a", "node1"}, {"b", "s:0"}}}))),
               "topology.links.1.b: \"s:0\" is already cabled by topology.links.0");
-    EXPECT_EQ(error_of(star_with(json::array({{{"a", "node0"}, {"b", "s:0"}},
-                                              {{"a", "node1"}, {"b", "t:1"}}}))),
+    EXPECT_EQ(error_of(star_with(
+                  json::array({{{"a", "node0"}, {"b", "s:0"}}, {{"a", "node1"}, {"b", "t:1"}}}))),
               "topology.links.1.b: \"t:1\": no node or switch is named t");
-    EXPECT_EQ(error_of(star_with(json::array({{{"a", "node0"}, {"b", "s:0"}},
-                                              {{"a", "node7"}, {"b", "s:1"}}}))),
+    EXPECT_EQ(error_of(star_with(
+                  json::array({{{"a", "node0"}, {"b", "s:0"}}, {{"a", "node7"}, {"b", "s:1"}}}))),
               "topology.links.1.a: \"node7\": there is no node7 (topology.nodes has 2)");
-    EXPECT_EQ(error_of(star_with(json::array({{{"a", "node0"}, {"b", "s:0"}},
-                                              {{"a", "node1"}, {"b", "s:1"}, {"rate_gbps", 800}}}))),
-              "topology.links.1.rate_gbps: 800 exceeds the port rate of s (400 Gb/s, "
-              "topology.switches.0.max_rate_gbps)");
+    EXPECT_EQ(
+        error_of(star_with(json::array(
+            {{{"a", "node0"}, {"b", "s:0"}}, {{"a", "node1"}, {"b", "s:1"}, {"rate_gbps", 800}}}))),
+        "topology.links.1.rate_gbps: 800 exceeds the port rate of s (400 Gb/s, "
+        "topology.switches.0.max_rate_gbps)");
     // A node on no link, and a switch port on no link.
-    const json lonely = topo({{"nodes", json::array({json::object(), json::object(), json::object()})},
-                              {"switches", json::array({{{"name", "s"}, {"ports", 2}}})},
-                              {"links", json::array({{{"a", "node0"}, {"b", "s:0"}},
-                                                     {{"a", "node1"}, {"b", "s:1"}}})}});
+    const json lonely = topo(
+        {{"nodes", json::array({json::object(), json::object(), json::object()})},
+         {"switches", json::array({{{"name", "s"}, {"ports", 2}}})},
+         {"links", json::array({{{"a", "node0"}, {"b", "s:0"}}, {{"a", "node1"}, {"b", "s:1"}}})}});
     EXPECT_EQ(error_of(lonely), "topology.nodes.2: node2 is cabled to no link (topology.links)");
     // Two islands: nodes 2 and 3 cabled to each other only.
-    const json islands = topo({{"nodes", json::array({json::object(), json::object(),
-                                                      json::object(), json::object()})},
-                               {"switches", json::array({{{"name", "s"}, {"ports", 2}}})},
-                               {"links", json::array({{{"a", "node0"}, {"b", "s:0"}},
-                                                      {{"a", "node1"}, {"b", "s:1"}},
-                                                      {{"a", "node2"}, {"b", "node3"}}})}});
+    const json islands = topo(
+        {{"nodes", json::array({json::object(), json::object(), json::object(), json::object()})},
+         {"switches", json::array({{{"name", "s"}, {"ports", 2}}})},
+         {"links", json::array({{{"a", "node0"}, {"b", "s:0"}},
+                                {{"a", "node1"}, {"b", "s:1"}},
+                                {{"a", "node2"}, {"b", "node3"}}})}});
     const auto errs = errors_of(islands);
     ASSERT_EQ(errs.size(), 2u);
     EXPECT_EQ(errs[0], "topology.nodes.2: node2 has no path to node0 through topology.links");
@@ -239,8 +245,8 @@ TEST(Topology, ErrorsNameTheirJsonPath) {
     EXPECT_EQ(error_of(topo({{"nodes", json::array({json::object()})}})),
               "topology.nodes: 1 nodes given: back to back joins exactly 2 (give topology.links "
               "or a generator for more)");
-    EXPECT_EQ(error_of(topo({{"star", {{"hosts", 2}}},
-                             {"nodes", json::array({{{"gateway", "10.0.0.9"}}})}})),
+    EXPECT_EQ(error_of(topo(
+                  {{"star", {{"hosts", 2}}}, {"nodes", json::array({{{"gateway", "10.0.0.9"}}})}})),
               "topology.nodes.0.gateway: \"10.0.0.9\" is not another address in node0's subnet "
               "10.0.0.0/31");
     EXPECT_EQ(error_of(topo({{"star", {{"hosts", 2}}}, {"switch", {{"bogus", 1}}}})),
@@ -260,8 +266,8 @@ TEST(Topology, OverridesOfGeneratedNodes) {
 
 TEST(Flows, Patterns) {
     auto flows = [](const json& w, uint32_t hosts) {
-        return flows_of(parse_scenario({{"topology", {{"star", {{"hosts", hosts}}}}},
-                                        {"workload", w}}));
+        return flows_of(
+            parse_scenario({{"topology", {{"star", {{"hosts", hosts}}}}}, {"workload", w}}));
     };
     // Today's default: one flow, node 0 to node 1.
     const auto pairs = flows_of(parse_scenario(json::object()));
