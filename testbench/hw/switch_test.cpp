@@ -218,6 +218,11 @@ TEST(EthSwitch, ForwardsWithRewriteAndStoreAndForwardLatency) {
     EXPECT_EQ(st["sw.port1.q0"]["frames"], 1);
     EXPECT_EQ(st["sw.port1.q0"]["bytes"], f.data.size());
     EXPECT_EQ(st["sw.port0"]["rx_bytes"], f.data.size());
+    // The frame sat in the egress queue for exactly the pipeline: average = bytes x 400 ns / run.
+    const double run_ps = sc_core::sc_time_stamp().to_seconds() * 1e12;
+    EXPECT_NEAR(s.sw->average_occupancy(1, 0) * run_ps, static_cast<double>(f.data.size()) * 400e3,
+                1.0);
+    EXPECT_EQ(s.sw->queue(1, 0).peak_bytes, f.data.size());
 }
 
 // Cut-through at equal rates: the egress starts pipeline_ns after the first 64 bytes are in.
@@ -691,8 +696,8 @@ TEST(EthSwitch, PausesPropagateHopByHop) {
     std::vector<std::unique_ptr<eth_link>> links;
     std::vector<std::unique_ptr<host>> hosts;
     for (uint32_t i = 0; i < 5; ++i) {
-        links.push_back(std::make_unique<eth_link>(("h" + std::to_string(i)).c_str(), host_link,
-                                                   ctx));
+        links.push_back(
+            std::make_unique<eth_link>(("h" + std::to_string(i)).c_str(), host_link, ctx));
         hosts.push_back(std::make_unique<host>());
         links[i]->attach(0, hosts[i].get());
         links[i]->set_mac(0, host_mac(i));
@@ -756,4 +761,29 @@ TEST(EthSwitch, IdleSwitchSchedulesNothing) {
     EXPECT_EQ(sc_core::sc_time_stamp(), sc_core::SC_ZERO_TIME);
     EXPECT_FALSE(sc_core::sc_pending_activity());
     EXPECT_LE(sc_core::sc_delta_count(), 2u);
+}
+
+// A lossless headroom too small for the cable is not silent: the frames beyond XOFF + headroom
+// are dropped and counted on their ingress queue.
+TEST(EthSwitch, LosslessHeadroomOverflowIsCounted) {
+    switch_config cfg;
+    cfg.xoff_bytes = 16384;
+    cfg.xon_bytes = 8192;
+    cfg.headroom_bytes = 1200;  // about one frame; 12.5 kB are in flight each way
+    eth_link_config lc;
+    lc.propagation_ns = 1000;
+    star s(cfg, 3, {lc});
+    for (uint32_t i = 1; i <= 2; ++i) {
+        std::vector<eth_frame> fs;
+        for (uint32_t k = 0; k < 100; ++k) {
+            fs.push_back(roce_frame(i, 0, 1024, i * 1000 + k));
+        }
+        s.send(i, std::move(fs));
+    }
+    sc_core::sc_start();
+    const uint64_t drops = s.sw->queue(1, 0).drops + s.sw->queue(2, 0).drops;
+    EXPECT_GT(drops, 0u);
+    EXPECT_EQ(drops, s.total_drops());
+    EXPECT_EQ(s.hosts[0]->frames.size() + drops, 200u);
+    EXPECT_LE(s.sw->queue(1, 0).ingress_peak_bytes, cfg.xoff_bytes + cfg.headroom_bytes);
 }
