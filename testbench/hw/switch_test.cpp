@@ -787,3 +787,36 @@ TEST(EthSwitch, LosslessHeadroomOverflowIsCounted) {
     EXPECT_EQ(s.hosts[0]->frames.size() + drops, 200u);
     EXPECT_LE(s.sw->queue(1, 0).ingress_peak_bytes, cfg.xoff_bytes + cfg.headroom_bytes);
 }
+
+// Dynamic XOFF: with xoff_alpha the ingress queues pause at reserved + alpha x the free shared
+// pool when that is below xoff_bytes, so an incast that the static threshold alone would let
+// fill the buffer pauses early: every ingress peak stays within that bound (taken at an empty
+// pool, its largest value) plus headroom, the buffer never fills, nothing is lost.
+TEST(EthSwitch, DynamicXoffPausesBeforeTheBufferFills) {
+    switch_config cfg;
+    cfg.buffer_bytes = 262144;
+    cfg.reserved_bytes = 1024;
+    cfg.xoff_bytes = 200000;  // static threshold alone: 4 x 200 kB would not fit
+    cfg.xon_bytes = 190000;
+    cfg.xoff_alpha = 0.125;
+    cfg.headroom_bytes = 24000;
+    const uint32_t senders = 4;
+    star s(cfg, senders + 1);
+    for (uint32_t i = 1; i <= senders; ++i) {
+        std::vector<eth_frame> fs;
+        for (uint32_t k = 0; k < 300; ++k) {
+            fs.push_back(roce_frame(i, 0, 1024, i * 1000 + k));
+        }
+        s.send(i, std::move(fs));
+    }
+    sc_core::sc_start();
+    EXPECT_EQ(s.hosts[0]->frames.size(), senders * 300u);
+    EXPECT_EQ(s.total_drops(), 0u);
+    const uint64_t shared = cfg.buffer_bytes - 5 * 8 * cfg.reserved_bytes;
+    const double bound = cfg.reserved_bytes + cfg.xoff_alpha * shared + cfg.headroom_bytes;
+    for (uint32_t i = 1; i <= senders; ++i) {
+        EXPECT_GT(s.sw->queue(i, 0).pauses_sent, 0u) << i;
+        EXPECT_LE(s.sw->queue(i, 0).ingress_peak_bytes, bound) << i;
+    }
+    EXPECT_LT(s.sw->buffer_peak(), cfg.buffer_bytes);
+}

@@ -109,6 +109,7 @@ switch_config parse_switch_config(config::reader r) {
     get_array(r, "lossless", c.lossless, false, true);
     r.get("xoff_bytes", c.xoff_bytes, uint64_t{0}, uint64_t{1} << 40);
     r.get("xon_bytes", c.xon_bytes, uint64_t{0}, uint64_t{1} << 40);
+    r.get("xoff_alpha", c.xoff_alpha, 0.0, 1024.0);
     r.get("headroom_bytes", c.headroom_bytes, uint64_t{0}, uint64_t{1} << 40);
     r.get("pause_quanta", c.pause_quanta, 1u, 0xFFFFu);
     get_array(r, "ecn", c.ecn, false, true);
@@ -535,11 +536,23 @@ void eth_switch::update_pfc(uint32_t in, uint32_t prio) {
     }
     port_state& ip = *m_ports[in];
     queue_stats& q = ip.qs[prio];
-    if (!q.xoff && q.ingress_bytes > m_cfg.xoff_bytes) {
+    // Static XOFF, or with xoff_alpha the dynamic one when lower: reserved + alpha x the free
+    // shared pool (a busy buffer pauses earlier); XON sits the same distance below either.
+    uint64_t xoff = m_cfg.xoff_bytes;
+    if (m_cfg.xoff_alpha > 0) {
+        const uint64_t free_shared =
+            m_shared_size > m_shared_used ? m_shared_size - m_shared_used : 0;
+        xoff = std::min<uint64_t>(
+            xoff, m_cfg.reserved_bytes +
+                      static_cast<uint64_t>(m_cfg.xoff_alpha * static_cast<double>(free_shared)));
+    }
+    const uint64_t gap = m_cfg.xoff_bytes - m_cfg.xon_bytes;
+    const uint64_t xon = xoff > gap ? xoff - gap : 0;
+    if (!q.xoff && q.ingress_bytes > xoff) {
         q.xoff = true;
         ++q.pauses_sent;
         ip.link->set_xoff(ip.side, static_cast<uint8_t>(1u << prio), true);
-    } else if (q.xoff && q.ingress_bytes <= m_cfg.xon_bytes) {
+    } else if (q.xoff && q.ingress_bytes <= xon) {
         q.xoff = false;
         ip.link->set_xoff(ip.side, static_cast<uint8_t>(1u << prio), false);
     }

@@ -43,10 +43,12 @@ struct switch_config {
     std::array<uint8_t, 64> dscp_to_priority{};
     // PFC, per priority: lossless priorities pause the upstream at XOFF; lossy ones tail-drop.
     std::array<bool, SWITCH_PRIORITIES> lossless{true, true, true, true, true, true, true, true};
-    uint64_t xoff_bytes = 65536;     // ingress queue (port, priority) above this: pause sent
-    uint64_t xon_bytes = 32768;      // ... at or below this again: resume (quanta 0) sent
-    uint64_t headroom_bytes = 0;     // per ingress queue beyond XOFF; 0: computed per port from
-                                     // its link (round trip + two maximum frames + pause frame)
+    uint64_t xoff_bytes = 65536;  // ingress queue (port, priority) above this: pause sent
+    uint64_t xon_bytes = 32768;   // ... at or below this again: resume (quanta 0) sent
+    double xoff_alpha = 0;        // > 0: XOFF at min(xoff_bytes, reserved_bytes + xoff_alpha x free
+                                  // shared pool); XON (xoff_bytes - xon_bytes) below it
+    uint64_t headroom_bytes = 0;  // per ingress queue beyond XOFF; 0: computed per port from
+                                  // its link (round trip + two maximum frames + pause frame)
     uint32_t pause_quanta = 0xFFFF;  // quanta in the XOFF frames (refreshed at half their time)
     // ECN: RED-style marking of ECT frames at egress enqueue, per priority.
     std::array<bool, SWITCH_PRIORITIES> ecn{};  // marking enabled
