@@ -129,6 +129,9 @@ const entry SIGNALS[] = {
 const entry FIFOS[] = {
     {"link.mac_tx0", "node 0's MAC transmit FIFO (frames waiting for the wire)"},
     {"link.mac_tx1", "node 1's MAC transmit FIFO (frames waiting for the wire)"},
+    {"*.mac_tx*",
+     "the MAC transmit FIFO of side d of a fabric link (a NIC's frames waiting for "
+     "the wire)"},
     {"node*.nic.doorbell.sq_ready", "QPs with WQEs to fetch, waiting for WQE fetch"},
     {"node*.nic.doorbell.cmd_doorbells", "command doorbells waiting for the command processor"},
     {"node*.nic.wqe_fetch.wqes", "fetched WQEs waiting for the transmit engine"},
