@@ -42,7 +42,8 @@ double ideal_fct_ns(const scenario::scenario_config& cfg, const scenario::flow_r
     const auto& t = cfg.topology;
     const auto& w = cfg.workload;
     const uint32_t mtu = std::min(t.nodes[f.src].mtu, t.nodes[f.dst].mtu);
-    const uint64_t len = w.message_bytes;
+    const uint64_t len = f.message_bytes;
+    const uint64_t messages = f.message_bytes > 0 ? f.bytes / f.message_bytes : 1;
     const uint64_t packets = std::max<uint64_t>(1, (len + mtu - 1) / mtu);
     const bool write = w.op == scenario::operation::WRITE;
     const bool read = w.op == scenario::operation::READ;
@@ -65,7 +66,7 @@ double ideal_fct_ns(const scenario::scenario_config& cfg, const scenario::flow_r
                                  t.links[t.node_link[f.dst]].cfg.rate_gbps);
     const double ns_per_byte = 8.0 / rate;
     const size_t switches = t.hops(f.src, f.dst);
-    const double serialize = static_cast<double>(message_wire * w.messages) * ns_per_byte;
+    const double serialize = static_cast<double>(message_wire * messages) * ns_per_byte;
     const double per_switch =
         t.sw.pipeline_ns + (t.sw.cut_through ? 0.0 : static_cast<double>(wire(0)) * ns_per_byte);
     const double propagation =

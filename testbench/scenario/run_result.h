@@ -24,8 +24,9 @@ struct flow_result {
     uint32_t dst = 0;
     uint64_t bytes = 0;     // messages x message_bytes the flow was to move
     uint64_t messages = 0;  // completed
-    double start_ns = -1;   // first post (-1: never connected)
-    double end_ns = -1;     // last completion reaped
+    uint64_t message_bytes = 0;
+    double start_ns = -1;  // first post (-1: never connected)
+    double end_ns = -1;    // last completion reaped
     bool complete = false;
     double fct_ns() const { return end_ns - start_ns; }
 };

@@ -56,21 +56,29 @@ const char* to_string(traffic_pattern p) {
             return "permutation";
         case traffic_pattern::ALL_TO_ALL:
             return "all_to_all";
+        case traffic_pattern::RING_ALLREDUCE:
+            return "ring_allreduce";
+        case traffic_pattern::FLOWS:
+            return "flows";
     }
     return "?";
 }
 
 namespace {
 
-workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size_t nodes) {
+workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size_t nodes,
+                               config::parse_context& ctx) {
     workload_config w;
     {
         std::string p = to_string(w.pattern);
-        r.get_one_of("pattern", p, {"pairs", "incast", "permutation", "all_to_all"});
-        w.pattern = p == "incast"        ? traffic_pattern::INCAST
-                    : p == "permutation" ? traffic_pattern::PERMUTATION
-                    : p == "all_to_all"  ? traffic_pattern::ALL_TO_ALL
-                                         : traffic_pattern::PAIRS;
+        r.get_one_of("pattern", p,
+                     {"pairs", "incast", "permutation", "all_to_all", "ring_allreduce", "flows"});
+        w.pattern = p == "incast"           ? traffic_pattern::INCAST
+                    : p == "permutation"    ? traffic_pattern::PERMUTATION
+                    : p == "all_to_all"     ? traffic_pattern::ALL_TO_ALL
+                    : p == "ring_allreduce" ? traffic_pattern::RING_ALLREDUCE
+                    : p == "flows"          ? traffic_pattern::FLOWS
+                                            : traffic_pattern::PAIRS;
     }
     const auto node_count = static_cast<uint32_t>(nodes);
     auto node_error = [&](const std::string& key, const nlohmann::json& v) {
@@ -127,7 +135,92 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
         r.error("senders", std::to_string(w.senders) + " senders need more than the " +
                                std::to_string(node_count) + " nodes of the topology");
     }
+    // workload.flows: [{"src", "dst", "bytes", "start_ns"}, ...].
+    nlohmann::json flows_eff = nlohmann::json::array();
+    if (const nlohmann::json* v = r.raw("flows"); v != nullptr) {
+        if (!v->is_array()) {
+            r.error("flows", config::describe(*v) + " is not an array of flows");
+        } else {
+            for (size_t i = 0; i < v->size(); ++i) {
+                config::reader fr((*v)[i], r.path_of("flows." + std::to_string(i)), ctx);
+                flow_entry e;
+                fr.get("src", e.src, 0u, ~0u);
+                fr.get("dst", e.dst, 0u, ~0u);
+                fr.get("bytes", e.bytes, uint64_t{0}, uint64_t{1} << 32);
+                fr.get("start_ns", e.start_ns, 0.0, 1e15);
+                for (const char* k : {"src", "dst", "bytes"}) {
+                    if (!fr.has(k)) {
+                        fr.error(k, "missing");
+                    }
+                }
+                fr.finish();
+                if (node_count > 0 && e.src >= node_count) {
+                    node_error("flows." + std::to_string(i) + ".src", e.src);
+                } else if (node_count > 0 && e.dst >= node_count) {
+                    node_error("flows." + std::to_string(i) + ".dst", e.dst);
+                } else if (e.src == e.dst) {
+                    r.error("flows." + std::to_string(i),
+                            "a node cannot be its own peer (loopback is not modelled)");
+                } else if (e.bytes > lim.max_message) {
+                    r.error("flows." + std::to_string(i) + ".bytes",
+                            std::to_string(e.bytes) + " exceeds rnic.limits.max_message " +
+                                std::to_string(lim.max_message));
+                }
+                w.flow_list.push_back(e);
+                flows_eff.push_back(
+                    {{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}, {"start_ns", e.start_ns}});
+            }
+        }
+    }
+    r.set_effective("flows", flows_eff);
+    r.get("cdf", w.cdf_file);
+    r.get("load", w.load, 0.001, 1.0);
+    r.get("duration_us", w.duration_us, 0.001, 1e9);
+    r.get("start_us", w.start_us, 0.0, 1e9);
+    if (w.pattern == traffic_pattern::FLOWS && w.flow_list.empty()) {
+        if (w.cdf_file.empty()) {
+            r.error("pattern", "\"flows\" needs workload.flows or workload.cdf");
+        } else {
+            std::ifstream in(w.cdf_file);
+            if (!in) {
+                r.error("cdf",
+                        "cannot open \"" + w.cdf_file + "\" (relative to the current folder)");
+            } else {
+                // "bytes percent" per line, both rising, the percent from 0 to 100.
+                std::string line;
+                size_t no = 0;
+                std::string bad;
+                while (std::getline(in, line) && bad.empty()) {
+                    ++no;
+                    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+                        continue;
+                    }
+                    std::istringstream ls(line);
+                    double x = 0;
+                    double y = 0;
+                    if (!(ls >> x >> y) || x < 0 || y < 0 || y > 100) {
+                        bad = "line " + std::to_string(no) + ": not \"bytes percent\"";
+                    } else if (!w.cdf.points.empty() && (x < w.cdf.points.back().first ||
+                                                         y / 100 < w.cdf.points.back().second)) {
+                        bad = "line " + std::to_string(no) + ": not rising";
+                    } else {
+                        w.cdf.points.emplace_back(x, y / 100);
+                    }
+                }
+                if (bad.empty() && (w.cdf.points.size() < 2 || w.cdf.points.back().second != 1.0)) {
+                    bad = "needs at least 2 points, the last at 100 percent";
+                }
+                if (bad.empty() && w.cdf.points.back().first > lim.max_message) {
+                    bad = "its largest flow exceeds rnic.limits.max_message";
+                }
+                if (!bad.empty()) {
+                    r.error("cdf", "\"" + w.cdf_file + "\": " + bad);
+                }
+            }
+        }
+    }
     if ((w.pattern == traffic_pattern::PERMUTATION || w.pattern == traffic_pattern::ALL_TO_ALL ||
+         w.pattern == traffic_pattern::RING_ALLREDUCE || w.pattern == traffic_pattern::FLOWS ||
          w.pattern == traffic_pattern::INCAST) &&
         node_count == 1) {
         r.error("pattern", "needs at least 2 nodes");
@@ -185,6 +278,11 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
     // Send-queue slots are only returned by signaled completions: a window of queue_depth
     // posted WRs must contain a signaled one.
     over("signal_every", w.signal_every, w.queue_depth, "workload.queue_depth");
+    if (w.pattern == traffic_pattern::RING_ALLREDUCE && w.op != operation::SEND) {
+        r.error("operation",
+                "ring_allreduce moves its steps by SEND (the receive completion "
+                "tells the next step it may start): use \"send\"");
+    }
     r.finish();
     return w;
 }
@@ -265,7 +363,8 @@ scenario_config parse_scenario(const nlohmann::json& j) {
     s.topology = parse_topology(root.child("topology"), ctx);
     s.rnic = hw::parse_nic_config(root.child("rnic"));
     s.host = ndk::parse_host_config(root.child("host"));
-    s.workload = parse_workload(root.child("workload"), s.rnic.limits, s.topology.nodes.size());
+    s.workload =
+        parse_workload(root.child("workload"), s.rnic.limits, s.topology.nodes.size(), ctx);
     s.outputs = parse_outputs(root.child("outputs"), s.rnic.limits, s.topology);
     for (size_t i = 0; i < s.topology.nodes.size(); ++i) {
         if (s.topology.nodes[i].mtu > s.rnic.limits.max_mtu) {

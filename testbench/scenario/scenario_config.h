@@ -30,7 +30,24 @@ struct operation_mix {
 };
 
 // workload.pattern: who talks to whom (flows.h).
-enum class traffic_pattern { PAIRS, INCAST, PERMUTATION, ALL_TO_ALL };
+enum class traffic_pattern { PAIRS, INCAST, PERMUTATION, ALL_TO_ALL, RING_ALLREDUCE, FLOWS };
+
+// A flow-size distribution (workload.cdf): (bytes, cumulative fraction) points, the fraction
+// from 0 to 1, interpolated linearly between points (the DCTCP / HPCC traffic generators'
+// convention; files list "bytes percent" per line, configs/cdf/).
+struct size_cdf {
+    std::vector<std::pair<double, double>> points;
+    double mean() const;
+    double draw(double u) const;  // u uniform in [0, 1)
+};
+
+// One entry of workload.flows: one message of `bytes` from src to dst, posted at start_ns.
+struct flow_entry {
+    uint32_t src = 0;
+    uint32_t dst = 1;
+    uint64_t bytes = 0;
+    double start_ns = 0;
+};
 const char* to_string(traffic_pattern p);
 
 struct workload_config {
@@ -39,6 +56,13 @@ struct workload_config {
     std::vector<std::pair<uint32_t, uint32_t>> pairs{{0, 1}};
     uint32_t receiver = 0;  // "incast": the node every sender writes to
     uint32_t senders = 0;   // "incast": how many senders (0: every other node)
+    // "flows": an explicit list, or arrivals drawn from a size distribution.
+    std::vector<flow_entry> flow_list;
+    std::string cdf_file;      // "bytes percent" lines (configs/cdf/web_search.txt)
+    size_cdf cdf;              // its points
+    double load = 0.3;         // of each source's link rate
+    double duration_us = 100;  // arrivals in [start_us, start_us + duration_us)
+    double start_us = 100;     // the QPs connect before
     // Each flow: the operation, `messages` of `message_bytes` over `qps` QP pairs.
     operation op = operation::WRITE;  // key "operation": "write" | "send" | "read" | "mixed"
     operation_mix mix;                // "mixed" only: relative weights, not all 0

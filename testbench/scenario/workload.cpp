@@ -101,7 +101,9 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
         f.w = m_w;
         f.w.seed = m_w.seed + fi;
         f.seed = f.w.seed;
-        f.total = m_w.messages;
+        f.w.message_bytes = f.spec.message_bytes;
+        f.w.messages = f.spec.messages;
+        f.total = f.spec.messages;
         f.per_qp.assign(qps, f.total / qps);
         for (uint64_t q = 0; q < f.total % qps; ++q) {
             ++f.per_qp[q];
@@ -110,7 +112,7 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
         // queue_depth never overwrites a message still in flight and leaves a WRITE's data
         // queue_depth messages to land before its target slot is checked and reused.
         f.slots = std::max<uint64_t>(1, std::min<uint64_t>(f.per_qp[0], 2ull * m_w.queue_depth));
-        f.stride = std::max<uint64_t>(64, (m_w.message_bytes + 63) / 64 * 64);
+        f.stride = std::max<uint64_t>(64, (f.w.message_bytes + 63) / 64 * 64);
         f.region_bytes = uint64_t{qps} * f.slots * f.stride;
         f.regions = mixed ? 3 : 1;
         f.remote.resize(qps);
@@ -243,9 +245,9 @@ void workload::fail(node_state& ns, const std::string& what) {
     throw setup_failed{};
 }
 
-void workload::check_bytes(uint64_t key, const uint8_t* p) {
-    const uint64_t bad = pattern_mismatches(key, p, m_w.message_bytes);
-    m_bytes_checked += m_w.message_bytes;
+void workload::check_bytes(uint64_t key, const uint8_t* p, uint64_t len) {
+    const uint64_t bad = pattern_mismatches(key, p, len);
+    m_bytes_checked += len;
     m_mismatches += bad;
 }
 
@@ -299,14 +301,14 @@ void workload::setup_node(node_state& ns) {
     for (const role* r : ns.roles) {
         const NDK_ADAPTER_INFO& i = ns.info;
         if (r->sq_depth > i.MaxInitiatorQueueDepth || r->rq_depth > i.MaxReceiveQueueDepth ||
-            r->cq_depth > i.MaxCqDepth || m_w.message_bytes > i.MaxTransferLength ||
+            r->cq_depth > i.MaxCqDepth || r->f->w.message_bytes > i.MaxTransferLength ||
             m_w.inline_threshold > i.MaxInlineDataSize) {
             fail(ns,
                  fmt::format("adapter limits (SQ {}, RQ {}, CQ {}, transfer {}, inline {}) do not "
                              "fit the workload (SQ {}, RQ {}, CQ {}, message {}, inline {})",
                              i.MaxInitiatorQueueDepth, i.MaxReceiveQueueDepth, i.MaxCqDepth,
                              i.MaxTransferLength, i.MaxInlineDataSize, r->sq_depth, r->rq_depth,
-                             r->cq_depth, m_w.message_bytes, m_w.inline_threshold));
+                             r->cq_depth, r->f->w.message_bytes, m_w.inline_threshold));
         }
     }
 
@@ -390,7 +392,7 @@ void workload::setup_node(node_state& ns) {
                 const uint32_t region = region_of(operation::READ);
                 for (uint64_t k = 0; k < f.slots; ++k) {
                     pattern_fill(pattern_key(f.seed, q, k), slot_ptr(*r, q, k, region),
-                                 m_w.message_bytes);
+                                 f.w.message_bytes);
                 }
             }
         }
@@ -526,15 +528,15 @@ void workload::accept_for(role& mine) {
 void workload::post_receive(role& r, uint32_t q, uint64_t j) {
     flow& f = *r.f;
     uint8_t* p = slot_ptr(r, q, j % f.slots, region_of(operation::SEND));
-    std::memset(p, POISON, m_w.message_bytes);
+    std::memset(p, POISON, f.w.message_bytes);
     NDK_SGE sge{};
     sge.VirtualAddress = p;
-    sge.Length = static_cast<ULONG>(m_w.message_bytes);
+    sge.Length = static_cast<ULONG>(f.w.message_bytes);
     sge.MemoryRegionToken = r.ns->local_token;
     NDK_QP* qp = r.qps[q];
     check(*r.ns,
           qp->Dispatch->NdkReceive(qp, reinterpret_cast<PVOID>(uintptr_t{j}), &sge,
-                                   m_w.message_bytes > 0 ? 1 : 0),
+                                   f.w.message_bytes > 0 ? 1 : 0),
           "NdkReceive");
     ++f.recv_posted[q];
     ++r.ns->counters.receives_posted;
@@ -544,7 +546,7 @@ void workload::post_message(role& r, uint32_t q, uint64_t i) {
     flow& f = *r.f;
     const uint64_t slot = i % f.slots;
     uint8_t* local = slot_ptr(r, q, slot);
-    const size_t len = m_w.message_bytes;
+    const size_t len = f.w.message_bytes;
     const operation op = operation_of(f.w, q, i);
     switch (op) {
         case operation::WRITE: {
@@ -553,7 +555,7 @@ void workload::post_message(role& r, uint32_t q, uint64_t i) {
                 // The previous WRITE into this target slot (message prev - 1 <= i - slots)
                 // completed at least queue_depth messages ago: its bytes are in the slot this
                 // one is about to overwrite.
-                check_bytes(pattern_key(f.seed, q, prev - 1), slot_ptr(f.target, q, slot));
+                check_bytes(pattern_key(f.seed, q, prev - 1), slot_ptr(f.target, q, slot), len);
             }
             prev = i + 1;
             pattern_fill(pattern_key(f.seed, q, i), local, len);
@@ -671,7 +673,7 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
                 for (uint64_t m = f.read_checked[q]; m <= idx; ++m) {
                     if (operation_of(f.w, qp, m) == operation::READ) {
                         check_bytes(pattern_key(f.seed, qp, m % f.slots),
-                                    slot_ptr(r, qp, m % f.slots));
+                                    slot_ptr(r, qp, m % f.slots), f.w.message_bytes);
                     }
                 }
                 f.read_checked[q] = idx + 1;
@@ -702,14 +704,15 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
     }
     ++c.receive_completions;
     c.receive_bytes += res.BytesTransferred;
-    if (res.BytesTransferred != m_w.message_bytes) {
+    if (res.BytesTransferred != f.w.message_bytes) {
         record_failure(fmt::format("node{}: QP {} receive {}: {} bytes transferred, sent {}",
-                                   ns.index, q, idx, res.BytesTransferred, m_w.message_bytes));
+                                   ns.index, q, idx, res.BytesTransferred, f.w.message_bytes));
     }
     // Receive idx holds the QP's idx-th SEND (message send_index[idx] of the QP).
     const auto qp = static_cast<uint32_t>(q);
     check_bytes(pattern_key(f.seed, qp, f.send_index[q][idx]),
-                slot_ptr(r, qp, idx % f.slots, region_of(operation::SEND)));
+                slot_ptr(r, qp, idx % f.slots, region_of(operation::SEND)), f.w.message_bytes);
+    f.recv_event.notify();  // a flow gated on this one may post its next step
     if (f.recv_posted[q] < f.send_index[q].size()) {
         post_receive(r, qp, f.recv_posted[q]);  // reuses the slot just checked
     }
@@ -833,6 +836,12 @@ void workload::initiator_thread(flow& f) {
         }
         connect_all(r);
 
+        // An arrival time (flows from a size distribution, explicit flow lists): connected
+        // first, posted then.
+        const sc_core::sc_time start(f.spec.start_ns, sc_core::SC_NS);
+        if (start > sc_core::sc_time_stamp()) {
+            sc_core::wait(start - sc_core::sc_time_stamp());
+        }
         f.started = true;
         f.first_post = sc_core::sc_time_stamp();
         f.last_completion = f.first_post;
@@ -842,15 +851,28 @@ void workload::initiator_thread(flow& f) {
             m_last_completion = m_first_post;
         }
         const uint32_t qps = m_w.qps;
+        // A gated flow (a ring collective's step) posts message i once the flow into its node
+        // has delivered i messages here (the previous step's data).
+        flow* gate = f.spec.gate >= 0 ? &m_flows[static_cast<size_t>(f.spec.gate)] : nullptr;
+        auto may_post = [&](uint64_t i) { return gate == nullptr || gate->received >= i; };
         while (f.completed < f.limit_total) {
             // Keep every QP's send queue queue_depth deep, then reap.
             for (uint32_t q = 0; q < qps; ++q) {
-                while (f.next[q] < f.limit[q] && f.next[q] - f.done[q] < m_w.queue_depth) {
+                while (f.next[q] < f.limit[q] && f.next[q] - f.done[q] < m_w.queue_depth &&
+                       may_post(f.next[q])) {
                     post_message(r, q, f.next[q]);
                 }
             }
             if (!reap(r) && f.completed < f.limit_total) {
-                wait_for_completions(r);
+                uint64_t in_flight = 0;
+                for (uint32_t q = 0; q < qps; ++q) {
+                    in_flight += f.next[q] - f.done[q];
+                }
+                if (in_flight == 0 && gate != nullptr) {
+                    sc_core::wait(gate->recv_event);  // nothing to reap: the next step's data
+                } else {
+                    wait_for_completions(r);
+                }
             }
         }
         if (m_w.idle_ms > 0) {
@@ -898,8 +920,9 @@ void workload::target_thread(flow& f) {
 // --------------------------------------------------------------------------------------------
 
 void workload::finish(run_result& r) {
-    const uint64_t len = m_w.message_bytes;
     uint64_t completed = 0;
+    uint64_t bytes = 0;
+    uint64_t bytes_total = 0;
     uint64_t received = 0;
     for (flow& f : m_flows) {
         // The last WRITE into each target slot is still there (checked if it completed).
@@ -907,17 +930,21 @@ void workload::finish(run_result& r) {
             for (uint64_t slot = 0; slot < f.slots; ++slot) {
                 uint64_t& last = f.last_write[uint64_t{q} * f.slots + slot];
                 if (last != 0 && last - 1 < f.done[q]) {
-                    check_bytes(pattern_key(f.seed, q, last - 1), slot_ptr(f.target, q, slot));
+                    check_bytes(pattern_key(f.seed, q, last - 1), slot_ptr(f.target, q, slot),
+                                f.w.message_bytes);
                 }
                 last = 0;
             }
         }
         completed += f.completed;
         received += f.received;
+        bytes += f.completed * f.w.message_bytes;
+        bytes_total += f.total * f.w.message_bytes;
         flow_result fr;
         fr.src = f.spec.src;
         fr.dst = f.spec.dst;
-        fr.bytes = f.total * len;
+        fr.bytes = f.total * f.w.message_bytes;
+        fr.message_bytes = f.w.message_bytes;
         fr.messages = f.completed;
         fr.start_ns = f.started ? f.first_post / sc_core::sc_time(1, sc_core::SC_NS) : -1;
         fr.end_ns = f.started ? f.last_completion / sc_core::sc_time(1, sc_core::SC_NS) : -1;
@@ -926,7 +953,7 @@ void workload::finish(run_result& r) {
     }
 
     r.messages = completed;
-    r.bytes = completed * len;
+    r.bytes = bytes;
     r.duration_ns = (m_last_completion - m_first_post) / sc_core::sc_time(1, sc_core::SC_NS);
     if (r.duration_ns > 0) {
         r.goodput_gbps = static_cast<double>(r.bytes) * 8.0 / r.duration_ns;
@@ -983,9 +1010,9 @@ void workload::finish(run_result& r) {
                         "the sender wrote",
                         m_mismatches, m_bytes_checked));
     }
-    if (m_bytes_checked != m_total_all * len && r.failures.empty()) {
-        r.failures.push_back(fmt::format("integrity: {} bytes checked, {} expected",
-                                         m_bytes_checked, m_total_all * len));
+    if (m_bytes_checked != bytes_total && r.failures.empty()) {
+        r.failures.push_back(
+            fmt::format("integrity: {} bytes checked, {} expected", m_bytes_checked, bytes_total));
     }
 }
 

@@ -161,6 +161,7 @@ private:
         std::vector<uint64_t> recv_posted;
         std::vector<uint64_t> recv_done;
         uint64_t received = 0;
+        sc_core::sc_event recv_event;  // a receive completed (flows gated on this one)
         // The initiator's Disconnects all completed: until then the target's host keeps its
         // adapter open, so its CM answers a DREQ sent again after a lost DREP.
         bool disconnected = false;
@@ -226,7 +227,7 @@ private:
         }
         return op == operation::READ ? 1 : op == operation::SEND ? 2 : 0;
     }
-    void check_bytes(uint64_t key, const uint8_t* p);
+    void check_bytes(uint64_t key, const uint8_t* p, uint64_t len);
 
     // Consumer callbacks (NDK_FN_*), run by the provider in the host's DPC thread.
     static VOID on_cq_notification(PVOID ctx, NTSTATUS status);

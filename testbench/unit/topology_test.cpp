@@ -3,6 +3,7 @@
 // documented rules (checked against values worked out by hand), every error names its JSON
 // path, and today's two-node form is unchanged. Traffic patterns as flow lists.
 #include <algorithm>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -300,6 +301,88 @@ TEST(Flows, Patterns) {
 
     const auto a2a = flows({{"pattern", "all_to_all"}}, 5);
     EXPECT_EQ(a2a.size(), 20u);
+}
+
+TEST(Flows, RingAllReduceSteps) {
+    const auto flows = flows_of(parse_scenario(
+        {{"topology", {{"star", {{"hosts", 4}}}}},
+         {"workload",
+          {{"pattern", "ring_allreduce"}, {"operation", "send"}, {"message_bytes", 4096}}}}));
+    ASSERT_EQ(flows.size(), 4u);
+    for (uint32_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(flows[i].src, i);
+        EXPECT_EQ(flows[i].dst, (i + 1) % 4);
+        EXPECT_EQ(flows[i].messages, 6u);                             // 2 (N - 1) steps
+        EXPECT_EQ(flows[i].gate, static_cast<int64_t>((i + 3) % 4));  // the flow into node i
+        EXPECT_EQ(flows[i].message_bytes, 4096u);
+    }
+    EXPECT_EQ(error_of({{"workload", {{"pattern", "ring_allreduce"}}}}),
+              "workload.operation: ring_allreduce moves its steps by SEND (the receive completion "
+              "tells the next step it may start): use \"send\"");
+}
+
+TEST(Flows, ExplicitList) {
+    const json list = json::array({{{"src", 1}, {"dst", 0}, {"bytes", 1000}, {"start_ns", 5000}},
+                                   {{"src", 0}, {"dst", 2}, {"bytes", 64}}});
+    const auto flows =
+        flows_of(parse_scenario({{"topology", {{"star", {{"hosts", 3}}}}},
+                                 {"workload", {{"pattern", "flows"}, {"flows", list}}}}));
+    ASSERT_EQ(flows.size(), 2u);
+    EXPECT_EQ(flows[0].message_bytes, 1000u);
+    EXPECT_EQ(flows[0].messages, 1u);
+    EXPECT_EQ(flows[0].start_ns, 5000.0);
+    EXPECT_EQ(flows[1].dst, 2u);
+    EXPECT_EQ(error_of({{"workload",
+                         {{"pattern", "flows"},
+                          {"flows", json::array({{{"src", 1}, {"dst", 1}, {"bytes", 8}}})}}}}),
+              "workload.flows.0: a node cannot be its own peer (loopback is not modelled)");
+    EXPECT_EQ(
+        error_of({{"workload",
+                   {{"pattern", "flows"}, {"flows", json::array({{{"src", 0}, {"dst", 1}}})}}}}),
+        "workload.flows.0.bytes: missing");
+    EXPECT_EQ(error_of({{"workload", {{"pattern", "flows"}}}}),
+              "workload.pattern: \"flows\" needs workload.flows or workload.cdf");
+}
+
+TEST(Flows, SizeDistributionAndPoissonArrivals) {
+    // A two-point CDF: sizes uniform in [999, 1001], mean 1000 bytes.
+    const std::string path = ::testing::TempDir() + "/rnic_cdf_test.txt";
+    {
+        std::ofstream f(path);
+        f << "999 0\n1001 100\n";
+    }
+    rnic::scenario::size_cdf cdf;
+    cdf.points = {{0, 0}, {10, 0.5}, {20, 1}};
+    EXPECT_DOUBLE_EQ(cdf.mean(), 0.5 * 5 + 0.5 * 15);
+    EXPECT_DOUBLE_EQ(cdf.draw(0.25), 5);
+    EXPECT_DOUBLE_EQ(cdf.draw(0.75), 15);
+    // Load 0.5 of 100 Gb/s with 1000-byte flows: 6.25 flows per us per source.
+    const auto flows = flows_of(parse_scenario({{"topology", {{"star", {{"hosts", 2}}}}},
+                                                {"workload",
+                                                 {{"pattern", "flows"},
+                                                  {"cdf", path},
+                                                  {"load", 0.5},
+                                                  {"start_us", 10},
+                                                  {"duration_us", 1000}}}}));
+    const double expected = 2 * 6.25 * 1000;
+    EXPECT_NEAR(static_cast<double>(flows.size()), expected, expected * 0.03);
+    double bytes = 0;
+    for (size_t i = 0; i < flows.size(); ++i) {
+        EXPECT_NE(flows[i].src, flows[i].dst);
+        EXPECT_GE(flows[i].start_ns, 10000.0);
+        EXPECT_LT(flows[i].start_ns, 1010000.0);
+        if (i > 0) {
+            EXPECT_GE(flows[i].start_ns, flows[i - 1].start_ns);  // in arrival order
+        }
+        EXPECT_GE(flows[i].message_bytes, 999u);
+        EXPECT_LE(flows[i].message_bytes, 1004u);  // rounded up to whole words
+        bytes += static_cast<double>(flows[i].message_bytes);
+    }
+    // round(draw): 999 (1/4), 1000 (1/2), 1001 (1/4); up to words: 1000, 1000, 1004.
+    EXPECT_NEAR(bytes / static_cast<double>(flows.size()), 1001.0, 1.0);
+    EXPECT_EQ(
+        error_of({{"workload", {{"pattern", "flows"}, {"cdf", "/nonexistent/cdf.txt"}}}}),
+        "workload.cdf: cannot open \"/nonexistent/cdf.txt\" (relative to the current folder)");
 }
 
 }  // namespace
