@@ -334,6 +334,7 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
     auto& st = m_stats[side];
     const fault_config& fc = m_cfg.faults;
     sc_core::sc_time at = arrive;
+    bool twice = false;  // duplicate fault: delivered twice
     if (fc.any()) {
         const double t = f.tx_start.to_seconds() * 1e9;
         for (const auto& iv : fc.link_down_ns) {
@@ -369,12 +370,20 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
             }
             if (dup) {
                 ++st.duplicated;
-                q.emplace(at, f);
+                twice = true;
             }
         }
     }
+    // The delivery thread sleeps until the earliest arrival; it needs waking only when this
+    // frame becomes the earliest (an empty queue, or a fault delay let a later one overtake).
+    const bool earliest = q.empty() || at < q.begin()->first;
+    if (twice) {
+        q.emplace(at, f);
+    }
     q.emplace(at, std::move(f));
-    m_in_flight_event[side].notify(sc_core::SC_ZERO_TIME);
+    if (earliest) {
+        m_in_flight_event[side].notify(sc_core::SC_ZERO_TIME);
+    }
 }
 
 void eth_link::delivery_thread(int side) {
