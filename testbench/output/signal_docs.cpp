@@ -122,7 +122,8 @@ const entry SIGNALS[] = {
     {"node*.pcie.down_cpld_tlps", "counter: completions with data host->device (DMA read data)"},
     {"node*.pcie.msi_writes", "counter: MSI-X interrupt messages"},
     // workload
-    {"workload.node[01].outstanding", "work requests the consumer posted and has not reaped"},
+    {"workload.node*.outstanding",
+     "work requests the node's consumer (every flow role on it) posted and has not reaped"},
 };
 
 // FIFOs (hw::channel and the send path's input FIFOs): "<scope>.occupancy|valid|ready".
