@@ -333,13 +333,11 @@ TEST(EthSwitch, EcmpSpreadsFlowsAndDependsOnTheSeed) {
     cfg.ecmp_seed = 1;
     star s(cfg, 5);
     s.sw->add_route(0x0A090000u, 16, {1, 2, 3, 4});  // 10.9/16 over ports 1..4
-    switch_config cfg2 = cfg;
-    cfg2.ecmp_seed = 2;
-    rnic::hw::sim_context ctx2;
-    eth_switch other("other", cfg2, 5, ctx2);
+    eth_switch tier2("tier2", cfg, 5, s.ctx);        // same seed, another switch
     std::vector<eth_frame> frames;
     std::array<uint32_t, 4> count{};
     uint32_t moved = 0;
+    uint32_t other_switch = 0;
     const uint32_t flows = 4000;
     for (uint32_t i = 0; i < flows; ++i) {
         eth_frame f = roce_frame(0, 0, 16, i, static_cast<uint16_t>(0xC000 + i));
@@ -348,9 +346,12 @@ TEST(EthSwitch, EcmpSpreadsFlowsAndDependsOnTheSeed) {
         f.data[14 + 17] = 9;
         f.data[14 + 18] = static_cast<uint8_t>(i >> 8);
         const uint32_t a = s.sw->ecmp_index(f.data.data(), f.data.size(), 4);
-        const uint32_t b = other.ecmp_index(f.data.data(), f.data.size(), 4);
+        // Seed 2 on the same switch (same name salt).
+        const uint32_t b = eth_switch::ecmp_hash(2, s.sw->salt(), f.data.data(), f.data.size(), 4);
+        ASSERT_EQ(a, eth_switch::ecmp_hash(1, s.sw->salt(), f.data.data(), f.data.size(), 4));
         ++count[a];
         moved += a != b ? 1 : 0;
+        other_switch += a != tier2.ecmp_index(f.data.data(), f.data.size(), 4) ? 1 : 0;
         if (i < 64) {
             // Fix the IPv4 checksum for the edited address, then send it twice.
             f.data[14 + 10] = f.data[14 + 11] = 0;
@@ -373,6 +374,7 @@ TEST(EthSwitch, EcmpSpreadsFlowsAndDependsOnTheSeed) {
         EXPECT_NEAR(count[k], 1000.0, 120.0) << "port " << k + 1;
     }
     EXPECT_GT(moved, flows * 6 / 10) << "a new seed should move about 3/4 of the flows";
+    EXPECT_GT(other_switch, flows * 6 / 10) << "two switches must not choose alike (polarization)";
     s.send(0, frames);
     sc_core::sc_start();
     uint32_t got = 0;

@@ -24,10 +24,12 @@ uint32_t be32(const uint8_t* p) {
            (static_cast<uint32_t>(p[2]) << 8) | p[3];
 }
 
-// RFC 1071 ones' complement sum over the 20-byte IPv4 header with the checksum field zeroed.
+// RFC 1071 ones' complement sum over the IPv4 header (IHL words) with the checksum field
+// zeroed.
 uint16_t ipv4_checksum(const uint8_t* ip) {
+    const size_t len = static_cast<size_t>(ip[0] & 0xF) * 4;
     uint32_t sum = 0;
-    for (size_t i = 0; i < 20; i += 2) {
+    for (size_t i = 0; i < len; i += 2) {
         if (i != 10) {
             sum += be16(ip + i);
         }
@@ -180,6 +182,9 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     , m_ctx(ctx)
     , m_rng(splitmix64(cfg.seed))
     , m_dwrr(cfg.scheduler == "dwrr") {
+    for (const char* c = this->name(); *c != 0; ++c) {
+        m_salt = (m_salt ^ static_cast<uint8_t>(*c)) * 0x100000001B3ull;  // FNV-1a
+    }
     if (ports == 0) {
         throw std::invalid_argument(std::string(this->name()) + ": a switch needs ports");
     }
@@ -355,18 +360,26 @@ double eth_switch::average_occupancy(uint32_t p, uint32_t prio) const {
 }
 
 uint32_t eth_switch::ecmp_index(const uint8_t* f, size_t len, uint32_t group_size) const {
+    return ecmp_hash(m_cfg.ecmp_seed, m_salt, f, len, group_size);
+}
+
+uint32_t eth_switch::ecmp_hash(uint64_t seed, uint64_t salt, const uint8_t* f, size_t len,
+                               uint32_t group_size) {
     if (group_size <= 1) {
         return 0;
     }
-    // 5-tuple: source and destination address, protocol, and the UDP/TCP ports when present.
-    uint64_t h = splitmix64(m_cfg.ecmp_seed);
+    // 5-tuple: source and destination address, protocol, and the UDP/TCP ports when present;
+    // salted with the switch's name so that the tiers of a fabric do not all decide alike
+    // (hash polarization).
+    uint64_t h = splitmix64(seed ^ salt);
     if (len >= ETH + 20) {
         const uint8_t* ip = f + ETH;
+        const size_t ihl = static_cast<size_t>(ip[0] & 0xF) * 4;
         h = splitmix64(h ^ be32(ip + 12));
         h = splitmix64(h ^ be32(ip + 16));
         h = splitmix64(h ^ ip[9]);
-        if ((ip[9] == 17 || ip[9] == 6) && len >= ETH + 24) {
-            h = splitmix64(h ^ be32(ip + 20));  // source port << 16 | destination port
+        if ((ip[9] == 17 || ip[9] == 6) && len >= ETH + ihl + 4) {
+            h = splitmix64(h ^ be32(ip + ihl));  // source port << 16 | destination port
         }
     }
     return static_cast<uint32_t>(h % group_size);
@@ -437,7 +450,8 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     }
     uint8_t* iph = f.data.data() + ETH;
     if (type != ETHERTYPE_IPV4 || f.data.size() < ETH + 20 || (iph[0] >> 4) != 4 ||
-        (iph[0] & 0xF) < 5 || be16(iph + 10) != ipv4_checksum(iph) || iph[8] <= 1) {
+        (iph[0] & 0xF) < 5 || f.data.size() < ETH + static_cast<size_t>(iph[0] & 0xF) * 4 ||
+        be16(iph + 10) != ipv4_checksum(iph) || iph[8] <= 1) {
         drop_bad();  // a router drops TTL 1 (time exceeded; no ICMP is modelled)
         return;
     }

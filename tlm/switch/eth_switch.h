@@ -117,6 +117,10 @@ public:
     uint64_t buffer_peak() const { return m_peak_used; }
     // ECMP member chosen for a frame among `group_size` (exposed for tests of the hash).
     uint32_t ecmp_index(const uint8_t* frame, size_t len, uint32_t group_size) const;
+    // The hash behind it: `salt` is the FNV-1a of the switch's name (salt()).
+    static uint32_t ecmp_hash(uint64_t seed, uint64_t salt, const uint8_t* frame, size_t len,
+                              uint32_t group_size);
+    uint64_t salt() const { return m_salt; }
 
 private:
     struct port_state;
@@ -144,7 +148,8 @@ private:
     uint64_t m_shared_size = 0;   // buffer_bytes minus every queue's reserved space
     uint64_t m_peak_used = 0;
     uint64_t m_rng;
-    bool m_dwrr;  // scheduler "dwrr" (else strict priority)
+    bool m_dwrr;                              // scheduler "dwrr" (else strict priority)
+    uint64_t m_salt = 0xCBF29CE484222325ull;  // FNV-1a of the switch's name (ECMP hash)
 };
 
 }  // namespace rnic::fabric
