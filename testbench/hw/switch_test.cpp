@@ -822,3 +822,41 @@ TEST(EthSwitch, DynamicXoffPausesBeforeTheBufferFills) {
     }
     EXPECT_LT(s.sw->buffer_peak(), cfg.buffer_bytes);
 }
+
+// Frames arriving at the same instant are taken in ingress port order, whatever order the
+// kernel runs the links' processes in: here port 2's link is elaborated (and so runs) first,
+// yet port 1's frame leaves first, as it does when the links are elaborated the other way.
+TEST(EthSwitch, SameInstantArrivalsGoInIngressPortOrder) {
+    rnic::hw::sim_context ctx;
+    switch_config cfg;
+    eth_switch sw("sw", cfg, 3, ctx);
+    eth_link_config lc;
+    eth_link l2("l2", lc, ctx);
+    eth_link l1("l1", lc, ctx);
+    eth_link l0("l0", lc, ctx);
+    host h0;
+    host h1;
+    host h2;
+    l0.attach(0, &h0);
+    l1.attach(0, &h1);
+    l2.attach(0, &h2);
+    sw.connect(2, l2, 1);
+    sw.connect(1, l1, 1);
+    sw.connect(0, l0, 1);
+    for (uint32_t p = 0; p < 3; ++p) {
+        sw.set_port_address(p, port_mac(p), gateway_ip(p));
+    }
+    sw.set_neighbor_mac(0, host_mac(0));
+    sw.add_route(host_ip(0) & 0xFFFFFF00u, 24, {0});
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(10, SC_NS));
+            l2.tx(0).put(roce_frame(2, 0, 500, 2000));
+            l1.tx(0).put(roce_frame(1, 0, 500, 1000));
+        },
+        "hosts");
+    sc_core::sc_start();
+    ASSERT_EQ(h0.frames.size(), 2u);
+    EXPECT_EQ(h0.frames[0].frame.flow_id, 1000u) << "port 1 before port 2";
+    EXPECT_EQ(h0.frames[1].frame.flow_id, 2000u);
+}

@@ -167,7 +167,7 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     uint64_t headroom = 0;
     sc_core::sc_event data;
 
-    void receive_frame(eth_frame&& f) override { sw->receive(index, std::move(f)); }
+    void receive_frame(eth_frame&& f) override { sw->arrive(index, std::move(f)); }
     bool cut_through() const override { return sw->m_cfg.cut_through; }
     bool pull(uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) override {
         return sw->pull(index, paused, out, retry_at);
@@ -226,6 +226,12 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
                       return p.link != nullptr ? p.link->get_stats(p.side).pause_ps : 0;
                   }),
                   "ps", "time ports' transmitters were paused by PFC, summed over ports");
+    // Arrivals of one instant are processed together, in ingress port order (below).
+    sc_core::sc_spawn_options opts;
+    opts.spawn_method();
+    opts.dont_initialize();
+    opts.set_sensitivity(&m_batch_event);
+    sc_core::sc_spawn(sc_core::sc_bind(&eth_switch::process_batch, this), "arrivals", &opts);
     const uint64_t reserved_total = m_cfg.reserved_bytes * SWITCH_PRIORITIES * ports;
     m_shared_size = m_cfg.buffer_bytes > reserved_total ? m_cfg.buffer_bytes - reserved_total : 0;
 }
@@ -428,6 +434,25 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
     const sc_core::sc_time delay(m_cfg.pipeline_ns, sc_core::SC_NS);
     pt.ctrl.emplace_back(sc_core::sc_time_stamp() + delay, std::move(r));
     pt.data.notify(delay);
+}
+
+// Frames that arrive at the same instant (from different links, woken in whatever order the
+// kernel runs the links' processes) are taken in ingress port order, each port's in arrival
+// order: admission, ECN draws, PFC and queue order then do not depend on process order.
+void eth_switch::arrive(uint32_t in, eth_frame&& f) {
+    if (m_batch.empty()) {
+        m_batch_event.notify(sc_core::SC_ZERO_TIME);
+    }
+    m_batch.emplace_back(in, std::move(f));
+}
+
+void eth_switch::process_batch() {
+    std::stable_sort(m_batch.begin(), m_batch.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [in, f] : m_batch) {
+        receive(in, std::move(f));
+    }
+    m_batch.clear();
 }
 
 void eth_switch::receive(uint32_t in, eth_frame&& f) {

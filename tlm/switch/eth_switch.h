@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -131,6 +132,8 @@ private:
         std::vector<uint32_t> ports;
     };
 
+    void arrive(uint32_t in_port, eth_frame&& f);
+    void process_batch();
     void receive(uint32_t in_port, eth_frame&& f);
     void answer_arp(uint32_t in_port, const eth_frame& f);
     const route* lookup(uint32_t dst) const;
@@ -148,8 +151,10 @@ private:
     uint64_t m_shared_size = 0;   // buffer_bytes minus every queue's reserved space
     uint64_t m_peak_used = 0;
     uint64_t m_rng;
-    bool m_dwrr;                              // scheduler "dwrr" (else strict priority)
-    uint64_t m_salt = 0xCBF29CE484222325ull;  // FNV-1a of the switch's name (ECMP hash)
+    bool m_dwrr;                                          // scheduler "dwrr" (else strict priority)
+    uint64_t m_salt = 0xCBF29CE484222325ull;              // FNV-1a of the switch's name (ECMP hash)
+    std::vector<std::pair<uint32_t, eth_frame>> m_batch;  // this instant's arrivals
+    sc_core::sc_event m_batch_event;
 };
 
 }  // namespace rnic::fabric
