@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <utility>
 #include <vector>
 
@@ -145,7 +146,9 @@ private:
         std::vector<uint8_t> bytes;
         dma_status status = dma_status::OK;  // a failed read-ahead fails its take (H2)
     };
-    std::vector<std::deque<prefetched>> m_rq_prefetch;
+    // A list, not a deque: an empty std::list allocates nothing, an empty std::deque a 512 B
+    // node, which over every QP of every idle NIC of a 1024-node fabric is 0.6 MiB per node.
+    std::vector<std::list<prefetched>> m_rq_prefetch;
     // A receive-WQE read failed on PCIe (H2): an SRQ dies (EVENT_SRQ_ERROR, its QPs to ERROR),
     // a QP's own RQ takes the QP to ERROR.
     void receive_queue_failed(uint32_t qpn, qp_context& qp, srq_context* srq);
