@@ -89,13 +89,16 @@ double sum(const run_result& r, const std::string& prefix, const std::string& na
 // One flow of `messages` x 64 KiB WRITEs alone through `switches` switches: its completion time
 // is the serialization of every wire byte at the line rate plus, per switch, the pipeline and
 // the store-and-forward of the first packet, plus the propagation of every link.
-void one_flow_through(const json& shape, uint32_t src, uint32_t dst, uint32_t switches) {
+run_result one_flow_through(const json& shape, uint32_t src, uint32_t dst, uint32_t switches) {
     const uint64_t messages = 256;
     const uint64_t bytes = 65536;
     json w = writes(messages, bytes);
     w["pairs"] = json::array({json::array({src, dst})});
     const run_result r = run(scenario(shape, w));
-    ASSERT_EQ(r.flows.size(), 1u);
+    if (r.flows.size() != 1) {
+        ADD_FAILURE() << r.flows.size() << " flows";
+        return r;
+    }
     const uint64_t packets = (bytes + MTU - 1) / MTU;
     const double wire = static_cast<double>(messages * (bytes + packets * PER_PACKET + RETH));
     const double ns_per_byte = 8.0 / RATE_GBPS;
@@ -106,6 +109,7 @@ void one_flow_through(const json& shape, uint32_t src, uint32_t dst, uint32_t sw
     EXPECT_NEAR(fct / ideal, 1.0, 0.01) << "FCT " << fct << " ns, formula " << ideal << " ns";
     EXPECT_EQ(r.mismatches, 0u);
     EXPECT_EQ(r.bytes_checked, messages * bytes);
+    return r;
 }
 
 TEST(FabricFidelity, OneFlowThroughOneSwitch) {
@@ -118,8 +122,76 @@ TEST(FabricFidelity, OneFlowThroughThreeSwitches) {
 }
 
 TEST(FabricFidelity, OneFlowThroughFiveSwitchesOfAFatTree) {
-    // 16 nodes, 20 switches: the 14 idle nodes open nothing and cost no events.
-    one_flow_through({{"fat_tree", {{"k", 4}}}}, 0, 15, 5);
+    // 16 nodes, 20 switches: the 14 idle nodes open nothing and send nothing.
+    const run_result r = one_flow_through({{"fat_tree", {{"k", 4}}}}, 0, 15, 5);
+    for (uint32_t n = 1; n < 15; ++n) {
+        const std::string link = "link" + std::to_string(n);  // node n's cable (side a)
+        EXPECT_EQ(counter(r, link + ".dir0", "frames"), 0) << "idle node" << n << " sent";
+        EXPECT_EQ(counter(r, link + ".dir1", "frames"), 0) << "idle node" << n << " received";
+        EXPECT_FALSE(r.blocks.contains("workload.node" + std::to_string(n)));
+        EXPECT_EQ(counter(r, "node" + std::to_string(n) + ".memory", "dma_reads"), 0);
+    }
+}
+
+TEST(FabricConfig, BadTopologyExits2AndWritesNothing) {
+    scratch s;
+    const std::string out = s.dir + "/out";
+    const auto res =
+        rnicsim(s, {"run", source_dir() + "/configs/fabric/incast_8to1.json", "--out", out, "--set",
+                    "topology.star.hosts=1", "--set", "workload.receiver=3"});
+    EXPECT_EQ(res.exit_code, 2);
+    EXPECT_NE(res.err.find("workload.receiver: 3 is not a node index in [0, 0]"), std::string::npos)
+        << res.err;
+    EXPECT_FALSE(fs::exists(out));
+    const auto bad_link =
+        rnicsim(s, {"validate", source_dir() + "/configs/quickstart.json", "--set",
+                    R"(topology={"nodes": [{}, {}], "switches": [{"name": "s", "ports": 2}],
+                         "links": [{"a": "node0", "b": "s:0"}, {"a": "node1", "b": "s:0"}]})"});
+    EXPECT_EQ(bad_link.exit_code, 2);
+    EXPECT_NE(
+        bad_link.err.find("topology.links.1.b: \"s:0\" is already cabled by topology.links.0"),
+        std::string::npos)
+        << bad_link.err;
+}
+
+// The per-hop terms alone: the same one-message flow through 1, 3 and 5 switches (three runs
+// of the CLI), so that everything the NICs add cancels out. Each extra switch adds, on the data
+// path, its pipeline, one more store-and-forward of a data packet and one more link's
+// propagation, and the same on the ACK's way back (an ACK: Ethernet 14 + IPv4 20 + UDP 8 + BTH
+// 12 + AETH 4 + ICRC 4 + FCS 4 + preamble 8 + IFG 12 = 86 wire bytes).
+double one_message_fct(const scratch& s, const std::string& name, const json& topology,
+                       uint32_t dst) {
+    json t = topology;
+    t["link"] = {{"rate_gbps", RATE_GBPS}, {"propagation_ns", PROPAGATION_NS}};
+    const std::string out = s.dir + "/" + name;
+    const auto res = rnicsim(s, {"run", source_dir() + "/configs/quickstart.json", "--out", out,
+                                 "--set", "topology=" + t.dump(), "--set", "workload.messages=1",
+                                 "--set", "workload.pairs=[[0," + std::to_string(dst) + "]]"});
+    EXPECT_EQ(res.exit_code, 0) << res.err;
+    std::stringstream csv(read_file(out + "/flows.csv"));
+    std::string line;
+    std::getline(csv, line);
+    std::getline(csv, line);
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    for (std::string c; std::getline(ls, c, ',');) {
+        cells.push_back(c);
+    }
+    return cells.size() > 8 ? std::stod(cells[8]) : 0.0;
+}
+
+TEST(FabricFidelity, EachSwitchAddsItsPipelineStoreAndForwardAndPropagation) {
+    scratch s;
+    const double one = one_message_fct(s, "one", {{"star", {{"hosts", 2}}}}, 1);
+    const double three = one_message_fct(
+        s, "three", {{"leaf_spine", {{"leaves", 2}, {"spines", 1}, {"hosts_per_leaf", 1}}}}, 1);
+    const double five = one_message_fct(s, "five", {{"fat_tree", {{"k", 4}}}}, 15);
+    const double ns_per_byte = 8.0 / RATE_GBPS;
+    const double data = PIPELINE_NS + (MTU + PER_PACKET + RETH) * ns_per_byte + PROPAGATION_NS;
+    const double ack = PIPELINE_NS + 86 * ns_per_byte + PROPAGATION_NS;
+    const double per_two_switches = 2 * (data + ack);  // 2193.4 ns
+    EXPECT_NEAR(three - one, per_two_switches, per_two_switches * 0.01);
+    EXPECT_NEAR(five - three, per_two_switches, per_two_switches * 0.01);
 }
 
 // 8 senders, one receiver, one switch: nodes 1..8 on ports 1..8, node 0 on port 0 (link0,
