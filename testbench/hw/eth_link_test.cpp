@@ -541,13 +541,18 @@ TEST(EthLink, PfcPausesOnlyTheNamedPriorities) {
             for (uint64_t k = 0; k < 5; ++k) {
                 b.link.tx(0).put(ipv4_frame(500, k, 0));
             }
+            b.link.tx(0).put(ipv4_frame(500, 5, 8));  // DSCP 8: priority 1, held
             sc_core::wait(sc_time(2000, SC_NS));
             b.link.set_xoff(1, 0x02, false);
         },
         "mac");
     sc_core::sc_start();
-    ASSERT_EQ(b.rx[1].frames.size(), 5u);
+    ASSERT_EQ(b.rx[1].frames.size(), 6u);
     EXPECT_EQ(b.rx[1].frames[0].frame.tx_start, sc_time(500, SC_NS));
+    EXPECT_EQ(b.rx[1].frames[4].frame.tx_start, sc_time(500, SC_NS) + ps(4 * 524 * 80));
+    // Priority 1 leaves when the XON frame (sent at 2500 ns) has arrived: 72 bytes + 50 ns.
+    EXPECT_EQ(b.rx[1].frames[5].frame.tx_start,
+              sc_time(2500, SC_NS) + ps(72 * 80) + sc_time(50, SC_NS));
     EXPECT_EQ(b.link.get_stats(0).pauses, 1u);
     EXPECT_EQ(b.link.get_stats(1).pfc_frames, 2u);
 }
