@@ -35,6 +35,11 @@ public:
     // `index` is the node's position in topology.nodes; its NIC is side `side` of `link`.
     node(sc_core::sc_module_name name, size_t index, const scenario_config& cfg,
          fabric::eth_link& link, int side, hw::sim_context& ctx);
+    // Two nodes back to back: node `index` (0 or 1) is side `index` of the cable (the tests'
+    // benches).
+    node(sc_core::sc_module_name name, size_t index, const scenario_config& cfg,
+         fabric::eth_link& link, hw::sim_context& ctx)
+        : node(name, index, cfg, link, static_cast<int>(index), ctx) {}
 
     size_t index() const { return m_index; }
 
