@@ -133,6 +133,31 @@ TEST(FabricFidelity, OneFlowThroughFiveSwitchesOfAFatTree) {
     }
 }
 
+TEST(FabricConfig, SameConfigSameOutputs) {
+    // Flows drawn from a size distribution (Hadoop) over a leaf-spine: two runs, byte-identical
+    // files.
+    scratch s;
+    const std::vector<std::string> args = {
+        "--set", "workload.cdf=" + source_dir() + "/configs/cdf/hadoop.txt",
+        "--set", "workload.duration_us=100",
+        "--set", "workload.load=0.5",
+        "--set", "topology.leaf_spine={\"leaves\": 2, \"spines\": 2, \"hosts_per_leaf\": 4}",
+        "--set", "outputs.pcap=true"};
+    for (const char* name : {"a", "b"}) {
+        std::vector<std::string> run = {"run",
+                                        source_dir() + "/configs/fabric/websearch_64_30.json",
+                                        "--out", s.dir + "/" + name};
+        run.insert(run.end(), args.begin(), args.end());
+        const auto res = rnicsim(s, run);
+        ASSERT_EQ(res.exit_code, 0) << res.err;
+    }
+    for (const char* f : {"stats.json", "flows.csv", "summary.txt", "wire.pcap"}) {
+        EXPECT_EQ(read_file(s.dir + "/a/" + f), read_file(s.dir + "/b/" + f)) << f;
+    }
+    const std::string flows = read_file(s.dir + "/a/flows.csv");
+    EXPECT_GT(std::count(flows.begin(), flows.end(), '\n'), 20);
+}
+
 TEST(FabricConfig, BadTopologyExits2AndWritesNothing) {
     scratch s;
     const std::string out = s.dir + "/out";
