@@ -11,6 +11,12 @@ send_path_config parse_send_path_config(config::reader r) {
     // At least one packet of the largest path MTU must fit, or a packet could never complete
     // (buffer space is returned when the packet carrying the bytes has left).
     r.get("payload_fifo_bytes", c.payload_fifo_bytes, 4096u, 1u << 24);
+    r.get("dscp", c.dscp, 0u, 63u);
+    if (c.dscp != 0 && c.impl != "model") {
+        r.error("dscp",
+                "the RTL send path sends DSCP 0 (its IPv4 TOS is fixed); another DSCP "
+                "needs impl \"model\"");
+    }
     r.finish();
     return c;
 }
