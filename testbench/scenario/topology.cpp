@@ -91,6 +91,7 @@ constexpr uint32_t BASE_IP = 10u << 24;  // 10.0.0.0
 constexpr uint32_t MAX_NODES = 65536;
 constexpr uint32_t MAX_SWITCHES = 4096;
 constexpr uint32_t MAX_PORTS = 4096;
+constexpr size_t MAX_ROUTES = size_t{1} << 22;  // switches x leaves
 
 uint32_t mask_of(uint32_t len) {
     return len == 0 ? 0 : ~uint32_t{0} << (32 - len);
@@ -259,7 +260,7 @@ generated gen_leaf_spine(config::reader r) {
 generated gen_fat_tree(config::reader r) {
     uint32_t k = 4;
     double max_rate = 400;
-    r.get("k", k, 2u, 64u);
+    r.get("k", k, 2u, 32u);
     r.get("max_rate_gbps", max_rate, 1.0, 1600.0);
     generated g;
     if (k % 2 != 0) {
@@ -854,7 +855,24 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
                 }
             }
         }
-        t.routes = compute_routes(t);
+        // Every switch gets a route per leaf: keep the tables (and the time to fill them) sane.
+        size_t leaves = 0;
+        for (uint32_t s = 0; s < t.switches.size(); ++s) {
+            for (const auto& pi : t.ports[s]) {
+                const link_desc& l = t.links[pi.link];
+                if (!(pi.side == 0 ? l.b : l.a).is_switch) {
+                    ++leaves;
+                    break;
+                }
+            }
+        }
+        if (leaves * t.switches.size() > MAX_ROUTES) {
+            r.error(gen_key != nullptr ? gen_key : "switches",
+                    fmt::format("{} switches x {} leaves: more than {} routes to compute",
+                                t.switches.size(), leaves, MAX_ROUTES));
+        } else {
+            t.routes = compute_routes(t);
+        }
     }
 
     // The effective config: today's form unchanged for back to back, else the expansion.
