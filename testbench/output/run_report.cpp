@@ -40,6 +40,7 @@ nlohmann::json make_speed_json(const scenario::run_result& r) {
         {"packets", r.packets},
         {"packets_per_wall_s", w > 0 ? static_cast<double>(r.packets) / w : 0.0},
         {"simulated_ns_per_wall_s", w > 0 ? static_cast<double>(r.simulated_ns) / w : 0.0},
+        {"delta_cycles", r.delta_cycles},
     };
 }
 

@@ -47,7 +47,10 @@ struct run_result {
 
     uint64_t simulated_ns = 0;  // simulated time at the end of the run (setup and teardown too)
     double wall_s = 0;          // elaboration + simulation, wall clock
-    uint64_t packets = 0;       // Ethernet frames, both directions
+    uint64_t packets = 0;       // Ethernet frames on every link, both directions (packet-hops)
+    // SystemC delta cycles of the run (speed.json): what the kernel did; nodes and switches with
+    // nothing to do add none.
+    uint64_t delta_cycles = 0;
 
     nlohmann::json blocks = nlohmann::json::object();  // {"<module name>": {"<counter>": v}}
     // Per-stage latency of the WQE timeline (output::timeline): {"<stage>": {"count",

@@ -340,6 +340,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     run_result r;
     tb->load->finish(r);
     r.simulated_ns = static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time_stamp())));
+    r.delta_cycles = sc_core::sc_delta_count();
     // Packet-hops: every frame on every link, both directions.
     r.packets = 0;
     for (auto& l : tb->links) {

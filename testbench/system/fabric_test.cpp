@@ -158,6 +158,30 @@ TEST(FabricConfig, SameConfigSameOutputs) {
     EXPECT_GT(std::count(flows.begin(), flows.end(), '\n'), 20);
 }
 
+TEST(FabricScale, IdleNodesCostNoEvents) {
+    // The same flow (node 0 to node 1 on leaf 0) in a 4-node and in a 128-node leaf-spine: the
+    // 124 more nodes and 10 more switches have nothing to do, so the kernel does exactly the same
+    // work (delta cycles) and the flow the same thing at the same times.
+    scratch s;
+    std::vector<json> speed;
+    std::vector<std::string> flows;
+    for (const auto& [leaves, hosts] : {std::pair{2, 2}, std::pair{8, 16}}) {
+        const std::string out = s.dir + "/" + std::to_string(leaves);
+        const json t = {
+            {"leaf_spine", {{"leaves", leaves}, {"spines", 2}, {"hosts_per_leaf", hosts}}}};
+        const auto res =
+            rnicsim(s, {"run", source_dir() + "/configs/quickstart.json", "--out", out, "--set",
+                        "topology=" + t.dump(), "--set", "workload.messages=50"});
+        ASSERT_EQ(res.exit_code, 0) << res.err;
+        speed.push_back(json::parse(read_file(out + "/speed.json")));
+        flows.push_back(read_file(out + "/flows.csv"));
+    }
+    EXPECT_GT(speed[0]["delta_cycles"].get<uint64_t>(), 0u);
+    EXPECT_EQ(speed[0]["delta_cycles"], speed[1]["delta_cycles"]);
+    EXPECT_EQ(speed[0]["packets"], speed[1]["packets"]);
+    EXPECT_EQ(flows[0].substr(flows[0].find('\n')), flows[1].substr(flows[1].find('\n')));
+}
+
 TEST(FabricConfig, BadTopologyExits2AndWritesNothing) {
     scratch s;
     const std::string out = s.dir + "/out";
