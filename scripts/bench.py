@@ -120,6 +120,40 @@ def per(x, t):
     return round(x / t) if t and t > 0 else None
 
 
+# ns-3's leaf-spine figures (../shared/peers/ns3/results/fabric.jsonl, the peer's own runs on
+# the same kind of machine): the median hops per CPU second of the row with the same hosts and
+# pattern, beside our packet-hops per CPU second. Fabric benchmarks and their ns-3 row.
+NS3_FABRIC = {
+    "fabric_incast_16": (16, "incast"),
+    "fabric_permutation_16": (16, "permutation"),
+    "fabric_websearch_64": (64, "permutation"),  # ns-3 has no web-search traffic
+}
+
+
+def ns3_hops_per_cpu_s(name):
+    key = NS3_FABRIC.get(name)
+    # The shared folder beside the checkout (../shared), or beside a worktree's parent.
+    paths = [os.path.join(ROOT, *up, "shared", "peers", "ns3", "results", "fabric.jsonl")
+             for up in ((".."), ("..", ".."))]
+    path = next((p for p in paths if os.path.exists(p)), None)
+    if key is None or path is None:
+        return None
+    rates = []
+    with open(path) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            cpu = (r.get("cpu_user_seconds") or 0) + (r.get("cpu_sys_seconds") or 0)
+            if (r.get("hosts"), r.get("pattern")) == key and cpu > 0:
+                rates.append(r["packet_hops"] / cpu)
+    if not rates:
+        return None
+    rates.sort()
+    return round(rates[len(rates) // 2])
+
+
 def run_one(rnicsim, scenario, args):
     """One row: the figures of a scenario, or {"scenario", "error"} if any of its runs failed
     (then no figure at all: a failed run's numbers are not results)."""
@@ -150,6 +184,11 @@ def run_one(rnicsim, scenario, args):
         "peak_rss_mb": round(rusage.ru_maxrss / 1024.0, 1),
         "integrity_mismatches": stats.get("integrity", {}).get("mismatches"),
     }
+    ns3 = ns3_hops_per_cpu_s(name)
+    if ns3 is not None:
+        # packets are packet-hops (frames on every link), as ns-3's PhyTxEnd count.
+        row["ns3_hops_per_cpu_s"] = ns3
+        row["vs_ns3"] = round(row["packets_per_cpu_s"] / ns3, 2) if row["packets_per_cpu_s"] else None
     # An idle scenario (workload.idle_ms > 0): the cost of the idle time alone is the difference
     # to the same run without it, each the best of three.
     idle_ms = (effective_config(rnicsim, scenario, sets) or {}).get("workload", {}).get(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 
 namespace rnic::hw {
 
@@ -14,8 +15,11 @@ context_store::context_store(uint32_t max_qps, uint32_t max_cqs, uint32_t max_sr
     , m_srqs(max_srqs)
     , m_pds(max_pds)
     , m_mpt(max_keys)
-    , m_mtt(max_mtt_pages)
+    , m_mtt(static_cast<uint64_t*>(std::calloc(std::max(max_mtt_pages, 1u), sizeof(uint64_t))))
     , m_mtt_free(max_mtt_pages) {
+    if (!m_mtt) {
+        throw std::bad_alloc();
+    }
     m_mtt_holes.emplace_back(0, max_mtt_pages);
 }
 

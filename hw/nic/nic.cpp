@@ -96,6 +96,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
             m_recv_path.set_notification_point(m_np.get());
         }
     }
+    link.set_mac(link_side, id.mac);  // source of the MAC's PFC pause frames
     link.attach(link_side, &m_recv_path);
 }
 

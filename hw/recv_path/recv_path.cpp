@@ -48,6 +48,22 @@ recv_path_config parse_recv_path_config(config::reader r) {
     r.get("ack_delay_ns", c.ack_delay_ns, 0.0, 1e9);
     r.get("rnr_timer_code", c.rnr_timer_code, 0u, 31u);
     r.get("rq_prefetch", c.rq_prefetch, 0u, 64u);
+    r.get("pfc_xoff_frames", c.pfc_xoff_frames, 0u, 65536u);
+    r.get("pfc_xon_frames", c.pfc_xon_frames, 0u, 65536u);
+    r.get("pfc_priorities", c.pfc_priorities, 0u, 255u);
+    if (c.pfc_xoff_frames == 0) {
+        c.pfc_xoff_frames = std::max(1u, c.fifo_frames * 3 / 4);
+    }
+    if (c.pfc_xon_frames == 0) {
+        c.pfc_xon_frames = std::min(c.fifo_frames / 2, c.pfc_xoff_frames - 1);
+    }
+    if (c.pfc_xoff_frames > c.fifo_frames) {
+        r.error("pfc_xoff_frames",
+                "must be at most fifo_frames (" + std::to_string(c.fifo_frames) + ")");
+    } else if (c.pfc_xon_frames >= c.pfc_xoff_frames) {
+        r.error("pfc_xon_frames",
+                "must be below pfc_xoff_frames (" + std::to_string(c.pfc_xoff_frames) + ")");
+    }
     r.finish();
     return c;
 }
@@ -123,10 +139,13 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
 
 void recv_path::receive_frame(fabric::eth_frame&& frame) {
     if (m_fifo.full()) {
-        ++m_stats.fifo_drops;
+        ++m_stats.fifo_drops;  // the headroom above XOFF did not cover what was on the cable
         return;
     }
     m_fifo.put(std::move(frame));  // never blocks: not full
+    if (m_link != nullptr && m_fifo.size() >= m_cfg.pfc_xoff_frames) {
+        m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), true);
+    }
 }
 
 void recv_path::flush_receives(uint32_t qpn, const sc_core::sc_time& at) {
@@ -210,6 +229,10 @@ void recv_path::rx_thread() {
             continue;
         }
         fabric::eth_frame f = m_fifo.get();
+        if (m_link != nullptr && m_link->xoff(m_link_side) != 0 &&
+            m_fifo.size() <= m_cfg.pfc_xon_frames) {
+            m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), false);
+        }
         const sc_core::sc_time arrived = sc_core::sc_time_stamp();
         ++m_stats.frames;
         m_stats.bytes += f.data.size();

@@ -10,7 +10,14 @@ namespace rnic::hw {
 
 struct recv_path_config {
     uint32_t fifo_frames = 64;  // receive FIFO; a frame arriving to a full FIFO is dropped
-    uint32_t parse_cycles = 4;  // header parse, ICRC check and QP lookup: +4 cycles per packet
+    // PFC on the receive FIFO (when the link's pfc is on): XOFF pause frames for the
+    // priorities in pfc_priorities once the FIFO holds pfc_xoff_frames, XON at pfc_xon_frames.
+    // What is above XOFF is the headroom for frames already on the cable. 0: fifo_frames * 3 / 4
+    // and fifo_frames / 2.
+    uint32_t pfc_xoff_frames = 0;
+    uint32_t pfc_xon_frames = 0;
+    uint32_t pfc_priorities = 0xFF;  // bit p: priority p is paused
+    uint32_t parse_cycles = 4;       // header parse, ICRC check and QP lookup: +4 cycles per packet
     double placement_lag_ns =
         2000;                     // DMA writes may trail the parser by this much before it stalls
     uint32_t ack_coalesce = 1;    // ACK every Nth AckReq message (1: every one)

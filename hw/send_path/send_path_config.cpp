@@ -39,6 +39,12 @@ send_path_config parse_send_path_config(config::reader r) {
         t.get("tolerance_cycles", c.lockstep.tolerance_cycles, 0u, 1u << 20);
         t.finish();
     }
+    r.get("dscp", c.dscp, 0u, 63u);
+    if (c.dscp != 0 && c.impl != "model") {
+        r.error("dscp",
+                "the RTL send path sends DSCP 0 (its IPv4 TOS is fixed); another DSCP "
+                "needs impl \"model\"");
+    }
     r.finish();
     return c;
 }

@@ -57,6 +57,9 @@ struct send_path_config {
     send_path_timing timing;
     send_path_rtl_config rtl;
     send_path_lockstep_config lockstep;
+    // DSCP of the RoCEv2 frames it builds (ECN field ECT(0)); a switch maps it to a priority
+    // (default DSCP >> 3) for queueing and PFC. The RTL sends DSCP 0 only.
+    uint32_t dscp = 0;
 };
 send_path_config parse_send_path_config(config::reader r);
 

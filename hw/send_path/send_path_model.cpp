@@ -186,7 +186,9 @@ void send_path_model::build_current_frame() {
     std::fill(m_payload.begin() + static_cast<std::ptrdiff_t>(have),
               m_payload.begin() + static_cast<std::ptrdiff_t>(len), uint8_t{0});
     m_frame.clear();
-    roce::build_frame(make_frame_header(m_cur_desc, m_cur_plan), m_payload.data(), len, m_frame);
+    roce::frame_header h = make_frame_header(m_cur_desc, m_cur_plan);
+    h.tos = static_cast<uint8_t>((m_cfg.dscp << 2) | 0x02);  // DSCP (PFC priority), ECT(0)
+    roce::build_frame(h, m_payload.data(), len, m_frame);
 }
 
 void send_path_model::reset(uint32_t cycles) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/config_reader.h"
+#include "testbench/output/flows_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/progress.h"
 #include "testbench/output/run_report.h"
@@ -89,7 +90,14 @@ int run(const options& o) {
         opts.progress = rnic::output::progress_bar::wanted();
         const rnic::scenario::run_result r = rnic::scenario::run_scenario(cfg, opts);
         const std::string summary = rnic::output::make_summary(cfg, r);
-        dir.write("stats.json", rnic::output::to_file_text(rnic::output::make_stats_json(r)));
+        nlohmann::json stats = rnic::output::make_stats_json(r);
+        if (rnic::output::has_fabric_outputs(cfg, r)) {
+            // Fabric scenarios: per-flow results (today's single flow back to back keeps its
+            // outputs as they were).
+            stats["fabric"] = rnic::output::make_fabric_json(cfg, r);
+            dir.write("flows.csv", rnic::output::make_flows_csv(cfg, r));
+        }
+        dir.write("stats.json", rnic::output::to_file_text(stats));
         dir.write("summary.txt", summary);
         dir.write("config.json", rnic::output::to_file_text(cfg.effective));
         if (!r.cc_csv.empty()) {

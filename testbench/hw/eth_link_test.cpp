@@ -458,3 +458,112 @@ TEST(EthLink, FaultsAreReproducibleForASeed) {
 }
 
 }  // namespace
+
+namespace {
+// An IPv4 frame with the given DSCP (its PFC priority is DSCP >> 3).
+eth_frame ipv4_frame(size_t len, uint64_t flow, uint8_t dscp) {
+    eth_frame f = make_frame(len, flow);
+    f.data[12] = 0x08;
+    f.data[13] = 0x00;
+    f.data[14] = 0x45;
+    f.data[15] = static_cast<uint8_t>(dscp << 2);
+    return f;
+}
+}  // namespace
+
+// PFC: side 1's receiver asserts XOFF for priority 0 at t = 0. Its pause frame (802.1Qbb
+// layout) leaves at once and pauses side 0 only when its last bit has arrived, 72 byte times +
+// propagation later; side 0 keeps sending until then, finishes nothing new after, and resumes
+// when the XON frame (quanta 0) has arrived. Pause frames never reach the receiver's client.
+TEST(EthLink, PfcPauseActsWhenItArrivesAndResumesAtXon) {
+    eth_link_config cfg;
+    cfg.propagation_ns = 1000;
+    cfg.tx_fifo_frames = 64;
+    bench b(cfg);
+    b.link.set_mac(1, {0x02, 0, 0, 0, 0, 0x11});
+    std::vector<std::pair<int, eth_frame>> cap;
+    b.link.set_capture([&](int side, const eth_frame& f) { cap.emplace_back(side, f); });
+    sc_core::sc_spawn(
+        [&] {
+            for (uint64_t k = 0; k < 20; ++k) {
+                b.link.tx(0).put(ipv4_frame(1000, k, 0));
+            }
+        },
+        "mac0");
+    sc_core::sc_spawn(
+        [&] {
+            b.link.set_xoff(1, 0x01, true);
+            sc_core::wait(sc_time(3000, SC_NS));
+            b.link.set_xoff(1, 0x01, false);
+        },
+        "rx1");
+    sc_core::sc_start();
+    ASSERT_EQ(b.rx[1].frames.size(), 20u);
+    EXPECT_TRUE(b.rx[0].frames.empty()) << "MAC control frames stay in the MAC";
+    const sc_time arrive_on = ps(72 * 80) + sc_time(1000, SC_NS);
+    const sc_time arrive_off = sc_time(3000, SC_NS) + ps(72 * 80) + sc_time(1000, SC_NS);
+    const double slot = 1024 * 80;  // 1000-byte frame: 1024 wire bytes
+    // Frames whose first bit left before the pause arrived: k * slot < arrive_on.
+    const uint64_t before = static_cast<uint64_t>(std::ceil(arrive_on.to_seconds() * 1e12 / slot));
+    for (uint64_t k = 0; k < 20; ++k) {
+        const sc_time expect = k < before ? ps(k * slot) : arrive_off + ps((k - before) * slot);
+        EXPECT_EQ(b.rx[1].frames[k].frame.tx_start, expect) << k;
+    }
+    // Two pause frames from side 1: XOFF (time[0] = 0xFFFF) and XON (0), 802.1Qbb layout.
+    std::vector<std::vector<uint8_t>> pauses;
+    for (const auto& c : cap) {
+        if (c.first == 1) {
+            pauses.push_back(c.second.data);
+        }
+    }
+    ASSERT_EQ(pauses.size(), 2u);
+    std::vector<uint8_t> xoff = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0,    0,    0,
+                                 0,    0x11, 0x88, 0x08, 0x01, 0x01, 0x00, 0x01, 0xFF, 0xFF};
+    xoff.resize(60, 0);
+    EXPECT_EQ(pauses[0], xoff);
+    std::vector<uint8_t> xon = xoff;
+    xon[18] = xon[19] = 0;
+    EXPECT_EQ(pauses[1], xon);
+    EXPECT_EQ(b.link.get_stats(1).pfc_frames, 2u);
+    EXPECT_EQ(b.link.get_stats(0).pauses, 1u);
+    EXPECT_EQ(b.link.get_stats(0).pause_ps, 3000000u);
+}
+
+// A pause names priorities: a pause of priority 1 leaves priority 0 frames flowing; with pfc
+// off, set_xoff sends nothing.
+TEST(EthLink, PfcPausesOnlyTheNamedPriorities) {
+    eth_link_config cfg;
+    cfg.tx_fifo_frames = 64;
+    bench b(cfg);
+    sc_core::sc_spawn(
+        [&] {
+            b.link.set_xoff(1, 0x02, true);
+            sc_core::wait(sc_time(500, SC_NS));
+            for (uint64_t k = 0; k < 5; ++k) {
+                b.link.tx(0).put(ipv4_frame(500, k, 0));
+            }
+            b.link.tx(0).put(ipv4_frame(500, 5, 8));  // DSCP 8: priority 1, held
+            sc_core::wait(sc_time(2000, SC_NS));
+            b.link.set_xoff(1, 0x02, false);
+        },
+        "mac");
+    sc_core::sc_start();
+    ASSERT_EQ(b.rx[1].frames.size(), 6u);
+    EXPECT_EQ(b.rx[1].frames[0].frame.tx_start, sc_time(500, SC_NS));
+    EXPECT_EQ(b.rx[1].frames[4].frame.tx_start, sc_time(500, SC_NS) + ps(4 * 524 * 80));
+    // Priority 1 leaves when the XON frame (sent at 2500 ns) has arrived: 72 bytes + 50 ns.
+    EXPECT_EQ(b.rx[1].frames[5].frame.tx_start,
+              sc_time(2500, SC_NS) + ps(72 * 80) + sc_time(50, SC_NS));
+    EXPECT_EQ(b.link.get_stats(0).pauses, 1u);
+    EXPECT_EQ(b.link.get_stats(1).pfc_frames, 2u);
+}
+
+TEST(EthLink, PfcOffSendsNoPauseFrames) {
+    eth_link_config cfg;
+    cfg.pfc = false;
+    bench b(cfg);
+    sc_core::sc_spawn([&] { b.link.set_xoff(1, 0xFF, true); }, "rx1");
+    sc_core::sc_start();
+    EXPECT_EQ(b.link.get_stats(1).pfc_frames, 0u);
+    EXPECT_EQ(b.link.get_stats(1).frames, 0u);
+}

@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include "hw/common/config_reader.h"
 #include "hw/roce/roce.h"
+#include "hw/send_path/send_path_config.h"
 #include "hw/send_path/send_path_model.h"
 
 namespace {
@@ -587,4 +589,26 @@ TEST(SendPath, TracesFifoOccupancyValidReady) {
           " occupancy ", " valid ", " ready ", " bytes ", " idle "}) {
         EXPECT_NE(vcd.find(text), std::string::npos) << text;
     }
+}
+
+// rnic.send_path.dscp: every frame carries the DSCP with ECN = ECT(0) in the IPv4 TOS, with a
+// valid header checksum and ICRC (parse_frame checks both); the default is TOS 0x02.
+TEST(SendPath, DscpGoesIntoTheTosWithEct0) {
+    send_path_config cfg;
+    cfg.dscp = 26;
+    bench b(cfg);
+    const auto payload = pattern_bytes(3000, 4);
+    const tx_descriptor d = make_desc(tx_kind::WRITE, 3000, 7);
+    b.run([&] { put_message(b.dut, d, payload, 1000); });
+    ASSERT_EQ(b.out.frames.size(), 3u);
+    for (const auto& f : b.out.frames) {
+        const roce::parsed_frame p = parse_ok(f);
+        EXPECT_EQ(f.data[15], (26 << 2) | 0x02);
+        EXPECT_EQ(p.hdr.tos, (26 << 2) | 0x02);
+    }
+    rnic::config::parse_context pc;
+    const nlohmann::json bad = {{"impl", "rtl"}, {"dscp", 26}};
+    (void)parse_send_path_config(rnic::config::reader(bad, "rnic.send_path", pc));
+    ASSERT_EQ(pc.errors.size(), 1u);
+    EXPECT_EQ(pc.errors[0].rfind("rnic.send_path.dscp", 0), 0u) << pc.errors[0];
 }

@@ -2,6 +2,8 @@
 // stats.json, speed.json and summary.txt of a run.
 #include "testbench/output/run_report.h"
 
+#include "testbench/output/flows_report.h"
+
 #include <fmt/format.h>
 
 namespace rnic::output {
@@ -38,6 +40,7 @@ nlohmann::json make_speed_json(const scenario::run_result& r) {
         {"packets", r.packets},
         {"packets_per_wall_s", w > 0 ? static_cast<double>(r.packets) / w : 0.0},
         {"simulated_ns_per_wall_s", w > 0 ? static_cast<double>(r.simulated_ns) / w : 0.0},
+        {"delta_cycles", r.delta_cycles},
     };
 }
 
@@ -105,6 +108,20 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
     }
     s += fmt::format(" {:<16}: {:.3f} us, {} packets\n", "Simulated", r.simulated_ns / 1e3,
                      r.packets);
+    if (has_fabric_outputs(cfg, r)) {
+        // Fabric runs: the table above sums every flow; flows.csv has each one.
+        const nlohmann::json f = make_fabric_json(cfg, r);
+        s += fmt::format(" {:<16}: {} topology, {} nodes, {} switches, {} links\n", "Fabric",
+                         cfg.topology.form, cfg.topology.nodes.size(), cfg.topology.switches.size(),
+                         cfg.topology.links.size());
+        s += fmt::format(" {:<16}: {} ({}), {} of them complete\n", "Flows",
+                         f["flows"].get<uint64_t>(), to_string(cfg.workload.pattern),
+                         f["complete"].get<uint64_t>());
+        s += fmt::format(
+            " {:<16}: p50 {:.3f} us, p99 {:.3f} us; slowdown p50 {:.2f}, p99 {:.2f}\n", "FCT",
+            f["fct_ns"]["p50"].get<double>() / 1e3, f["fct_ns"]["p99"].get<double>() / 1e3,
+            f["slowdown"]["all"]["p50"].get<double>(), f["slowdown"]["all"]["p99"].get<double>());
+    }
     return s;
 }
 

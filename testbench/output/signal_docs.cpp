@@ -25,11 +25,28 @@ const entry SIGNALS[] = {
      "a frame is being serialized from node 1 to node 0 (its wire slot: "
      "preamble to inter-frame gap)"},
     {"link.dir0.pfc_paused",
-     "node 1's receive FIFO is full: PFC holds node 0's frames at the "
-     "link (802.1Qbb, topology.link.pfc)"},
+     "PFC: a pause frame from node 1 holds some priority of node 0's transmitter (802.1Qbb; "
+     "set when a pause frame arrives, cleared by the next one or when node 0 next looks after "
+     "expiry)"},
     {"link.dir1.pfc_paused",
-     "node 0's receive FIFO is full: PFC holds node 1's frames at the "
-     "link (802.1Qbb, topology.link.pfc)"},
+     "PFC: a pause frame from node 0 holds some priority of node 1's transmitter (802.1Qbb; "
+     "set when a pause frame arrives, cleared by the next one or when node 1 next looks after "
+     "expiry)"},
+    {"link.dir0.pfc_xoff",
+     "PFC: priorities node 0's receive FIFO holds off (bit p: XOFF sent for priority p, "
+     "rnic.recv_path.pfc_xoff_frames)"},
+    {"link.dir1.pfc_xoff",
+     "PFC: priorities node 1's receive FIFO holds off (bit p: XOFF sent for priority p, "
+     "rnic.recv_path.pfc_xoff_frames)"},
+    // Links of a fabric (topology links) and switches (tlm/switch/README.md)
+    {"*.dir*.busy", "a frame is being serialized in this direction of the link (side d sends)"},
+    {"*.dir*.pfc_paused", "PFC: some priority of side d's transmitter is paused by a pause frame"},
+    {"*.dir*.pfc_xoff", "PFC: priorities side d's receiver holds off (bit p: XOFF for priority p)"},
+    {"*.port*.q*.occupancy_bytes", "switch: egress queue (port, priority) occupancy, bytes"},
+    {"*.port*.q*.ingress_bytes",
+     "switch: ingress accounting of (port, priority): bytes received there and still buffered "
+     "(PFC XOFF/XON compare it)"},
+    {"*.port*.q*.xoff", "switch: the ingress queue (port, priority) has sent XOFF (PFC)"},
     // doorbell
     {"node*.nic.doorbell.pending", "QPs rung (doorbell decoded) and waiting for the scheduler"},
     {"node*.nic.doorbell.sq_doorbells", "counter: send-queue doorbells received"},
@@ -114,13 +131,17 @@ const entry SIGNALS[] = {
     {"node*.pcie.down_cpld_tlps", "counter: completions with data host->device (DMA read data)"},
     {"node*.pcie.msi_writes", "counter: MSI-X interrupt messages"},
     // workload
-    {"workload.node[01].outstanding", "work requests the consumer posted and has not reaped"},
+    {"workload.node*.outstanding",
+     "work requests the node's consumer (every flow role on it) posted and has not reaped"},
 };
 
 // FIFOs (hw::channel and the send path's input FIFOs): "<scope>.occupancy|valid|ready".
 const entry FIFOS[] = {
     {"link.mac_tx0", "node 0's MAC transmit FIFO (frames waiting for the wire)"},
     {"link.mac_tx1", "node 1's MAC transmit FIFO (frames waiting for the wire)"},
+    {"*.mac_tx*",
+     "the MAC transmit FIFO of side d of a fabric link (a NIC's frames waiting for "
+     "the wire)"},
     {"node*.nic.doorbell.sq_ready", "QPs with WQEs to fetch, waiting for WQE fetch"},
     {"node*.nic.doorbell.cmd_doorbells", "command doorbells waiting for the command processor"},
     {"node*.nic.wqe_fetch.wqes", "fetched WQEs waiting for the transmit engine"},

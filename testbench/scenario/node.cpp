@@ -7,6 +7,17 @@
 namespace rnic::scenario {
 
 namespace {
+ndk::host_config host_of(const scenario_config& cfg, const node_config& n) {
+    ndk::host_config h = cfg.host;
+    if (n.prefix_length) {
+        h.ipv4_prefix_length = *n.prefix_length;
+    }
+    if (n.gateway) {
+        h.ipv4_gateway = *n.gateway;
+    }
+    return h;
+}
+
 hw::nic_identity identity_of(size_t index, const node_config& n) {
     hw::nic_identity id;
     id.node_id = static_cast<uint32_t>(index);
@@ -17,13 +28,13 @@ hw::nic_identity identity_of(size_t index, const node_config& n) {
 }  // namespace
 
 node::node(sc_core::sc_module_name name, size_t index, const scenario_config& cfg,
-           fabric::eth_link& link, hw::sim_context& ctx)
+           fabric::eth_link& link, int side, hw::sim_context& ctx)
     : sc_module(name)
+    , m_host_cfg(host_of(cfg, cfg.topology.nodes[index]))
     , memory("memory", sc_core::sc_time(cfg.host.memory_latency_ns, sc_core::SC_NS))
     , pcie("pcie", cfg.rnic.pcie, "", ctx)
-    , nic("nic", cfg.rnic, identity_of(index, cfg.topology.nodes[index]), link,
-          static_cast<int>(index), ctx)
-    , host("host", cfg.host, memory, pcie, ctx)  // binds host.mmio_out -> pcie.host_mmio_in
+    , nic("nic", cfg.rnic, identity_of(index, cfg.topology.nodes[index]), link, side, ctx)
+    , host("host", m_host_cfg, memory, pcie, ctx)  // binds host.mmio_out -> pcie.host_mmio_in
     , m_index(index) {
     nic.dma_out().bind(pcie.dev_dma_in);
     pcie.bar_out.bind(nic.mmio_in());

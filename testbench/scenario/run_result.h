@@ -19,6 +19,19 @@ struct latency_summary {
     uint64_t max_ns = 0;
 };
 
+// One flow of the workload (flows.csv).
+struct flow_result {
+    uint32_t src = 0;
+    uint32_t dst = 0;
+    uint64_t bytes = 0;     // messages x message_bytes the flow was to move
+    uint64_t messages = 0;  // completed
+    uint64_t message_bytes = 0;
+    double start_ns = -1;  // first post (-1: never connected)
+    double end_ns = -1;    // last completion reaped
+    bool complete = false;
+    double fct_ns() const { return end_ns - start_ns; }
+};
+
 struct run_result {
     // Why the run failed (integrity mismatch, error completion, time limit...); empty = passed.
     std::vector<std::string> failures;
@@ -35,7 +48,10 @@ struct run_result {
 
     uint64_t simulated_ns = 0;  // simulated time at the end of the run (setup and teardown too)
     double wall_s = 0;          // elaboration + simulation, wall clock
-    uint64_t packets = 0;       // Ethernet frames, both directions
+    uint64_t packets = 0;       // Ethernet frames on every link, both directions (packet-hops)
+    // SystemC delta cycles of the run (speed.json): what the kernel did; nodes and switches with
+    // nothing to do add none.
+    uint64_t delta_cycles = 0;
 
     nlohmann::json blocks = nlohmann::json::object();  // {"<module name>": {"<counter>": v}}
     // Per-stage latency of the WQE timeline (output::timeline): {"<stage>": {"count",
@@ -49,6 +65,8 @@ struct run_result {
     // or alpha and per CNP arrival, both nodes, in time order; empty when congestion control
     // is off.
     std::string cc_csv;
+
+    std::vector<flow_result> flows;  // in workload flow order
 
     bool passed() const { return failures.empty(); }
 };

@@ -20,6 +20,7 @@
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/workload.h"
 #include "tlm/ethernet/eth_link.h"
+#include "tlm/switch/eth_switch.h"
 
 #include <fmt/format.h>
 
@@ -27,12 +28,15 @@ namespace rnic::scenario {
 
 namespace {
 
-// Everything one run simulates. Members are built in order: the context first (blocks register
-// their counters and traces in it), the link before the NICs that attach to it.
+// Everything one run simulates, elaborated from the expanded topology alone (cfg.topology:
+// nodes, switches, links, addresses, routes). Members are built in order: the context first
+// (blocks register their counters and traces in it), the links before the NICs and switches
+// that attach to them.
 struct testbench {
     hw::sim_context ctx;
-    std::unique_ptr<fabric::eth_link> link;
-    std::array<std::unique_ptr<node>, NODES> nodes;
+    std::vector<std::unique_ptr<fabric::eth_link>> links;
+    std::vector<std::unique_ptr<node>> nodes;
+    std::vector<std::unique_ptr<fabric::eth_switch>> switches;
     std::unique_ptr<workload> load;
 
     // `vcd`: where the blocks trace their signals (the waves recorder), or null. `rtl_fst_base`:
@@ -44,20 +48,36 @@ struct testbench {
         ctx.vcd = vcd;
         ctx.tracer = tracer;
         ctx.rtl_fst_base = std::move(rtl_fst_base);
-        link = std::make_unique<fabric::eth_link>("link", cfg.topology.link, ctx);
-        for (size_t i = 0; i < NODES; ++i) {
-            nodes[i] =
-                std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg, *link, ctx);
+        const topology_config& t = cfg.topology;
+        for (const link_desc& l : t.links) {
+            links.push_back(std::make_unique<fabric::eth_link>(l.name.c_str(), l.cfg, ctx));
+        }
+        for (size_t i = 0; i < t.nodes.size(); ++i) {
+            nodes.push_back(std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg,
+                                                   *links[t.node_link[i]], t.node_side[i], ctx));
+        }
+        for (size_t s = 0; s < t.switches.size(); ++s) {
+            const switch_desc& d = t.switches[s];
+            auto sw = std::make_unique<fabric::eth_switch>(d.name.c_str(), t.sw, d.ports, ctx);
+            for (uint32_t p = 0; p < d.ports; ++p) {
+                const auto& pi = t.ports[s][p];
+                sw->connect(p, *links[pi.link], pi.side);
+                sw->set_port_address(p, pi.mac, pi.ip);
+                sw->set_neighbor_mac(p, pi.neighbor_mac);
+            }
+            for (const route& r : t.routes[s]) {
+                sw->add_route(r.prefix, r.length, r.ports);
+            }
+            switches.push_back(std::move(sw));
+        }
+        std::vector<node*> ns;
+        for (auto& n : nodes) {
+            ns.push_back(n.get());
         }
         if (consumers) {
-            std::vector<node*> all;
-            for (const auto& n : nodes) {
-                all.push_back(n.get());
-            }
-            consumers(all);
+            consumers(ns);
         } else {
-            load = std::make_unique<workload>(
-                "workload", cfg, std::array<node*, NODES>{nodes[0].get(), nodes[1].get()}, ctx);
+            load = std::make_unique<workload>("workload", cfg, std::move(ns), ctx);
         }
         if (vcd != nullptr) {
             trace_qps(cfg, vcd);
@@ -266,8 +286,8 @@ private:
             m_waves->close();
         }
         if (m_bar) {
-            const uint64_t total = m_tb.load ? m_cfg.workload.messages : 0;  // 0: consumers
-            const uint64_t posted = m_tb.load ? m_tb.load->counters(0).posted : 0;
+            const uint64_t total = m_tb.load ? m_tb.load->total_messages() : 0;  // 0: consumers
+            const uint64_t posted = m_tb.load ? m_tb.load->posted() : 0;
             double fraction =
                 total > 0 ? static_cast<double>(posted) / static_cast<double>(total) : 0.0;
             if (m_limited) {
@@ -332,25 +352,35 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         // (a frame the link drops or corrupts is captured as sent). Picoseconds floor to ns.
         const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
         output::pcap_writer* w = pcap.get();
-        // outputs.pcap_links: which directions of the link (empty: both).
-        std::array<bool, 2> side = {cfg.outputs.pcap_links.empty(), cfg.outputs.pcap_links.empty()};
-        for (const std::string& l : cfg.outputs.pcap_links) {
-            side[0] = side[0] || l == "link" || l == "link.dir0";
-            side[1] = side[1] || l == "link" || l == "link.dir1";
-        }
-        tb->link->set_capture([w, ps_per_unit, side](int from, const fabric::eth_frame& f) {
-            if (!side[from == 0 ? 0 : 1]) {
-                return;
+        // outputs.pcap_links: which directions of which links (empty: every one). Frames of
+        // several links go into the file in the order they start.
+        const bool all = cfg.outputs.pcap_links.empty();
+        for (size_t i = 0; i < tb->links.size(); ++i) {
+            const std::string& name = cfg.topology.links[i].name;
+            std::array<bool, 2> side = {all, all};
+            for (const std::string& l : cfg.outputs.pcap_links) {
+                side[0] = side[0] || l == name || l == name + ".dir0";
+                side[1] = side[1] || l == name || l == name + ".dir1";
             }
-            const auto ps = static_cast<uint64_t>(
-                std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
-            w->write(ps / 1000, f.data.data(), f.data.size());
-        });
+            if (!side[0] && !side[1]) {
+                continue;
+            }
+            tb->links[i]->set_capture([w, ps_per_unit, side](int from, const fabric::eth_frame& f) {
+                if (!side[from == 0 ? 0 : 1]) {
+                    return;
+                }
+                const auto ps = static_cast<uint64_t>(
+                    std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
+                w->write(ps / 1000, f.data.data(), f.data.size());
+            });
+        }
     }
 
     simulation_loop(cfg, opts, *tb, waves.get()).run();
 
-    tb->link->set_capture(nullptr);
+    for (auto& l : tb->links) {
+        l->set_capture(nullptr);
+    }
     tb->ctx.tracer = nullptr;
     tb->ctx.vcd = nullptr;
     if (pcap) {
@@ -366,7 +396,12 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     r.failures.insert(r.failures.begin(), tb->ctx.failures.begin(), tb->ctx.failures.end());
     r.files = tb->ctx.outputs;
     r.simulated_ns = static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time_stamp())));
-    r.packets = tb->link->get_stats(0).frames + tb->link->get_stats(1).frames;
+    r.delta_cycles = sc_core::sc_delta_count();
+    // Packet-hops: every frame on every link, both directions.
+    r.packets = 0;
+    for (auto& l : tb->links) {
+        r.packets += l->get_stats(0).frames + l->get_stats(1).frames;
+    }
     r.blocks = tb->ctx.stats.values();
     r.stages = tl->stage_latency();
     r.stages_by_block = tl->block_stage_latency();

@@ -48,136 +48,185 @@ operation operation_of(const workload_config& w, uint32_t q, uint64_t i) {
     return pick < uint64_t{w.mix.write} + w.mix.read ? operation::READ : operation::SEND;
 }
 
-bool parse_mac(const std::string& s, std::array<uint8_t, 6>& out) {
-    // Exactly six two-digit hex groups separated by ':'.
-    if (s.size() != 17) {
-        return false;
+const char* to_string(traffic_pattern p) {
+    switch (p) {
+        case traffic_pattern::PAIRS:
+            return "pairs";
+        case traffic_pattern::INCAST:
+            return "incast";
+        case traffic_pattern::PERMUTATION:
+            return "permutation";
+        case traffic_pattern::ALL_TO_ALL:
+            return "all_to_all";
+        case traffic_pattern::RING_ALLREDUCE:
+            return "ring_allreduce";
+        case traffic_pattern::FLOWS:
+            return "flows";
     }
-    std::array<uint8_t, 6> mac{};
-    for (size_t i = 0; i < 6; ++i) {
-        const size_t p = i * 3;
-        if (i > 0 && s[p - 1] != ':') {
-            return false;
-        }
-        unsigned v = 0;
-        for (size_t k = 0; k < 2; ++k) {
-            const char c = s[p + k];
-            unsigned d;
-            if (c >= '0' && c <= '9') {
-                d = c - '0';
-            } else if (c >= 'a' && c <= 'f') {
-                d = c - 'a' + 10;
-            } else if (c >= 'A' && c <= 'F') {
-                d = c - 'A' + 10;
-            } else {
-                return false;
-            }
-            v = v * 16 + d;
-        }
-        mac[i] = static_cast<uint8_t>(v);
-    }
-    out = mac;
-    return true;
-}
-
-bool parse_ipv4(const std::string& s, uint32_t& out) {
-    uint32_t ip = 0;
-    size_t pos = 0;
-    for (int part = 0; part < 4; ++part) {
-        if (part > 0) {
-            if (pos >= s.size() || s[pos] != '.') {
-                return false;
-            }
-            ++pos;
-        }
-        size_t digits = 0;
-        unsigned v = 0;
-        while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9' && digits < 4) {
-            v = v * 10 + (s[pos] - '0');
-            ++pos;
-            ++digits;
-        }
-        if (digits == 0 || digits > 3 || v > 255) {
-            return false;
-        }
-        ip = (ip << 8) | v;
-    }
-    if (pos != s.size()) {
-        return false;
-    }
-    out = ip;
-    return true;
-}
-
-std::string format_mac(const std::array<uint8_t, 6>& mac) {
-    char buf[18];
-    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
-                  mac[4], mac[5]);
-    return buf;
-}
-
-std::string format_ipv4(uint32_t ip) {
-    return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
-           std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+    return "?";
 }
 
 namespace {
 
-node_config parse_node(config::reader r, size_t index) {
-    node_config n;
-    n.mac = {0x02, 0x00, 0x00, 0x00, 0x00, static_cast<uint8_t>(index + 1)};
-    n.ip = (10u << 24) | static_cast<uint32_t>(index + 1);  // 10.0.0.<index+1>
-    std::string mac = format_mac(n.mac);
-    std::string ip = format_ipv4(n.ip);
-    r.get("mac", mac);
-    if (r.has("mac") && !parse_mac(mac, n.mac)) {
-        r.error("mac", nlohmann::json(mac).dump() + " is not a MAC address like 02:00:00:00:00:01");
-    }
-    r.get("ip", ip);
-    if (r.has("ip") && !parse_ipv4(ip, n.ip)) {
-        r.error("ip", nlohmann::json(ip).dump() + " is not an IPv4 address like 10.0.0.1");
-    }
-    r.get_one_of("mtu", n.mtu, {256u, 512u, 1024u, 2048u, 4096u});
-    r.finish();
-    return n;
-}
-
-// topology.nodes is an array; its elements are read with paths topology.nodes.<i>, which is
-// also how --set addresses them.
-topology_config parse_topology(config::reader r, config::parse_context& ctx) {
-    topology_config t;
-    const nlohmann::json* nodes = r.raw("nodes");
-    const bool nodes_ok = nodes == nullptr || (nodes->is_array() && nodes->size() == NODES);
-    if (!nodes_ok) {
-        r.error("nodes", nodes->is_array()
-                             ? std::to_string(nodes->size()) + " nodes given, exactly " +
-                                   std::to_string(NODES) + " are modelled"
-                             : config::describe(*nodes) + " is not an array of " +
-                                   std::to_string(NODES) + " nodes");
-    }
-    for (size_t i = 0; i < NODES; ++i) {
-        const nlohmann::json elem =
-            nodes_ok && nodes != nullptr ? (*nodes)[i] : nlohmann::json::object();
-        t.nodes[i] =
-            parse_node(config::reader(elem, r.path_of("nodes." + std::to_string(i)), ctx), i);
-    }
-    t.link = fabric::parse_eth_link_config(r.child("link"));
-    for (size_t i = 1; i < NODES; ++i) {
-        if (t.nodes[i].mac == t.nodes[0].mac) {
-            r.error("nodes." + std::to_string(i) + ".mac",
-                    "\"" + format_mac(t.nodes[i].mac) + "\" is also node 0's MAC");
-        }
-        if (t.nodes[i].ip == t.nodes[0].ip) {
-            r.error("nodes." + std::to_string(i) + ".ip",
-                    "\"" + format_ipv4(t.nodes[i].ip) + "\" is also node 0's IP");
-        }
-    }
-    r.finish();
-    return t;
-}
-
-workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
+workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size_t nodes,
+                               config::parse_context& ctx) {
     workload_config w;
+    {
+        std::string p = to_string(w.pattern);
+        r.get_one_of("pattern", p,
+                     {"pairs", "incast", "permutation", "all_to_all", "ring_allreduce", "flows"});
+        w.pattern = p == "incast"           ? traffic_pattern::INCAST
+                    : p == "permutation"    ? traffic_pattern::PERMUTATION
+                    : p == "all_to_all"     ? traffic_pattern::ALL_TO_ALL
+                    : p == "ring_allreduce" ? traffic_pattern::RING_ALLREDUCE
+                    : p == "flows"          ? traffic_pattern::FLOWS
+                                            : traffic_pattern::PAIRS;
+    }
+    const auto node_count = static_cast<uint32_t>(nodes);
+    auto node_error = [&](const std::string& key, const nlohmann::json& v) {
+        r.error(key, config::describe(v) + " is not a node index in [0, " +
+                         std::to_string(node_count - 1) + "] (topology.nodes)");
+    };
+    // workload.pairs: [[src, dst], ...].
+    if (const nlohmann::json* v = r.raw("pairs"); v != nullptr) {
+        w.pairs.clear();
+        if (!v->is_array() || v->empty()) {
+            r.error("pairs", config::describe(*v) +
+                                 " is not a non-empty array of [source, "
+                                 "destination] node pairs");
+        } else {
+            for (size_t i = 0; i < v->size(); ++i) {
+                const nlohmann::json& e = (*v)[i];
+                const std::string key = "pairs." + std::to_string(i);
+                if (!e.is_array() || e.size() != 2) {
+                    r.error(key, config::describe(e) + " is not a [source, destination] pair");
+                    continue;
+                }
+                bool ok = true;
+                for (size_t k = 0; k < 2; ++k) {
+                    if (!e[k].is_number_integer() || e[k].get<int64_t>() < 0 ||
+                        e[k].get<uint64_t>() >= node_count) {
+                        node_error(key + "." + std::to_string(k), e[k]);
+                        ok = false;
+                    }
+                }
+                if (ok && e[0] == e[1]) {
+                    r.error(key, "a node cannot be its own peer (loopback is not modelled)");
+                    ok = false;
+                }
+                if (ok) {
+                    w.pairs.emplace_back(e[0].get<uint32_t>(), e[1].get<uint32_t>());
+                }
+            }
+        }
+    }
+    {
+        nlohmann::json pairs = nlohmann::json::array();
+        for (const auto& [a, b] : w.pairs) {
+            pairs.push_back({a, b});
+        }
+        r.set_effective("pairs", pairs);
+    }
+    // With no nodes (a topology error, reported there) nothing here can be checked.
+    r.get("receiver", w.receiver, 0u, ~0u);
+    if (w.receiver >= node_count && node_count > 0) {
+        node_error("receiver", w.receiver);
+    }
+    r.get("senders", w.senders, 0u, ~0u);
+    if (w.senders >= node_count && node_count > 0) {
+        r.error("senders", std::to_string(w.senders) + " senders need more than the " +
+                               std::to_string(node_count) + " nodes of the topology");
+    }
+    // workload.flows: [{"src", "dst", "bytes", "start_ns"}, ...].
+    nlohmann::json flows_eff = nlohmann::json::array();
+    if (const nlohmann::json* v = r.raw("flows"); v != nullptr) {
+        if (!v->is_array()) {
+            r.error("flows", config::describe(*v) + " is not an array of flows");
+        } else {
+            for (size_t i = 0; i < v->size(); ++i) {
+                config::reader fr((*v)[i], r.path_of("flows." + std::to_string(i)), ctx);
+                flow_entry e;
+                fr.get("src", e.src, 0u, ~0u);
+                fr.get("dst", e.dst, 0u, ~0u);
+                fr.get("bytes", e.bytes, uint64_t{0}, uint64_t{1} << 32);
+                fr.get("start_ns", e.start_ns, 0.0, 1e15);
+                for (const char* k : {"src", "dst", "bytes"}) {
+                    if (!fr.has(k)) {
+                        fr.error(k, "missing");
+                    }
+                }
+                fr.finish();
+                if (node_count > 0 && e.src >= node_count) {
+                    node_error("flows." + std::to_string(i) + ".src", e.src);
+                } else if (node_count > 0 && e.dst >= node_count) {
+                    node_error("flows." + std::to_string(i) + ".dst", e.dst);
+                } else if (e.src == e.dst) {
+                    r.error("flows." + std::to_string(i),
+                            "a node cannot be its own peer (loopback is not modelled)");
+                } else if (e.bytes > lim.max_message) {
+                    r.error("flows." + std::to_string(i) + ".bytes",
+                            std::to_string(e.bytes) + " exceeds rnic.limits.max_message " +
+                                std::to_string(lim.max_message));
+                }
+                w.flow_list.push_back(e);
+                flows_eff.push_back(
+                    {{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}, {"start_ns", e.start_ns}});
+            }
+        }
+    }
+    r.set_effective("flows", flows_eff);
+    r.get("cdf", w.cdf_file);
+    r.get("load", w.load, 0.001, 1.0);
+    r.get("duration_us", w.duration_us, 0.001, 1e9);
+    r.get("start_us", w.start_us, 0.0, 1e9);
+    if (w.pattern == traffic_pattern::FLOWS && w.flow_list.empty()) {
+        if (w.cdf_file.empty()) {
+            r.error("pattern", "\"flows\" needs workload.flows or workload.cdf");
+        } else {
+            std::ifstream in(w.cdf_file);
+            if (!in) {
+                r.error("cdf",
+                        "cannot open \"" + w.cdf_file + "\" (relative to the current folder)");
+            } else {
+                // "bytes percent" per line, both rising, the percent from 0 to 100.
+                std::string line;
+                size_t no = 0;
+                std::string bad;
+                while (std::getline(in, line) && bad.empty()) {
+                    ++no;
+                    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+                        continue;
+                    }
+                    std::istringstream ls(line);
+                    double x = 0;
+                    double y = 0;
+                    if (!(ls >> x >> y) || x < 0 || y < 0 || y > 100) {
+                        bad = "line " + std::to_string(no) + ": not \"bytes percent\"";
+                    } else if (!w.cdf.points.empty() && (x < w.cdf.points.back().first ||
+                                                         y / 100 < w.cdf.points.back().second)) {
+                        bad = "line " + std::to_string(no) + ": not rising";
+                    } else {
+                        w.cdf.points.emplace_back(x, y / 100);
+                    }
+                }
+                if (bad.empty() && (w.cdf.points.size() < 2 || w.cdf.points.back().second != 1.0)) {
+                    bad = "needs at least 2 points, the last at 100 percent";
+                }
+                if (bad.empty() && w.cdf.points.back().first > lim.max_message) {
+                    bad = "its largest flow exceeds rnic.limits.max_message";
+                }
+                if (!bad.empty()) {
+                    r.error("cdf", "\"" + w.cdf_file + "\": " + bad);
+                }
+            }
+        }
+    }
+    if ((w.pattern == traffic_pattern::PERMUTATION || w.pattern == traffic_pattern::ALL_TO_ALL ||
+         w.pattern == traffic_pattern::RING_ALLREDUCE || w.pattern == traffic_pattern::FLOWS ||
+         w.pattern == traffic_pattern::INCAST) &&
+        node_count == 1) {
+        r.error("pattern", "needs at least 2 nodes");
+    }
     std::string op = to_string(w.op);
     r.get_one_of("operation", op, {"write", "send", "read", "mixed"});
     w.op = op == "send"    ? operation::SEND
@@ -248,11 +297,17 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim) {
     // Send-queue slots are only returned by signaled completions: a window of queue_depth
     // posted WRs must contain a signaled one.
     over("signal_every", w.signal_every, w.queue_depth, "workload.queue_depth");
+    if (w.pattern == traffic_pattern::RING_ALLREDUCE && w.op != operation::SEND) {
+        r.error("operation",
+                "ring_allreduce moves its steps by SEND (the receive completion "
+                "tells the next step it may start): use \"send\"");
+    }
     r.finish();
     return w;
 }
 
-outputs_config parse_outputs(config::reader r, const hw::nic_limits& lim) {
+outputs_config parse_outputs(config::reader r, const hw::nic_limits& lim,
+                             const topology_config& topo) {
     outputs_config o;
     r.get("dir", o.dir);
     if (o.dir.empty()) {
@@ -276,9 +331,15 @@ outputs_config parse_outputs(config::reader r, const hw::nic_limits& lim) {
             for (size_t i = 0; i < v->size(); ++i) {
                 const nlohmann::json& e = (*v)[i];
                 const std::string key = "pcap_links." + std::to_string(i);
-                if (!e.is_string() || (e != "link" && e != "link.dir0" && e != "link.dir1")) {
-                    r.error(key, config::describe(e) +
-                                     " is not a link: \"link\", \"link.dir0\" or \"link.dir1\"");
+                bool known = false;
+                for (const auto& l : topo.links) {
+                    known = known || (e.is_string() && (e == l.name || e == l.name + ".dir0" ||
+                                                        e == l.name + ".dir1"));
+                }
+                if (!known) {
+                    const std::string l0 = topo.links.empty() ? "link" : topo.links[0].name;
+                    r.error(key, config::describe(e) + " is not a link: \"" + l0 + "\", \"" + l0 +
+                                     ".dir0\" or \"" + l0 + ".dir1\"");
                     continue;
                 }
                 o.pcap_links.push_back(e.get<std::string>());
@@ -321,9 +382,10 @@ scenario_config parse_scenario(const nlohmann::json& j) {
     s.topology = parse_topology(root.child("topology"), ctx);
     s.rnic = hw::parse_nic_config(root.child("rnic"));
     s.host = ndk::parse_host_config(root.child("host"));
-    s.workload = parse_workload(root.child("workload"), s.rnic.limits);
-    s.outputs = parse_outputs(root.child("outputs"), s.rnic.limits);
-    for (size_t i = 0; i < NODES; ++i) {
+    s.workload =
+        parse_workload(root.child("workload"), s.rnic.limits, s.topology.nodes.size(), ctx);
+    s.outputs = parse_outputs(root.child("outputs"), s.rnic.limits, s.topology);
+    for (size_t i = 0; i < s.topology.nodes.size(); ++i) {
         if (s.topology.nodes[i].mtu > s.rnic.limits.max_mtu) {
             ctx.errors.push_back("topology.nodes." + std::to_string(i) +
                                  ".mtu: " + std::to_string(s.topology.nodes[i].mtu) +

@@ -13,23 +13,10 @@
 #include "hw/common/config_reader.h"
 #include "hw/nic/nic_config.h"
 #include "ndk_shim/host/host_system.h"
+#include "testbench/scenario/topology.h"
 #include "tlm/ethernet/eth_link.h"
 
 namespace rnic::scenario {
-
-inline constexpr size_t NODES = 2;  // the walking skeleton: two nodes, one link
-
-// One node's NIC port (topology.nodes.<i>).
-struct node_config {
-    std::array<uint8_t, 6> mac{};  // "02:00:00:00:00:01"
-    uint32_t ip = 0;               // IPv4, host order ("10.0.0.1")
-    uint32_t mtu = 1024;           // RoCE path MTU the provider uses, bytes
-};
-
-struct topology_config {
-    std::array<node_config, NODES> nodes;  // node 0 initiates, node 1 listens
-    fabric::eth_link_config link;          // the cable between node 0 (side 0) and node 1 (side 1)
-};
 
 // MIXED: each message draws WRITE, SEND or READ (workload_config::mix, operation_of()).
 enum class operation { WRITE, SEND, READ, MIXED };
@@ -42,12 +29,46 @@ struct operation_mix {
     uint32_t send = 1;
 };
 
+// workload.pattern: who talks to whom (flows.h).
+enum class traffic_pattern { PAIRS, INCAST, PERMUTATION, ALL_TO_ALL, RING_ALLREDUCE, FLOWS };
+
+// A flow-size distribution (workload.cdf): (bytes, cumulative fraction) points, the fraction
+// from 0 to 1, interpolated linearly between points (the DCTCP / HPCC traffic generators'
+// convention; files list "bytes percent" per line, configs/cdf/).
+struct size_cdf {
+    std::vector<std::pair<double, double>> points;
+    double mean() const;
+    double draw(double u) const;  // u uniform in [0, 1)
+};
+
+// One entry of workload.flows: one message of `bytes` from src to dst, posted at start_ns.
+struct flow_entry {
+    uint32_t src = 0;
+    uint32_t dst = 1;
+    uint64_t bytes = 0;
+    double start_ns = 0;
+};
+const char* to_string(traffic_pattern p);
+
 struct workload_config {
+    traffic_pattern pattern = traffic_pattern::PAIRS;
+    // "pairs": [source, destination] node indices, one flow each.
+    std::vector<std::pair<uint32_t, uint32_t>> pairs{{0, 1}};
+    uint32_t receiver = 0;  // "incast": the node every sender writes to
+    uint32_t senders = 0;   // "incast": how many senders (0: every other node)
+    // "flows": an explicit list, or arrivals drawn from a size distribution.
+    std::vector<flow_entry> flow_list;
+    std::string cdf_file;      // "bytes percent" lines (configs/cdf/web_search.txt)
+    size_cdf cdf;              // its points
+    double load = 0.3;         // of each source's link rate
+    double duration_us = 100;  // arrivals in [start_us, start_us + duration_us)
+    double start_us = 100;     // the QPs connect before
+    // Each flow: the operation, `messages` of `message_bytes` over `qps` QP pairs.
     operation op = operation::WRITE;  // key "operation": "write" | "send" | "read" | "mixed"
     operation_mix mix;                // "mixed" only: relative weights, not all 0
     uint64_t message_bytes = 65536;   // per work request, one SGE
-    uint64_t messages = 1000;         // in total, spread over the QPs
-    uint32_t qps = 1;                 // connected QP pairs
+    uint64_t messages = 1000;         // per flow, spread over its QPs
+    uint32_t qps = 1;                 // connected QP pairs per flow
     uint32_t queue_depth = 16;        // outstanding work requests per QP
     uint64_t seed = 1;                // payload pattern
     uint32_t signal_every = 1;        // one signaled WR in N (others NDK_OP_FLAG_SILENT_SUCCESS)
@@ -79,8 +100,9 @@ struct outputs_config {
     double waves_end_ns = 1e18;
     bool pcap = false;   // DIR/wire.pcap: every frame on the link
     bool trace = false;  // DIR/trace.json: Chrome trace events of every WQE
-    // wire.pcap captures these links only: "link" (both directions), "link.dir0" (node 0 to
-    // node 1) or "link.dir1"; empty = every link.
+    // wire.pcap captures these links only: "<link>" (both directions), "<link>.dir0" (side a
+    // to side b) or "<link>.dir1", with <link> "link" back to back and "link<i>"
+    // (topology.links.<i>) otherwise; empty = every link.
     std::vector<std::string> pcap_links;
     // waves.vcd holds the context state of these QPNs on every node (qp<N>.*); empty = QPNs 1
     // to workload.qps + 1 (the GSI QP and the workload's QPs, numbered in creation order).
@@ -107,11 +129,5 @@ std::string apply_override(nlohmann::json& doc, const std::string& assignment);
 // Reads the file, applies the overrides in order and parses the result. Throws
 // config::config_error (unreadable file, JSON syntax, bad overrides, invalid values).
 scenario_config load_scenario(const std::string& file, const std::vector<std::string>& overrides);
-
-// "02:00:00:00:00:01" / "10.0.0.1" (exposed for the tests).
-bool parse_mac(const std::string& s, std::array<uint8_t, 6>& out);
-bool parse_ipv4(const std::string& s, uint32_t& out);
-std::string format_mac(const std::array<uint8_t, 6>& mac);
-std::string format_ipv4(uint32_t ip);
 
 }  // namespace rnic::scenario

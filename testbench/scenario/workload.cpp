@@ -85,56 +85,110 @@ constexpr size_t MAX_FAILURES = 20;         // failures listed; the rest are cou
 }  // namespace
 
 workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
-                   std::array<node*, NODES> nodes, hw::sim_context& ctx)
+                   std::vector<node*> nodes, hw::sim_context& ctx)
     : sc_module(name)
     , m_cfg(cfg)
     , m_w(cfg.workload) {
+    m_flow_specs = flows_of(cfg);
+    m_nodes.resize(nodes.size());
     const uint32_t qps = m_w.qps;
-    m_total = m_w.messages;
-    m_per_qp.assign(qps, m_total / qps);
-    for (uint64_t q = 0; q < m_total % qps; ++q) {
-        ++m_per_qp[q];
-    }
-    // Slots: at most queue_depth messages are in flight per QP, so a ring of 2 x queue_depth
-    // never overwrites a message still in flight and leaves a WRITE's data queue_depth
-    // messages to land before its target slot is checked and reused.
-    m_slots = std::max<uint64_t>(1, std::min<uint64_t>(m_per_qp[0], 2ull * m_w.queue_depth));
-    m_stride = std::max<uint64_t>(64, (m_w.message_bytes + 63) / 64 * 64);
-    m_region_bytes = uint64_t{qps} * m_slots * m_stride;
-    m_regions = m_w.op == operation::MIXED ? 3 : 1;
-
-    m_remote.resize(qps);
-    m_next.assign(qps, 0);
-    m_done.assign(qps, 0);
-    m_limit = m_per_qp;
-    m_limit_total = m_total;
-    m_last_write.assign(uint64_t{qps} * m_slots, 0);
-    m_read_checked.assign(qps, 0);
-    m_post_time.resize(uint64_t{qps} * m_w.queue_depth);
-    m_send_index.resize(qps);
-    if (has_sends(m_w)) {
-        for (uint32_t q = 0; q < qps; ++q) {
-            for (uint64_t i = 0; i < m_per_qp[q]; ++i) {
-                if (operation_of(m_w, q, i) == operation::SEND) {
-                    m_send_index[q].push_back(i);
+    const bool sends = has_sends(m_w);
+    const bool mixed = m_w.op == operation::MIXED;
+    for (size_t fi = 0; fi < m_flow_specs.size(); ++fi) {
+        flow& f = m_flows.emplace_back();
+        f.index = fi;
+        f.spec = m_flow_specs[fi];
+        f.w = m_w;
+        f.w.seed = m_w.seed + fi;
+        f.seed = f.w.seed;
+        f.w.message_bytes = f.spec.message_bytes;
+        f.w.messages = f.spec.messages;
+        f.total = f.spec.messages;
+        f.per_qp.assign(qps, f.total / qps);
+        for (uint64_t q = 0; q < f.total % qps; ++q) {
+            ++f.per_qp[q];
+        }
+        // Slots: at most queue_depth messages are in flight per QP, so a ring of 2 x
+        // queue_depth never overwrites a message still in flight and leaves a WRITE's data
+        // queue_depth messages to land before its target slot is checked and reused.
+        f.slots = std::max<uint64_t>(1, std::min<uint64_t>(f.per_qp[0], 2ull * m_w.queue_depth));
+        f.stride = std::max<uint64_t>(64, (f.w.message_bytes + 63) / 64 * 64);
+        f.region_bytes = uint64_t{qps} * f.slots * f.stride;
+        f.regions = mixed ? 3 : 1;
+        f.remote.resize(qps);
+        f.next.assign(qps, 0);
+        f.done.assign(qps, 0);
+        f.limit = f.per_qp;
+        f.limit_total = f.total;
+        f.last_write.assign(uint64_t{qps} * f.slots, 0);
+        f.read_checked.assign(qps, 0);
+        f.post_time.resize(uint64_t{qps} * m_w.queue_depth);
+        f.send_index.resize(qps);
+        if (sends) {
+            for (uint32_t q = 0; q < qps; ++q) {
+                for (uint64_t i = 0; i < f.per_qp[q]; ++i) {
+                    if (operation_of(f.w, q, i) == operation::SEND) {
+                        f.send_index[q].push_back(i);
+                    }
                 }
+                f.recv_total += f.send_index[q].size();
             }
-            m_recv_total += m_send_index[q].size();
+        }
+        f.recv_posted.assign(qps, 0);
+        f.recv_done.assign(qps, 0);
+        m_total_all += f.total;
+
+        role& in = f.init;
+        in.initiator = true;
+        in.mr_flags = m_w.op == operation::READ
+                          ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK
+                      : mixed ? NDK_MR_FLAG_ALLOW_LOCAL_READ | NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+                                    NDK_MR_FLAG_RDMA_READ_SINK
+                              : NDK_MR_FLAG_ALLOW_LOCAL_READ;
+        in.cq_depth = qps * m_w.queue_depth;
+        in.sq_depth = m_w.queue_depth;
+        in.rq_depth = 1;
+        in.bytes = f.region_bytes;
+        role& tg = f.target;
+        tg.initiator = false;
+        tg.mr_flags = mixed ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
+                                  NDK_MR_FLAG_ALLOW_REMOTE_READ
+                      : sends                      ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE
+                      : m_w.op == operation::WRITE ? NDK_MR_FLAG_ALLOW_REMOTE_WRITE
+                                                   : NDK_MR_FLAG_ALLOW_REMOTE_READ;
+        tg.rq_depth = sends ? static_cast<ULONG>(f.slots) : 1;
+        tg.cq_depth = qps * tg.rq_depth;
+        tg.sq_depth = 1;
+        tg.bytes = f.regions * f.region_bytes;
+        for (role* r : {&in, &tg}) {
+            r->owner = this;
+            r->f = &f;
+            r->qps.assign(qps, nullptr);
+            r->connectors.assign(qps, nullptr);
+            const uint32_t at = r->initiator ? f.spec.src : f.spec.dst;
+            auto& ns = m_nodes[at];
+            if (!ns) {
+                ns = std::make_unique<node_state>();
+                ns->index = at;
+                ns->n = nodes[at];
+            }
+            r->ns = ns.get();
+            r->offset = ns->buffer_bytes;  // the node's buffer: its roles' regions in order
+            ns->buffer_bytes += r->bytes;
+            ns->roles.push_back(r);
+            ++ns->roles_left;
         }
     }
-    m_recv_posted.assign(qps, 0);
-    m_recv_done.assign(qps, 0);
-    m_latency_ns.reserve(m_total / m_w.signal_every + qps);
+    m_latency_ns.reserve(m_total_all / m_w.signal_every + qps * m_flows.size());
 
-    for (size_t i = 0; i < NODES; ++i) {
-        side& s = m_side[i];
-        s.owner = this;
-        s.index = i;
-        s.n = nodes[i];
-        s.qps.assign(qps, nullptr);
-        s.connectors.assign(qps, nullptr);
-        const std::string b = std::string(this->name()) + ".node" + std::to_string(i);
-        auto& c = s.counters;
+    // Only nodes with a role have a consumer: the others cost nothing.
+    for (auto& ns : m_nodes) {
+        if (!ns) {
+            continue;
+        }
+        ++m_nodes_left;
+        const std::string b = std::string(this->name()) + ".node" + std::to_string(ns->index);
+        auto& c = ns->counters;
         auto& st = ctx.stats;
         st.add(b, "posted", c.posted, "count", "WRITE/SEND/READ work requests posted");
         st.add(b, "receives_posted", c.receives_posted, "count", "receive work requests posted");
@@ -153,13 +207,16 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
         st.add(b, "sleeps", c.sleeps, "count",
                "waits for completion activity (polling) or a CQ notification (events)");
         if (ctx.vcd != nullptr) {
-            sc_core::sc_trace(ctx.vcd, s.outstanding, b + ".outstanding");
+            sc_core::sc_trace(ctx.vcd, ns->outstanding, b + ".outstanding");
         }
     }
 
-    SC_HAS_PROCESS(workload);
-    SC_THREAD(initiator_thread);
-    SC_THREAD(target_thread);
+    // Two threads per flow, in flow order: its initiator, then its target.
+    for (flow& f : m_flows) {
+        const std::string base = f.index == 0 ? "" : "flow" + std::to_string(f.index) + "_";
+        sc_core::sc_spawn([this, &f] { initiator_thread(f); }, (base + "initiator_thread").c_str());
+        sc_core::sc_spawn([this, &f] { target_thread(f); }, (base + "target_thread").c_str());
+    }
 }
 
 // --------------------------------------------------------------------------------------------
@@ -174,60 +231,61 @@ void workload::record_failure(const std::string& what) {
     }
 }
 
-NTSTATUS workload::check(side& s, NTSTATUS st, const char* what) {
+NTSTATUS workload::check(node_state& ns, NTSTATUS st, const char* what) {
     if (st != STATUS_SUCCESS) {
-        fail(s, fmt::format("{} returned 0x{:08x}", what, static_cast<uint32_t>(st)));
+        fail(ns, fmt::format("{} returned 0x{:08x}", what, static_cast<uint32_t>(st)));
     }
     return st;
 }
 
-void workload::fail(side& s, const std::string& what) {
-    record_failure(fmt::format("node{}: {}", s.index, what));
-    // The other node may wait forever for this one: end the run now.
+void workload::fail(node_state& ns, const std::string& what) {
+    record_failure(fmt::format("node{}: {}", ns.index, what));
+    // The other nodes may wait forever for this one: end the run now.
     sc_core::sc_stop();
     throw setup_failed{};
 }
 
-void workload::check_bytes(uint64_t key, const uint8_t* p) {
-    const uint64_t bad = pattern_mismatches(key, p, m_w.message_bytes);
-    m_bytes_checked += m_w.message_bytes;
+void workload::check_bytes(uint64_t key, const uint8_t* p, uint64_t len) {
+    const uint64_t bad = pattern_mismatches(key, p, len);
+    m_bytes_checked += len;
     m_mismatches += bad;
 }
 
 // --------------------------------------------------------------------------------------------
-// Consumer callbacks (DPC thread): hand the event to the consumer thread.
+// Consumer callbacks (DPC thread): hand the event to the consumer threads.
 // --------------------------------------------------------------------------------------------
 
 VOID workload::on_cq_notification(PVOID ctx, NTSTATUS status) {
-    auto* s = static_cast<side*>(ctx);
+    auto* r = static_cast<role*>(ctx);
     if (status != STATUS_SUCCESS) {
-        s->owner->record_failure(fmt::format("node{}: CQ notification with status 0x{:08x}",
-                                             s->index, static_cast<uint32_t>(status)));
+        r->owner->record_failure(fmt::format("node{}: CQ notification with status 0x{:08x}",
+                                             r->ns->index, static_cast<uint32_t>(status)));
     }
-    s->cq_notified = true;
-    s->wake.notify();
+    r->cq_notified = true;
+    r->wake.notify();
 }
 
 VOID workload::on_connect_event(PVOID ctx, NDK_CONNECTOR* connector) {
-    auto* s = static_cast<side*>(ctx);
-    s->incoming.push_back(connector);
-    s->wake.notify();
+    auto* ns = static_cast<node_state*>(ctx);
+    ns->incoming.push_back(connector);
+    ns->wake.notify();
 }
 
 VOID workload::on_disconnect_event(PVOID ctx) {
-    auto* s = static_cast<side*>(ctx);
-    ++s->disconnects;
-    s->wake.notify();
+    auto* r = static_cast<role*>(ctx);
+    ++r->disconnects;
+    r->wake.notify();
 }
 
 // --------------------------------------------------------------------------------------------
 // Setup
 // --------------------------------------------------------------------------------------------
 
-void workload::open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULONG mr_flags) {
-    const node_config& nc = m_cfg.topology.nodes[s.index];
+void workload::setup_node(node_state& ns) {
+    ns.setup_started = true;
+    const node_config& nc = m_cfg.topology.nodes[ns.index];
     ndk::adapter_params p;
-    p.node_id = static_cast<uint32_t>(s.index);
+    p.node_id = static_cast<uint32_t>(ns.index);
     p.mac = nc.mac;
     p.ip = nc.ip;
     p.limits = m_cfg.rnic.limits;
@@ -235,152 +293,231 @@ void workload::open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULO
     p.timeout_log = static_cast<uint8_t>(m_w.timeout_log);
     p.retry_count = static_cast<uint8_t>(m_w.retry_count);
     p.rnr_retry = static_cast<uint8_t>(m_w.rnr_retry);
-    check(s, ndk::open_adapter(s.n->host, p, &s.adapter), "open_adapter");
+    check(ns, ndk::open_adapter(ns.n->host, p, &ns.adapter), "open_adapter");
 
-    ULONG info_size = sizeof(s.info);
-    check(s, s.adapter->Dispatch->NdkQueryAdapterInfo(s.adapter, &s.info, &info_size),
+    ULONG info_size = sizeof(ns.info);
+    check(ns, ns.adapter->Dispatch->NdkQueryAdapterInfo(ns.adapter, &ns.info, &info_size),
           "NdkQueryAdapterInfo");
-    if (sq_depth > s.info.MaxInitiatorQueueDepth || rq_depth > s.info.MaxReceiveQueueDepth ||
-        cq_depth > s.info.MaxCqDepth || m_w.message_bytes > s.info.MaxTransferLength ||
-        m_w.inline_threshold > s.info.MaxInlineDataSize) {
-        fail(s, fmt::format("adapter limits (SQ {}, RQ {}, CQ {}, transfer {}, inline {}) do not "
-                            "fit the workload (SQ {}, RQ {}, CQ {}, message {}, inline {})",
-                            s.info.MaxInitiatorQueueDepth, s.info.MaxReceiveQueueDepth,
-                            s.info.MaxCqDepth, s.info.MaxTransferLength, s.info.MaxInlineDataSize,
-                            sq_depth, rq_depth, cq_depth, m_w.message_bytes, m_w.inline_threshold));
+    for (const role* r : ns.roles) {
+        const NDK_ADAPTER_INFO& i = ns.info;
+        if (r->sq_depth > i.MaxInitiatorQueueDepth || r->rq_depth > i.MaxReceiveQueueDepth ||
+            r->cq_depth > i.MaxCqDepth || r->f->w.message_bytes > i.MaxTransferLength ||
+            m_w.inline_threshold > i.MaxInlineDataSize) {
+            fail(ns,
+                 fmt::format("adapter limits (SQ {}, RQ {}, CQ {}, transfer {}, inline {}) do not "
+                             "fit the workload (SQ {}, RQ {}, CQ {}, message {}, inline {})",
+                             i.MaxInitiatorQueueDepth, i.MaxReceiveQueueDepth, i.MaxCqDepth,
+                             i.MaxTransferLength, i.MaxInlineDataSize, r->sq_depth, r->rq_depth,
+                             r->cq_depth, r->f->w.message_bytes, m_w.inline_threshold));
+        }
     }
 
     {
         async_call c;
         NDK_PD* pd = nullptr;
         const NTSTATUS st =
-            s.adapter->Dispatch->NdkCreatePd(s.adapter, async_call::on_create, &c, &pd);
-        check(s, c.wait(st), "NdkCreatePd");
-        s.pd = created(st, pd, c);
+            ns.adapter->Dispatch->NdkCreatePd(ns.adapter, async_call::on_create, &c, &pd);
+        check(ns, c.wait(st), "NdkCreatePd");
+        ns.pd = created(st, pd, c);
     }
-    {
+    for (role* r : ns.roles) {
         async_call c;
         NDK_CQ* cq = nullptr;
-        const NTSTATUS st = s.adapter->Dispatch->NdkCreateCq(
-            s.adapter, cq_depth, on_cq_notification, &s, nullptr, async_call::on_create, &c, &cq);
-        check(s, c.wait(st), "NdkCreateCq");
-        s.cq = created(st, cq, c);
+        const NTSTATUS st =
+            ns.adapter->Dispatch->NdkCreateCq(ns.adapter, r->cq_depth, on_cq_notification, r,
+                                              nullptr, async_call::on_create, &c, &cq);
+        check(ns, c.wait(st), "NdkCreateCq");
+        r->cq = created(st, cq, c);
     }
 
-    // One buffer for all QPs' rings, real process memory shared with the simulated DRAM,
+    // One buffer for all roles' rings, real process memory shared with the simulated DRAM,
     // registered as one MR over a chain of MDLs.
-    s.buffer_bytes = (s.index == 1 ? m_regions : 1) * m_region_bytes;
-    s.buffer = static_cast<uint8_t*>(s.n->host.alloc(s.buffer_bytes));
-    MDL** link = &s.mdl;
-    for (uint64_t off = 0; off < s.buffer_bytes; off += MDL_CHUNK) {
-        *link = s.n->host.build_mdl(s.buffer + off, std::min(MDL_CHUNK, s.buffer_bytes - off));
+    ULONG mr_flags = 0;
+    for (const role* r : ns.roles) {
+        mr_flags |= r->mr_flags;
+    }
+    ns.buffer = static_cast<uint8_t*>(ns.n->host.alloc(ns.buffer_bytes));
+    MDL** link = &ns.mdl;
+    for (uint64_t off = 0; off < ns.buffer_bytes; off += MDL_CHUNK) {
+        *link = ns.n->host.build_mdl(ns.buffer + off, std::min(MDL_CHUNK, ns.buffer_bytes - off));
         link = &(*link)->Next;
     }
     {
         async_call c;
         NDK_MR* mr = nullptr;
         const NTSTATUS st =
-            s.pd->Dispatch->NdkCreateMr(s.pd, FALSE, async_call::on_create, &c, &mr);
-        check(s, c.wait(st), "NdkCreateMr");
-        s.mr = created(st, mr, c);
+            ns.pd->Dispatch->NdkCreateMr(ns.pd, FALSE, async_call::on_create, &c, &mr);
+        check(ns, c.wait(st), "NdkCreateMr");
+        ns.mr = created(st, mr, c);
     }
     {
         async_call c;
-        const NTSTATUS st = s.mr->Dispatch->NdkRegisterMr(s.mr, s.mdl, s.buffer_bytes, mr_flags,
-                                                          async_call::on_request, &c);
-        check(s, c.wait(st), "NdkRegisterMr");
-        s.local_token = s.mr->Dispatch->NdkGetLocalTokenFromMr(s.mr);
-        s.remote_token = s.mr->Dispatch->NdkGetRemoteTokenFromMr(s.mr);
+        const NTSTATUS st = ns.mr->Dispatch->NdkRegisterMr(ns.mr, ns.mdl, ns.buffer_bytes, mr_flags,
+                                                           async_call::on_request, &c);
+        check(ns, c.wait(st), "NdkRegisterMr");
+        ns.local_token = ns.mr->Dispatch->NdkGetLocalTokenFromMr(ns.mr);
+        ns.remote_token = ns.mr->Dispatch->NdkGetRemoteTokenFromMr(ns.mr);
     }
 
-    for (uint32_t q = 0; q < m_w.qps; ++q) {
-        async_call c;
-        NDK_QP* qp = nullptr;
-        const NTSTATUS st = s.pd->Dispatch->NdkCreateQp(
-            s.pd, s.cq, s.cq, reinterpret_cast<PVOID>(uintptr_t{q}), rq_depth, sq_depth, 1, 1,
-            m_w.inline_threshold, async_call::on_create, &c, &qp);
-        check(s, c.wait(st), "NdkCreateQp");
-        s.qps[q] = created(st, qp, c);
+    for (role* r : ns.roles) {
+        for (uint32_t q = 0; q < m_w.qps; ++q) {
+            async_call c;
+            NDK_QP* qp = nullptr;
+            const NTSTATUS st = ns.pd->Dispatch->NdkCreateQp(
+                ns.pd, r->cq, r->cq, reinterpret_cast<PVOID>(uintptr_t{q}), r->rq_depth,
+                r->sq_depth, 1, 1, m_w.inline_threshold, async_call::on_create, &c, &qp);
+            check(ns, c.wait(st), "NdkCreateQp");
+            r->qps[q] = created(st, qp, c);
+        }
+    }
+
+    // Targets: receives posted and READ sources filled before anyone can connect.
+    bool target = false;
+    for (role* r : ns.roles) {
+        if (r->initiator) {
+            continue;
+        }
+        target = true;
+        flow& f = *r->f;
+        const bool send = has_sends(m_w);
+        for (uint32_t q = 0; q < m_w.qps; ++q) {
+            if (send) {
+                const uint64_t sends = f.send_index[q].size();
+                while (f.recv_posted[q] < std::min(sends, f.slots)) {
+                    post_receive(*r, q, f.recv_posted[q]);
+                }
+            }
+            if (m_w.op == operation::READ || m_w.op == operation::MIXED) {
+                // READ sources are static: slot k holds pattern k for the whole run.
+                const uint32_t region = region_of(operation::READ);
+                for (uint64_t k = 0; k < f.slots; ++k) {
+                    pattern_fill(pattern_key(f.seed, q, k), slot_ptr(*r, q, k, region),
+                                 f.w.message_bytes);
+                }
+            }
+        }
+    }
+    if (target) {
+        {
+            async_call c;
+            NDK_LISTENER* l = nullptr;
+            const NTSTATUS st = ns.adapter->Dispatch->NdkCreateListener(
+                ns.adapter, on_connect_event, &ns, async_call::on_create, &c, &l);
+            check(ns, c.wait(st), "NdkCreateListener");
+            ns.listener = created(st, l, c);
+        }
+        {
+            SOCKADDR_IN addr = sockaddr_of(nc.ip, PORT);
+            async_call c;
+            const NTSTATUS st =
+                ns.listener->Dispatch->NdkListen(ns.listener, reinterpret_cast<PSOCKADDR>(&addr),
+                                                 sizeof(addr), async_call::on_request, &c);
+            check(ns, c.wait(st), "NdkListen");
+        }
+    }
+    ns.ready = true;
+    ns.ready_event.notify();
+}
+
+void workload::wait_ready(node_state& ns) {
+    if (!ns.setup_started) {
+        setup_node(ns);
+    }
+    while (!ns.ready) {
+        sc_core::wait(ns.ready_event);
     }
 }
 
-void workload::connect_all(side& s) {
-    const uint32_t my_ip = m_cfg.topology.nodes[0].ip;
-    const uint32_t peer_ip = m_cfg.topology.nodes[1].ip;
+void workload::connect_all(role& r) {
+    node_state& ns = *r.ns;
+    flow& f = *r.f;
+    const uint32_t my_ip = m_cfg.topology.nodes[f.spec.src].ip;
+    const uint32_t peer_ip = m_cfg.topology.nodes[f.spec.dst].ip;
     for (uint32_t q = 0; q < m_w.qps; ++q) {
         {
             async_call c;
             NDK_CONNECTOR* conn = nullptr;
-            const NTSTATUS st = s.adapter->Dispatch->NdkCreateConnector(
-                s.adapter, async_call::on_create, &c, &conn);
-            check(s, c.wait(st), "NdkCreateConnector");
-            s.connectors[q] = created(st, conn, c);
+            const NTSTATUS st = ns.adapter->Dispatch->NdkCreateConnector(
+                ns.adapter, async_call::on_create, &c, &conn);
+            check(ns, c.wait(st), "NdkCreateConnector");
+            r.connectors[q] = created(st, conn, c);
         }
-        NDK_CONNECTOR* conn = s.connectors[q];
+        NDK_CONNECTOR* conn = r.connectors[q];
         SOCKADDR_IN src = sockaddr_of(my_ip, 0);  // port 0: ephemeral
         SOCKADDR_IN dst = sockaddr_of(peer_ip, PORT);
-        connect_private mine{MAGIC, q};
+        connect_private mine{MAGIC, static_cast<uint32_t>(f.index * m_w.qps + q)};
         {
             async_call c;
             const NTSTATUS st = conn->Dispatch->NdkConnect(
-                conn, s.qps[q], reinterpret_cast<PSOCKADDR>(&src), sizeof(src),
-                reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst), s.info.MaxInboundReadLimit,
-                s.info.MaxOutboundReadLimit, &mine, sizeof(mine), async_call::on_request, &c);
-            check(s, c.wait(st), "NdkConnect");
+                conn, r.qps[q], reinterpret_cast<PSOCKADDR>(&src), sizeof(src),
+                reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst), ns.info.MaxInboundReadLimit,
+                ns.info.MaxOutboundReadLimit, &mine, sizeof(mine), async_call::on_request, &c);
+            check(ns, c.wait(st), "NdkConnect");
         }
         // The passive side's accept carries where this QP's remote ring is.
         uint8_t data[256] = {};
         ULONG len = sizeof(data);
         ULONG ird = 0;
         ULONG ord = 0;
-        check(s, conn->Dispatch->NdkGetConnectionData(conn, &ird, &ord, data, &len),
+        check(ns, conn->Dispatch->NdkGetConnectionData(conn, &ird, &ord, data, &len),
               "NdkGetConnectionData");
         accept_private theirs{};
         std::memcpy(&theirs, data, std::min<size_t>(len, sizeof(theirs)));
         if (len < sizeof(theirs) || theirs.magic != MAGIC) {
-            fail(s, fmt::format("QP {}: accept private data of {} bytes is not the workload's", q,
-                                len));
+            fail(ns, fmt::format("QP {}: accept private data of {} bytes is not the workload's", q,
+                                 len));
         }
-        m_remote[q] = {theirs.va, theirs.token};
+        f.remote[q] = {theirs.va, theirs.token};
         {
             async_call c;
-            const NTSTATUS st = conn->Dispatch->NdkCompleteConnect(conn, on_disconnect_event, &s,
+            const NTSTATUS st = conn->Dispatch->NdkCompleteConnect(conn, on_disconnect_event, &r,
                                                                    async_call::on_request, &c);
-            check(s, c.wait(st), "NdkCompleteConnect");
+            check(ns, c.wait(st), "NdkCompleteConnect");
         }
     }
 }
 
-void workload::accept_all(side& s) {
-    for (uint32_t accepted = 0; accepted < m_w.qps;) {
-        while (s.incoming.empty()) {
-            sc_core::wait(s.wake);
+void workload::accept_for(role& mine) {
+    node_state& ns = *mine.ns;
+    while (mine.accepted < m_w.qps) {
+        if (ns.incoming.empty()) {
+            sc_core::wait(ns.wake);
+            continue;
         }
-        NDK_CONNECTOR* conn = s.incoming.front();
-        s.incoming.pop_front();
+        NDK_CONNECTOR* conn = ns.incoming.front();
+        ns.incoming.pop_front();
         uint8_t data[256] = {};
         ULONG len = sizeof(data);
         ULONG ird = 0;
         ULONG ord = 0;
-        check(s, conn->Dispatch->NdkGetConnectionData(conn, &ird, &ord, data, &len),
+        check(ns, conn->Dispatch->NdkGetConnectionData(conn, &ird, &ord, data, &len),
               "NdkGetConnectionData");
         connect_private theirs{};
         std::memcpy(&theirs, data, std::min<size_t>(len, sizeof(theirs)));
-        if (len < sizeof(theirs) || theirs.magic != MAGIC || theirs.qp_index >= m_w.qps ||
-            s.connectors[theirs.qp_index] != nullptr) {
-            conn->Dispatch->NdkReject(conn, nullptr, 0);
-            fail(s, fmt::format("rejected a connect request with {} bytes of private data", len));
+        // The flow it belongs to must end at this node.
+        const uint64_t fi = theirs.qp_index / m_w.qps;
+        const uint32_t q = theirs.qp_index % m_w.qps;
+        role* r = nullptr;
+        if (len >= sizeof(theirs) && theirs.magic == MAGIC && fi < m_flows.size() &&
+            m_flows[fi].spec.dst == ns.index) {
+            r = &m_flows[fi].target;
         }
-        const uint32_t q = theirs.qp_index;
-        s.connectors[q] = conn;
-        accept_private mine{MAGIC, s.remote_token,
-                            static_cast<uint64_t>(reinterpret_cast<uintptr_t>(slot_ptr(s, q, 0)))};
+        if (r == nullptr || r->connectors[q] != nullptr) {
+            conn->Dispatch->NdkReject(conn, nullptr, 0);
+            fail(ns, fmt::format("rejected a connect request with {} bytes of private data", len));
+        }
+        r->connectors[q] = conn;
+        accept_private ap{MAGIC, ns.remote_token,
+                          static_cast<uint64_t>(reinterpret_cast<uintptr_t>(slot_ptr(*r, q, 0)))};
         async_call c;
         const NTSTATUS st = conn->Dispatch->NdkAccept(
-            conn, s.qps[q], s.info.MaxInboundReadLimit, s.info.MaxOutboundReadLimit, &mine,
-            sizeof(mine), on_disconnect_event, &s, async_call::on_request, &c);
-        check(s, c.wait(st), "NdkAccept");
-        ++accepted;
+            conn, r->qps[q], ns.info.MaxInboundReadLimit, ns.info.MaxOutboundReadLimit, &ap,
+            sizeof(ap), on_disconnect_event, r, async_call::on_request, &c);
+        check(ns, c.wait(st), "NdkAccept");
+        ++r->accepted;
+        if (r != &mine) {
+            ns.wake.notify();  // the other flow's target thread may be waiting for it
+        }
     }
 }
 
@@ -388,42 +525,44 @@ void workload::accept_all(side& s) {
 // Data path
 // --------------------------------------------------------------------------------------------
 
-void workload::post_receive(side& s, uint32_t q, uint64_t j) {
-    uint8_t* p = slot_ptr(s, q, j % m_slots, region_of(operation::SEND));
-    std::memset(p, POISON, m_w.message_bytes);
+void workload::post_receive(role& r, uint32_t q, uint64_t j) {
+    flow& f = *r.f;
+    uint8_t* p = slot_ptr(r, q, j % f.slots, region_of(operation::SEND));
+    std::memset(p, POISON, f.w.message_bytes);
     NDK_SGE sge{};
     sge.VirtualAddress = p;
-    sge.Length = static_cast<ULONG>(m_w.message_bytes);
-    sge.MemoryRegionToken = s.local_token;
-    NDK_QP* qp = s.qps[q];
-    check(s,
+    sge.Length = static_cast<ULONG>(f.w.message_bytes);
+    sge.MemoryRegionToken = r.ns->local_token;
+    NDK_QP* qp = r.qps[q];
+    check(*r.ns,
           qp->Dispatch->NdkReceive(qp, reinterpret_cast<PVOID>(uintptr_t{j}), &sge,
-                                   m_w.message_bytes > 0 ? 1 : 0),
+                                   f.w.message_bytes > 0 ? 1 : 0),
           "NdkReceive");
-    ++m_recv_posted[q];
-    ++s.counters.receives_posted;
+    ++f.recv_posted[q];
+    ++r.ns->counters.receives_posted;
 }
 
-void workload::post_message(side& s, uint32_t q, uint64_t i) {
-    const uint64_t slot = i % m_slots;
-    uint8_t* local = slot_ptr(s, q, slot);
-    const size_t len = m_w.message_bytes;
-    const operation op = operation_of(m_w, q, i);
+void workload::post_message(role& r, uint32_t q, uint64_t i) {
+    flow& f = *r.f;
+    const uint64_t slot = i % f.slots;
+    uint8_t* local = slot_ptr(r, q, slot);
+    const size_t len = f.w.message_bytes;
+    const operation op = operation_of(f.w, q, i);
     switch (op) {
         case operation::WRITE: {
-            uint64_t& prev = m_last_write[uint64_t{q} * m_slots + slot];
+            uint64_t& prev = f.last_write[uint64_t{q} * f.slots + slot];
             if (prev != 0) {
                 // The previous WRITE into this target slot (message prev - 1 <= i - slots)
                 // completed at least queue_depth messages ago: its bytes are in the slot this
                 // one is about to overwrite.
-                check_bytes(pattern_key(m_w.seed, q, prev - 1), slot_ptr(m_side[1], q, slot));
+                check_bytes(pattern_key(f.seed, q, prev - 1), slot_ptr(f.target, q, slot), len);
             }
             prev = i + 1;
-            pattern_fill(pattern_key(m_w.seed, q, i), local, len);
+            pattern_fill(pattern_key(f.seed, q, i), local, len);
             break;
         }
         case operation::SEND:
-            pattern_fill(pattern_key(m_w.seed, q, i), local, len);
+            pattern_fill(pattern_key(f.seed, q, i), local, len);
             break;
         case operation::READ:
         case operation::MIXED:
@@ -434,78 +573,81 @@ void workload::post_message(side& s, uint32_t q, uint64_t i) {
     NDK_SGE sge{};
     sge.VirtualAddress = local;
     sge.Length = static_cast<ULONG>(len);
-    sge.MemoryRegionToken = s.local_token;
+    sge.MemoryRegionToken = r.ns->local_token;
     const ULONG nsge = len > 0 ? 1 : 0;
-    const bool last = i + 1 == m_per_qp[q];
+    const bool last = i + 1 == f.per_qp[q];
     const bool signaled = (i + 1) % m_w.signal_every == 0 || last;
     ULONG flags = signaled ? 0 : NDK_OP_FLAG_SILENT_SUCCESS;
     if (op != operation::READ && m_w.inline_threshold > 0 && len <= m_w.inline_threshold) {
         flags |= NDK_OP_FLAG_INLINE;
     }
-    const uint64_t remote = m_remote[q].va + region_of(op) * m_region_bytes + slot * m_stride;
+    const uint64_t remote = f.remote[q].va + region_of(op) * f.region_bytes + slot * f.stride;
     const auto ctx = reinterpret_cast<PVOID>(static_cast<uintptr_t>(i));
-    NDK_QP* qp = s.qps[q];
+    NDK_QP* qp = r.qps[q];
 
     // Latency starts before the post call: it includes the CPU time of posting, as perftest's.
-    m_post_time[uint64_t{q} * m_w.queue_depth + i % m_w.queue_depth] = sc_core::sc_time_stamp();
+    f.post_time[uint64_t{q} * m_w.queue_depth + i % m_w.queue_depth] = sc_core::sc_time_stamp();
     NTSTATUS st = STATUS_SUCCESS;
     switch (op) {
         case operation::WRITE:
-            st = qp->Dispatch->NdkWrite(qp, ctx, &sge, nsge, remote, m_remote[q].token, flags);
+            st = qp->Dispatch->NdkWrite(qp, ctx, &sge, nsge, remote, f.remote[q].token, flags);
             break;
         case operation::SEND:
             st = qp->Dispatch->NdkSend(qp, ctx, &sge, nsge, flags);
             break;
         case operation::READ:
         case operation::MIXED:  // operation_of never returns MIXED
-            st = qp->Dispatch->NdkRead(qp, ctx, &sge, nsge, remote, m_remote[q].token, flags);
+            st = qp->Dispatch->NdkRead(qp, ctx, &sge, nsge, remote, f.remote[q].token, flags);
             break;
     }
     if (st != STATUS_SUCCESS) {
         // No completion will come for it (ndkpi.md 6): stop this QP where it is.
-        record_failure(fmt::format("node0: QP {} message {}: post returned 0x{:08x}", q, i,
-                                   static_cast<uint32_t>(st)));
-        stop_posting(q, i);
+        record_failure(fmt::format("node{}: QP {} message {}: post returned 0x{:08x}", r.ns->index,
+                                   q, i, static_cast<uint32_t>(st)));
+        stop_posting(f, q, i);
         return;
     }
-    ++m_next[q];
-    ++s.counters.posted;
-    ++s.outstanding;
+    ++f.next[q];
+    ++r.ns->counters.posted;
+    ++r.ns->outstanding;
+    ++m_posted;
 }
 
-bool workload::reap(side& s) {
+bool workload::reap(role& r) {
     NDK_RESULT_EX results[REAP_BATCH];
-    const ULONG n = s.cq->Dispatch->NdkGetCqResultsEx(s.cq, results, REAP_BATCH);
+    const ULONG n = r.cq->Dispatch->NdkGetCqResultsEx(r.cq, results, REAP_BATCH);
     if (n == 0) {
-        ++s.counters.empty_polls;
+        ++r.ns->counters.empty_polls;
         return false;
     }
     for (ULONG k = 0; k < n; ++k) {
-        on_completion(s, results[k]);
+        on_completion(r, results[k]);
     }
     return true;
 }
 
-void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
-    auto& c = s.counters;
+void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
+    flow& f = *r.f;
+    node_state& ns = *r.ns;
+    auto& c = ns.counters;
     ++c.completions;
-    const auto q = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(r.QPContext));
-    const auto idx = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(r.RequestContext));
-    const bool ok = r.Status == STATUS_SUCCESS;
+    const auto q = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(res.QPContext));
+    const auto idx = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(res.RequestContext));
+    const bool ok = res.Status == STATUS_SUCCESS;
     if (!ok) {
         ++c.error_completions;
-        record_failure(
-            fmt::format("node{}: QP {} request {}: completion status 0x{:08x} "
-                        "(provider error {})",
-                        s.index, q, idx, static_cast<uint32_t>(r.Status), r.ProviderErrorCode));
+        record_failure(fmt::format(
+            "node{}: QP {} request {}: completion status 0x{:08x} "
+            "(provider error {})",
+            ns.index, q, idx, static_cast<uint32_t>(res.Status), res.ProviderErrorCode));
     }
 
-    if (s.index == 0) {
-        const operation op = operation_of(m_w, static_cast<uint32_t>(q), idx);
-        if (q >= m_w.qps || r.Type != ndk_type(op) || idx < m_done[q] || idx >= m_next[q]) {
+    if (r.initiator) {
+        const operation op = operation_of(f.w, static_cast<uint32_t>(q), idx);
+        if (q >= m_w.qps || res.Type != ndk_type(op) || idx < f.done[q] || idx >= f.next[q]) {
             ++c.unexpected_completions;
-            record_failure(fmt::format("node0: unexpected completion: type {}, QP {}, request {}",
-                                       static_cast<int>(r.Type), q, idx));
+            record_failure(fmt::format("node{}: unexpected completion: type {}, QP {}, request {}",
+                                       ns.index, static_cast<int>(res.Type), q, idx));
             return;
         }
         if (ok) {
@@ -522,71 +664,73 @@ void workload::on_completion(side& s, const NDK_RESULT_EX& r) {
                     break;
             }
             const sc_core::sc_time& posted =
-                m_post_time[q * m_w.queue_depth + idx % m_w.queue_depth];
+                f.post_time[q * m_w.queue_depth + idx % m_w.queue_depth];
             m_latency_ns.push_back(static_cast<uint64_t>(
                 (sc_core::sc_time_stamp() - posted) / sc_core::sc_time(1, sc_core::SC_NS) + 0.5));
             if (m_w.op == operation::READ || m_w.op == operation::MIXED) {
                 // In-order completion: every read up to idx has landed in its sink slot.
                 const auto qp = static_cast<uint32_t>(q);
-                for (uint64_t m = m_read_checked[q]; m <= idx; ++m) {
-                    if (operation_of(m_w, qp, m) == operation::READ) {
-                        check_bytes(pattern_key(m_w.seed, qp, m % m_slots),
-                                    slot_ptr(s, qp, m % m_slots));
+                for (uint64_t m = f.read_checked[q]; m <= idx; ++m) {
+                    if (operation_of(f.w, qp, m) == operation::READ) {
+                        check_bytes(pattern_key(f.seed, qp, m % f.slots),
+                                    slot_ptr(r, qp, m % f.slots), f.w.message_bytes);
                     }
                 }
-                m_read_checked[q] = idx + 1;
+                f.read_checked[q] = idx + 1;
             }
         } else {
-            stop_posting(static_cast<uint32_t>(q), m_next[q]);  // the QP is in error
+            stop_posting(f, static_cast<uint32_t>(q), f.next[q]);  // the QP is in error
         }
-        s.outstanding -= static_cast<uint32_t>(idx + 1 - m_done[q]);
-        m_completed += idx + 1 - m_done[q];
-        m_done[q] = idx + 1;
-        m_last_completion = sc_core::sc_time_stamp();
+        ns.outstanding -= static_cast<uint32_t>(idx + 1 - f.done[q]);
+        f.completed += idx + 1 - f.done[q];
+        f.done[q] = idx + 1;
+        f.last_completion = sc_core::sc_time_stamp();
+        m_last_completion = f.last_completion;
         return;
     }
 
-    // Node 1 posts only receives, and they complete in order.
-    if (q >= m_w.qps || r.Type != NdkOperationTypeReceive || idx != m_recv_done[q] ||
-        idx >= m_send_index[q].size()) {
+    // The target posts only receives, and they complete in order.
+    if (q >= m_w.qps || res.Type != NdkOperationTypeReceive || idx != f.recv_done[q] ||
+        idx >= f.send_index[q].size()) {
         ++c.unexpected_completions;
-        record_failure(fmt::format("node1: unexpected completion: type {}, QP {}, request {}",
-                                   static_cast<int>(r.Type), q, idx));
+        record_failure(fmt::format("node{}: unexpected completion: type {}, QP {}, request {}",
+                                   ns.index, static_cast<int>(res.Type), q, idx));
         return;
     }
-    ++m_recv_done[q];
-    ++m_received;
+    ++f.recv_done[q];
+    ++f.received;
     if (!ok) {
         return;
     }
     ++c.receive_completions;
-    c.receive_bytes += r.BytesTransferred;
-    if (r.BytesTransferred != m_w.message_bytes) {
-        record_failure(fmt::format("node1: QP {} receive {}: {} bytes transferred, sent {}", q, idx,
-                                   r.BytesTransferred, m_w.message_bytes));
+    c.receive_bytes += res.BytesTransferred;
+    if (res.BytesTransferred != f.w.message_bytes) {
+        record_failure(fmt::format("node{}: QP {} receive {}: {} bytes transferred, sent {}",
+                                   ns.index, q, idx, res.BytesTransferred, f.w.message_bytes));
     }
     // Receive idx holds the QP's idx-th SEND (message send_index[idx] of the QP).
     const auto qp = static_cast<uint32_t>(q);
-    check_bytes(pattern_key(m_w.seed, qp, m_send_index[q][idx]),
-                slot_ptr(s, qp, idx % m_slots, region_of(operation::SEND)));
-    if (m_recv_posted[q] < m_send_index[q].size()) {
-        post_receive(s, qp, m_recv_posted[q]);  // reuses the slot just checked
+    check_bytes(pattern_key(f.seed, qp, f.send_index[q][idx]),
+                slot_ptr(r, qp, idx % f.slots, region_of(operation::SEND)), f.w.message_bytes);
+    f.recv_event.notify();  // a flow gated on this one may post its next step
+    if (f.recv_posted[q] < f.send_index[q].size()) {
+        post_receive(r, qp, f.recv_posted[q]);  // reuses the slot just checked
     }
 }
 
-void workload::wait_for_completions(side& s) {
-    ++s.counters.sleeps;
+void workload::wait_for_completions(role& r) {
+    ++r.ns->counters.sleeps;
     if (m_w.use_events) {
         // An arm fires at once if a completion arrived since the last notification, so a CQE
         // that landed after the empty poll is not lost (ndkpi.md 7).
-        s.cq_notified = false;
-        s.cq->Dispatch->NdkArmCq(s.cq, NDK_CQ_NOTIFY_ANY);
-        // Node 1 also wakes when the peer has gone (nothing more will arrive).
-        while (!s.cq_notified && !(s.index == 1 && s.disconnects >= m_w.qps)) {
-            sc_core::wait(s.wake);
+        r.cq_notified = false;
+        r.cq->Dispatch->NdkArmCq(r.cq, NDK_CQ_NOTIFY_ANY);
+        // The target also wakes when the peer has gone (nothing more will arrive).
+        while (!r.cq_notified && !(!r.initiator && r.disconnects >= m_w.qps)) {
+            sc_core::wait(r.wake);
         }
     } else {
-        ndk::wait_for_completion_activity(s.n->host);
+        ndk::wait_for_completion_activity(r.ns->n->host);
     }
 }
 
@@ -594,14 +738,14 @@ void workload::wait_for_completions(side& s) {
 // Teardown
 // --------------------------------------------------------------------------------------------
 
-void workload::disconnect_all(side& s) {
+void workload::disconnect_all(role& r) {
     for (uint32_t q = 0; q < m_w.qps; ++q) {
-        NDK_CONNECTOR* conn = s.connectors[q];
+        NDK_CONNECTOR* conn = r.connectors[q];
         async_call c;
         const NTSTATUS st = c.wait(conn->Dispatch->NdkDisconnect(conn, async_call::on_request, &c));
         if (st != STATUS_SUCCESS) {
-            record_failure(fmt::format("node0: QP {}: NdkDisconnect returned 0x{:08x}", q,
-                                       static_cast<uint32_t>(st)));
+            record_failure(fmt::format("node{}: QP {}: NdkDisconnect returned 0x{:08x}",
+                                       r.ns->index, q, static_cast<uint32_t>(st)));
         }
     }
 }
@@ -614,87 +758,121 @@ void close_object(NDK_FN_CLOSE_OBJECT close, NDK_OBJECT_HEADER* h) {
 }
 }  // namespace
 
-void workload::teardown(side& s) {
-    for (auto*& conn : s.connectors) {
-        if (conn != nullptr) {
-            close_object(conn->Dispatch->NdkCloseConnector, &conn->Header);
-            conn = nullptr;
+void workload::teardown(node_state& ns) {
+    for (role* r : ns.roles) {
+        for (auto*& conn : r->connectors) {
+            if (conn != nullptr) {
+                close_object(conn->Dispatch->NdkCloseConnector, &conn->Header);
+                conn = nullptr;
+            }
         }
     }
-    for (auto*& qp : s.qps) {
-        close_object(qp->Dispatch->NdkCloseQp, &qp->Header);
-        qp = nullptr;
+    for (role* r : ns.roles) {
+        for (auto*& qp : r->qps) {
+            close_object(qp->Dispatch->NdkCloseQp, &qp->Header);
+            qp = nullptr;
+        }
     }
-    if (s.listener != nullptr) {
-        close_object(s.listener->Dispatch->NdkCloseListener, &s.listener->Header);
-        s.listener = nullptr;
+    if (ns.listener != nullptr) {
+        close_object(ns.listener->Dispatch->NdkCloseListener, &ns.listener->Header);
+        ns.listener = nullptr;
     }
     {
         async_call c;
-        check(s, c.wait(s.mr->Dispatch->NdkDeregisterMr(s.mr, async_call::on_request, &c)),
+        check(ns, c.wait(ns.mr->Dispatch->NdkDeregisterMr(ns.mr, async_call::on_request, &c)),
               "NdkDeregisterMr");
     }
-    close_object(s.mr->Dispatch->NdkCloseMr, &s.mr->Header);
-    for (MDL* m = s.mdl; m != nullptr;) {
+    close_object(ns.mr->Dispatch->NdkCloseMr, &ns.mr->Header);
+    for (MDL* m = ns.mdl; m != nullptr;) {
         MDL* next = m->Next;
-        s.n->host.free_mdl(m);
+        ns.n->host.free_mdl(m);
         m = next;
     }
-    s.mdl = nullptr;
-    close_object(s.cq->Dispatch->NdkCloseCq, &s.cq->Header);
-    close_object(s.pd->Dispatch->NdkClosePd, &s.pd->Header);
-    while (s.index == 1 && !m_disconnected) {
-        sc_core::wait(m_disconnected_event);
+    ns.mdl = nullptr;
+    for (role* r : ns.roles) {
+        close_object(r->cq->Dispatch->NdkCloseCq, &r->cq->Header);
     }
-    ndk::close_adapter(s.adapter);  // blocking: every callback has returned
-    s.adapter = nullptr;
+    close_object(ns.pd->Dispatch->NdkClosePd, &ns.pd->Header);
+    for (role* r : ns.roles) {
+        while (!r->initiator && !r->f->disconnected) {
+            sc_core::wait(r->f->disconnected_event);
+        }
+    }
+    ndk::close_adapter(ns.adapter);  // blocking: every callback has returned
+    ns.adapter = nullptr;
     // The buffer stays allocated: finish() checks the target slots after the simulation.
 }
 
-void workload::stop_posting(uint32_t q, uint64_t at) {
-    if (at < m_limit[q]) {
-        m_limit_total -= m_limit[q] - at;
-        m_limit[q] = at;
+void workload::stop_posting(flow& f, uint32_t q, uint64_t at) {
+    if (at < f.limit[q]) {
+        f.limit_total -= f.limit[q] - at;
+        f.limit[q] = at;
     }
 }
 
-void workload::done(side& s) {
-    m_finished[s.index] = true;
-    if (finished()) {
+void workload::role_done(role& r) {
+    r.done = true;
+    node_state& ns = *r.ns;
+    if (--ns.roles_left > 0) {
+        return;
+    }
+    teardown(ns);
+    if (--m_nodes_left == 0) {
         sc_core::sc_stop();
     }
 }
 
 // --------------------------------------------------------------------------------------------
-// The two consumers
+// The two roles of a flow
 // --------------------------------------------------------------------------------------------
 
-void workload::initiator_thread() {
-    side& s = m_side[0];
+void workload::initiator_thread(flow& f) {
+    role& r = f.init;
     try {
-        const ULONG mr_flags = m_w.op == operation::READ
-                                   ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK
-                               : m_w.op == operation::MIXED
-                                   ? NDK_MR_FLAG_ALLOW_LOCAL_READ | NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
-                                         NDK_MR_FLAG_RDMA_READ_SINK
-                                   : NDK_MR_FLAG_ALLOW_LOCAL_READ;
-        open(s, m_w.qps * m_w.queue_depth, m_w.queue_depth, 1, mr_flags);
-        while (!m_listening) {
-            sc_core::wait(m_listening_event);
+        wait_ready(*r.ns);
+        node_state& peer = *m_nodes[f.spec.dst];
+        while (!peer.ready) {
+            sc_core::wait(peer.ready_event);
         }
-        connect_all(s);
+        connect_all(r);
 
-        m_first_post = sc_core::sc_time_stamp();
-        m_last_completion = m_first_post;
-        while (m_completed < m_limit_total) {
+        // An arrival time (flows from a size distribution, explicit flow lists): connected
+        // first, posted then.
+        const sc_core::sc_time start(f.spec.start_ns, sc_core::SC_NS);
+        if (start > sc_core::sc_time_stamp()) {
+            sc_core::wait(start - sc_core::sc_time_stamp());
+        }
+        f.started = true;
+        f.first_post = sc_core::sc_time_stamp();
+        f.last_completion = f.first_post;
+        if (!m_any_post) {
+            m_any_post = true;
+            m_first_post = f.first_post;
+            m_last_completion = m_first_post;
+        }
+        const uint32_t qps = m_w.qps;
+        // A gated flow (a ring collective's step) posts message i once the flow into its node
+        // has delivered i messages here (the previous step's data).
+        flow* gate = f.spec.gate >= 0 ? &m_flows[static_cast<size_t>(f.spec.gate)] : nullptr;
+        auto may_post = [&](uint64_t i) { return gate == nullptr || gate->received >= i; };
+        while (f.completed < f.limit_total) {
             // Keep every QP's send queue queue_depth deep, then reap.
-            for (uint32_t q = 0; q < m_w.qps; ++q) {
-                while (m_next[q] < m_limit[q] && m_next[q] - m_done[q] < m_w.queue_depth) {
-                    post_message(s, q, m_next[q]);
+            for (uint32_t q = 0; q < qps; ++q) {
+                while (f.next[q] < f.limit[q] && f.next[q] - f.done[q] < m_w.queue_depth &&
+                       may_post(f.next[q])) {
+                    post_message(r, q, f.next[q]);
                 }
             }
-            if (!reap(s) && m_completed < m_limit_total) {
-                wait_for_completions(s);
+            if (!reap(r) && f.completed < f.limit_total) {
+                uint64_t in_flight = 0;
+                for (uint32_t q = 0; q < qps; ++q) {
+                    in_flight += f.next[q] - f.done[q];
+                }
+                if (in_flight == 0 && gate != nullptr) {
+                    sc_core::wait(gate->recv_event);  // nothing to reap: the next step's data
+                } else {
+                    wait_for_completions(r);
+                }
             }
         }
         if (m_w.idle_ms > 0) {
@@ -702,84 +880,39 @@ void workload::initiator_thread() {
             sc_core::wait(sc_core::sc_time(m_w.idle_ms, sc_core::SC_MS));
         }
 
-        disconnect_all(s);
-        m_disconnected = true;
-        m_disconnected_event.notify();
-        teardown(s);
+        disconnect_all(r);
+        f.disconnected = true;
+        f.disconnected_event.notify();
+        role_done(r);
     } catch (const setup_failed&) {
         return;  // fail() recorded why and stopped the simulation
     }
-    done(s);
 }
 
-void workload::target_thread() {
-    side& s = m_side[1];
+void workload::target_thread(flow& f) {
+    role& r = f.target;
     try {
-        const bool send = has_sends(m_w);
-        const bool mixed = m_w.op == operation::MIXED;
-        const ULONG mr_flags = mixed ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
-                                           NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
-                                           NDK_MR_FLAG_ALLOW_REMOTE_READ
-                               : send                       ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE
-                               : m_w.op == operation::WRITE ? NDK_MR_FLAG_ALLOW_REMOTE_WRITE
-                                                            : NDK_MR_FLAG_ALLOW_REMOTE_READ;
-        const ULONG rq_depth = send ? static_cast<ULONG>(m_slots) : 1;
-        open(s, m_w.qps * rq_depth, 1, rq_depth, mr_flags);
-        for (uint32_t q = 0; q < m_w.qps; ++q) {
-            if (send) {
-                const uint64_t sends = m_send_index[q].size();
-                while (m_recv_posted[q] < std::min(sends, m_slots)) {
-                    post_receive(s, q, m_recv_posted[q]);
-                }
-            }
-            if (m_w.op == operation::READ || mixed) {
-                // READ sources are static: slot k holds pattern k for the whole run.
-                const uint32_t region = region_of(operation::READ);
-                for (uint64_t k = 0; k < m_slots; ++k) {
-                    pattern_fill(pattern_key(m_w.seed, q, k), slot_ptr(s, q, k, region),
-                                 m_w.message_bytes);
-                }
-            }
-        }
-        {
-            async_call c;
-            NDK_LISTENER* l = nullptr;
-            const NTSTATUS st = s.adapter->Dispatch->NdkCreateListener(
-                s.adapter, on_connect_event, &s, async_call::on_create, &c, &l);
-            check(s, c.wait(st), "NdkCreateListener");
-            s.listener = created(st, l, c);
-        }
-        {
-            SOCKADDR_IN addr = sockaddr_of(m_cfg.topology.nodes[1].ip, PORT);
-            async_call c;
-            const NTSTATUS st =
-                s.listener->Dispatch->NdkListen(s.listener, reinterpret_cast<PSOCKADDR>(&addr),
-                                                sizeof(addr), async_call::on_request, &c);
-            check(s, c.wait(st), "NdkListen");
-        }
-        m_listening = true;
-        m_listening_event.notify();
-        accept_all(s);
+        wait_ready(*r.ns);
+        accept_for(r);
 
-        if (send) {
-            while (m_received < m_recv_total && s.disconnects < m_w.qps) {
-                if (!reap(s)) {
-                    wait_for_completions(s);
+        if (has_sends(m_w)) {
+            while (f.received < f.recv_total && r.disconnects < m_w.qps) {
+                if (!reap(r)) {
+                    wait_for_completions(r);
                 }
             }
         }
-        // Node 0 disconnects once all its work requests completed.
-        while (s.disconnects < m_w.qps) {
-            sc_core::wait(s.wake);
+        // The initiator disconnects once all its work requests completed.
+        while (r.disconnects < m_w.qps) {
+            sc_core::wait(r.wake);
         }
-        while (reap(s)) {
+        while (reap(r)) {
             // Whatever is left was never posted for (WRITE/READ) or came late: counted there.
         }
-        teardown(s);
+        role_done(r);
     } catch (const setup_failed&) {
         return;
     }
-    done(s);
 }
 
 // --------------------------------------------------------------------------------------------
@@ -787,20 +920,40 @@ void workload::target_thread() {
 // --------------------------------------------------------------------------------------------
 
 void workload::finish(run_result& r) {
-    const uint64_t len = m_w.message_bytes;
-    // The last WRITE into each target slot is still there (checked if it completed).
-    for (uint32_t q = 0; q < m_w.qps; ++q) {
-        for (uint64_t slot = 0; slot < m_slots; ++slot) {
-            uint64_t& last = m_last_write[uint64_t{q} * m_slots + slot];
-            if (last != 0 && last - 1 < m_done[q]) {
-                check_bytes(pattern_key(m_w.seed, q, last - 1), slot_ptr(m_side[1], q, slot));
+    uint64_t completed = 0;
+    uint64_t bytes = 0;
+    uint64_t bytes_total = 0;
+    uint64_t received = 0;
+    for (flow& f : m_flows) {
+        // The last WRITE into each target slot is still there (checked if it completed).
+        for (uint32_t q = 0; q < m_w.qps; ++q) {
+            for (uint64_t slot = 0; slot < f.slots; ++slot) {
+                uint64_t& last = f.last_write[uint64_t{q} * f.slots + slot];
+                if (last != 0 && last - 1 < f.done[q]) {
+                    check_bytes(pattern_key(f.seed, q, last - 1), slot_ptr(f.target, q, slot),
+                                f.w.message_bytes);
+                }
+                last = 0;
             }
-            last = 0;
         }
+        completed += f.completed;
+        received += f.received;
+        bytes += f.completed * f.w.message_bytes;
+        bytes_total += f.total * f.w.message_bytes;
+        flow_result fr;
+        fr.src = f.spec.src;
+        fr.dst = f.spec.dst;
+        fr.bytes = f.total * f.w.message_bytes;
+        fr.message_bytes = f.w.message_bytes;
+        fr.messages = f.completed;
+        fr.start_ns = f.started ? f.first_post / sc_core::sc_time(1, sc_core::SC_NS) : -1;
+        fr.end_ns = f.started ? f.last_completion / sc_core::sc_time(1, sc_core::SC_NS) : -1;
+        fr.complete = f.completed == f.total;
+        r.flows.push_back(fr);
     }
 
-    r.messages = m_completed;
-    r.bytes = m_completed * len;
+    r.messages = completed;
+    r.bytes = bytes;
     r.duration_ns = (m_last_completion - m_first_post) / sc_core::sc_time(1, sc_core::SC_NS);
     if (r.duration_ns > 0) {
         r.goodput_gbps = static_cast<double>(r.bytes) * 8.0 / r.duration_ns;
@@ -834,10 +987,22 @@ void workload::finish(run_result& r) {
         r.failures.push_back(fmt::format("... and {} more failures", m_failures_dropped));
     }
     if (!finished() && m_failures.empty()) {
-        r.failures.push_back(fmt::format(
-            "workload did not finish (time limit {} ms): node0 completed {} of {} messages, "
-            "node1 received {}",
-            m_w.time_limit_ms, m_completed, m_total, m_received));
+        if (m_flows.size() == 1) {
+            r.failures.push_back(fmt::format(
+                "workload did not finish (time limit {} ms): node{} completed {} of {} messages, "
+                "node{} received {}",
+                m_w.time_limit_ms, m_flows[0].spec.src, completed, m_total_all, m_flows[0].spec.dst,
+                received));
+        } else {
+            uint64_t unfinished = 0;
+            for (const flow& f : m_flows) {
+                unfinished += f.completed < f.total ? 1 : 0;
+            }
+            r.failures.push_back(fmt::format(
+                "workload did not finish (time limit {} ms): {} of {} flows incomplete, {} of {} "
+                "messages completed",
+                m_w.time_limit_ms, unfinished, m_flows.size(), completed, m_total_all));
+        }
     }
     if (m_mismatches > 0) {
         r.failures.push_back(
@@ -845,9 +1010,9 @@ void workload::finish(run_result& r) {
                         "the sender wrote",
                         m_mismatches, m_bytes_checked));
     }
-    if (m_bytes_checked != m_total * len && r.failures.empty()) {
-        r.failures.push_back(fmt::format("integrity: {} bytes checked, {} expected",
-                                         m_bytes_checked, m_total * len));
+    if (m_bytes_checked != bytes_total && r.failures.empty()) {
+        r.failures.push_back(
+            fmt::format("integrity: {} bytes checked, {} expected", m_bytes_checked, bytes_total));
     }
 }
 

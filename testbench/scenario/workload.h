@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "hw/common/sim_context.h"
 #include "ndk_shim/ndk_sim.h"
 #include "ndk_shim/ndkpi.h"
+#include "testbench/scenario/flows.h"
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/run_result.h"
 #include "testbench/scenario/scenario_config.h"
@@ -37,67 +39,140 @@ struct consumer_counters {
     uint64_t sleeps = 0;                  // waits for completion activity or a CQ notification
 };
 
-// Node 0 connects `qps` QPs to node 1 and runs the operation over them with `queue_depth` work
-// requests outstanding per QP; node 1 listens, accepts, and (SEND) keeps receives posted.
-// Connections are set up as the NDK does it, with IB CM MADs on QP 1 over the simulated link
-// (hw/gsi), so they are in wire.pcap and subject to the link's faults (the CM retransmits).
+// The workload is a list of flows (flows_of(cfg): workload.pattern expanded); flow f has a
+// source node that connects `qps` QPs to its destination node and runs the operation over them
+// with `queue_depth` work requests outstanding per QP, and a destination that listens, accepts
+// and (SEND) keeps receives posted. Each flow is two roles, each an SC_THREAD: the initiator on
+// the source and the target on the destination. A node with roles opens one NDK adapter, one
+// PD, one MR over one buffer and, per role, one CQ and the role's QPs; a node without roles
+// does nothing at all. Connections are set up as the NDK does it, with IB CM MADs on QP 1 over
+// the simulated links (hw/gsi), so they are in wire.pcap and subject to the links' faults (the
+// CM retransmits).
 //
 // Buffers: per QP a ring of `slots` message buffers on each side (slots = min(messages of the
 // QP, 2 x queue_depth)); message i uses slot i % slots. WRITE/SEND: the sender writes message
-// i's pattern into its slot just before posting. READ: node 1's source slots hold a fixed
-// pattern per slot, node 0 poisons its sink slot before posting. Checks: SEND at each receive
-// completion, READ at each initiator completion, WRITE when the target slot is about to be
-// reused and, for the last `slots` messages, after the simulation (finish()).
+// i's pattern into its slot just before posting. READ: the target's source slots hold a fixed
+// pattern per slot, the initiator poisons its sink slot before posting. Checks: SEND at each
+// receive completion, READ at each initiator completion, WRITE when the target slot is about to
+// be reused and, for the last `slots` messages, after the simulation (finish()). Flow f's
+// pattern seed is workload.seed + f.
 //
-// "mixed": message i of QP q is operation_of(workload, q, i). Node 1's buffer then has three
-// regions per QP ring (WRITE targets, READ sources, receive buffers), so the operations never
-// share a slot; node 1 keeps receives posted for the SEND share; each message is checked as
-// its operation is.
+// "mixed": message i of QP q is operation_of(workload, q, i). The target's region then has
+// three parts per QP ring (WRITE targets, READ sources, receive buffers), so the operations
+// never share a slot; the target keeps receives posted for the SEND share; each message is
+// checked as its operation is.
 class workload : public sc_core::sc_module {
 public:
-    workload(sc_core::sc_module_name name, const scenario_config& cfg,
-             std::array<node*, NODES> nodes, hw::sim_context& ctx);
+    workload(sc_core::sc_module_name name, const scenario_config& cfg, std::vector<node*> nodes,
+             hw::sim_context& ctx);
 
-    // Both consumers have torn down (or one failed and stopped the simulation).
-    bool finished() const { return m_finished[0] && m_finished[1]; }
+    // Every role has torn down (or one failed and stopped the simulation).
+    bool finished() const { return m_nodes_left == 0; }
     // After sc_start returned: final checks of the target buffers, then the workload's part of
-    // the result (messages, throughput, latency, integrity, failures).
+    // the result (messages, throughput, latency, integrity, per-flow results, failures).
     void finish(run_result& r);
-    const consumer_counters& counters(size_t node) const { return m_side[node].counters; }
+    // Work requests posted so far by every initiator, and in all (progress bar).
+    uint64_t posted() const { return m_posted; }
+    uint64_t total_messages() const { return m_total_all; }
+    const std::vector<flow_spec>& flows() const { return m_flow_specs; }
 
 private:
-    // One node's consumer state: NDK objects, buffers, progress.
-    struct side {
+    struct flow;
+    struct node_state;
+    // One role of a flow on one node: its CQ, its QPs, its part of the node's buffer.
+    struct role {
         workload* owner = nullptr;
+        node_state* ns = nullptr;
+        flow* f = nullptr;
+        bool initiator = true;
+        NDK_CQ* cq = nullptr;
+        std::vector<NDK_QP*> qps;
+        std::vector<NDK_CONNECTOR*> connectors;
+        uint64_t offset = 0;  // of this role's region in the node's buffer
+        uint64_t bytes = 0;
+        ULONG cq_depth = 0;
+        ULONG sq_depth = 0;
+        ULONG rq_depth = 0;
+        ULONG mr_flags = 0;
+        // Events from callbacks (DPC thread) to the role's thread.
+        sc_core::sc_event wake;
+        bool cq_notified = false;
+        uint32_t disconnects = 0;  // peer disconnects reported
+        uint32_t accepted = 0;     // target: connections accepted
+        bool done = false;
+    };
+    // One node's consumer state: NDK objects shared by its roles, counters.
+    struct node_state {
         size_t index = 0;
         node* n = nullptr;
         consumer_counters counters;
+        std::vector<role*> roles;  // in flow order
+        uint32_t roles_left = 0;
         NDK_ADAPTER* adapter = nullptr;
         NDK_ADAPTER_INFO info{};
         NDK_PD* pd = nullptr;
-        NDK_CQ* cq = nullptr;
         NDK_MR* mr = nullptr;
         MDL* mdl = nullptr;         // chain describing `buffer`
-        uint8_t* buffer = nullptr;  // qps x slots x stride bytes, host_system::alloc
+        uint8_t* buffer = nullptr;  // every role's region, host_system::alloc
         uint64_t buffer_bytes = 0;
         uint32_t local_token = 0;
         uint32_t remote_token = 0;
         NDK_LISTENER* listener = nullptr;
-        std::vector<NDK_QP*> qps;
-        std::vector<NDK_CONNECTOR*> connectors;
-        // Events from callbacks (DPC thread) to the consumer thread.
-        sc_core::sc_event wake;
-        bool cq_notified = false;
         std::deque<NDK_CONNECTOR*> incoming;  // connect requests not yet accepted
-        uint32_t disconnects = 0;             // peer disconnects reported
-        uint32_t outstanding = 0;             // traced: work requests not yet completed
+        sc_core::sc_event wake;               // a connect request arrived / was accepted
+        bool setup_started = false;
+        bool ready = false;  // adapter, objects and (targets) the listener are up
+        sc_core::sc_event ready_event;
+        uint32_t outstanding = 0;  // traced: work requests not yet completed
     };
-    // The initiator's view of one QP's remote buffer, from node 1's accept private data.
+    // The initiator's view of one QP's remote buffer, from the target's accept private data.
     struct remote_ring {
         uint64_t va = 0;
         uint32_t token = 0;
     };
-    // Private data of NdkConnect (node 0 -> 1) and NdkAccept (node 1 -> 0).
+    // One flow: its shape and both sides' progress.
+    struct flow {
+        size_t index = 0;
+        flow_spec spec;
+        uint64_t seed = 0;  // payload pattern and "mixed" draws
+        workload_config w;  // the workload's parameters with this flow's seed
+        role init;
+        role target;
+        // Shape of the rings.
+        uint64_t stride = 0;           // bytes between slots (message_bytes, 64 B aligned)
+        uint64_t slots = 0;            // message buffers per QP on each side
+        uint64_t region_bytes = 0;     // qps x slots x stride: one ring of every QP
+        uint32_t regions = 1;          // the target's regions (3 for "mixed")
+        std::vector<uint64_t> per_qp;  // messages of each QP
+        uint64_t total = 0;
+        // Initiator progress, per QP.
+        std::vector<remote_ring> remote;
+        std::vector<uint64_t> next;          // next message to post
+        std::vector<uint64_t> done;          // messages completed (in order)
+        std::vector<uint64_t> limit;         // messages that will be posted (< per_qp on error)
+        uint64_t limit_total = 0;            // sum of limit
+        std::vector<uint64_t> last_write;    // [q * slots + slot]: last WRITE there + 1
+        std::vector<uint64_t> read_checked;  // READ: messages verified in their sink slot
+        std::vector<sc_core::sc_time> post_time;  // [q * queue_depth + i % queue_depth]
+        uint64_t completed = 0;                   // sum of done
+        // Target progress (SEND), per QP.
+        std::vector<std::vector<uint64_t>> send_index;  // message index of each SEND of the QP
+        uint64_t recv_total = 0;                        // SENDs in the whole flow
+        std::vector<uint64_t> recv_posted;
+        std::vector<uint64_t> recv_done;
+        uint64_t received = 0;
+        sc_core::sc_event recv_event;  // a receive completed (flows gated on this one)
+        // The initiator's Disconnects all completed: until then the target's host keeps its
+        // adapter open, so its CM answers a DREQ sent again after a lost DREP.
+        bool disconnected = false;
+        sc_core::sc_event disconnected_event;
+        // Results.
+        bool started = false;
+        sc_core::sc_time first_post;
+        sc_core::sc_time last_completion;
+    };
+    // Private data of NdkConnect (initiator -> target) and NdkAccept (target -> initiator).
+    // qp_index: flow x qps + the QP's index in its flow (flow 0: the QP's index, as ever).
     struct connect_private {
         uint32_t magic;
         uint32_t qp_index;
@@ -112,44 +187,47 @@ private:
 
     struct setup_failed {};  // thrown inside a consumer thread after fail() recorded why
 
-    void initiator_thread();  // node 0
-    void target_thread();     // node 1
+    void initiator_thread(flow& f);
+    void target_thread(flow& f);
 
-    // Both sides: adapter, PD, CQ, buffer + MR, QPs.
-    void open(side& s, ULONG cq_depth, ULONG sq_depth, ULONG rq_depth, ULONG mr_flags);
-    void connect_all(side& s);
-    void accept_all(side& s);
-    void post_receive(side& s, uint32_t q, uint64_t j);
-    void post_message(side& s, uint32_t q, uint64_t i);
+    // The node's adapter, PD, CQs, buffer + MR and QPs of every role; the target roles'
+    // receives and READ sources, and the listener if the node is a target.
+    void setup_node(node_state& ns);
+    void wait_ready(node_state& ns);
+    void connect_all(role& r);
+    // Accepts incoming connections (of any of the node's flows) until r's flow has all its QPs.
+    void accept_for(role& r);
+    void post_receive(role& r, uint32_t q, uint64_t j);
+    void post_message(role& r, uint32_t q, uint64_t i);
     // Reaps up to a batch of completions; false if the CQ was empty.
-    bool reap(side& s);
-    void on_completion(side& s, const NDK_RESULT_EX& r);
+    bool reap(role& r);
+    void on_completion(role& r, const NDK_RESULT_EX& res);
     // Sleeps until the CQ may have something: CQ notification (use_events) or DMA activity.
-    void wait_for_completions(side& s);
-    void disconnect_all(side& s);
-    void teardown(side& s);
-    void done(side& s);
-    void stop_posting(uint32_t q, uint64_t at);  // lowers m_limit[q] to `at`
+    void wait_for_completions(role& r);
+    void disconnect_all(role& r);
+    // The role is over; the node's last role tears the node down.
+    void role_done(role& r);
+    void teardown(node_state& ns);
+    void stop_posting(flow& f, uint32_t q, uint64_t at);  // lowers f.limit[q] to `at`
 
-    NTSTATUS check(side& s, NTSTATUS st, const char* what);
-    [[noreturn]] void fail(side& s, const std::string& what);
+    NTSTATUS check(node_state& ns, NTSTATUS st, const char* what);
+    [[noreturn]] void fail(node_state& ns, const std::string& what);
     void record_failure(const std::string& what);
 
-    uint64_t slot_offset(uint32_t q, uint64_t slot) const {
-        return (uint64_t{q} * m_slots + slot) * m_stride;
+    uint8_t* slot_ptr(const role& r, uint32_t q, uint64_t slot, uint32_t region = 0) const {
+        const flow& f = *r.f;
+        return r.ns->buffer + r.offset + region * f.region_bytes +
+               (uint64_t{q} * f.slots + slot) * f.stride;
     }
-    uint8_t* slot_ptr(const side& s, uint32_t q, uint64_t slot, uint32_t region = 0) const {
-        return s.buffer + region * m_region_bytes + slot_offset(q, slot);
-    }
-    // Node 1's region of an operation: 0 WRITE target (and everything when not mixed), 1 READ
-    // source, 2 receive buffers.
+    // The target's region of an operation: 0 WRITE target (and everything when not mixed), 1
+    // READ source, 2 receive buffers.
     uint32_t region_of(operation op) const {
         if (m_w.op != operation::MIXED) {
             return 0;
         }
         return op == operation::READ ? 1 : op == operation::SEND ? 2 : 0;
     }
-    void check_bytes(uint64_t key, const uint8_t* p);
+    void check_bytes(uint64_t key, const uint8_t* p, uint64_t len);
 
     // Consumer callbacks (NDK_FN_*), run by the provider in the host's DPC thread.
     static VOID on_cq_notification(PVOID ctx, NTSTATUS status);
@@ -158,42 +236,16 @@ private:
 
     const scenario_config& m_cfg;
     const workload_config& m_w;
-    std::array<side, NODES> m_side;
-    bool m_finished[NODES] = {false, false};
-
-    // Shape of the rings.
-    uint64_t m_stride;               // bytes between slots (message_bytes, 64 B aligned)
-    uint64_t m_slots;                // message buffers per QP on each side
-    uint64_t m_region_bytes = 0;     // qps x slots x stride: one ring of every QP
-    uint32_t m_regions = 1;          // node 1's regions (3 for "mixed")
-    std::vector<uint64_t> m_per_qp;  // messages of each QP
-    uint64_t m_total = 0;
-
-    // Initiator progress, per QP.
-    std::vector<remote_ring> m_remote;
-    std::vector<uint64_t> m_next;          // next message to post
-    std::vector<uint64_t> m_done;          // messages completed (in order)
-    std::vector<uint64_t> m_limit;         // messages that will be posted (< per_qp on error)
-    uint64_t m_limit_total = 0;            // sum of m_limit
-    std::vector<uint64_t> m_last_write;    // [q * slots + slot]: last WRITE there + 1 (0: none)
-    std::vector<uint64_t> m_read_checked;  // READ: messages verified in their sink slot
-    std::vector<sc_core::sc_time> m_post_time;  // [q * queue_depth + i % queue_depth]
-    uint64_t m_completed = 0;                   // sum of m_done
-    // Target progress (SEND), per QP.
-    std::vector<std::vector<uint64_t>> m_send_index;  // message index of each SEND of the QP
-    uint64_t m_recv_total = 0;                        // SENDs in the whole workload
-    std::vector<uint64_t> m_recv_posted;
-    std::vector<uint64_t> m_recv_done;
-    uint64_t m_received = 0;
-    bool m_listening = false;
-    sc_core::sc_event m_listening_event;
-    // Node 0's Disconnects all completed: until then node 1's host keeps its adapter open, so
-    // its CM answers a DREQ sent again after a lost DREP (a closed adapter would drop it).
-    bool m_disconnected = false;
-    sc_core::sc_event m_disconnected_event;
+    std::vector<flow_spec> m_flow_specs;
+    std::deque<flow> m_flows;                          // stable addresses (roles point into them)
+    std::vector<std::unique_ptr<node_state>> m_nodes;  // null for nodes without roles
+    uint32_t m_nodes_left = 0;
+    uint64_t m_total_all = 0;
+    uint64_t m_posted = 0;
 
     // Results.
     std::vector<uint64_t> m_latency_ns;  // signaled WRs, post to completion reaped
+    bool m_any_post = false;
     sc_core::sc_time m_first_post;
     sc_core::sc_time m_last_completion;
     uint64_t m_bytes_checked = 0;

@@ -199,9 +199,10 @@ TEST(ScenarioConfig, NonObjects) {
 
 TEST(ScenarioConfig, TopologyNodes) {
     EXPECT_EQ(error_of({{"topology", {{"nodes", json::array({json::object()})}}}}),
-              "topology.nodes: 1 nodes given, exactly 2 are modelled");
+              "topology.nodes: 1 nodes given: back to back joins exactly 2 (give topology.links "
+              "or a generator for more)");
     EXPECT_EQ(error_of({{"topology", {{"nodes", "two"}}}}),
-              "topology.nodes: \"two\" is not an array of 2 nodes");
+              "topology.nodes: \"two\" is not an array of nodes");
     json bad_mac = json::array({{{"mac", "02:00:00:00:00"}}, json::object()});
     EXPECT_EQ(error_of({{"topology", {{"nodes", bad_mac}}}}),
               "topology.nodes.0.mac: \"02:00:00:00:00\" is not a MAC address like "

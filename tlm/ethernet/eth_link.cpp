@@ -56,6 +56,45 @@ eth_link_config parse_eth_link_config(config::reader r) {
     return c;
 }
 
+std::vector<uint8_t> build_pfc_frame(const std::array<uint8_t, 6>& src, uint8_t class_enable,
+                                     const pfc_quanta& quanta) {
+    std::vector<uint8_t> f(PFC_FRAME_BYTES, 0);
+    const uint8_t dst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
+    std::copy(dst, dst + 6, f.begin());
+    std::copy(src.begin(), src.end(), f.begin() + 6);
+    f[12] = ETHERTYPE_MAC_CONTROL >> 8;
+    f[13] = ETHERTYPE_MAC_CONTROL & 0xFF;
+    f[14] = PFC_OPCODE >> 8;
+    f[15] = PFC_OPCODE & 0xFF;
+    f[16] = 0;  // class-enable vector: high byte reserved
+    f[17] = class_enable;
+    for (size_t p = 0; p < 8; ++p) {
+        f[18 + 2 * p] = static_cast<uint8_t>(quanta[p] >> 8);
+        f[19 + 2 * p] = static_cast<uint8_t>(quanta[p]);
+    }
+    return f;  // bytes 34..59: zero pad
+}
+
+bool parse_pfc_frame(const std::vector<uint8_t>& f, uint8_t& class_enable, pfc_quanta& quanta) {
+    if (f.size() < 34 || f[12] != (ETHERTYPE_MAC_CONTROL >> 8) ||
+        f[13] != (ETHERTYPE_MAC_CONTROL & 0xFF) || f[14] != (PFC_OPCODE >> 8) ||
+        f[15] != (PFC_OPCODE & 0xFF)) {
+        return false;
+    }
+    class_enable = f[17];
+    for (size_t p = 0; p < 8; ++p) {
+        quanta[p] = static_cast<uint16_t>((f[18 + 2 * p] << 8) | f[19 + 2 * p]);
+    }
+    return true;
+}
+
+uint8_t default_priority(const std::vector<uint8_t>& f) {
+    if (f.size() < 16 || f[12] != 0x08 || f[13] != 0x00) {
+        return 0;
+    }
+    return static_cast<uint8_t>(f[15] >> 5);  // DSCP (TOS >> 2) >> 3
+}
+
 uint64_t eth_wire_bytes(size_t frame_len_without_fcs) {
     const size_t with_fcs = std::max<size_t>(frame_len_without_fcs + 4, 64);
     return with_fcs + 8 + 12;
@@ -67,7 +106,8 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
     , m_ps_per_byte(8000.0 / cfg.rate_gbps)
     , m_rng(cfg.faults.seed)
     , m_ecn_rng(cfg.faults.seed ^ 0xEC4E'0000'0000'0000ull)
-    , m_ctx(ctx) {
+    , m_ctx(ctx)
+    , m_quantum(std::round(512.0 * 1000.0 / cfg.rate_gbps), sc_core::SC_PS) {
     for (int side = 0; side < 2; ++side) {
         m_tx[side] = std::make_unique<hw::channel<eth_frame>>("mac_tx" + std::to_string(side),
                                                               cfg.tx_fifo_frames);
@@ -92,9 +132,11 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
         ctx.stats.add(b, "faults_link_down", m_stats[side].link_down_drops, "count",
                       "frames lost while the link was down");
         ctx.stats.add(b, "pfc_pauses", m_stats[side].pauses, "count",
-                      "times a full receiver paused this direction (PFC)");
+                      "PFC pause frames (nonzero quanta) that paused this direction");
         ctx.stats.add(b, "pfc_pause_ps", m_stats[side].pause_ps, "ps",
-                      "time this direction was paused by PFC");
+                      "time some priority of this direction was paused by PFC");
+        ctx.stats.add(b, "pfc_frames", m_stats[side].pfc_frames, "count",
+                      "PFC pause frames sent in this direction");
         if (cfg.faults.ecn_mark > 0) {  // only then: other runs' stats.json stay as they were
             ctx.stats.add(b, "faults_ecn_marked", m_stats[side].ecn_marked, "count",
                           "ECT frames marked CE (faults.ecn_mark)");
@@ -103,27 +145,133 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
             m_tx[side]->trace(ctx.vcd, this->name());
             sc_core::sc_trace(ctx.vcd, m_busy[side], b + ".busy");
             sc_core::sc_trace(ctx.vcd, m_paused[side], b + ".pfc_paused");
+            sc_core::sc_trace(ctx.vcd, m_xoff[side], b + ".pfc_xoff", 8);
         }
     }
+}
+
+void eth_link::set_xoff(int side, uint8_t mask, bool on) {
+    if (!m_cfg.pfc) {
+        return;
+    }
+    const uint8_t next = on ? (m_xoff[side] | mask) : (m_xoff[side] & ~mask);
+    const uint8_t changed = next ^ m_xoff[side];
+    if (changed == 0) {
+        return;
+    }
+    m_xoff[side] = next;
+    queue_pause(side, changed);
+}
+
+void eth_link::queue_pause(int side, uint8_t changed) {
+    // One pending frame per side carries the latest state of every priority it names.
+    m_ctrl_cev[side] |= static_cast<uint8_t>(changed | m_xoff[side]);
+    m_ctrl_pending[side] = true;
+    m_ctrl_event[side].notify(sc_core::SC_ZERO_TIME);
+}
+
+uint8_t eth_link::paused(int side) const {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    uint8_t m = 0;
+    for (int p = 0; p < 8; ++p) {
+        if (m_pause_until[side][p] > now) {
+            m |= static_cast<uint8_t>(1u << p);
+        }
+    }
+    return m;
+}
+
+sc_core::sc_time eth_link::max_pause_until(int side) const {
+    sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+    for (const auto& u : m_pause_until[side]) {
+        t = std::max(t, u);
+    }
+    return t;
+}
+
+void eth_link::apply_pause(int side, uint8_t class_enable, const pfc_quanta& quanta) {
+    // Time paused is the union of the priorities' pause windows; every window contains now,
+    // so the union is [earliest start, latest end) and grows/shrinks with the latest end.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time before = std::max(max_pause_until(side), now);
+    bool pausing = false;
+    for (int p = 0; p < 8; ++p) {
+        if ((class_enable >> p) & 1) {
+            m_pause_until[side][p] = now + m_quantum * static_cast<double>(quanta[p]);
+            pausing = pausing || quanta[p] != 0;
+        }
+    }
+    const sc_core::sc_time after = std::max(max_pause_until(side), now);
+    auto& st = m_stats[side];
+    const int64_t delta =
+        static_cast<int64_t>(after.value()) - static_cast<int64_t>(before.value());
+    const int64_t ps_per_tick =
+        static_cast<int64_t>(sc_core::sc_get_time_resolution().to_seconds() * 1e12 + 0.5);
+    st.pause_ps = static_cast<uint64_t>(static_cast<int64_t>(st.pause_ps) + delta * ps_per_tick);
+    st.pauses += pausing ? 1 : 0;
+    m_paused[side] = after > now;
+    m_ctrl_event[side].notify(sc_core::SC_ZERO_TIME);  // a resume may unblock the transmitter
 }
 
 void eth_link::serializer_thread(int side) {
     auto& fifo = *m_tx[side];
     for (;;) {
-        // A paused MAC finishes the frame on the wire and starts no new one (PFC XOFF).
-        if (m_paused[side]) {
-            const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-            while (m_paused[side]) {
-                sc_core::wait(m_resume[side]);
-            }
-            m_stats[side].pause_ps +=
-                static_cast<uint64_t>((sc_core::sc_time_stamp() - t0).to_seconds() * 1e12 + 0.5);
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        if (m_xoff[side] != 0 && now >= m_next_refresh[side] && !m_ctrl_pending[side]) {
+            queue_pause(side, 0);  // refresh before the upstream's pause expires
         }
-        eth_frame f = fifo.get();
-        if (m_paused[side]) {
-            // Paused while waiting for a frame: hold it until resumed.
-            while (m_paused[side]) {
-                sc_core::wait(m_resume[side]);
+        eth_frame f;
+        if (m_ctrl_pending[side]) {
+            // MAC control goes ahead of data and is never paused itself.
+            pfc_quanta q{};
+            for (int p = 0; p < 8; ++p) {
+                q[p] = ((m_xoff[side] >> p) & 1) ? m_quanta[side] : 0;
+            }
+            f.data = build_pfc_frame(m_mac[side], m_ctrl_cev[side], q);
+            m_ctrl_pending[side] = false;
+            m_ctrl_cev[side] = 0;
+            ++m_stats[side].pfc_frames;
+            if (m_xoff[side] != 0) {
+                m_next_refresh[side] = now + m_quantum * (static_cast<double>(m_quanta[side]) / 2);
+            }
+        } else {
+            const uint8_t paused_now = paused(side);
+            m_paused[side] = paused_now != 0;
+            sc_core::sc_time retry = sc_core::sc_max_time();
+            bool have = false;
+            if (m_source[side] != nullptr) {
+                have = m_source[side]->pull(paused_now, f, retry);
+            } else if (!fifo.empty()) {
+                const uint8_t p = default_priority(fifo.front().data);
+                if (((paused_now >> p) & 1) == 0) {
+                    f = std::move(fifo.front());
+                    fifo.pop();
+                    f.priority = p;
+                    have = true;
+                } else {
+                    retry = sc_core::sc_max_time();
+                }
+            }
+            if (!have) {
+                // Sleep until something can change: a frame queued, a pause frame to send or
+                // received, a pause expiring, a refresh due, a queued frame becoming eligible.
+                sc_core::sc_time until = retry;
+                for (const auto& u : m_pause_until[side]) {
+                    if (u > now) {
+                        until = std::min(until, u);
+                    }
+                }
+                if (m_xoff[side] != 0) {
+                    until = std::min(until, std::max(m_next_refresh[side], now));
+                }
+                const sc_core::sc_event& data =
+                    m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
+                if (until == sc_core::sc_max_time()) {
+                    sc_core::wait(data | m_ctrl_event[side]);
+                } else {
+                    sc_core::wait(until - now, data | m_ctrl_event[side]);
+                }
+                continue;
             }
         }
         f.tx_start = sc_core::sc_time_stamp();
@@ -144,9 +292,18 @@ void eth_link::serializer_thread(int side) {
         m_busy[side] = true;
         // The last bit arrives at the peer one propagation delay after it leaves. Preamble
         // and IFG are part of the slot, so the frame's bytes are in after (wire - 12) bytes.
+        // A cut-through receiver takes the frame once its headers (after the 8-byte preamble) are
+        // in.
+        const frame_sink_if* rx = m_sink[1 - side];
+        const bool mac_control = f.data.size() >= 14 &&
+                                 f.data[12] == (ETHERTYPE_MAC_CONTROL >> 8) &&
+                                 f.data[13] == (ETHERTYPE_MAC_CONTROL & 0xFF);
+        const uint64_t in_bytes = (rx != nullptr && rx->cut_through() && !mac_control)
+                                      ? 8 + std::min<uint64_t>(f.data.size(), CUT_THROUGH_BYTES)
+                                      : wire - 12;
         const sc_core::sc_time arrive =
             f.tx_start +
-            sc_core::sc_time(std::round(static_cast<double>(wire - 12) * m_ps_per_byte),
+            sc_core::sc_time(std::round(static_cast<double>(in_bytes) * m_ps_per_byte),
                              sc_core::SC_PS) +
             sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
         if (m_ctx.tracer != nullptr) {
@@ -220,6 +377,7 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
     auto& st = m_stats[side];
     const fault_config& fc = m_cfg.faults;
     sc_core::sc_time at = arrive;
+    bool twice = false;  // duplicate fault: delivered twice
     if (fc.any()) {
         const double t = f.tx_start.to_seconds() * 1e9;
         for (const auto& iv : fc.link_down_ns) {
@@ -255,12 +413,20 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
             }
             if (dup) {
                 ++st.duplicated;
-                q.emplace(at, f);
+                twice = true;
             }
         }
     }
+    // The delivery thread sleeps until the earliest arrival; it needs waking only when this
+    // frame becomes the earliest (an empty queue, or a fault delay let a later one overtake).
+    const bool earliest = q.empty() || at < q.begin()->first;
+    if (twice) {
+        q.emplace(at, f);
+    }
     q.emplace(at, std::move(f));
-    m_in_flight_event[side].notify(sc_core::SC_ZERO_TIME);
+    if (earliest) {
+        m_in_flight_event[side].notify(sc_core::SC_ZERO_TIME);
+    }
 }
 
 void eth_link::delivery_thread(int side) {
@@ -274,20 +440,18 @@ void eth_link::delivery_thread(int side) {
             sc_core::wait(q.begin()->first - now, m_in_flight_event[side]);
             continue;
         }
-        frame_sink_if* sink = m_sink[1 - side];
-        if (sink != nullptr && m_cfg.pfc && !sink->ready()) {
-            // Receiver buffer full: pause the sender and hold this frame until it drains.
-            // Frames already on the wire wait here (the PFC headroom).
-            m_paused[side] = true;
-            ++m_stats[side].pauses;
-            while (!sink->ready()) {
-                sc_core::wait(*sink->ready_event());
-            }
-            m_paused[side] = false;
-            m_resume[side].notify(sc_core::SC_ZERO_TIME);
-        }
         eth_frame f = std::move(q.begin()->second);
         q.erase(q.begin());
+        uint8_t cev = 0;
+        pfc_quanta quanta{};
+        if (parse_pfc_frame(f.data, cev, quanta)) {
+            // MAC control: the receiving MAC pauses its own transmitter; the client never sees it.
+            if (m_cfg.pfc) {
+                apply_pause(1 - side, cev, quanta);
+            }
+            continue;
+        }
+        frame_sink_if* sink = m_sink[1 - side];
         if (sink != nullptr) {
             sink->receive_frame(std::move(f));
         }

@@ -4,6 +4,7 @@
 // inter-frame gap is counted).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -25,18 +26,52 @@ struct eth_frame {
     std::vector<uint8_t> data;  // Ethernet header .. ICRC, no FCS
     uint64_t flow_id = 0;       // WQE id for the timeline trace
     sc_core::sc_time tx_start;  // first bit on the wire (set by the link)
+    uint8_t priority = 0;       // PFC priority the sending MAC transmitted it in (set by the
+                                // link from the DSCP for MAC FIFO frames; by a frame source)
 };
 
-// What a MAC receive side implements: called when the frame's last bit has arrived.
+class eth_link;
+
+// What a MAC receive side implements: called when the frame's last bit has arrived (or, for a
+// cut-through receiver, when its first CUT_THROUGH_BYTES are in). MAC control frames (PFC) are
+// consumed by the link's MAC and never reach the sink.
 class frame_sink_if {
 public:
     virtual ~frame_sink_if() = default;
     virtual void receive_frame(eth_frame&& frame) = 0;
-    // Lossless Ethernet (PFC): a receiver whose buffer is full is not ready; the link holds
-    // the frame and pauses the sender until ready_event().
-    virtual bool ready() const { return true; }
-    virtual const sc_core::sc_event* ready_event() const { return nullptr; }
+    // Called by eth_link::attach: the receiver asserts PFC XOFF through link.set_xoff(side,..).
+    virtual void bind_link(eth_link& link, int side) {
+        (void)link;
+        (void)side;
+    }
+    virtual bool cut_through() const { return false; }
 };
+
+// A transmitter that arbitrates at the moment the wire is free (a switch egress port) instead
+// of through the MAC FIFO. pull() hands over the next frame whose priority is not paused (bit
+// p of `paused`) and returns true; or returns false and sets `retry_at` to when a queued frame
+// becomes eligible (sc_max_time(): when data_event() fires).
+class frame_source_if {
+public:
+    virtual ~frame_source_if() = default;
+    virtual bool pull(uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) = 0;
+    virtual const sc_core::sc_event& data_event() const = 0;
+};
+
+// 802.1Qbb priority flow control: MAC control frame (EtherType 0x8808, opcode 0x0101) to
+// 01:80:C2:00:00:01: class-enable vector (bit p: time[p] valid), then 8 pause times in quanta
+// of 512 bit times, padded to the 60-byte minimum (64 with FCS).
+constexpr uint16_t ETHERTYPE_MAC_CONTROL = 0x8808;
+constexpr uint16_t PFC_OPCODE = 0x0101;
+constexpr size_t PFC_FRAME_BYTES = 60;    // without FCS
+constexpr size_t CUT_THROUGH_BYTES = 64;  // headers a cut-through receiver needs before forwarding
+using pfc_quanta = std::array<uint16_t, 8>;
+std::vector<uint8_t> build_pfc_frame(const std::array<uint8_t, 6>& src, uint8_t class_enable,
+                                     const pfc_quanta& quanta);
+// True for a PFC frame (fills class_enable and quanta); false for anything else.
+bool parse_pfc_frame(const std::vector<uint8_t>& frame, uint8_t& class_enable, pfc_quanta& quanta);
+// Priority of an IPv4 frame by the default map (DSCP >> 3); 0 for anything else.
+uint8_t default_priority(const std::vector<uint8_t>& frame);
 
 // Seeded wire faults (issue: reliable transport). Each probability applies per frame, to the
 // frames that match the filters (QP, opcode, time window).
@@ -68,7 +103,7 @@ struct eth_link_config {
     double rate_gbps = 100.0;      // line rate
     double propagation_ns = 50.0;  // cable + PHY latency, one way
     uint32_t tx_fifo_frames = 4;   // MAC transmit FIFO depth, frames (2..4096)
-    bool pfc = true;               // lossless: a full receiver pauses the sender (802.1Qbb)
+    bool pfc = true;               // lossless: the MACs send and honour PFC pause frames (802.1Qbb)
     fault_config faults;
 };
 eth_link_config parse_eth_link_config(config::reader r);
@@ -83,7 +118,27 @@ public:
     // side 0 and side 1: each NIC puts frames into its side's MAC FIFO (blocking when full)
     // and receives the other side's frames through its sink.
     hw::channel<eth_frame>& tx(int side) { return *m_tx[side]; }
-    void attach(int side, frame_sink_if* sink) { m_sink[side] = sink; }
+    void attach(int side, frame_sink_if* sink) {
+        m_sink[side] = sink;
+        if (sink != nullptr) {
+            sink->bind_link(*this, side);
+        }
+    }
+    // A pulling transmitter for `side` instead of its MAC FIFO (a switch port).
+    void set_source(int side, frame_source_if* source) { m_source[side] = source; }
+    // Source MAC of the pause frames the MAC at `side` sends.
+    void set_mac(int side, const std::array<uint8_t, 6>& mac) { m_mac[side] = mac; }
+    void set_pause_quanta(int side, uint16_t quanta) { m_quanta[side] = quanta; }
+    // The receiver at `side` asserts (on) or releases PFC XOFF for the priorities in `mask`. A
+    // change queues one pause frame out of `side`, sent ahead of data once the frame on the wire
+    // is done (XOFF: the configured quanta, XON: 0); XOFF is refreshed every half pause time
+    // while asserted. No effect when the link's pfc is off.
+    void set_xoff(int side, uint8_t mask, bool on);
+    uint8_t xoff(int side) const { return m_xoff[side]; }
+    // Priorities whose transmission out of `side` is paused now.
+    uint8_t paused(int side) const;
+    // One pause quantum: 512 bit times at the line rate.
+    sc_core::sc_time pause_quantum() const { return m_quantum; }
     // Called with every frame as its first bit leaves a MAC (pcap writer).
     void set_capture(std::function<void(int side, const eth_frame&)> fn) {
         m_capture = std::move(fn);
@@ -103,8 +158,9 @@ public:
         uint64_t reordered = 0;
         uint64_t delayed = 0;
         uint64_t link_down_drops = 0;
-        uint64_t pause_ps = 0;  // time the sender was paused by PFC
-        uint64_t pauses = 0;
+        uint64_t pause_ps = 0;    // time some priority of this direction was paused by PFC
+        uint64_t pauses = 0;      // pause frames (nonzero quanta) that paused this direction
+        uint64_t pfc_frames = 0;  // pause frames sent in this direction
         uint64_t ecn_marked = 0;  // ECT frames marked CE (faults.ecn_mark)
     };
     const stats& get_stats(int side) const { return m_stats[side]; }
@@ -117,6 +173,10 @@ private:
     bool matches(const eth_frame& f) const;
     // faults.ecn_mark: marks an ECT frame CE with that probability (in place, before capture).
     void mark_ecn(int side, eth_frame& f);
+    // A pause frame arrived at the MAC of `side`: it pauses that side's transmitter.
+    void apply_pause(int side, uint8_t class_enable, const pfc_quanta& quanta);
+    sc_core::sc_time max_pause_until(int side) const;
+    void queue_pause(int side, uint8_t changed);
     double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(m_rng); }
 
     eth_link_config m_cfg;
@@ -131,8 +191,17 @@ private:
     std::function<void(int, const eth_frame&)> m_capture;
     stats m_stats[2];
     bool m_busy[2] = {false, false};    // traced: a frame is on the wire
-    bool m_paused[2] = {false, false};  // traced: PFC pause from the receiver of this direction
-    sc_core::sc_event m_resume[2];
+    bool m_paused[2] = {false, false};  // traced: some priority paused (updated at pause frames)
+    frame_source_if* m_source[2] = {nullptr, nullptr};
+    std::array<uint8_t, 6> m_mac[2]{};
+    uint16_t m_quanta[2] = {0xFFFF, 0xFFFF};
+    sc_core::sc_time m_quantum;
+    uint8_t m_xoff[2] = {0, 0};  // traced: priorities this side's receiver holds off
+    bool m_ctrl_pending[2] = {false, false};
+    uint8_t m_ctrl_cev[2] = {0, 0};  // class-enable vector of the pending pause frame
+    sc_core::sc_time m_next_refresh[2];
+    sc_core::sc_event m_ctrl_event[2];  // a pause frame to send, or a pause received
+    std::array<sc_core::sc_time, 8> m_pause_until[2];
 };
 
 }  // namespace rnic::fabric

@@ -1,0 +1,688 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared-buffer Ethernet switch. Event-driven: a frame costs one call at its arrival (forward,
+// account, enqueue) and one pull when its egress wire is free; an idle switch has no events.
+#include "tlm/switch/eth_switch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace rnic::fabric {
+
+namespace {
+
+constexpr size_t ETH = 14;
+constexpr uint16_t ETHERTYPE_IPV4 = 0x0800;
+constexpr uint16_t ETHERTYPE_ARP = 0x0806;
+constexpr uint64_t MAX_FRAME_WIRE = 9216 + 24;  // jumbo frame + FCS, preamble, IFG
+
+uint16_t be16(const uint8_t* p) {
+    return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+uint32_t be32(const uint8_t* p) {
+    return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
+           (static_cast<uint32_t>(p[2]) << 8) | p[3];
+}
+
+// RFC 1071 ones' complement sum over the IPv4 header (IHL words) with the checksum field
+// zeroed.
+uint16_t ipv4_checksum(const uint8_t* ip) {
+    const size_t len = static_cast<size_t>(ip[0] & 0xF) * 4;
+    uint32_t sum = 0;
+    for (size_t i = 0; i < len; i += 2) {
+        if (i != 10) {
+            sum += be16(ip + i);
+        }
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    return static_cast<uint16_t>(~sum);
+}
+
+void set_ipv4_checksum(uint8_t* ip) {
+    const uint16_t c = ipv4_checksum(ip);
+    ip[10] = static_cast<uint8_t>(c >> 8);
+    ip[11] = static_cast<uint8_t>(c);
+}
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+sc_core::sc_time ps_time(double ps) {
+    return sc_core::sc_time(std::round(ps), sc_core::SC_PS);
+}
+
+template <typename T, size_t N>
+void get_array(config::reader& r, const std::string& key, std::array<T, N>& out, T min, T max) {
+    const nlohmann::json* v = r.raw(key);
+    if (v != nullptr) {
+        bool ok = v->is_array() && v->size() == N;
+        for (size_t i = 0; ok && i < N; ++i) {
+            const auto& e = (*v)[i];
+            if constexpr (std::is_same_v<T, bool>) {
+                ok = e.is_boolean();
+            } else if constexpr (std::is_floating_point_v<T>) {
+                ok = e.is_number() && e.get<double>() >= min && e.get<double>() <= max;
+            } else {
+                ok = (e.is_number_unsigned() || e.is_number_integer()) && e.get<int64_t>() >= 0 &&
+                     static_cast<uint64_t>(e.get<int64_t>()) >= static_cast<uint64_t>(min) &&
+                     static_cast<uint64_t>(e.get<int64_t>()) <= static_cast<uint64_t>(max);
+            }
+        }
+        if (!ok) {
+            std::string what = std::is_same_v<T, bool>
+                                   ? "booleans"
+                                   : "numbers in [" + nlohmann::json(min).dump() + ", " +
+                                         nlohmann::json(max).dump() + "]";
+            r.error(key, "expected a list of " + std::to_string(N) + " " + what);
+        } else {
+            for (size_t i = 0; i < N; ++i) {
+                out[i] = (*v)[i].get<T>();
+            }
+        }
+    }
+    r.set_effective(key, out);
+}
+
+}  // namespace
+
+switch_config::switch_config() {
+    for (size_t d = 0; d < dscp_to_priority.size(); ++d) {
+        dscp_to_priority[d] = static_cast<uint8_t>(d >> 3);
+    }
+}
+
+switch_config parse_switch_config(config::reader r) {
+    switch_config c;
+    r.get("buffer_bytes", c.buffer_bytes, uint64_t{16384}, uint64_t{1} << 40);
+    r.get("reserved_bytes", c.reserved_bytes, uint64_t{0}, uint64_t{1} << 30);
+    r.get("alpha", c.alpha, 1.0 / 1024, 1024.0);
+    r.get("pipeline_ns", c.pipeline_ns, 0.0, 1e6);
+    r.get("cut_through", c.cut_through);
+    r.get_one_of("scheduler", c.scheduler, {"strict", "dwrr"});
+    get_array(r, "dwrr_weights", c.dwrr_weights, 1u, 1000u);
+    r.get("dwrr_quantum_bytes", c.dwrr_quantum_bytes, 64u, 1u << 20);
+    get_array(r, "dscp_to_priority", c.dscp_to_priority, uint8_t{0}, uint8_t{7});
+    get_array(r, "lossless", c.lossless, false, true);
+    r.get("xoff_bytes", c.xoff_bytes, uint64_t{0}, uint64_t{1} << 40);
+    r.get("xon_bytes", c.xon_bytes, uint64_t{0}, uint64_t{1} << 40);
+    r.get("xoff_alpha", c.xoff_alpha, 0.0, 1024.0);
+    r.get("headroom_bytes", c.headroom_bytes, uint64_t{0}, uint64_t{1} << 40);
+    r.get("pause_quanta", c.pause_quanta, 1u, 0xFFFFu);
+    get_array(r, "ecn", c.ecn, false, true);
+    get_array(r, "kmin_bytes", c.kmin_bytes, uint64_t{0}, uint64_t{1} << 40);
+    get_array(r, "kmax_bytes", c.kmax_bytes, uint64_t{0}, uint64_t{1} << 40);
+    get_array(r, "pmax", c.pmax, 0.0, 1.0);
+    r.get("ecmp_seed", c.ecmp_seed, uint64_t{0}, ~uint64_t{0});
+    r.get("seed", c.seed, uint64_t{0}, ~uint64_t{0});
+    if (c.xon_bytes >= c.xoff_bytes) {
+        r.error("xon_bytes", "must be below xoff_bytes (" + std::to_string(c.xoff_bytes) + ")");
+    }
+    if (c.xoff_bytes >= c.buffer_bytes) {
+        r.error("xoff_bytes",
+                "must be below buffer_bytes (" + std::to_string(c.buffer_bytes) + ")");
+    }
+    for (size_t p = 0; p < SWITCH_PRIORITIES; ++p) {
+        if (c.ecn[p] && c.kmax_bytes[p] <= c.kmin_bytes[p]) {
+            r.error("kmax_bytes", "priority " + std::to_string(p) +
+                                      ": kmax_bytes must be above kmin_bytes where ecn is on");
+            break;
+        }
+    }
+    r.finish();
+    return c;
+}
+
+// One buffered frame.
+struct eth_switch::packet {
+    eth_frame f;
+    uint32_t in_port = 0;
+    uint8_t prio = 0;  // ingress priority group = egress queue
+    uint64_t bytes = 0;
+    sc_core::sc_time arrived;   // handed over by the ingress link
+    sc_core::sc_time ready_at;  // may start leaving (pipeline done)
+};
+
+struct eth_switch::port_state : frame_sink_if, frame_source_if {
+    eth_switch* sw = nullptr;
+    uint32_t index = 0;
+    eth_link* link = nullptr;
+    int side = 0;
+    std::array<uint8_t, 6> mac{};
+    uint32_t ipv4 = 0;
+    std::array<uint8_t, 6> neighbor{};
+    // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
+    std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
+    std::array<std::deque<packet>, SWITCH_PRIORITIES> q;
+    std::array<queue_stats, SWITCH_PRIORITIES> qs{};
+    std::array<int64_t, SWITCH_PRIORITIES> deficit{};
+    std::array<bool, SWITCH_PRIORITIES> granted{};
+    uint32_t rr = 0;
+    port_stats ps{};
+    uint64_t headroom = 0;
+    sc_core::sc_event data;
+
+    void receive_frame(eth_frame&& f) override { sw->arrive(index, std::move(f)); }
+    bool cut_through() const override { return sw->m_cfg.cut_through; }
+    bool pull(uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) override {
+        return sw->pull(index, paused, out, retry_at);
+    }
+    const sc_core::sc_event& data_event() const override { return data; }
+};
+
+eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, uint32_t ports,
+                       hw::sim_context& ctx)
+    : sc_module(name)
+    , m_cfg(cfg)
+    , m_ctx(ctx)
+    , m_rng(splitmix64(cfg.seed))
+    , m_dwrr(cfg.scheduler == "dwrr") {
+    for (const char* c = this->name(); *c != 0; ++c) {
+        m_salt = (m_salt ^ static_cast<uint8_t>(*c)) * 0x100000001B3ull;  // FNV-1a
+    }
+    if (ports == 0) {
+        throw std::invalid_argument(std::string(this->name()) + ": a switch needs ports");
+    }
+    for (uint32_t p = 0; p < ports; ++p) {
+        auto pt = std::make_unique<port_state>();
+        pt->sw = this;
+        pt->index = p;
+        m_ports.push_back(std::move(pt));
+    }
+    // Switch totals (block "<switch>"), summed over its ports when stats are written.
+    const std::string b = this->name();
+    auto sum = [this](auto field) {
+        return [this, field]() {
+            uint64_t t = 0;
+            for (const auto& pt : m_ports) {
+                t += field(*pt);
+            }
+            return nlohmann::json(t);
+        };
+    };
+    ctx.stats.add(b, "buffer_peak_bytes", m_peak_used, "bytes", "shared buffer occupancy peak");
+    ctx.stats.add(b, "frames", sum([](const port_state& p) { return p.ps.tx_frames; }), "frames",
+                  "frames sent, all ports");
+    ctx.stats.add(b, "drops", sum([](const port_state& p) { return p.ps.drops; }), "frames",
+                  "frames dropped, all ports and reasons");
+    ctx.stats.add(b, "ecn_marks", sum([](const port_state& p) {
+                      uint64_t t = 0;
+                      for (const auto& q : p.qs) {
+                          t += q.ecn_marks;
+                      }
+                      return t;
+                  }),
+                  "frames", "frames marked CE, all queues");
+    ctx.stats.add(b, "pause_frames_sent", sum([](const port_state& p) {
+                      return p.link != nullptr ? p.link->get_stats(p.side).pfc_frames : 0;
+                  }),
+                  "frames", "PFC pause frames sent, all ports");
+    ctx.stats.add(b, "paused_ps", sum([](const port_state& p) {
+                      return p.link != nullptr ? p.link->get_stats(p.side).pause_ps : 0;
+                  }),
+                  "ps", "time ports' transmitters were paused by PFC, summed over ports");
+    // Arrivals of one instant are processed together, in ingress port order (below).
+    sc_core::sc_spawn_options opts;
+    opts.spawn_method();
+    opts.dont_initialize();
+    opts.set_sensitivity(&m_batch_event);
+    sc_core::sc_spawn(sc_core::sc_bind(&eth_switch::process_batch, this), "arrivals", &opts);
+    const uint64_t reserved_total = m_cfg.reserved_bytes * SWITCH_PRIORITIES * ports;
+    m_shared_size = m_cfg.buffer_bytes > reserved_total ? m_cfg.buffer_bytes - reserved_total : 0;
+}
+
+eth_switch::~eth_switch() = default;
+
+void eth_switch::connect(uint32_t p, eth_link& link, int side) {
+    if (p >= m_ports.size() || (side != 0 && side != 1)) {
+        throw std::out_of_range(std::string(name()) + ": port " + std::to_string(p) + " side " +
+                                std::to_string(side) + " does not exist");
+    }
+    port_state& pt = *m_ports[p];
+    if (pt.link != nullptr) {
+        throw std::logic_error(std::string(name()) + ": port " + std::to_string(p) +
+                               " connected twice");
+    }
+    pt.link = &link;
+    pt.side = side;
+    link.attach(side, &pt);
+    link.set_source(side, &pt);
+    link.set_mac(side, pt.mac);
+    link.set_pause_quanta(side, static_cast<uint16_t>(m_cfg.pause_quanta));
+    // Headroom: what the upstream may still send after we decide XOFF: our pause frame may
+    // wait behind one frame of ours, then the round trip on the cable, while the upstream
+    // finishes the frame it has started.
+    const eth_link_config& lc = link.config();
+    pt.headroom =
+        m_cfg.headroom_bytes != 0
+            ? m_cfg.headroom_bytes
+            : static_cast<uint64_t>(std::ceil(2.0 * lc.propagation_ns * lc.rate_gbps / 8)) +
+                  2 * MAX_FRAME_WIRE + eth_wire_bytes(PFC_FRAME_BYTES);
+
+    const std::string b = std::string(name()) + ".port" + std::to_string(p);
+    auto& s = m_ctx.stats;
+    s.add(b, "rx_frames", pt.ps.rx_frames, "frames", "frames received");
+    s.add(b, "rx_bytes", pt.ps.rx_bytes, "bytes", "bytes received (without FCS)");
+    s.add(b, "tx_frames", pt.ps.tx_frames, "frames", "frames sent (pause frames excluded)");
+    s.add(b, "tx_bytes", pt.ps.tx_bytes, "bytes", "bytes sent (without FCS)");
+    s.add(b, "drops", pt.ps.drops, "frames", "frames received here and dropped (any reason)");
+    s.add(b, "no_route", pt.ps.no_route, "frames",
+          "dropped: not IPv4/ARP, bad IPv4 header, TTL expired or no route");
+    s.add(b, "arp_replies", pt.ps.arp_replies, "frames", "ARP replies for the port's address");
+    s.add(b, "pause_frames_sent", link.get_stats(side).pfc_frames, "frames",
+          "PFC pause frames sent (XOFF, refresh and XON)");
+    s.add(b, "pauses_received", link.get_stats(side).pauses, "frames",
+          "PFC pause frames received that paused this port's transmitter");
+    s.add(b, "paused_ps", link.get_stats(side).pause_ps, "ps",
+          "time some priority of this port's transmitter was paused");
+    for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+        const std::string qb = b + ".q" + std::to_string(k);
+        queue_stats& q = pt.qs[k];
+        s.add(qb, "frames", q.frames, "frames", "frames sent from this egress queue");
+        s.add(qb, "bytes", q.bytes, "bytes", "bytes sent from this egress queue");
+        s.add(qb, "drops", q.drops, "frames",
+              "frames of this ingress priority dropped (lossy tail drop, lossless headroom "
+              "overflow)");
+        s.add(qb, "ecn_marks", q.ecn_marks, "frames", "frames marked CE at this egress queue");
+        s.add(qb, "peak_bytes", q.peak_bytes, "bytes", "egress queue occupancy peak");
+        s.add(qb, "ingress_peak_bytes", q.ingress_peak_bytes, "bytes",
+              "ingress accounting peak of this port and priority (PFC)");
+        s.add(qb, "pauses_sent", q.pauses_sent, "count", "XOFF transitions of this ingress queue");
+        s.add(
+            qb, "avg_bytes", [this, p, k]() { return nlohmann::json(average_occupancy(p, k)); },
+            "bytes", "time-weighted average egress queue occupancy");
+        if (m_ctx.vcd != nullptr) {
+            sc_core::sc_trace(m_ctx.vcd, q.occupancy_bytes, qb + ".occupancy_bytes");
+            sc_core::sc_trace(m_ctx.vcd, q.ingress_bytes, qb + ".ingress_bytes");
+            sc_core::sc_trace(m_ctx.vcd, q.xoff, qb + ".xoff");
+        }
+    }
+}
+
+void eth_switch::set_port_address(uint32_t p, const std::array<uint8_t, 6>& mac, uint32_t ipv4) {
+    port_state& pt = *m_ports.at(p);
+    pt.mac = mac;
+    pt.ipv4 = ipv4;
+    if (pt.link != nullptr) {
+        pt.link->set_mac(pt.side, mac);
+    }
+}
+
+void eth_switch::set_neighbor_mac(uint32_t p, const std::array<uint8_t, 6>& mac) {
+    m_ports.at(p)->neighbor = mac;
+}
+
+void eth_switch::add_route(uint32_t prefix, uint32_t prefix_len, std::vector<uint32_t> ports) {
+    if (prefix_len > 32 || ports.empty()) {
+        throw std::invalid_argument(std::string(name()) + ": bad route (prefix length " +
+                                    std::to_string(prefix_len) + ", " +
+                                    std::to_string(ports.size()) + " ports)");
+    }
+    for (uint32_t p : ports) {
+        if (p >= m_ports.size()) {
+            throw std::out_of_range(std::string(name()) + ": route to missing port " +
+                                    std::to_string(p));
+        }
+    }
+    const uint32_t mask = prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
+    route r{prefix & mask, prefix_len, std::move(ports)};
+    // Longest prefix first; among equal lengths, insertion order.
+    auto it = std::find_if(m_routes.begin(), m_routes.end(),
+                           [&](const route& x) { return x.len < prefix_len; });
+    m_routes.insert(it, std::move(r));
+}
+
+const eth_switch::route* eth_switch::lookup(uint32_t dst) const {
+    for (const route& r : m_routes) {
+        const uint32_t mask = r.len == 0 ? 0 : ~uint32_t{0} << (32 - r.len);
+        if ((dst & mask) == r.prefix) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+const eth_switch::queue_stats& eth_switch::queue(uint32_t p, uint32_t prio) const {
+    return m_ports.at(p)->qs.at(prio);
+}
+
+const eth_switch::port_stats& eth_switch::port(uint32_t p) const {
+    return m_ports.at(p)->ps;
+}
+
+double eth_switch::average_occupancy(uint32_t p, uint32_t prio) const {
+    const queue_stats& q = m_ports.at(p)->qs.at(prio);
+    const double now_ps = sc_core::sc_time_stamp().to_seconds() * 1e12;
+    if (now_ps <= 0) {
+        return 0;
+    }
+    const double last_ps = q.last_change.to_seconds() * 1e12;
+    return (q.byte_ps + static_cast<double>(q.occupancy_bytes) * (now_ps - last_ps)) / now_ps;
+}
+
+uint32_t eth_switch::ecmp_index(const uint8_t* f, size_t len, uint32_t group_size) const {
+    return ecmp_hash(m_cfg.ecmp_seed, m_salt, f, len, group_size);
+}
+
+uint32_t eth_switch::ecmp_hash(uint64_t seed, uint64_t salt, const uint8_t* f, size_t len,
+                               uint32_t group_size) {
+    if (group_size <= 1) {
+        return 0;
+    }
+    // 5-tuple: source and destination address, protocol, and the UDP/TCP ports when present;
+    // salted with the switch's name so that the tiers of a fabric do not all decide alike
+    // (hash polarization).
+    uint64_t h = splitmix64(seed ^ salt);
+    if (len >= ETH + 20) {
+        const uint8_t* ip = f + ETH;
+        const size_t ihl = static_cast<size_t>(ip[0] & 0xF) * 4;
+        h = splitmix64(h ^ be32(ip + 12));
+        h = splitmix64(h ^ be32(ip + 16));
+        h = splitmix64(h ^ ip[9]);
+        if ((ip[9] == 17 || ip[9] == 6) && len >= ETH + ihl + 4) {
+            h = splitmix64(h ^ be32(ip + ihl));  // source port << 16 | destination port
+        }
+    }
+    return static_cast<uint32_t>(h % group_size);
+}
+
+double eth_switch::uniform() {
+    m_rng = splitmix64(m_rng);
+    return static_cast<double>(m_rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void eth_switch::occupancy_changed(queue_stats& q, uint64_t new_bytes) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    q.byte_ps +=
+        static_cast<double>(q.occupancy_bytes) * ((now - q.last_change).to_seconds() * 1e12);
+    q.last_change = now;
+    q.occupancy_bytes = new_bytes;
+    q.peak_bytes = std::max(q.peak_bytes, new_bytes);
+}
+
+void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
+    port_state& pt = *m_ports[in];
+    const uint8_t* a = f.data.data() + ETH;
+    // Ethernet/IPv4 request (htype 1, ptype 0x0800, hlen 6, plen 4, oper 1) for our address.
+    if (f.data.size() < ETH + 28 || be16(a) != 1 || be16(a + 2) != ETHERTYPE_IPV4 || a[4] != 6 ||
+        a[5] != 4 || be16(a + 6) != 1 || pt.ipv4 == 0 || be32(a + 24) != pt.ipv4) {
+        ++pt.ps.no_route;
+        ++pt.ps.drops;
+        return;
+    }
+    eth_frame r;
+    r.data.assign(ETH + 28, 0);
+    uint8_t* d = r.data.data();
+    std::copy(a + 8, a + 14, d);  // to the requester
+    std::copy(pt.mac.begin(), pt.mac.end(), d + 6);
+    d[12] = ETHERTYPE_ARP >> 8;
+    d[13] = ETHERTYPE_ARP & 0xFF;
+    uint8_t* o = d + ETH;
+    std::copy(a, a + 6, o);  // htype, ptype, hlen, plen
+    o[6] = 0;
+    o[7] = 2;  // reply
+    std::copy(pt.mac.begin(), pt.mac.end(), o + 8);
+    std::copy(a + 24, a + 28, o + 14);  // sender IP: the address asked for
+    std::copy(a + 8, a + 18, o + 18);   // target MAC + IP: the requester's
+    r.flow_id = f.flow_id;
+    ++pt.ps.arp_replies;
+    const sc_core::sc_time delay(m_cfg.pipeline_ns, sc_core::SC_NS);
+    pt.ctrl.emplace_back(sc_core::sc_time_stamp() + delay, std::move(r));
+    pt.data.notify(delay);
+}
+
+// Frames that arrive at the same instant (from different links, woken in whatever order the
+// kernel runs the links' processes) are taken in ingress port order, each port's in arrival
+// order: admission, ECN draws, PFC and queue order then do not depend on process order.
+void eth_switch::arrive(uint32_t in, eth_frame&& f) {
+    if (m_batch.empty()) {
+        m_batch_event.notify(sc_core::SC_ZERO_TIME);
+    }
+    m_batch.emplace_back(in, std::move(f));
+}
+
+void eth_switch::process_batch() {
+    std::stable_sort(m_batch.begin(), m_batch.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [in, f] : m_batch) {
+        receive(in, std::move(f));
+    }
+    m_batch.clear();
+}
+
+void eth_switch::receive(uint32_t in, eth_frame&& f) {
+    port_state& ip = *m_ports[in];
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    ++ip.ps.rx_frames;
+    ip.ps.rx_bytes += f.data.size();
+    auto drop_bad = [&]() {
+        ++ip.ps.no_route;
+        ++ip.ps.drops;
+    };
+    if (f.data.size() < ETH) {
+        drop_bad();
+        return;
+    }
+    const uint16_t type = be16(f.data.data() + 12);
+    if (type == ETHERTYPE_ARP) {
+        answer_arp(in, f);
+        return;
+    }
+    uint8_t* iph = f.data.data() + ETH;
+    if (type != ETHERTYPE_IPV4 || f.data.size() < ETH + 20 || (iph[0] >> 4) != 4 ||
+        (iph[0] & 0xF) < 5 || f.data.size() < ETH + static_cast<size_t>(iph[0] & 0xF) * 4 ||
+        be16(iph + 10) != ipv4_checksum(iph) || iph[8] <= 1) {
+        drop_bad();  // a router drops TTL 1 (time exceeded; no ICMP is modelled)
+        return;
+    }
+    const route* r = lookup(be32(iph + 16));
+    if (r == nullptr) {
+        drop_bad();
+        return;
+    }
+    const uint32_t out =
+        r->ports[ecmp_index(f.data.data(), f.data.size(), static_cast<uint32_t>(r->ports.size()))];
+    port_state& op = *m_ports[out];
+    const uint8_t prio = m_cfg.dscp_to_priority[iph[1] >> 2];
+    const uint64_t bytes = f.data.size();
+
+    // Admission. Lossless: ingress accounting, bounded by XOFF + headroom (PFC keeps it there;
+    // beyond it the headroom was too small and the frame is lost, counted). Lossy: the egress
+    // queue's reserved space, then a share of the free shared buffer (dynamic threshold).
+    queue_stats& iq = ip.qs[prio];
+    queue_stats& eq = op.qs[prio];
+    bool admit = m_used + bytes <= m_cfg.buffer_bytes;
+    if (m_cfg.lossless[prio]) {
+        admit = admit && iq.ingress_bytes + bytes <= m_cfg.xoff_bytes + ip.headroom;
+    } else if (eq.occupancy_bytes + bytes > m_cfg.reserved_bytes) {
+        const uint64_t above = eq.occupancy_bytes + bytes - m_cfg.reserved_bytes;
+        const double free_shared =
+            static_cast<double>(m_shared_size > m_shared_used ? m_shared_size - m_shared_used : 0);
+        admit = admit && static_cast<double>(above) <= m_cfg.alpha * free_shared;
+    }
+    if (!admit) {
+        ++iq.drops;
+        ++ip.ps.drops;
+        return;
+    }
+
+    // Rewrite: next hop's MAC, our port's MAC, TTL - 1; ICRC masks TTL, ECN and checksum.
+    std::copy(op.neighbor.begin(), op.neighbor.end(), f.data.begin());
+    std::copy(op.mac.begin(), op.mac.end(), f.data.begin() + 6);
+    --iph[8];
+    // RED marking of ECT frames on the egress queue length found at enqueue.
+    const uint8_t ecn = iph[1] & 3;
+    if (m_cfg.ecn[prio] && (ecn == 1 || ecn == 2)) {
+        const double qlen = static_cast<double>(eq.occupancy_bytes);
+        const double kmin = static_cast<double>(m_cfg.kmin_bytes[prio]);
+        const double kmax = static_cast<double>(m_cfg.kmax_bytes[prio]);
+        double pm = 0;
+        if (qlen > kmax) {
+            pm = 1;
+        } else if (qlen > kmin) {
+            pm = m_cfg.pmax[prio] * (qlen - kmin) / (kmax - kmin);
+        }
+        if (pm > 0 && uniform() < pm) {
+            iph[1] |= 3;
+            ++eq.ecn_marks;
+        }
+    }
+    set_ipv4_checksum(iph);
+
+    // Accounting.
+    const uint64_t reserved = m_cfg.reserved_bytes;
+    const uint64_t old_q = eq.occupancy_bytes;
+    m_shared_used += (old_q + bytes > reserved ? old_q + bytes - reserved : 0) -
+                     (old_q > reserved ? old_q - reserved : 0);
+    m_used += bytes;
+    m_peak_used = std::max(m_peak_used, m_used);
+    occupancy_changed(eq, old_q + bytes);
+    iq.ingress_bytes += bytes;
+    iq.ingress_peak_bytes = std::max(iq.ingress_peak_bytes, iq.ingress_bytes);
+    update_pfc(in, prio);
+
+    // Pipeline: from the last bit (store-and-forward) or from the headers (cut-through, only
+    // when the egress does not outrun the ingress; the link handed us the frame at the headers).
+    sc_core::sc_time start = now;
+    if (m_cfg.cut_through) {
+        const double in_ps = ip.link->ps_per_byte();
+        if (op.link->ps_per_byte() < in_ps) {
+            const uint64_t wire = eth_wire_bytes(bytes);
+            const uint64_t seen = 8 + std::min<uint64_t>(bytes, CUT_THROUGH_BYTES);
+            start += ps_time(static_cast<double>(wire - 12 - seen) * in_ps);
+        }
+    }
+    packet pk;
+    pk.in_port = in;
+    pk.prio = prio;
+    pk.bytes = bytes;
+    pk.arrived = now;
+    pk.ready_at = start + sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS);
+    pk.f = std::move(f);
+    const sc_core::sc_time wake = pk.ready_at - now;
+    op.q[prio].push_back(std::move(pk));
+    op.data.notify(wake);  // the egress wakes when this frame may leave (earlier pending wins)
+}
+
+void eth_switch::update_pfc(uint32_t in, uint32_t prio) {
+    if (!m_cfg.lossless[prio]) {
+        return;
+    }
+    port_state& ip = *m_ports[in];
+    queue_stats& q = ip.qs[prio];
+    // Static XOFF, or with xoff_alpha the dynamic one when lower: reserved + alpha x the free
+    // shared pool (a busy buffer pauses earlier); XON sits the same distance below either.
+    uint64_t xoff = m_cfg.xoff_bytes;
+    if (m_cfg.xoff_alpha > 0) {
+        const uint64_t free_shared =
+            m_shared_size > m_shared_used ? m_shared_size - m_shared_used : 0;
+        xoff = std::min<uint64_t>(
+            xoff, m_cfg.reserved_bytes +
+                      static_cast<uint64_t>(m_cfg.xoff_alpha * static_cast<double>(free_shared)));
+    }
+    const uint64_t gap = m_cfg.xoff_bytes - m_cfg.xon_bytes;
+    const uint64_t xon = xoff > gap ? xoff - gap : 0;
+    if (!q.xoff && q.ingress_bytes > xoff) {
+        q.xoff = true;
+        ++q.pauses_sent;
+        ip.link->set_xoff(ip.side, static_cast<uint8_t>(1u << prio), true);
+    } else if (q.xoff && q.ingress_bytes <= xon) {
+        q.xoff = false;
+        ip.link->set_xoff(ip.side, static_cast<uint8_t>(1u << prio), false);
+    }
+}
+
+bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) {
+    port_state& op = *m_ports[o];
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    retry_at = sc_core::sc_max_time();
+    if (!op.ctrl.empty()) {
+        if (op.ctrl.front().first <= now) {
+            out = std::move(op.ctrl.front().second);
+            op.ctrl.pop_front();
+            ++op.ps.tx_frames;
+            op.ps.tx_bytes += out.data.size();
+            return true;
+        }
+        retry_at = op.ctrl.front().first;
+    }
+    uint8_t eligible = 0;
+    for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+        if (op.q[k].empty() || ((paused >> k) & 1)) {
+            continue;
+        }
+        if (op.q[k].front().ready_at <= now) {
+            eligible |= static_cast<uint8_t>(1u << k);
+        } else {
+            retry_at = std::min(retry_at, op.q[k].front().ready_at);
+        }
+    }
+    if (eligible == 0) {
+        return false;
+    }
+    uint32_t k = 0;
+    if (!m_dwrr) {
+        k = 7;
+        while (((eligible >> k) & 1) == 0) {
+            --k;
+        }
+    } else {
+        // Deficit round robin: a queue's visit adds weight x quantum to its deficit; it sends
+        // while its head fits. Empty queues forget their deficit.
+        for (;;) {
+            k = op.rr;
+            if ((eligible >> k) & 1) {
+                if (!op.granted[k]) {
+                    op.deficit[k] +=
+                        static_cast<int64_t>(m_cfg.dwrr_weights[k]) * m_cfg.dwrr_quantum_bytes;
+                    op.granted[k] = true;
+                }
+                if (op.deficit[k] >= static_cast<int64_t>(op.q[k].front().bytes)) {
+                    op.deficit[k] -= static_cast<int64_t>(op.q[k].front().bytes);
+                    break;
+                }
+            } else if (op.q[k].empty()) {
+                op.deficit[k] = 0;
+            }
+            op.granted[k] = false;
+            op.rr = (op.rr + 1) % SWITCH_PRIORITIES;
+        }
+    }
+    packet pk = std::move(op.q[k].front());
+    op.q[k].pop_front();
+    if (op.q[k].empty() && m_dwrr) {
+        op.deficit[k] = 0;
+        op.granted[k] = false;
+        op.rr = (op.rr + 1) % SWITCH_PRIORITIES;
+    }
+    // Release the buffer as the frame leaves (its egress serialization is the link's).
+    queue_stats& eq = op.qs[k];
+    const uint64_t old_q = eq.occupancy_bytes;
+    const uint64_t reserved = m_cfg.reserved_bytes;
+    m_shared_used -= (old_q > reserved ? old_q - reserved : 0) -
+                     (old_q - pk.bytes > reserved ? old_q - pk.bytes - reserved : 0);
+    m_used -= pk.bytes;
+    occupancy_changed(eq, old_q - pk.bytes);
+    queue_stats& iq = m_ports[pk.in_port]->qs[pk.prio];
+    iq.ingress_bytes -= pk.bytes;
+    update_pfc(pk.in_port, pk.prio);
+    ++eq.frames;
+    eq.bytes += pk.bytes;
+    ++op.ps.tx_frames;
+    op.ps.tx_bytes += pk.bytes;
+    if (m_ctx.tracer != nullptr) {
+        // The hop through the switch: from the ingress link's hand-over to the egress wire.
+        m_ctx.tracer->slice(std::string(name()) + ".port" + std::to_string(o), "switch",
+                            pk.f.flow_id, pk.arrived, now);
+    }
+    out = std::move(pk.f);
+    out.priority = static_cast<uint8_t>(k);
+    return true;
+}
+
+}  // namespace rnic::fabric
