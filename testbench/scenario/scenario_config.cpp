@@ -185,8 +185,8 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
         } else {
             std::ifstream in(w.cdf_file);
             if (!in) {
-                r.error("cdf",
-                        "cannot open \"" + w.cdf_file + "\" (relative to the current folder)");
+                r.error("cdf", "cannot open \"" + w.cdf_file +
+                                   "\" (relative to the scenario's folder or the current folder)");
             } else {
                 // "bytes percent" per line, both rising, the percent from 0 to 100.
                 std::string line;
@@ -500,6 +500,20 @@ scenario_config load_scenario(const std::string& file, const std::vector<std::st
                 rnic = preset;
             } else if (errors.empty()) {
                 errors.push_back("rnic.preset: \"" + name + "\" is not a JSON object");
+            }
+        }
+    }
+    // "workload": {"cdf": FILE}: like the preset, relative to the scenario's folder when the file
+    // is there, else to the working directory (the path is rewritten, so config.json names the
+    // file that was read).
+    if (doc.is_object() && doc.contains("workload") && doc["workload"].is_object() &&
+        doc["workload"].contains("cdf") && doc["workload"]["cdf"].is_string()) {
+        const std::string name = doc["workload"]["cdf"].get<std::string>();
+        const size_t slash = file.find_last_of('/');
+        if (!name.empty() && name[0] != '/' && slash != std::string::npos) {
+            const std::string near = file.substr(0, slash + 1) + name;
+            if (std::ifstream(near)) {
+                doc["workload"]["cdf"] = near;
             }
         }
     }

@@ -19,7 +19,9 @@ using nlohmann::json;
 using rnic::scenario::run_result;
 
 // 200 64 KiB WRITEs at 100 Gb/s into a receiver with a 16-frame receive FIFO (XOFF at 12,
-// XON at 8 by default): the parser falls behind bursts and the FIFO fills.
+// XON at 8 by default): the receive DMA stalls on each message's compulsory MTT misses (MTT
+// prefetch off, so a message's lines are fetched one after the other), the parser falls behind
+// and the FIFO fills.
 json overload(bool pfc) {
     return {{"topology",
              {{"nodes",
@@ -29,7 +31,8 @@ json overload(bool pfc) {
             {"rnic",
              {{"clock_mhz", 500},
               {"pcie", {{"gen", 3}, {"lanes", 16}, {"mps", 256}, {"mrrs", 512}}},
-              {"recv_path", {{"fifo_frames", 16}}}}},
+              {"recv_path", {{"fifo_frames", 16}}},
+              {"translation", {{"mtt_prefetch_lines", 0}}}}},
             {"host", {{"memory_latency_ns", 90}}},
             {"workload",
              {{"operation", "write"},

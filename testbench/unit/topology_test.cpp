@@ -380,9 +380,9 @@ TEST(Flows, SizeDistributionAndPoissonArrivals) {
     }
     // round(draw): 999 (1/4), 1000 (1/2), 1001 (1/4); up to words: 1000, 1000, 1004.
     EXPECT_NEAR(bytes / static_cast<double>(flows.size()), 1001.0, 1.0);
-    EXPECT_EQ(
-        error_of({{"workload", {{"pattern", "flows"}, {"cdf", "/nonexistent/cdf.txt"}}}}),
-        "workload.cdf: cannot open \"/nonexistent/cdf.txt\" (relative to the current folder)");
+    EXPECT_EQ(error_of({{"workload", {{"pattern", "flows"}, {"cdf", "/nonexistent/cdf.txt"}}}}),
+              "workload.cdf: cannot open \"/nonexistent/cdf.txt\" (relative to the scenario's "
+              "folder or the current folder)");
 }
 
 }  // namespace
