@@ -12,7 +12,7 @@ namespace rnic::hw {
 pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps, sim_context& ctx)
     : m_clk(clk)
     , m_rate(max_qps, 0)
-    , m_next_ps(max_qps, 0) {
+    , m_last(max_qps) {
     ctx.stats.add(name, "paced_packets", m_stats.paced_packets, "count",
                   "packets held by their QP's rate limiter");
     ctx.stats.add(name, "pacing_wait_ps", m_stats.wait_ps, "ps",
@@ -20,15 +20,21 @@ pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps,
 }
 
 void pacer::set_rate(uint32_t qpn, uint64_t rate_mbps) {
-    if (qpn < m_rate.size()) {
+    if (qpn < m_rate.size() && m_rate[qpn] != rate_mbps) {
         m_rate[qpn] = rate_mbps;
+        if (m_waiting != 0) {
+            m_rate_changed.notify(sc_core::SC_ZERO_TIME);
+        }
     }
 }
 
 void pacer::reset(uint32_t qpn) {
     if (qpn < m_rate.size()) {
         m_rate[qpn] = 0;
-        m_next_ps[qpn] = 0;
+        m_last[qpn] = booking{};
+        if (m_waiting != 0) {
+            m_rate_changed.notify(sc_core::SC_ZERO_TIME);
+        }
     }
 }
 
@@ -36,9 +42,11 @@ uint64_t pacer::reserve(uint32_t qpn, uint64_t now_ps, uint32_t wire_bytes) {
     if (qpn >= m_rate.size() || m_rate[qpn] == 0) {
         return now_ps;
     }
-    const uint64_t start = std::max(now_ps, m_next_ps[qpn]);
     // bytes * 8 bit / (rate Mb/s) = bytes * 8e6 / rate ps.
-    m_next_ps[qpn] = start + uint64_t{wire_bytes} * 8'000'000 / m_rate[qpn];
+    const booking& last = m_last[qpn];
+    const uint64_t free_ps = last.start_ps + last.wire * 8'000'000 / m_rate[qpn];
+    const uint64_t start = std::max(now_ps, free_ps);
+    m_last[qpn] = booking{start, wire_bytes};
     return start;
 }
 
@@ -55,15 +63,34 @@ void pacer::pace(const tx_descriptor& d, uint32_t index) {
     const auto wire = static_cast<uint32_t>(roce::wire_bytes(plan.frame_bytes));
     if (limited) {
         const sc_core::sc_time now = sc_core::sc_time_stamp();
-        const uint64_t now_ps =
-            static_cast<uint64_t>(now.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
-        const uint64_t start = reserve(qpn, now_ps, wire);
+        const auto ps = [](const sc_core::sc_time& t) {
+            return static_cast<uint64_t>(t.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
+        };
+        uint64_t now_ps = ps(now);
+        const booking before = m_last[qpn];
+        uint64_t start = reserve(qpn, now_ps, wire);
         if (start > now_ps) {
             ++m_stats.paced_packets;
-            m_clk.wait_until(sc_core::sc_time(static_cast<double>(start), sc_core::SC_PS));
-            m_stats.wait_ps += static_cast<uint64_t>((sc_core::sc_time_stamp() - now).value() /
-                                                     sc_core::sc_time(1, sc_core::SC_PS).value());
         }
+        while (start > now_ps) {
+            // Sleep until the slot, or until the QP's rate changes: then book again from the
+            // previous packet at the new rate (a raised rate moves the slot earlier).
+            ++m_waiting;
+            sc_core::wait(sc_core::sc_time(static_cast<double>(start - now_ps), sc_core::SC_PS),
+                          m_rate_changed);
+            --m_waiting;
+            now_ps = ps(sc_core::sc_time_stamp());
+            if (now_ps >= start) {
+                m_clk.wait_until(sc_core::sc_time(static_cast<double>(start), sc_core::SC_PS));
+                break;
+            }
+            m_last[qpn] = before;
+            start = reserve(qpn, now_ps, wire);
+            if (start <= now_ps) {
+                m_clk.wait_until(sc_core::sc_time_stamp());  // on this clock's edge, as a slot
+            }
+        }
+        m_stats.wait_ps += ps(sc_core::sc_time_stamp() - now);
     }
     if (m_listener) {
         m_listener(qpn, plan.psn, wire);

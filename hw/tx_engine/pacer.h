@@ -29,12 +29,16 @@ public:
     void reset(uint32_t qpn);
 
     // Books a packet of `wire_bytes` of `qpn` that is ready at `now_ps`; returns the time it may
-    // start: max(now, end of the previous packet's slot). The slot lasts wire_bytes * 8 / rate.
+    // start: max(now, end of the previous packet's slot). A slot lasts wire_bytes * 8 / rate at
+    // the QP's rate now (a rate change applies to the slot of the packet that waits, as a
+    // hardware limiter that compares "last start + size / current rate" with the time does).
     // Pure bookkeeping (no SystemC): the unit tests call it directly.
     uint64_t reserve(uint32_t qpn, uint64_t now_ps, uint32_t wire_bytes);
 
     // From the transmit engine's thread: packet `index` of message `d` is next. Waits until its
-    // slot (the first clock edge at or after it), then tells the listener it is sent.
+    // slot (the first clock edge at or after it), then tells the listener it is sent. A rate
+    // change while it waits re-books it at the new rate: a QP cut to a few Mb/s whose rate then
+    // recovers does not sit out a slot computed at the old rate (8 ms per 1 KB at 1 Mb/s).
     void pace(const tx_descriptor& d, uint32_t index);
     // Told of every packet of a requester or READ-response message as it is handed on:
     // (qpn, psn, wire bytes). Congestion control counts bytes and stamps RTTs with it.
@@ -51,7 +55,13 @@ public:
 private:
     const clock_domain& m_clk;
     std::vector<uint64_t> m_rate;     // Mb/s, 0: line rate
-    std::vector<uint64_t> m_next_ps;  // end of the last booked slot
+    struct booking {
+        uint64_t start_ps = 0;  // start of the last booked packet's slot
+        uint64_t wire = 0;      // its wire bytes (0: none booked)
+    };
+    std::vector<booking> m_last;
+    sc_core::sc_event m_rate_changed;  // notified only while a packet waits (m_waiting)
+    uint32_t m_waiting = 0;
     std::function<void(uint32_t, uint32_t, uint32_t)> m_listener;
     stats m_stats;
 };

@@ -309,6 +309,21 @@ TEST(Pacer, SlotsAreWireBytesOverRate) {
     EXPECT_EQ(p.rate(3), 0u);
 }
 
+// A rate change applies to the next slot: the previous packet's slot is recomputed at the rate
+// of now (1106 B at 1 Mb/s last 8.848 ms; at 99.999 Gb/s 88.48 ns), so a QP cut to rp_min_rate
+// does not sit out milliseconds after its rate recovered (pace() re-books a waiting packet).
+TEST(Pacer, RateChangeAppliesToTheWaitingSlot) {
+    rnic::hw::sim_context ctx;
+    rnic::hw::clock_domain clk("clk", 500);
+    rnic::hw::pacer p("pacer", clk, 8, ctx);
+    p.set_rate(3, 1);
+    EXPECT_EQ(p.reserve(3, 0, 1106), 0u);
+    p.set_rate(3, 99999);
+    EXPECT_EQ(p.reserve(3, 10, 1106), 88'480u) << "1106 x 8e6 / 99999 ps after the first";
+    p.set_rate(3, 1);
+    EXPECT_EQ(p.reserve(3, 20, 1106), 88'480u + 8'848'000'000u);  // 1106 x 8 bit at 1 Mb/s
+}
+
 // --- notification point -------------------------------------------------------------------------
 
 // A flood of CE packets: at most one CNP per QP per np_min_time_between_cnps (4 us).
