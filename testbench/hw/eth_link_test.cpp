@@ -137,13 +137,11 @@ TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
         "faults": {"drop": 2, "link_down_ns": [[5, 1]], "window_start_ns": 10,
                    "window_end_ns": 5}})");
     rnic::fabric::parse_eth_link_config(rnic::config::reader(jb, "topology.link", bad));
-    const std::vector<std::string> want = {"topology.link.rate_gbps:",
-                                           "topology.link.tx_fifo_frames:",
-                                           "topology.link.ctrl_fifo_frames:",
-                                           "topology.link.mtu:",
-                                           "topology.link.faults.drop:",
-                                           "topology.link.faults.link_down_ns:",
-                                           "topology.link.faults.window_end_ns:"};
+    const std::vector<std::string> want = {
+        "topology.link.rate_gbps:",           "topology.link.tx_fifo_frames:",
+        "topology.link.ctrl_fifo_frames:",    "topology.link.mtu:",
+        "topology.link.faults.drop:",         "topology.link.faults.link_down_ns:",
+        "topology.link.faults.window_end_ns:"};
     for (const auto& w : want) {
         bool found = false;
         for (const auto& e : bad.errors) {
@@ -605,8 +603,8 @@ TEST(EthLinkCtrlQueue, ControlGoesAheadOfQueuedDataAtNextFrameBoundary) {
     const auto& rx = b.rx[1].frames;
     ASSERT_EQ(rx.size(), 7u);
     const std::vector<uint64_t> order = {0, 100, 1, 2, 3, 4, 5};
-    const std::vector<double> start = {0, 1024, 1024 + 84, 2048 + 84, 3072 + 84, 4096 + 84,
-                                       5120 + 84};
+    const std::vector<double> start = {0,         1024,      1024 + 84, 2048 + 84,
+                                       3072 + 84, 4096 + 84, 5120 + 84};
     for (size_t i = 0; i < rx.size(); ++i) {
         EXPECT_EQ(rx[i].frame.flow_id, order[i]) << i;
         EXPECT_EQ(rx[i].frame.tx_start, ps(start[i] * 80)) << i;

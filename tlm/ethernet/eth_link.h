@@ -100,11 +100,12 @@ struct fault_config {
 };
 
 struct eth_link_config {
-    double rate_gbps = 100.0;      // line rate
-    double propagation_ns = 50.0;  // cable + PHY latency, one way
-    uint32_t tx_fifo_frames = 4;   // MAC transmit (data) FIFO depth, frames (1..4096)
+    double rate_gbps = 100.0;       // line rate
+    double propagation_ns = 50.0;   // cable + PHY latency, one way
+    uint32_t tx_fifo_frames = 4;    // MAC transmit (data) FIFO depth, frames (1..4096)
     uint32_t ctrl_fifo_frames = 8;  // MAC control transmit queue depth, frames (1..4096)
-    bool pfc = true;               // lossless: the MACs send and honour PFC pause frames (802.1Qbb)
+    // Lossless: the MACs send and honour PFC pause frames (802.1Qbb).
+    bool pfc = true;
     fault_config faults;
 };
 eth_link_config parse_eth_link_config(config::reader r);
@@ -163,10 +164,10 @@ public:
         uint64_t reordered = 0;
         uint64_t delayed = 0;
         uint64_t link_down_drops = 0;
-        uint64_t pause_ps = 0;    // time some priority of this direction was paused by PFC
-        uint64_t pauses = 0;      // pause frames (nonzero quanta) that paused this direction
-        uint64_t pfc_frames = 0;  // pause frames sent in this direction
-        uint64_t ecn_marked = 0;  // ECT frames marked CE (faults.ecn_mark)
+        uint64_t pause_ps = 0;     // time some priority of this direction was paused by PFC
+        uint64_t pauses = 0;       // pause frames (nonzero quanta) that paused this direction
+        uint64_t pfc_frames = 0;   // pause frames sent in this direction
+        uint64_t ecn_marked = 0;   // ECT frames marked CE (faults.ecn_mark)
         uint64_t ctrl_frames = 0;  // frames sent from the control queue
     };
     const stats& get_stats(int side) const { return m_stats[side]; }
