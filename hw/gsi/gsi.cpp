@@ -267,26 +267,11 @@ void gsi::send_thread() {
             f.data = build_frame(h, mad, m_psn, m_ip_id);
             m_psn = (m_psn + 1) & roce::PSN_MASK;
             ++m_ip_id;
-            put_mac(std::move(f));
+            m_mac_tx.put(std::move(f));  // MAC control queue: blocks while it is full
             ++m_stats.mads_sent;
         }
         m_dma.write(dma_client::COMPLETION, addr + hsi::GSI_SEND_DONE_OFFSET, &done, 1);
     }
-}
-
-void gsi::put_mac(fabric::eth_frame&& f) {
-    // The send path shares this FIFO and streams a frame into it from its first beat, though
-    // the frame only enters at its last beat; its model and RTL take the FIFO's ready as
-    // falling only by their own frames (hw/send_path/README.md). A GSI frame put into the slot
-    // that a pop has just freed would take it from under a send-path frame whose first beat
-    // left on that pop, and whether it did would depend on the order of processes within the
-    // time step. So the GSI leaves the last free slot to the send path: it puts only while two
-    // are free (check and put in one step, so the send and ARP-reply threads cannot both take
-    // the second-last slot), and its frames never change the send path's ready.
-    while (m_mac_tx.depth() - m_mac_tx.size() < 2) {
-        sc_core::wait(m_mac_tx.read_event());
-    }
-    m_mac_tx.put(std::move(f));
 }
 
 void gsi::send_raw(const uint8_t* frame, uint32_t bytes, uint8_t& done) {
@@ -301,7 +286,7 @@ void gsi::send_raw(const uint8_t* frame, uint32_t bytes, uint8_t& done) {
     if (f.data.size() < ETH_MIN_FRAME) {
         f.data.resize(ETH_MIN_FRAME, 0);  // MAC pads short frames
     }
-    put_mac(std::move(f));
+    m_mac_tx.put(std::move(f));  // MAC control queue: blocks while it is full
     ++m_stats.arp_sent;
 }
 
@@ -376,7 +361,7 @@ bool gsi::accept_arp(const std::vector<uint8_t>& f) {
         m_clk.wait_cycles(m_cfg.process_cycles);  // reply build
         fabric::eth_frame r;
         r.data = build_arp_reply(f, m_id);
-        put_mac(std::move(r));
+        m_mac_tx.put(std::move(r));  // MAC control queue: blocks while it is full
         ++m_stats.arp_replies_sent;
     }
     return true;

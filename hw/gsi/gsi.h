@@ -102,8 +102,6 @@ private:
     // ARP receive: answers requests for this port, true if the frame goes to the ring.
     bool accept_arp(const std::vector<uint8_t>& f);
     void send_raw(const uint8_t* frame, uint32_t bytes, uint8_t& done);
-    // Into the MAC transmit FIFO, leaving its last free slot to the send path (blocks).
-    void put_mac(fabric::eth_frame&& f);
     // Writes one receive slot (header + bytes after it) and posts its EQ entry.
     void place(const hsi::gsi_recv_header& h, const uint8_t* body, size_t body_bytes);
 

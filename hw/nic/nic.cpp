@@ -31,13 +31,15 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
                       m_doorbell, m_cq_writer, ctx)
     , m_translation("translation", cfg.translation, m_clk, m_contexts, ctx)
     , m_wqe_fetch("wqe_fetch", cfg.wqe_fetch, m_clk, m_contexts, m_dma, m_doorbell, id.node_id, ctx)
+    // The send path alone feeds the MAC's data FIFO; the GSI and the notification point feed
+    // its control queue, which the MAC serves first at frame boundaries (tlm/ethernet).
     , m_send_path(make_send_path("send_path", cfg.send_path, m_clk, link.tx(link_side), ctx,
                                  rtl_fst_path(ctx.rtl_fst_base, id.node_id)))
     , m_tx_engine("tx_engine", cfg.tx_engine, m_clk, id, m_contexts, m_translation, m_dma,
                   m_wqe_fetch.out(), *m_send_path, m_cq_writer, ctx)
     , m_recv_path("recv_path", cfg.recv_path, m_clk, id, m_contexts, m_translation, m_dma,
                   m_tx_engine, m_cq_writer, ctx)
-    , m_gsi("gsi", cfg.gsi, m_clk, id, m_dma, m_cq_writer, link.tx(link_side), ctx) {
+    , m_gsi("gsi", cfg.gsi, m_clk, id, m_dma, m_cq_writer, link.ctrl_tx(link_side), ctx) {
     m_doorbell.bind_cq_writer(&m_cq_writer);
     m_doorbell.bind_netdma(&m_netdma);
     m_doorbell.bind_gsi(&m_gsi);
@@ -91,7 +93,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
             [this](uint32_t qpn, uint32_t psn, bool nak) { m_cc->on_ack(qpn, psn, nak); });
         if (const cc::np_params* np = m_cc->algorithm().notification_point()) {
             m_np = std::make_unique<notification_point>("np", *np, m_clk, id, cfg.limits.max_qps,
-                                                        link.tx(link_side), ctx);
+                                                        link.ctrl_tx(link_side), ctx);
             m_np->set_reaction_point([this](uint32_t qpn) { m_cc->on_cnp(qpn); });
             m_recv_path.set_notification_point(m_np.get());
         }

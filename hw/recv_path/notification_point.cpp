@@ -109,7 +109,7 @@ void notification_point::cnp_thread() {
         m_clk.wait_until(m_queue.front().first);
         fabric::eth_frame f = std::move(m_queue.front().second);
         m_queue.pop_front();
-        m_mac_tx.put(std::move(f));  // blocks while the MAC FIFO is full
+        m_mac_tx.put(std::move(f));  // MAC control queue: blocks while it is full
     }
 }
 

@@ -4,7 +4,7 @@
 // arrived with ECN = CE makes a CNP to the QP that sent it, at most one per QP per
 // np_min_time_between_cnps; a CNP that arrives is handed to the reaction point (hw/cc). CNPs
 // are built here (BTH opcode 0x81, BECN set, 16 reserved bytes, ICRC; DSCP np_cnp_dscp, ECN
-// not-ECT) and queued to the MAC transmit FIFO beside the send path's frames.
+// not-ECT) and queued to the MAC control queue (eth_link::ctrl_tx), sent ahead of data.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,8 @@ namespace rnic::hw {
 
 class notification_point : public sc_core::sc_module {
 public:
-    // CNPs waiting for the MAC FIFO; one arriving to a full queue is dropped (cnps_dropped).
+    // CNPs waiting for the MAC control queue; one arriving to a full queue is dropped
+    // (cnps_dropped).
     static constexpr uint32_t CNP_QUEUE_DEPTH = 16;
     // Cycles from the CE packet's parse to its CNP entering the queue (header build + ICRC).
     static constexpr uint32_t CNP_BUILD_CYCLES = 2;

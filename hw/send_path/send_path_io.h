@@ -109,7 +109,7 @@ public:
 
 // The MAC transmit FIFO as frame output: ready while it holds fewer frames than its depth,
 // a pop at time t counting from the first edge at or after t. A frame enters at its last beat;
-// since only the send path fills it (the GSI puts only while two slots are free, hw/gsi), ready
+// since only the send path fills it (GSI frames and CNPs go to the MAC's control queue), ready
 // cannot fall inside a frame, so only first beats stall.
 class mac_fifo_output : public frame_output_if {
 public:

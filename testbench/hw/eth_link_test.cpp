@@ -105,7 +105,7 @@ TEST(EthLink, WireBytesIncludeFcsPreambleIfgAndMinimumFrame) {
 TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
     rnic::config::parse_context pc;
     const auto j = nlohmann::json::parse(R"({"rate_gbps": 25, "propagation_ns": 500,
-        "tx_fifo_frames": 8, "faults": {"drop": 0.5, "qp": 291, "opcode": 4,
+        "tx_fifo_frames": 8, "ctrl_fifo_frames": 3, "faults": {"drop": 0.5, "qp": 291, "opcode": 4,
         "link_down_ns": [[100, 200], [300, 400]], "seed": 7}})");
     const eth_link_config c =
         rnic::fabric::parse_eth_link_config(rnic::config::reader(j, "link", pc));
@@ -113,6 +113,7 @@ TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
     EXPECT_DOUBLE_EQ(c.rate_gbps, 25.0);
     EXPECT_DOUBLE_EQ(c.propagation_ns, 500.0);
     EXPECT_EQ(c.tx_fifo_frames, 8u);
+    EXPECT_EQ(c.ctrl_fifo_frames, 3u);
     EXPECT_DOUBLE_EQ(c.faults.drop, 0.5);
     EXPECT_EQ(c.faults.qp, 291);
     EXPECT_EQ(c.faults.opcode, 4);
@@ -121,19 +122,26 @@ TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
     EXPECT_EQ(c.faults.seed, 7u);
     EXPECT_TRUE(c.faults.any());
     EXPECT_EQ(pc.effective["link"]["faults"]["duplicate"], 0.0);  // defaults filled in
+    EXPECT_EQ(eth_link_config{}.ctrl_fifo_frames, 8u);
+    // One data slot is enough: the send path alone fills the data FIFO.
+    rnic::config::parse_context one;
+    const eth_link_config c1 = rnic::fabric::parse_eth_link_config(
+        rnic::config::reader(nlohmann::json::parse(R"({"tx_fifo_frames": 1})"), "link", one));
+    EXPECT_TRUE(one.errors.empty());
+    EXPECT_EQ(c1.tx_fifo_frames, 1u);
+    EXPECT_EQ(one.effective["link"]["ctrl_fifo_frames"], 8);
 
     rnic::config::parse_context bad;
-    // tx_fifo_frames 1: the GSI leaves the last free slot to the send path, so it needs two.
-    const auto jb = nlohmann::json::parse(R"({"rate_gbps": 0, "tx_fifo_frames": 1, "mtu": 1,
+    const auto jb = nlohmann::json::parse(R"({"rate_gbps": 0, "tx_fifo_frames": 0, "mtu": 1,
+        "ctrl_fifo_frames": 4097,
         "faults": {"drop": 2, "link_down_ns": [[5, 1]], "window_start_ns": 10,
                    "window_end_ns": 5}})");
     rnic::fabric::parse_eth_link_config(rnic::config::reader(jb, "topology.link", bad));
-    const std::vector<std::string> want = {"topology.link.rate_gbps:",
-                                           "topology.link.tx_fifo_frames:",
-                                           "topology.link.mtu:",
-                                           "topology.link.faults.drop:",
-                                           "topology.link.faults.link_down_ns:",
-                                           "topology.link.faults.window_end_ns:"};
+    const std::vector<std::string> want = {
+        "topology.link.rate_gbps:",           "topology.link.tx_fifo_frames:",
+        "topology.link.ctrl_fifo_frames:",    "topology.link.mtu:",
+        "topology.link.faults.drop:",         "topology.link.faults.link_down_ns:",
+        "topology.link.faults.window_end_ns:"};
     for (const auto& w : want) {
         bool found = false;
         for (const auto& e : bad.errors) {
@@ -567,3 +575,158 @@ TEST(EthLink, PfcOffSendsNoPauseFrames) {
     EXPECT_EQ(b.link.get_stats(1).pfc_frames, 0u);
     EXPECT_EQ(b.link.get_stats(1).frames, 0u);
 }
+
+namespace {
+
+// The MAC control queue (ctrl_tx: CM MADs and ARP from the GSI, CNPs): served ahead of the data
+// FIFO at the next frame boundary. Data frames of 1000 B (1024 wire bytes) queue at t = 0; a
+// 60-byte control frame (84 wire bytes) put at 10 ns leaves as soon as data frame 0 is done,
+// and data frame 1 follows it: t = 1024, 1024 + 84 byte times (80 ps at 100 Gb/s).
+TEST(EthLinkCtrlQueue, ControlGoesAheadOfQueuedDataAtNextFrameBoundary) {
+    eth_link_config cfg;
+    cfg.tx_fifo_frames = 8;
+    bench b(cfg);
+    sc_core::sc_spawn(
+        [&] {
+            for (uint64_t k = 0; k < 6; ++k) {
+                b.link.tx(0).put(ipv4_frame(1000, k, 0));
+            }
+        },
+        "data");
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(10, SC_NS));
+            b.link.ctrl_tx(0).put(ipv4_frame(60, 100, 0));
+        },
+        "ctrl");
+    sc_core::sc_start();
+    const auto& rx = b.rx[1].frames;
+    ASSERT_EQ(rx.size(), 7u);
+    const std::vector<uint64_t> order = {0, 100, 1, 2, 3, 4, 5};
+    const std::vector<double> start = {0,         1024,      1024 + 84, 2048 + 84,
+                                       3072 + 84, 4096 + 84, 5120 + 84};
+    for (size_t i = 0; i < rx.size(); ++i) {
+        EXPECT_EQ(rx[i].frame.flow_id, order[i]) << i;
+        EXPECT_EQ(rx[i].frame.tx_start, ps(start[i] * 80)) << i;
+    }
+    EXPECT_EQ(b.link.get_stats(0).ctrl_frames, 1u);
+    EXPECT_EQ(b.stat(0, "ctrl_frames"), 1);
+    EXPECT_EQ(b.stat(0, "ctrl_peak_frames"), 1);
+    EXPECT_EQ(b.link.get_stats(0).frames, 7u);
+}
+
+// A data FIFO kept full (a producer that refills its single slot the moment it frees, as the
+// send path does under sustained traffic) never holds a control frame back for more than the
+// frame on the wire: each of 20 control frames, put at random-looking times during a stream of
+// 400 full-size frames, starts within one 1538-byte slot of its put. (Sharing one FIFO,
+// first come first served or with a rule leaving the last slot to data, both fail this.)
+TEST(EthLinkCtrlQueue, ControlIsNeverStarvedByAFullDataFifo) {
+    eth_link_config cfg;
+    cfg.tx_fifo_frames = 1;
+    cfg.ctrl_fifo_frames = 2;
+    bench b(cfg);
+    bool data_done = false;
+    sc_core::sc_spawn(
+        [&] {
+            for (uint64_t k = 0; k < 400; ++k) {
+                b.link.tx(0).put(ipv4_frame(1514, k, 0));
+            }
+            data_done = true;
+        },
+        "data");
+    std::vector<sc_time> put_at;
+    sc_core::sc_spawn(
+        [&] {
+            for (uint64_t k = 0; k < 20; ++k) {
+                sc_core::wait(ps(1000.0 * (1000 + 997 * k % 1500)));
+                put_at.push_back(sc_core::sc_time_stamp());
+                b.link.ctrl_tx(0).put(ipv4_frame(60, 1000 + k, 0));
+            }
+            EXPECT_FALSE(data_done) << "the stream was meant to outlast the control frames";
+        },
+        "ctrl");
+    sc_core::sc_start();
+    std::vector<sc_time> sent;
+    for (const auto& r : b.rx[1].frames) {
+        if (r.frame.flow_id >= 1000) {
+            sent.push_back(r.frame.tx_start);
+        }
+    }
+    ASSERT_EQ(sent.size(), 20u);
+    ASSERT_EQ(put_at.size(), 20u);
+    for (size_t k = 0; k < 20; ++k) {
+        EXPECT_GE(sent[k], put_at[k]) << k;
+        EXPECT_LE(sent[k], put_at[k] + ps(1538 * 80)) << k;
+    }
+    EXPECT_EQ(b.rx[1].frames.size(), 420u);
+    EXPECT_EQ(b.link.get_stats(0).ctrl_frames, 20u);
+    // Nothing lost to the arbitration: the link never idled while frames waited.
+    EXPECT_EQ(b.link.get_stats(0).busy_ps, (400u * 1538 + 20u * 84) * 80);
+}
+
+// Control frames are subject to PFC like data: a control frame of priority 3 (DSCP 24) waits
+// while priority 3 is paused, and priority 0 data passes it meanwhile; it leaves once the XON
+// frame (sent at 2 us) has arrived, at the next frame boundary.
+TEST(EthLinkCtrlQueue, ControlFramesHonourPfcOfTheirPriority) {
+    eth_link_config cfg;
+    cfg.tx_fifo_frames = 64;
+    bench b(cfg);
+    sc_core::sc_spawn(
+        [&] {
+            b.link.set_xoff(1, 0x08, true);
+            sc_core::wait(sc_time(500, SC_NS));
+            b.link.ctrl_tx(0).put(ipv4_frame(60, 100, 24));
+            for (uint64_t k = 0; k < 60; ++k) {  // still streaming when XON arrives
+                b.link.tx(0).put(ipv4_frame(500, k, 0));
+            }
+            sc_core::wait(sc_time(1500, SC_NS));
+            b.link.set_xoff(1, 0x08, false);
+        },
+        "mac");
+    sc_core::sc_start();
+    const auto& rx = b.rx[1].frames;
+    ASSERT_EQ(rx.size(), 61u);
+    EXPECT_EQ(rx[0].frame.flow_id, 0u) << "data of an unpaused priority passes";
+    EXPECT_EQ(rx[0].frame.tx_start, sc_time(500, SC_NS));
+    // XON leaves at 2000 ns and is in 72 byte times + 50 ns later; the control frame goes at
+    // the first data frame boundary (500 ns + k x 524 byte times) at or after that.
+    const double xon_in_ps = 2000e3 + 72 * 80 + 50e3;
+    const double slot = 524 * 80;
+    const double boundary = 500e3 + std::ceil((xon_in_ps - 500e3) / slot) * slot;
+    size_t ctrl_at = rx.size();
+    for (size_t i = 0; i < rx.size(); ++i) {
+        if (rx[i].frame.flow_id == 100) {
+            ctrl_at = i;
+        }
+    }
+    ASSERT_LT(ctrl_at, rx.size());
+    EXPECT_EQ(rx[ctrl_at].frame.tx_start, ps(boundary));
+    EXPECT_EQ(rx[ctrl_at].frame.priority, 3u);
+}
+
+// The control queue holds ctrl_fifo_frames: a third put waits until the serializer takes one.
+TEST(EthLinkCtrlQueue, ControlQueueBackPressure) {
+    eth_link_config cfg;
+    cfg.ctrl_fifo_frames = 2;
+    bench b(cfg);
+    std::vector<sc_time> put_done;
+    sc_core::sc_spawn(
+        [&] {
+            for (uint64_t k = 0; k < 5; ++k) {
+                b.link.ctrl_tx(0).put(ipv4_frame(1514, k, 0));
+                put_done.push_back(sc_core::sc_time_stamp());
+            }
+        },
+        "ctrl");
+    sc_core::sc_start();
+    ASSERT_EQ(put_done.size(), 5u);
+    const sc_time slot = ps(1538 * 80);
+    // Frame 0 goes to the wire at 0, 1 and 2 fill the queue; 3 and 4 wait one slot each.
+    EXPECT_EQ(put_done[2], sc_core::SC_ZERO_TIME);
+    EXPECT_EQ(put_done[3], slot);
+    EXPECT_EQ(put_done[4], slot * 2.0);
+    EXPECT_EQ(b.stat(0, "ctrl_peak_frames"), 2);
+    EXPECT_EQ(b.link.ctrl_tx(0).max_occupancy(), 2u);
+}
+
+}  // namespace

@@ -11,8 +11,8 @@ eth_link_config parse_eth_link_config(config::reader r) {
     eth_link_config c;
     r.get("rate_gbps", c.rate_gbps, 1.0, 1600.0);
     r.get("propagation_ns", c.propagation_ns, 0.0, 1e9);
-    // At least 2: the GSI leaves the last free slot to the send path (hw/gsi/README.md).
-    r.get("tx_fifo_frames", c.tx_fifo_frames, 2u, 4096u);
+    r.get("tx_fifo_frames", c.tx_fifo_frames, 1u, 4096u);
+    r.get("ctrl_fifo_frames", c.ctrl_fifo_frames, 1u, 4096u);
     r.get("pfc", c.pfc);
     config::reader f = r.child("faults");
     fault_config& fc = c.faults;
@@ -111,6 +111,8 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
     for (int side = 0; side < 2; ++side) {
         m_tx[side] = std::make_unique<hw::channel<eth_frame>>("mac_tx" + std::to_string(side),
                                                               cfg.tx_fifo_frames);
+        m_ctrl_tx[side] = std::make_unique<hw::channel<eth_frame>>(
+            "mac_ctrl_tx" + std::to_string(side), cfg.ctrl_fifo_frames);
         sc_core::sc_spawn(sc_core::sc_bind(&eth_link::serializer_thread, this, side),
                           sc_core::sc_gen_unique_name("serializer"));
         sc_core::sc_spawn(sc_core::sc_bind(&eth_link::delivery_thread, this, side),
@@ -137,12 +139,19 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
                       "time some priority of this direction was paused by PFC");
         ctx.stats.add(b, "pfc_frames", m_stats[side].pfc_frames, "count",
                       "PFC pause frames sent in this direction");
+        ctx.stats.add(b, "ctrl_frames", m_stats[side].ctrl_frames, "count",
+                      "frames sent from the MAC control queue (GSI: CM MADs, ARP; CNPs)");
+        ctx.stats.add(
+            b, "ctrl_peak_frames",
+            [this, side] { return nlohmann::json(m_ctrl_tx[side]->max_occupancy()); }, "frames",
+            "MAC control queue: highest occupancy");
         if (cfg.faults.ecn_mark > 0) {  // only then: other runs' stats.json stay as they were
             ctx.stats.add(b, "faults_ecn_marked", m_stats[side].ecn_marked, "count",
                           "ECT frames marked CE (faults.ecn_mark)");
         }
         if (ctx.vcd != nullptr) {
             m_tx[side]->trace(ctx.vcd, this->name());
+            m_ctrl_tx[side]->trace(ctx.vcd, this->name());
             sc_core::sc_trace(ctx.vcd, m_busy[side], b + ".busy");
             sc_core::sc_trace(ctx.vcd, m_paused[side], b + ".pfc_paused");
             sc_core::sc_trace(ctx.vcd, m_xoff[side], b + ".pfc_xoff", 8);
@@ -215,6 +224,7 @@ void eth_link::apply_pause(int side, uint8_t class_enable, const pfc_quanta& qua
 
 void eth_link::serializer_thread(int side) {
     auto& fifo = *m_tx[side];
+    auto& ctrl = *m_ctrl_tx[side];
     for (;;) {
         const sc_core::sc_time now = sc_core::sc_time_stamp();
         if (m_xoff[side] != 0 && now >= m_next_refresh[side] && !m_ctrl_pending[side]) {
@@ -239,7 +249,23 @@ void eth_link::serializer_thread(int side) {
             m_paused[side] = paused_now != 0;
             sc_core::sc_time retry = sc_core::sc_max_time();
             bool have = false;
-            if (m_source[side] != nullptr) {
+            // The control queue first (strict priority over data: CM MADs, ARP and CNPs are
+            // small and rare, so they cannot starve data; a data FIFO kept full cannot starve
+            // them). Its head waits while its priority is paused; data of other priorities may
+            // pass it meanwhile.
+            if (!ctrl.empty()) {
+                const uint8_t p = default_priority(ctrl.front().data);
+                if (((paused_now >> p) & 1) == 0) {
+                    f = std::move(ctrl.front());
+                    ctrl.pop();
+                    f.priority = p;
+                    ++m_stats[side].ctrl_frames;
+                    have = true;
+                }
+            }
+            if (have) {
+                // a control frame goes first
+            } else if (m_source[side] != nullptr) {
                 have = m_source[side]->pull(paused_now, f, retry);
             } else if (!fifo.empty()) {
                 const uint8_t p = default_priority(fifo.front().data);
@@ -248,8 +274,6 @@ void eth_link::serializer_thread(int side) {
                     fifo.pop();
                     f.priority = p;
                     have = true;
-                } else {
-                    retry = sc_core::sc_max_time();
                 }
             }
             if (!have) {
@@ -267,9 +291,9 @@ void eth_link::serializer_thread(int side) {
                 const sc_core::sc_event& data =
                     m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
                 if (until == sc_core::sc_max_time()) {
-                    sc_core::wait(data | m_ctrl_event[side]);
+                    sc_core::wait(data | ctrl.written_event() | m_ctrl_event[side]);
                 } else {
-                    sc_core::wait(until - now, data | m_ctrl_event[side]);
+                    sc_core::wait(until - now, data | ctrl.written_event() | m_ctrl_event[side]);
                 }
                 continue;
             }

@@ -100,10 +100,12 @@ struct fault_config {
 };
 
 struct eth_link_config {
-    double rate_gbps = 100.0;      // line rate
-    double propagation_ns = 50.0;  // cable + PHY latency, one way
-    uint32_t tx_fifo_frames = 4;   // MAC transmit FIFO depth, frames (2..4096)
-    bool pfc = true;               // lossless: the MACs send and honour PFC pause frames (802.1Qbb)
+    double rate_gbps = 100.0;       // line rate
+    double propagation_ns = 50.0;   // cable + PHY latency, one way
+    uint32_t tx_fifo_frames = 4;    // MAC transmit (data) FIFO depth, frames (1..4096)
+    uint32_t ctrl_fifo_frames = 8;  // MAC control transmit queue depth, frames (1..4096)
+    // Lossless: the MACs send and honour PFC pause frames (802.1Qbb).
+    bool pfc = true;
     fault_config faults;
 };
 eth_link_config parse_eth_link_config(config::reader r);
@@ -116,8 +118,12 @@ public:
     eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw::sim_context& ctx);
 
     // side 0 and side 1: each NIC puts frames into its side's MAC FIFO (blocking when full)
-    // and receives the other side's frames through its sink.
+    // and receives the other side's frames through its sink. tx is the data FIFO (the send
+    // path's alone); ctrl_tx the management/control queue (GSI: CM MADs, ARP; CNPs), which the
+    // serializer serves first at every frame boundary (strict priority: its frames are small
+    // and rare), after a pending pause frame and subject to PFC pause of their priority.
     hw::channel<eth_frame>& tx(int side) { return *m_tx[side]; }
+    hw::channel<eth_frame>& ctrl_tx(int side) { return *m_ctrl_tx[side]; }
     void attach(int side, frame_sink_if* sink) {
         m_sink[side] = sink;
         if (sink != nullptr) {
@@ -158,10 +164,11 @@ public:
         uint64_t reordered = 0;
         uint64_t delayed = 0;
         uint64_t link_down_drops = 0;
-        uint64_t pause_ps = 0;    // time some priority of this direction was paused by PFC
-        uint64_t pauses = 0;      // pause frames (nonzero quanta) that paused this direction
-        uint64_t pfc_frames = 0;  // pause frames sent in this direction
-        uint64_t ecn_marked = 0;  // ECT frames marked CE (faults.ecn_mark)
+        uint64_t pause_ps = 0;     // time some priority of this direction was paused by PFC
+        uint64_t pauses = 0;       // pause frames (nonzero quanta) that paused this direction
+        uint64_t pfc_frames = 0;   // pause frames sent in this direction
+        uint64_t ecn_marked = 0;   // ECT frames marked CE (faults.ecn_mark)
+        uint64_t ctrl_frames = 0;  // frames sent from the control queue
     };
     const stats& get_stats(int side) const { return m_stats[side]; }
 
@@ -182,6 +189,7 @@ private:
     eth_link_config m_cfg;
     double m_ps_per_byte;
     std::unique_ptr<hw::channel<eth_frame>> m_tx[2];
+    std::unique_ptr<hw::channel<eth_frame>> m_ctrl_tx[2];
     frame_sink_if* m_sink[2] = {nullptr, nullptr};
     std::multimap<sc_core::sc_time, eth_frame> m_in_flight[2];  // by arrival; FIFO on ties
     std::mt19937_64 m_rng;
