@@ -54,7 +54,7 @@ public:
 
 private:
     const clock_domain& m_clk;
-    std::vector<uint64_t> m_rate;     // Mb/s, 0: line rate
+    std::vector<uint64_t> m_rate;  // Mb/s, 0: line rate
     struct booking {
         uint64_t start_ps = 0;  // start of the last booked packet's slot
         uint64_t wire = 0;      // its wire bytes (0: none booked)

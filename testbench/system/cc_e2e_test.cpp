@@ -5,8 +5,7 @@
 // QP's rate and its pacer spaces the packets, and every byte still arrives. The wire capture is
 // checked here independently of the model's frame builder (outputs_common.h).
 //
-// Fabric-level behaviour (fair share at a bottleneck, incast) needs the switches of the fabric
-// issue and is not tested here.
+// Fabric-level behaviour (fair share at a bottleneck, incast) is in cc_fabric_test.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

@@ -119,9 +119,7 @@ two_flow_run run_two_flows(const scratch& s, bool cc) {
         // Only the bottleneck: the switch's port toward node 0 (link0, side b to side a).
         {"outputs", {{"pcap", true}, {"pcap_links", {"link0.dir1"}}}}};
     const std::string cfg = s.dir + "/two.json";
-    {
-        std::ofstream(cfg) << doc.dump(2);
-    }
+    { std::ofstream(cfg) << doc.dump(2); }
     const std::string out = s.dir + "/out";
     const cli_result c = rnicsim(s, {"run", cfg, "--out", out});
     two_flow_run r;
@@ -252,9 +250,7 @@ incast_run incast(const scratch& s, bool cc) {
                         {"time_limit_ms", 1000}}}};
     const std::string name = cc ? "dcqcn" : "none";
     const std::string cfg = s.dir + "/" + name + ".json";
-    {
-        std::ofstream(cfg) << doc.dump(2);
-    }
+    { std::ofstream(cfg) << doc.dump(2); }
     const std::string out = s.dir + "/" + name;
     const cli_result c = rnicsim(s, {"run", cfg, "--out", out});
     EXPECT_EQ(c.exit_code, 0) << name << ": " << c.err;
