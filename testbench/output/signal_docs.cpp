@@ -142,6 +142,13 @@ const entry FIFOS[] = {
     {"*.mac_tx*",
      "the MAC transmit FIFO of side d of a fabric link (a NIC's frames waiting for "
      "the wire)"},
+    {"link.mac_ctrl_tx0",
+     "node 0's MAC control queue (CM MADs, ARP, CNPs waiting for the wire; sent ahead of data)"},
+    {"link.mac_ctrl_tx1",
+     "node 1's MAC control queue (CM MADs, ARP, CNPs waiting for the wire; sent ahead of data)"},
+    {"*.mac_ctrl_tx*",
+     "the MAC control queue of side d of a fabric link (a NIC's CM MADs, ARP and CNPs waiting "
+     "for the wire; sent ahead of data)"},
     {"node*.nic.doorbell.sq_ready", "QPs with WQEs to fetch, waiting for WQE fetch"},
     {"node*.nic.doorbell.cmd_doorbells", "command doorbells waiting for the command processor"},
     {"node*.nic.wqe_fetch.wqes", "fetched WQEs waiting for the transmit engine"},
