@@ -238,8 +238,20 @@ def describe(cfg):
     if not cfg:
         return ""
     w = cfg.get("workload", {})
-    nodes = cfg.get("topology", {}).get("nodes") or [{}]
-    parts = ["%s %s" % (str(w.get("operation", "")).upper(), size(w.get("message_bytes", 0)))]
+    topo = cfg.get("topology", {})
+    nodes = topo.get("nodes") or [{}]
+    parts = []
+    pattern = w.get("pattern", "pairs")
+    if topo.get("switches") or pattern != "pairs":
+        # A fabric: the traffic pattern, its nodes and switches (packets are packet-hops).
+        parts.append("%s, %d nodes, %d switches" % (pattern, len(nodes),
+                                                    len(topo.get("switches") or [])))
+    if pattern == "flows" and w.get("cdf"):
+        parts.append("%s %s sizes at %g%% load" % (
+            str(w.get("operation", "")).upper(),
+            os.path.splitext(os.path.basename(w["cdf"]))[0], 100 * w.get("load", 0)))
+    else:
+        parts.append("%s %s" % (str(w.get("operation", "")).upper(), size(w.get("message_bytes", 0))))
     if w.get("qps", 1) != 1:
         parts.append("%d QPs" % w["qps"])
     parts.append("MTU %s" % nodes[0].get("mtu"))
@@ -251,6 +263,10 @@ def describe(cfg):
     impl = cfg.get("rnic", {}).get("send_path", {}).get("impl", "model")
     if impl != "model":
         parts.append("send path %s" % ("RTL" if impl == "rtl" else impl))
+    cc = cfg.get("rnic", {}).get("cc", {}).get("algorithm", "none")
+    if cc != "none":
+        mark = topo.get("link", {}).get("faults", {}).get("ecn_mark", 0)
+        parts.append("%s%s" % (cc.upper(), ", %g%% CE-marked" % (100 * mark) if mark else ""))
     if w.get("idle_ms"):
         parts.append("then %g ms idle" % w["idle_ms"])
     return ", ".join(parts)
