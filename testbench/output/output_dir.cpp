@@ -15,13 +15,23 @@ namespace rnic::output {
 namespace fs = std::filesystem;
 
 bool output_dir::is_output_file(const std::string& name) {
-    static const std::array<const char*, 10> known = {
-        "stats.json", "summary.txt",   "config.json", "speed.json", "waves.vcd",
-        "rtl.fst",    "rtl.node1.fst", "wire.pcap",   "trace.json", "cc.csv"};
+    // Every file a run can write (testbench/cli/main.cpp, runner outputs such as lockstep's
+    // divergence.json), and each node's Verilated waveform rtl.node<i>.fst.
+    static const std::array<const char*, 12> known = {
+        "stats.json", "summary.txt", "config.json",     "speed.json",
+        "waves.vcd",  "rtl.fst",     "wire.pcap",       "trace.json",
+        "cc.csv",     "flows.csv",   "divergence.json", "rtl.node1.fst"};
     for (const char* k : known) {
         if (name == k) {
             return true;
         }
+    }
+    const std::string pre = "rtl.node";
+    const std::string post = ".fst";
+    if (name.size() > pre.size() + post.size() && name.compare(0, pre.size(), pre) == 0 &&
+        name.compare(name.size() - post.size(), post.size(), post) == 0) {
+        const std::string digits = name.substr(pre.size(), name.size() - pre.size() - post.size());
+        return digits.find_first_not_of("0123456789") == std::string::npos;
     }
     return false;
 }

@@ -255,6 +255,12 @@ TEST(OutputDir, RefusesFoldersItDidNotWrite) {
     EXPECT_THROW(rnic::output::output_dir d(file), rnic::output::output_dir_error);
     EXPECT_TRUE(rnic::output::output_dir::is_output_file("waves.vcd"));
     EXPECT_FALSE(rnic::output::output_dir::is_output_file("data.csv"));
+    // A fabric run's flows.csv, a lockstep divergence and any node's RTL waveform are the
+    // simulator's own: running again into the same --out replaces them.
+    EXPECT_TRUE(rnic::output::output_dir::is_output_file("flows.csv"));
+    EXPECT_TRUE(rnic::output::output_dir::is_output_file("divergence.json"));
+    EXPECT_TRUE(rnic::output::output_dir::is_output_file("rtl.node17.fst"));
+    EXPECT_FALSE(rnic::output::output_dir::is_output_file("rtl.nodeX.fst"));
 }
 
 TEST(RunReport, StatsJsonHasEveryDocumentedKey) {
