@@ -33,15 +33,33 @@ static T* valid(std::vector<T>& v, uint32_t i) {
     return p != nullptr && p->valid ? p : nullptr;
 }
 
-qp_context* context_store::qp(uint32_t n) { return valid(m_qps, n); }
-cq_context* context_store::cq(uint32_t n) { return valid(m_cqs, n); }
-srq_context* context_store::srq(uint32_t n) { return valid(m_srqs, n); }
-pd_context* context_store::pd(uint32_t n) { return valid(m_pds, n); }
-qp_context* context_store::qp_slot(uint32_t n) { return slot(m_qps, n); }
-cq_context* context_store::cq_slot(uint32_t n) { return slot(m_cqs, n); }
-srq_context* context_store::srq_slot(uint32_t n) { return slot(m_srqs, n); }
-pd_context* context_store::pd_slot(uint32_t n) { return slot(m_pds, n); }
-mpt_entry* context_store::mpt_slot(uint32_t key) { return slot(m_mpt, hsi::key_index(key)); }
+qp_context* context_store::qp(uint32_t n) {
+    return valid(m_qps, n);
+}
+cq_context* context_store::cq(uint32_t n) {
+    return valid(m_cqs, n);
+}
+srq_context* context_store::srq(uint32_t n) {
+    return valid(m_srqs, n);
+}
+pd_context* context_store::pd(uint32_t n) {
+    return valid(m_pds, n);
+}
+qp_context* context_store::qp_slot(uint32_t n) {
+    return slot(m_qps, n);
+}
+cq_context* context_store::cq_slot(uint32_t n) {
+    return slot(m_cqs, n);
+}
+srq_context* context_store::srq_slot(uint32_t n) {
+    return slot(m_srqs, n);
+}
+pd_context* context_store::pd_slot(uint32_t n) {
+    return slot(m_pds, n);
+}
+mpt_entry* context_store::mpt_slot(uint32_t key) {
+    return slot(m_mpt, hsi::key_index(key));
+}
 
 mpt_entry* context_store::mpt(uint32_t key) {
     mpt_entry* e = slot(m_mpt, hsi::key_index(key));
