@@ -275,6 +275,20 @@ send_path_lockstep::send_path_lockstep(sc_core::sc_module_name name, const send_
     init(cfg, clk, ctx, rtl_fst, rtl);
 }
 
+// divergence.json's common part: both edges (null where a beat is missing) and, for a byte
+// difference, its offset and both values. `D`: beat_divergence or frame_difference.
+template <typename D>
+static void add_where(nlohmann::json& j, const D& d) {
+    j["cycle_expected"] =
+        d.cycle_expected == NONE ? nlohmann::json() : nlohmann::json(d.cycle_expected);
+    j["cycle_got"] = d.cycle_got == NONE ? nlohmann::json() : nlohmann::json(d.cycle_got);
+    if (d.byte_offset >= 0) {
+        j["byte_offset"] = d.byte_offset;
+        j["expected"] = d.expected;
+        j["got"] = d.got;
+    }
+}
+
 void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& clk,
                               sim_context& ctx, const std::string& rtl_fst,
                               const rtl_factory& rtl) {
@@ -350,14 +364,8 @@ void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& c
             {"what", d.what},
             {"frame", d.frame},
             {"beat", d.beat},
-            {"cycle_expected",
-             d.cycle_expected == NONE ? nlohmann::json() : nlohmann::json(d.cycle_expected)},
-            {"cycle_got", d.cycle_got == NONE ? nlohmann::json() : nlohmann::json(d.cycle_got)}};
-        if (d.byte_offset >= 0) {
-            j["byte_offset"] = d.byte_offset;
-            j["expected"] = d.expected;
-            j["got"] = d.got;
-        }
+        };
+        add_where(j, d);
         std::string pkt;
         for (const auto& [f, bth] : m_recent) {
             if (f == d.frame) {
@@ -374,20 +382,10 @@ void send_path_lockstep::init(const send_path_config& cfg, const clock_domain& c
     };
     m_frames.on_difference = [this](const frame_difference& d) {
         nlohmann::json j = {
-            {"compare", m_compare},
-            {"what", d.what},
-            {"frame", d.frame},
-            {"opcode", d.opcode},
-            {"qp", d.qp},
-            {"psn", d.psn},
-            {"cycle_expected",
-             d.cycle_expected == NONE ? nlohmann::json() : nlohmann::json(d.cycle_expected)},
-            {"cycle_got", d.cycle_got == NONE ? nlohmann::json() : nlohmann::json(d.cycle_got)}};
-        if (d.byte_offset >= 0) {
-            j["byte_offset"] = d.byte_offset;
-            j["expected"] = d.expected;
-            j["got"] = d.got;
-        }
+            {"compare", m_compare}, {"what", d.what}, {"frame", d.frame},
+            {"opcode", d.opcode},   {"qp", d.qp},     {"psn", d.psn},
+        };
+        add_where(j, d);
         diverged(d.describe(), j);
     };
 }
