@@ -19,6 +19,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testbench/common/scratch_dir.h"
+
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -39,15 +41,10 @@ inline std::string read_file(const std::string& path) {
     return s.str();
 }
 
-struct scratch {
-    std::string dir;
-    scratch() {
-        std::string t = (fs::temp_directory_path() / "rnic_scenario_eq_XXXXXX").string();
-        dir = mkdtemp(t.data());
-    }
-    ~scratch() { fs::remove_all(dir); }
-    scratch(const scratch&) = delete;
-    scratch& operator=(const scratch&) = delete;
+// A temporary folder (testbench/common/scratch_dir.h), named for these tests.
+struct scratch : rnic::testing::scratch_dir {
+    scratch()
+        : scratch_dir("rnic_scenario_eq") {}
 };
 
 // One rnicsim run's outputs.

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testbench/common/scratch_dir.h"
+
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <zlib.h>
@@ -49,15 +51,10 @@ inline std::string quote(const std::string& s) {
     return q + "'";
 }
 
-struct scratch {
-    std::string dir;
-    scratch() {
-        std::string t = (fs::temp_directory_path() / "rnic_outputs_test_XXXXXX").string();
-        dir = mkdtemp(t.data());
-    }
-    ~scratch() { fs::remove_all(dir); }
-    scratch(const scratch&) = delete;
-    scratch& operator=(const scratch&) = delete;
+// A temporary folder (testbench/common/scratch_dir.h), named for these tests.
+struct scratch : rnic::testing::scratch_dir {
+    scratch()
+        : scratch_dir("rnic_outputs_test") {}
 };
 
 struct cli_result {

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testbench/common/scratch_dir.h"
+
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -48,13 +50,10 @@ std::string quote(const std::string& s) {
     return q + "'";
 }
 
-struct scratch {
-    std::string dir;
-    scratch() {
-        std::string t = (fs::temp_directory_path() / "rnic_run_test_XXXXXX").string();
-        dir = mkdtemp(t.data());
-    }
-    ~scratch() { fs::remove_all(dir); }
+// A temporary folder (testbench/common/scratch_dir.h), named for these tests.
+struct scratch : rnic::testing::scratch_dir {
+    scratch()
+        : scratch_dir("rnic_run_test") {}
 };
 
 struct cli_result {

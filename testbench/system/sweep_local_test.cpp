@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testbench/common/scratch_dir.h"
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,18 +49,10 @@ std::string quote(const std::string& s) {
     return q + "'";
 }
 
-struct scratch {
-    std::string dir;
-    scratch() {
-        std::string t = (fs::temp_directory_path() / "rnic_sweep_sys_XXXXXX").string();
-        dir = mkdtemp(t.data());
-    }
-    ~scratch() { fs::remove_all(dir); }
-    std::string path(const std::string& name) const { return dir + "/" + name; }
-    std::string write(const std::string& name, const std::string& text) const {
-        std::ofstream(path(name)) << text;
-        return path(name);
-    }
+// A temporary folder (testbench/common/scratch_dir.h), named for these tests.
+struct scratch : rnic::testing::scratch_dir {
+    scratch()
+        : scratch_dir("rnic_sweep_sys") {}
 };
 
 struct cmd_result {
