@@ -47,6 +47,7 @@ double ideal_fct_ns(const scenario::scenario_config& cfg, const scenario::flow_r
     const uint64_t packets = std::max<uint64_t>(1, (len + mtu - 1) / mtu);
     const bool write = w.op == scenario::operation::WRITE;
     const bool read = w.op == scenario::operation::READ;
+    // Wire bytes of packet k of a message (preamble and IFG included).
     auto wire = [&](uint64_t k) {
         const uint64_t payload = std::min<uint64_t>(mtu, len - std::min(len, k * mtu));
         uint64_t frame = 14 + 20 + 8 + 12 + payload + 4;
@@ -58,21 +59,48 @@ double ideal_fct_ns(const scenario::scenario_config& cfg, const scenario::flow_r
         }
         return std::max<uint64_t>(84, frame + 4 + 8 + 12);
     };
-    uint64_t message_wire = 0;
-    for (uint64_t k = 0; k < packets; ++k) {
-        message_wire += wire(k);
+    // The data goes from the READ's responder, else from the flow's source, along one shortest
+    // path. Each packet leaves a link's sender when it has arrived (store-and-forward: its last
+    // bit; cut-through into a link no faster than the one it came on: its first 8 + 64 bytes),
+    // plus the switch's pipeline, and the link is free again (the previous packet's wire
+    // bytes sent). The ideal ends with the last packet's last bit at the receiver.
+    const uint32_t from = read ? f.dst : f.src;
+    const uint32_t to = read ? f.src : f.dst;
+    const scenario::topology_config::path path = t.path_between(from, to);
+    if (path.links.empty()) {
+        return 0;
     }
-    const double rate = std::min(t.links[t.node_link[f.src]].cfg.rate_gbps,
-                                 t.links[t.node_link[f.dst]].cfg.rate_gbps);
-    const double ns_per_byte = 8.0 / rate;
-    const size_t switches = t.hops(f.src, f.dst);
-    const double serialize = static_cast<double>(message_wire * messages) * ns_per_byte;
-    const double per_switch =
-        t.sw.pipeline_ns + (t.sw.cut_through ? 0.0 : static_cast<double>(wire(0)) * ns_per_byte);
-    const double propagation =
-        t.links[t.node_link[f.src]].cfg.propagation_ns * static_cast<double>(switches + 1);
-    return serialize + static_cast<double>(switches) * (switches > 0 ? per_switch : 0.0) +
-           propagation;
+    const size_t hops = path.links.size();
+    std::vector<double> ps_per_byte(hops);
+    std::vector<double> free_at(hops, 0.0);  // ps: each link's sender is idle from
+    for (size_t j = 0; j < hops; ++j) {
+        ps_per_byte[j] = 8000.0 / t.links[path.links[j]].cfg.rate_gbps;
+    }
+    double last = 0;  // ps: the last packet's last bit at the receiver
+    for (uint64_t m = 0; m < messages; ++m) {
+        for (uint64_t k = 0; k < packets; ++k) {
+            const auto bytes = static_cast<double>(wire(k));
+            const double frame = bytes - 12;  // preamble to FCS: what the receiver waits for
+            double start = free_at[0];
+            for (size_t j = 0; j < hops; ++j) {
+                start = std::max(start, free_at[j]);
+                free_at[j] = start + bytes * ps_per_byte[j];
+                const auto& link = t.links[path.links[j]].cfg;
+                const double propagation = link.propagation_ns * 1000.0;
+                if (j + 1 == hops) {
+                    last = start + frame * ps_per_byte[j] + propagation;
+                    break;
+                }
+                const auto& sw = t.switches[path.switches[j]].cfg;
+                const bool cut = sw.cut_through && ps_per_byte[j + 1] >= ps_per_byte[j];
+                const double seen =
+                    cut ? 8 + std::min(frame - 8, static_cast<double>(fabric::CUT_THROUGH_BYTES))
+                        : frame;
+                start += seen * ps_per_byte[j] + propagation + sw.pipeline_ns * 1000.0;
+            }
+        }
+    }
+    return last / 1000.0;
 }
 
 std::string make_flows_csv(const scenario::scenario_config& cfg, const scenario::run_result& r) {

@@ -20,10 +20,12 @@ bool has_fabric_outputs(const scenario::scenario_config& cfg, const scenario::ru
 // The FCT flow `f` would have alone in an empty network, from formulas only: every packet's
 // wire bytes (Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 [+ RETH 16 on a WRITE's first packet,
 // + AETH 4 on a READ response's first and last] + payload + ICRC 4 + FCS 4 + preamble 8 +
-// IFG 12, at least 84) serialized at the slowest rate on its path, plus for every switch on the
-// path its pipeline latency and (store-and-forward) one more serialization of the first
-// packet, plus the propagation of every link on the path. The NIC's own latencies (PCIe,
-// WQE fetch, ACK) are not in it: they show as slowdown above 1.
+// IFG 12, at least 84) sent back to back along one shortest path from the data's sender: each
+// link at its own rate and propagation, each switch forwarding a packet its own pipeline latency
+// after its last bit (store-and-forward) or first 8 + 64 bytes (cut-through into a link no
+// faster) arrived, once the next link is free; up to the last packet's last bit at the
+// receiver. The NIC's own latencies (PCIe, WQE fetch, ACK) are not in it: they show as slowdown
+// above 1.
 double ideal_fct_ns(const scenario::scenario_config& cfg, const scenario::flow_result& f);
 
 // flows.csv: flow,src,dst,operation,bytes,messages,start_ns,end_ns,fct_ns,ideal_ns,slowdown,

@@ -58,7 +58,7 @@ struct testbench {
         }
         for (size_t s = 0; s < t.switches.size(); ++s) {
             const switch_desc& d = t.switches[s];
-            auto sw = std::make_unique<fabric::eth_switch>(d.name.c_str(), t.sw, d.ports, ctx);
+            auto sw = std::make_unique<fabric::eth_switch>(d.name.c_str(), d.cfg, d.ports, ctx);
             for (uint32_t p = 0; p < d.ports; ++p) {
                 const auto& pi = t.ports[s][p];
                 sw->connect(p, *links[pi.link], pi.side);

@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -172,7 +173,75 @@ struct generated {
     uint32_t nodes = 0;
     nlohmann::json switches = nlohmann::json::array();
     nlohmann::json links = nlohmann::json::array();
+    // Per switch and per link: the key (under topology) its own parameters come from, e.g.
+    // "leaf_spine.spine" or "leaf_spine.uplink"; errors in them are reported there, once.
+    std::vector<std::string> switch_src;
+    std::vector<std::string> link_src;
+    std::vector<std::string> rate_src;  // per switch: the key its max_rate_gbps comes from
 };
+
+// A generator's per-tier switch keys (topology.<generator>.<tier>): any key of topology.switch
+// plus max_rate_gbps (which replaces the generator's); the generator sets name and ports. The
+// switch keys are checked where the switches are parsed, under this tier's path.
+struct tier {
+    std::string src;                                // "leaf_spine.spine"
+    nlohmann::json own = nlohmann::json::object();  // switch or link keys
+    double max_rate_gbps = 0;                       // switch tiers
+    std::string rate_src;  // where max_rate_gbps comes from: the tier or the generator
+};
+
+tier switch_tier(config::reader& r, const std::string& gen, const std::string& key,
+                 double max_rate) {
+    tier t{gen + "." + key, nlohmann::json::object(), max_rate, gen};
+    const nlohmann::json* v = r.raw(key);
+    if (v == nullptr) {
+        return t;
+    }
+    if (!v->is_object()) {
+        r.error(key, config::describe(*v) + " is not an object of switch keys");
+        return t;
+    }
+    t.own = *v;
+    for (const char* k : {"name", "ports"}) {
+        if (t.own.contains(k)) {
+            r.error(key + "." + k, "set by the generator, not per tier");
+            t.own.erase(k);
+        }
+    }
+    if (t.own.contains("max_rate_gbps")) {
+        const nlohmann::json& m = t.own["max_rate_gbps"];
+        if (!m.is_number() || m.get<double>() < 1 || m.get<double>() > 1600) {
+            r.error(key + ".max_rate_gbps", config::describe(m) + " out of range [1, 1600]");
+        } else {
+            t.max_rate_gbps = m.get<double>();
+            t.rate_src = t.src;
+        }
+        t.own.erase("max_rate_gbps");
+    }
+    return t;
+}
+
+// A generator's per-kind link keys (topology.<generator>.<key>): any key of topology.link, on
+// top of it, for every generated link of that kind. Checked where the links are parsed.
+tier link_tier(config::reader& r, const std::string& gen, const std::string& key) {
+    tier t{gen + "." + key, nlohmann::json::object(), 0, ""};
+    const nlohmann::json* v = r.raw(key);
+    if (v == nullptr) {
+        return t;
+    }
+    if (!v->is_object()) {
+        r.error(key, config::describe(*v) + " is not an object of link keys");
+        return t;
+    }
+    t.own = *v;
+    for (const char* k : {"a", "b"}) {
+        if (t.own.contains(k)) {
+            r.error(key + "." + k, "set by the generator, not per kind of link");
+            t.own.erase(k);
+        }
+    }
+    return t;
+}
 
 std::string end(const std::string& name, uint32_t port) {
     return name + ":" + std::to_string(port);
@@ -181,11 +250,30 @@ std::string node_end(uint32_t i) {
     return "node" + std::to_string(i);
 }
 
-void add_switch(generated& g, const std::string& name, uint32_t ports, double max_rate) {
-    g.switches.push_back({{"name", name}, {"ports", ports}, {"max_rate_gbps", max_rate}});
+void add_switch(generated& g, const std::string& name, uint32_t ports, double max_rate,
+                const tier* t = nullptr) {
+    nlohmann::json e = {{"name", name}, {"ports", ports}, {"max_rate_gbps", max_rate}};
+    std::string src;
+    std::string rate_src = "star";  // the only generator without tiers
+    if (t != nullptr) {
+        e["max_rate_gbps"] = t->max_rate_gbps;
+        e.update(t->own);
+        src = t->own.empty() ? "" : t->src;
+        rate_src = t->rate_src;
+    }
+    g.switches.push_back(std::move(e));
+    g.switch_src.push_back(std::move(src));
+    g.rate_src.push_back(std::move(rate_src));
 }
-void add_link(generated& g, const std::string& a, const std::string& b) {
-    g.links.push_back({{"a", a}, {"b", b}});
+void add_link(generated& g, const std::string& a, const std::string& b, const tier* t = nullptr) {
+    nlohmann::json e = {{"a", a}, {"b", b}};
+    std::string src = "link";
+    if (t != nullptr && !t->own.empty()) {
+        e.update(t->own);
+        src = t->src;
+    }
+    g.links.push_back(std::move(e));
+    g.link_src.push_back(std::move(src));
 }
 
 // topology.star: `hosts` nodes on one switch "sw0" (port h: node h).
@@ -206,7 +294,7 @@ generated gen_star(config::reader r) {
 
 // topology.leaf_spine: leaf l ports 0..hosts_per_leaf-1 are its hosts (node l x hosts_per_leaf
 // + h), then `uplinks` ports to each spine in spine order; spine s port l x uplinks + u goes to
-// leaf l.
+// leaf l. Per tier: "leaf" and "spine" (switch keys), "host_link" and "uplink" (link keys).
 generated gen_leaf_spine(config::reader r) {
     uint32_t leaves = 4;
     uint32_t spines = 4;
@@ -218,6 +306,10 @@ generated gen_leaf_spine(config::reader r) {
     r.get("hosts_per_leaf", hosts, 1u, MAX_PORTS);
     r.get("uplinks", uplinks, 1u, 64u);
     r.get("max_rate_gbps", max_rate, 1.0, 1600.0);
+    const tier leaf_t = switch_tier(r, "leaf_spine", "leaf", max_rate);
+    const tier spine_t = switch_tier(r, "leaf_spine", "spine", max_rate);
+    const tier host_t = link_tier(r, "leaf_spine", "host_link");
+    const tier up_t = link_tier(r, "leaf_spine", "uplink");
     generated g;
     if (uint64_t{leaves} * hosts > MAX_NODES) {
         r.error("hosts_per_leaf",
@@ -228,15 +320,15 @@ generated gen_leaf_spine(config::reader r) {
     } else {
         g.nodes = leaves * hosts;
         for (uint32_t l = 0; l < leaves; ++l) {
-            add_switch(g, "leaf" + std::to_string(l), hosts + spines * uplinks, max_rate);
+            add_switch(g, "leaf" + std::to_string(l), hosts + spines * uplinks, max_rate, &leaf_t);
         }
         for (uint32_t s = 0; s < spines; ++s) {
-            add_switch(g, "spine" + std::to_string(s), leaves * uplinks, max_rate);
+            add_switch(g, "spine" + std::to_string(s), leaves * uplinks, max_rate, &spine_t);
         }
         for (uint32_t l = 0; l < leaves; ++l) {
             const std::string leaf = "leaf" + std::to_string(l);
             for (uint32_t h = 0; h < hosts; ++h) {
-                add_link(g, node_end(l * hosts + h), end(leaf, h));
+                add_link(g, node_end(l * hosts + h), end(leaf, h), &host_t);
             }
         }
         for (uint32_t l = 0; l < leaves; ++l) {
@@ -244,7 +336,7 @@ generated gen_leaf_spine(config::reader r) {
             for (uint32_t s = 0; s < spines; ++s) {
                 for (uint32_t u = 0; u < uplinks; ++u) {
                     add_link(g, end(leaf, hosts + s * uplinks + u),
-                             end("spine" + std::to_string(s), l * uplinks + u));
+                             end("spine" + std::to_string(s), l * uplinks + u), &up_t);
                 }
             }
         }
@@ -256,12 +348,19 @@ generated gen_leaf_spine(config::reader r) {
 // topology.fat_tree: k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4
 // hosts. Edge e of pod p ("edge<p>_<e>"): ports 0..k/2-1 hosts, k/2 + a to aggregation a.
 // Aggregation a of pod p ("agg<p>_<a>"): port e to edge e, k/2 + j to core a x k/2 + j.
-// Core c ("core<c>"): port p to pod p.
+// Core c ("core<c>"): port p to pod p. Per tier: "edge", "aggregation" and "core" (switch
+// keys), "host_link", "edge_link" (edge-aggregation) and "core_link" (aggregation-core).
 generated gen_fat_tree(config::reader r) {
     uint32_t k = 4;
     double max_rate = 400;
     r.get("k", k, 2u, 32u);
     r.get("max_rate_gbps", max_rate, 1.0, 1600.0);
+    const tier edge_t = switch_tier(r, "fat_tree", "edge", max_rate);
+    const tier agg_t = switch_tier(r, "fat_tree", "aggregation", max_rate);
+    const tier core_t = switch_tier(r, "fat_tree", "core", max_rate);
+    const tier host_t = link_tier(r, "fat_tree", "host_link");
+    const tier edge_link_t = link_tier(r, "fat_tree", "edge_link");
+    const tier core_link_t = link_tier(r, "fat_tree", "core_link");
     generated g;
     if (k % 2 != 0) {
         r.error("k", fmt::format("{} is not even", k));
@@ -272,35 +371,36 @@ generated gen_fat_tree(config::reader r) {
         auto agg = [](uint32_t p, uint32_t a) { return fmt::format("agg{}_{}", p, a); };
         for (uint32_t p = 0; p < k; ++p) {
             for (uint32_t e = 0; e < h; ++e) {
-                add_switch(g, edge(p, e), k, max_rate);
+                add_switch(g, edge(p, e), k, max_rate, &edge_t);
             }
         }
         for (uint32_t p = 0; p < k; ++p) {
             for (uint32_t a = 0; a < h; ++a) {
-                add_switch(g, agg(p, a), k, max_rate);
+                add_switch(g, agg(p, a), k, max_rate, &agg_t);
             }
         }
         for (uint32_t c = 0; c < h * h; ++c) {
-            add_switch(g, "core" + std::to_string(c), k, max_rate);
+            add_switch(g, "core" + std::to_string(c), k, max_rate, &core_t);
         }
         for (uint32_t p = 0; p < k; ++p) {
             for (uint32_t e = 0; e < h; ++e) {
                 for (uint32_t i = 0; i < h; ++i) {
-                    add_link(g, node_end((p * h + e) * h + i), end(edge(p, e), i));
+                    add_link(g, node_end((p * h + e) * h + i), end(edge(p, e), i), &host_t);
                 }
             }
         }
         for (uint32_t p = 0; p < k; ++p) {
             for (uint32_t e = 0; e < h; ++e) {
                 for (uint32_t a = 0; a < h; ++a) {
-                    add_link(g, end(edge(p, e), h + a), end(agg(p, a), e));
+                    add_link(g, end(edge(p, e), h + a), end(agg(p, a), e), &edge_link_t);
                 }
             }
         }
         for (uint32_t p = 0; p < k; ++p) {
             for (uint32_t a = 0; a < h; ++a) {
                 for (uint32_t j = 0; j < h; ++j) {
-                    add_link(g, end(agg(p, a), h + j), end("core" + std::to_string(a * h + j), p));
+                    add_link(g, end(agg(p, a), h + j), end("core" + std::to_string(a * h + j), p),
+                             &core_link_t);
                 }
             }
         }
@@ -363,6 +463,39 @@ size_t topology_config::hops(size_t from, size_t to) const {
         return 0;  // cabled to the other node
     }
     return switch_distances(*this, sf.index)[st.index] + 1;
+}
+
+topology_config::path topology_config::path_between(size_t from, size_t to) const {
+    path p;
+    p.links.push_back(node_link[from]);
+    const link_desc& lf = links[node_link[from]];
+    const link_desc& lt = links[node_link[to]];
+    const link_end& sf = node_side[from] == 0 ? lf.b : lf.a;
+    const link_end& st = node_side[to] == 0 ? lt.b : lt.a;
+    if (!sf.is_switch || from == to) {
+        return p;  // cabled to the other node
+    }
+    const std::vector<uint32_t> dist = switch_distances(*this, st.index);
+    uint32_t s = sf.index;
+    p.switches.push_back(s);
+    while (s != st.index) {
+        const uint32_t at = s;
+        for (const port_info& pi : ports[s]) {
+            const link_desc& l = links[pi.link];
+            const link_end& other = pi.side == 0 ? l.b : l.a;
+            if (other.is_switch && dist[other.index] + 1 == dist[s]) {
+                p.links.push_back(pi.link);
+                s = other.index;
+                break;
+            }
+        }
+        if (s == at) {
+            return {};  // no path (a topology parse_topology refuses)
+        }
+        p.switches.push_back(s);
+    }
+    p.links.push_back(node_link[to]);
+    return p;
 }
 
 std::vector<std::vector<route>> compute_routes(const topology_config& t) {
@@ -467,6 +600,9 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
     const nlohmann::json* nodes = r.raw("nodes");
     uint32_t node_count = 2;
     bool legacy = false;
+    std::vector<std::string> switch_src;  // generated: where each element's own keys come from
+    std::vector<std::string> link_src;
+    std::vector<std::string> rate_src;
     if (gen_key != nullptr) {
         t.form = gen_key;
         generated g = t.form == "star"         ? gen_star(r.child(gen_key))
@@ -479,6 +615,9 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         node_count = g.nodes;
         switches = std::move(g.switches);
         links = std::move(g.links);
+        switch_src = std::move(g.switch_src);
+        link_src = std::move(g.link_src);
+        rate_src = std::move(g.rate_src);
         if (nodes != nullptr && nodes->is_array() && nodes->size() > node_count) {
             r.error("nodes", fmt::format("{} nodes given, topology.{} has {}", nodes->size(),
                                          gen_key, node_count));
@@ -531,7 +670,24 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
                                 i, legacy, given[i]);
     }
 
-    // Switches (generated ones are valid by construction).
+    // Switches (generated names, ports and rates are valid by construction). Each switch's
+    // parameters are topology.switch's with the element's own switch keys on top; the errors of
+    // those keys are reported where they were written (the element, or a generator's tier),
+    // once per place.
+    std::set<std::string> reported;  // paths whose merged-parameter errors are reported
+    nlohmann::json switch_effective = nlohmann::json::object();
+    if (!switches.empty()) {
+        const size_t before = ctx.errors.size();
+        t.sw = fabric::parse_switch_config(r.child("switch"));
+        switch_effective = ctx.effective["topology"]["switch"];
+        if (ctx.errors.size() != before) {
+            reported.insert("*");  // topology.switch is wrong: its errors are not repeated
+        }
+    } else if (r.has("switch")) {
+        r.raw("switch");
+        r.error("switch", "no switches in this topology");
+    }
+    std::vector<nlohmann::json> switch_own(switches.size());
     std::map<std::string, uint32_t> switch_index;
     for (size_t i = 0; i < switches.size(); ++i) {
         config::reader sr(switches[i], r.path_of("switches." + std::to_string(i)), ctx);
@@ -543,6 +699,31 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
             sr.error("ports", "missing: how many ports the switch has");
         }
         sr.get("max_rate_gbps", d.max_rate_gbps, 1.0, 1600.0);
+        d.cfg = t.sw;
+        if (switches[i].is_object()) {
+            nlohmann::json own = switches[i];
+            for (const char* k : {"name", "ports", "max_rate_gbps"}) {
+                own.erase(k);
+            }
+            for (auto it = own.begin(); it != own.end(); ++it) {
+                sr.raw(it.key());  // a switch key: checked below, in the merged parameters
+            }
+            if (!own.empty()) {
+                const std::string src = i < switch_src.size() && !switch_src[i].empty()
+                                            ? r.path_of(switch_src[i])
+                                            : sr.path();
+                nlohmann::json merged = switch_effective;
+                merged.merge_patch(own);
+                config::parse_context scratch;
+                d.cfg = fabric::parse_switch_config(config::reader(merged, src, scratch));
+                if (reported.count("*") == 0 && reported.insert(src).second) {
+                    for (auto& err : scratch.errors) {
+                        ctx.errors.push_back(err);
+                    }
+                }
+            }
+            switch_own[i] = std::move(own);
+        }
         sr.finish();
         uint32_t dummy = 0;
         if (!valid_name(d.name) || node_like(d.name, dummy)) {
@@ -554,12 +735,6 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         }
         switch_index.emplace(d.name, static_cast<uint32_t>(i));
         t.switches.push_back(d);
-    }
-    if (!t.switches.empty()) {
-        t.sw = fabric::parse_switch_config(r.child("switch"));
-    } else if (r.has("switch")) {
-        r.raw("switch");
-        r.error("switch", "no switches in this topology");
     }
 
     // Links. A generated link's errors name the generator's key (its path is not in the file).
@@ -576,7 +751,7 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
     }
     nlohmann::json links_effective = nlohmann::json::array();
     bool links_ok = true;
-    bool rate_reported = false;
+    std::set<std::string> rate_reported;  // generated: once per kind of link
     for (size_t i = 0; i < links.size(); ++i) {
         const nlohmann::json& e = links[i];
         if (!e.is_object()) {
@@ -592,11 +767,16 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         own.erase("b");
         nlohmann::json merged = link_effective;
         merged.merge_patch(own);
+        // Errors are reported where the keys were written: the element, or a generator's kind
+        // of link (once for all its links).
+        const std::string src =
+            i < link_src.size() ? r.path_of(link_src[i]) : r.path_of("links." + std::to_string(i));
         config::parse_context scratch;
-        d.cfg = fabric::parse_eth_link_config(
-            config::reader(merged, r.path_of("links." + std::to_string(i)), scratch));
-        for (auto& err : scratch.errors) {
-            ctx.errors.push_back(err);
+        d.cfg = fabric::parse_eth_link_config(config::reader(merged, src, scratch));
+        if (reported.insert(src).second) {
+            for (auto& err : scratch.errors) {
+                ctx.errors.push_back(err);
+            }
         }
         nlohmann::json eff = {{"a", e.value("a", nlohmann::json())},
                               {"b", e.value("b", nlohmann::json())},
@@ -671,13 +851,21 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
                     continue;
                 }
                 end = {true, it->second, port};
-                if (d.cfg.rate_gbps > sw.max_rate_gbps && !(gen_key != nullptr && rate_reported)) {
-                    rate_reported = true;  // a generator's links share topology.link: once
-                    r.error(gen_key != nullptr ? "link.rate_gbps"
-                                               : "links." + std::to_string(i) + ".rate_gbps",
-                            fmt::format("{} exceeds the port rate of {} ({} Gb/s, "
-                                        "topology.switches.{}.max_rate_gbps)",
-                                        d.cfg.rate_gbps, name, sw.max_rate_gbps, it->second));
+                if (d.cfg.rate_gbps > sw.max_rate_gbps) {
+                    // A generated link's rate is its kind's (when that sets it) or
+                    // topology.link's; its switch's port rate the generator's or its tier's.
+                    const std::string key =
+                        gen_key == nullptr          ? "links." + std::to_string(i) + ".rate_gbps"
+                        : own.contains("rate_gbps") ? link_src[i] + ".rate_gbps"
+                                                    : std::string("link.rate_gbps");
+                    const std::string limit =
+                        gen_key == nullptr
+                            ? fmt::format("topology.switches.{}.max_rate_gbps", it->second)
+                            : fmt::format("topology.{}.max_rate_gbps", rate_src[it->second]);
+                    if (gen_key == nullptr || rate_reported.insert(key + " " + limit).second) {
+                        r.error(key, fmt::format("{} exceeds the port rate of {} ({} Gb/s, {})",
+                                                 d.cfg.rate_gbps, name, sw.max_rate_gbps, limit));
+                    }
                 }
             }
             const auto key2 = std::make_pair(end.is_switch, (uint64_t{end.index} << 32) | end.port);
@@ -892,9 +1080,14 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
             ns.push_back(std::move(e));
         }
         nlohmann::json ss = nlohmann::json::array();
-        for (const auto& s : t.switches) {
-            ss.push_back(
-                {{"name", s.name}, {"ports", s.ports}, {"max_rate_gbps", s.max_rate_gbps}});
+        for (size_t i = 0; i < t.switches.size(); ++i) {
+            const switch_desc& s = t.switches[i];
+            nlohmann::json e = {
+                {"name", s.name}, {"ports", s.ports}, {"max_rate_gbps", s.max_rate_gbps}};
+            if (switch_own[i].is_object()) {
+                e.update(switch_own[i]);  // its own switch keys, as given (on topology.switch)
+            }
+            ss.push_back(std::move(e));
         }
         eff["nodes"] = std::move(ns);
         eff["switches"] = std::move(ss);

@@ -45,6 +45,9 @@ struct switch_desc {
     std::string name;
     uint32_t ports = 0;
     double max_rate_gbps = 400;  // the fastest link a port takes
+    // Its parameters: topology.switch with the element's own switch keys on top (a
+    // generator's per-tier keys, e.g. topology.leaf_spine.spine, are such own keys).
+    fabric::switch_config cfg;
 };
 
 // One end of a link: a node (its one NIC port, port 0) or a switch port.
@@ -81,7 +84,7 @@ struct topology_config {
     std::vector<switch_desc> switches;
     std::vector<link_desc> links;
     fabric::eth_link_config link;  // topology.link: the back-to-back cable / every link's defaults
-    fabric::switch_config sw;      // topology.switch: every switch's parameters
+    fabric::switch_config sw;      // topology.switch: the defaults of every switch's cfg
 
     // Derived (computed by parse_topology from the above).
     // Where node i is cabled: links[node_link[i]], side node_side[i].
@@ -100,6 +103,15 @@ struct topology_config {
     std::vector<std::vector<route>> routes;  // per switch, in the order given to add_route
 
     size_t hops(size_t from, size_t to) const;  // switches on a shortest path between two nodes
+    // A shortest path from node `from` to node `to`: the links in order (from's cable first)
+    // and the switches between them (switches.size() + 1 == links.size()). Among equal-cost
+    // paths, the one through the lowest port at each switch (in the generated topologies every
+    // equal-cost path crosses the same tiers, hence the same parameters).
+    struct path {
+        std::vector<uint32_t> links;
+        std::vector<uint32_t> switches;
+    };
+    path path_between(size_t from, size_t to) const;
 };
 
 // Parses topology (every form), expands it, validates it, assigns addresses and computes

@@ -242,7 +242,7 @@ TEST(Topology, ErrorsNameTheirJsonPath) {
     EXPECT_EQ(error_of(topo({{"fat_tree", {{"k", 5}}}})), "topology.fat_tree.k: 5 is not even");
     EXPECT_EQ(error_of(topo({{"star", {{"hosts", 4}}}, {"link", {{"rate_gbps", 800}}}})),
               "topology.link.rate_gbps: 800 exceeds the port rate of sw0 (400 Gb/s, "
-              "topology.switches.0.max_rate_gbps)");
+              "topology.star.max_rate_gbps)");
     EXPECT_EQ(error_of(topo({{"nodes", json::array({json::object()})}})),
               "topology.nodes: 1 nodes given: back to back joins exactly 2 (give topology.links "
               "or a generator for more)");
@@ -254,6 +254,196 @@ TEST(Topology, ErrorsNameTheirJsonPath) {
               "topology.switch.bogus: unknown key");
     EXPECT_EQ(error_of({{"workload", {{"pairs", json::array({json::array({0, 2})})}}}}),
               "workload.pairs.0.1: 2 is not a node index in [0, 1] (topology.nodes)");
+}
+
+// topology.switches.<i> keys on top of topology.switch, per switch; the other switches keep
+// topology.switch's values (given or default), and the expansion records each switch's own keys.
+TEST(Topology, PerSwitchOverridesInTheExplicitForm) {
+    const json t = {
+        {"nodes", json::array({json::object(), json::object()})},
+        {"switch", {{"buffer_bytes", 4 << 20}, {"xoff_bytes", 40000}, {"xon_bytes", 20000}}},
+        {"switches", json::array({{{"name", "a"}, {"ports", 2}},
+                                  {{"name", "b"},
+                                   {"ports", 2},
+                                   {"xoff_bytes", 100000},
+                                   {"xon_bytes", 50000},
+                                   {"pipeline_ns", 1200},
+                                   {"scheduler", "dwrr"},
+                                   {"ecn", {true, false, false, false, false, false, false, false}},
+                                   {"kmin_bytes", {1000, 0, 0, 0, 0, 0, 0, 0}},
+                                   {"kmax_bytes", {9000, 0, 0, 0, 0, 0, 0, 0}},
+                                   {"pmax", {0.5, 0, 0, 0, 0, 0, 0, 0}}}})},
+        {"links", json::array({{{"a", "node0"}, {"b", "a:0"}},
+                               {{"a", "a:1"}, {"b", "b:0"}},
+                               {{"a", "b:1"}, {"b", "node1"}}})}};
+    const scenario_config c = parse_scenario(topo(t));
+    const auto& a = c.topology.switches[0].cfg;
+    const auto& b = c.topology.switches[1].cfg;
+    // a: topology.switch as given, defaults elsewhere (tlm/switch/README.md).
+    EXPECT_EQ(a.buffer_bytes, 4u << 20);
+    EXPECT_EQ(a.xoff_bytes, 40000u);
+    EXPECT_EQ(a.pipeline_ns, 400.0);
+    EXPECT_EQ(a.scheduler, "strict");
+    EXPECT_FALSE(a.ecn[0]);
+    // b: its own keys over topology.switch.
+    EXPECT_EQ(b.buffer_bytes, 4u << 20);
+    EXPECT_EQ(b.xoff_bytes, 100000u);
+    EXPECT_EQ(b.xon_bytes, 50000u);
+    EXPECT_EQ(b.pipeline_ns, 1200.0);
+    EXPECT_EQ(b.scheduler, "dwrr");
+    EXPECT_TRUE(b.ecn[0]);
+    EXPECT_EQ(b.kmin_bytes[0], 1000u);
+    EXPECT_EQ(b.kmax_bytes[0], 9000u);
+    EXPECT_EQ(b.pmax[0], 0.5);
+    const json& e = c.effective["topology"];
+    EXPECT_EQ(e["switches"][0], (json{{"name", "a"}, {"ports", 2}, {"max_rate_gbps", 400.0}}));
+    EXPECT_EQ(e["switches"][1]["pipeline_ns"], 1200);
+    EXPECT_EQ(e["switch"]["xoff_bytes"], 40000);
+    const scenario_config again = parse_scenario(c.effective);
+    EXPECT_EQ(again.effective, c.effective);
+    EXPECT_EQ(again.topology.switches[1].cfg.xoff_bytes, 100000u);
+    EXPECT_EQ(again.topology.switches[0].cfg.xoff_bytes, 40000u);
+}
+
+// Generator tiers: leaf / spine switch keys and host_link / uplink link keys (an oversubscribed
+// leaf-spine: 100G hosts, 400G uplinks), fat_tree's edge / aggregation / core.
+TEST(Topology, GeneratorTiersGiveSwitchAndLinkParameters) {
+    const scenario_config c = parse_scenario(
+        topo({{"link", {{"rate_gbps", 25}, {"propagation_ns", 80}}},
+              {"switch", {{"pipeline_ns", 500}}},
+              {"leaf_spine",
+               {{"leaves", 2},
+                {"spines", 2},
+                {"hosts_per_leaf", 3},
+                {"leaf", {{"buffer_bytes", 2 << 20}, {"cut_through", true}}},
+                {"spine", {{"pipeline_ns", 900}, {"max_rate_gbps", 800}}},
+                {"host_link", {{"rate_gbps", 100}}},
+                {"uplink",
+                 {{"rate_gbps", 400}, {"propagation_ns", 600}, {"faults", {{"drop", 0.01}}}}}}}}));
+    const auto& t = c.topology;
+    ASSERT_EQ(t.switches.size(), 4u);
+    for (int l = 0; l < 2; ++l) {
+        EXPECT_EQ(t.switches[l].cfg.buffer_bytes, 2u << 20) << l;
+        EXPECT_TRUE(t.switches[l].cfg.cut_through) << l;
+        EXPECT_EQ(t.switches[l].cfg.pipeline_ns, 500.0) << l;  // topology.switch's
+        EXPECT_EQ(t.switches[l].max_rate_gbps, 400.0) << l;
+        EXPECT_EQ(t.switches[2 + l].cfg.pipeline_ns, 900.0) << l;
+        EXPECT_EQ(t.switches[2 + l].cfg.buffer_bytes, 12u << 20) << l;  // the default
+        EXPECT_FALSE(t.switches[2 + l].cfg.cut_through) << l;
+        EXPECT_EQ(t.switches[2 + l].max_rate_gbps, 800.0) << l;
+    }
+    ASSERT_EQ(t.links.size(), 6u + 4u);
+    for (size_t i = 0; i < 6; ++i) {  // host links first
+        EXPECT_EQ(t.links[i].cfg.rate_gbps, 100.0) << i;
+        EXPECT_EQ(t.links[i].cfg.propagation_ns, 80.0) << i;  // topology.link's
+        EXPECT_EQ(t.links[i].cfg.faults.drop, 0.0) << i;
+    }
+    for (size_t i = 6; i < 10; ++i) {
+        EXPECT_EQ(t.links[i].cfg.rate_gbps, 400.0) << i;
+        EXPECT_EQ(t.links[i].cfg.propagation_ns, 600.0) << i;
+        EXPECT_EQ(t.links[i].cfg.faults.drop, 0.01) << i;
+    }
+    // The path 0 -> 3: host link, uplink, uplink, host link through leaf0, a spine, leaf1.
+    const auto path = t.path_between(0, 3);
+    ASSERT_EQ(path.links.size(), 4u);
+    EXPECT_EQ(path.links[0], 0u);
+    EXPECT_GE(path.links[1], 6u);
+    EXPECT_GE(path.links[2], 6u);
+    EXPECT_EQ(path.links[3], 3u);
+    EXPECT_EQ(path.switches, (std::vector<uint32_t>{0, path.switches[1], 1}));
+    EXPECT_GE(path.switches[1], 2u);
+    // The expansion carries each element's own keys and parses to the same parameters.
+    const json& e = c.effective["topology"];
+    EXPECT_EQ(e["switches"][2]["pipeline_ns"], 900);
+    EXPECT_EQ(e["switches"][2]["max_rate_gbps"], 800.0);
+    EXPECT_EQ(e["switches"][0]["buffer_bytes"], 2 << 20);
+    EXPECT_EQ(e["links"][7]["rate_gbps"], 400);
+    EXPECT_EQ(e["links"][1]["rate_gbps"], 100);
+    const scenario_config again = parse_scenario(c.effective);
+    EXPECT_EQ(again.effective, c.effective);
+    for (size_t s = 0; s < 4; ++s) {
+        EXPECT_EQ(again.topology.switches[s].cfg.pipeline_ns, t.switches[s].cfg.pipeline_ns);
+        EXPECT_EQ(again.topology.switches[s].cfg.buffer_bytes, t.switches[s].cfg.buffer_bytes);
+    }
+
+    const scenario_config f =
+        parse_scenario(topo({{"fat_tree",
+                              {{"k", 4},
+                               {"edge", {{"xoff_bytes", 30000}, {"xon_bytes", 10000}}},
+                               {"aggregation", {{"pipeline_ns", 700}}},
+                               {"core", {{"pipeline_ns", 1500}, {"max_rate_gbps", 800}}},
+                               {"host_link", {{"rate_gbps", 25}}},
+                               {"edge_link", {{"rate_gbps", 100}}},
+                               {"core_link", {{"rate_gbps", 400}}}}}}));
+    const auto& ft = f.topology;
+    ASSERT_EQ(ft.switches.size(), 20u);
+    EXPECT_EQ(ft.switches[7].cfg.xoff_bytes, 30000u);  // edge3_1
+    EXPECT_EQ(ft.switches[8].cfg.pipeline_ns, 700.0);  // agg0_0
+    EXPECT_EQ(ft.switches[8].cfg.xoff_bytes, 65536u);
+    EXPECT_EQ(ft.switches[19].cfg.pipeline_ns, 1500.0);  // core3
+    EXPECT_EQ(ft.links[15].cfg.rate_gbps, 25.0);         // node15's
+    EXPECT_EQ(ft.links[16].cfg.rate_gbps, 100.0);        // edge0_0 - agg0_0
+    EXPECT_EQ(ft.links[47].cfg.rate_gbps, 400.0);        // agg3_1 - core3
+    const auto p = ft.path_between(0, 15);
+    ASSERT_EQ(p.links.size(), 6u);
+    std::vector<double> rates;
+    for (uint32_t l : p.links) {
+        rates.push_back(ft.links[l].cfg.rate_gbps);
+    }
+    EXPECT_EQ(rates, (std::vector<double>{25, 100, 400, 400, 100, 25}));
+}
+
+TEST(Topology, PerSwitchAndTierErrorsNameWhereTheKeyWasWritten) {
+    const json explicit_form = {
+        {"nodes", json::array({json::object(), json::object()})},
+        {"switches", json::array({{{"name", "a"}, {"ports", 2}, {"pipeline_ns", -5}}})},
+        {"links", json::array({{{"a", "node0"}, {"b", "a:0"}}, {{"a", "a:1"}, {"b", "node1"}}})}};
+    EXPECT_EQ(error_of(topo(explicit_form)),
+              "topology.switches.0.pipeline_ns: -5 out of range [0.0, 1000000.0]");
+    json bogus = explicit_form;
+    bogus["switches"][0] = {{"name", "a"}, {"ports", 2}, {"bogus", 1}};
+    EXPECT_EQ(error_of(topo(bogus)), "topology.switches.0.bogus: unknown key");
+    json xon = explicit_form;  // own xoff below topology.switch's xon: the switch's error
+    xon["switches"][0] = {{"name", "a"}, {"ports", 2}, {"xoff_bytes", 1000}};
+    EXPECT_EQ(error_of(topo(xon)),
+              "topology.switches.0.xon_bytes: must be below xoff_bytes (1000)");
+    auto ls = [](const json& extra) {
+        json g = {{"leaves", 2}, {"spines", 3}, {"hosts_per_leaf", 2}};
+        g.update(extra);
+        return topo({{"leaf_spine", g}});
+    };
+    // Once for the tier, not once per spine.
+    EXPECT_EQ(error_of(ls({{"spine", {{"pipeline_ns", "slow"}}}})),
+              "topology.leaf_spine.spine.pipeline_ns: \"slow\" is not a number");
+    EXPECT_EQ(error_of(ls({{"leaf", {{"scheduler", "fifo"}}}})),
+              "topology.leaf_spine.leaf.scheduler: \"fifo\" is not one of \"strict\", \"dwrr\"");
+    EXPECT_EQ(error_of(ls({{"spine", {{"ports", 9}}}})),
+              "topology.leaf_spine.spine.ports: set by the generator, not per tier");
+    EXPECT_EQ(error_of(ls({{"spine", 7}})),
+              "topology.leaf_spine.spine: 7 is not an object of switch keys");
+    EXPECT_EQ(error_of(ls({{"spine", {{"max_rate_gbps", 0}}}})),
+              "topology.leaf_spine.spine.max_rate_gbps: 0 out of range [1, 1600]");
+    EXPECT_EQ(error_of(ls({{"uplink", {{"rate_gbps", 0}}}})),
+              "topology.leaf_spine.uplink.rate_gbps: 0 out of range [1.0, 1600.0]");
+    EXPECT_EQ(error_of(ls({{"host_link", {{"a", "node0"}}}})),
+              "topology.leaf_spine.host_link.a: set by the generator, not per kind of link");
+    EXPECT_EQ(error_of(ls({{"uplink", {{"faults", {{"drop", 2}}}}}})),
+              "topology.leaf_spine.uplink.faults.drop: 2 out of range [0.0, 1.0]");
+    // The rate a port cannot take: named once, at the key that set the rate, with the limit.
+    EXPECT_EQ(error_of(ls({{"uplink", {{"rate_gbps", 800}}}, {"spine", {{"max_rate_gbps", 800}}}})),
+              "topology.leaf_spine.uplink.rate_gbps: 800 exceeds the port rate of leaf0 (400 "
+              "Gb/s, topology.leaf_spine.max_rate_gbps)");
+    EXPECT_EQ(error_of(ls({{"uplink", {{"rate_gbps", 800}}}, {"leaf", {{"max_rate_gbps", 800}}}})),
+              "topology.leaf_spine.uplink.rate_gbps: 800 exceeds the port rate of spine0 (400 "
+              "Gb/s, topology.leaf_spine.max_rate_gbps)");
+    EXPECT_EQ(errors_of(ls({{"uplink", {{"rate_gbps", 800}}},
+                            {"leaf", {{"max_rate_gbps", 800}}},
+                            {"spine", {{"max_rate_gbps", 800}}}})),
+              std::vector<std::string>{});
+    EXPECT_EQ(
+        error_of(ls({{"host_link", {{"rate_gbps", 800}}}, {"leaf", {{"max_rate_gbps", 200}}}})),
+        "topology.leaf_spine.host_link.rate_gbps: 800 exceeds the port rate of leaf0 (200 "
+        "Gb/s, topology.leaf_spine.leaf.max_rate_gbps)");
 }
 
 TEST(Topology, OverridesOfGeneratedNodes) {
