@@ -54,7 +54,7 @@ struct cc_env {
 struct np_params {
     uint64_t min_time_between_cnps_ps = 0;  // per QP
     uint8_t cnp_dscp = 48;
-    uint8_t cnp_prio = 6;
+    int8_t cnp_prio = -1;  // 0..7: CNPs carry an 802.1Q priority tag with this PCP; < 0: untagged
 };
 
 class cc_algorithm {

@@ -30,7 +30,7 @@ dcqcn_config parse_dcqcn_config(config::reader r) {
     r.get("rp_clamp_tgt_rate_ati", c.rp_clamp_tgt_rate_ati, 0u, 1u);
     r.get("np_min_time_between_cnps", c.np_min_time_between_cnps, 0u, 4095u);
     r.get("np_cnp_dscp", c.np_cnp_dscp, 0u, 63u);
-    r.get("np_cnp_prio", c.np_cnp_prio, 0u, 7u);
+    r.get("np_cnp_prio", c.np_cnp_prio, -1, 7);
     r.finish();
     return c;
 }
@@ -46,7 +46,7 @@ dcqcn::dcqcn(const dcqcn_config& cfg, const cc_env& env)
     , m_line(env.line_rate_mbps) {
     m_np.min_time_between_cnps_ps = uint64_t{cfg.np_min_time_between_cnps} * PS_PER_US;
     m_np.cnp_dscp = static_cast<uint8_t>(cfg.np_cnp_dscp);
-    m_np.cnp_prio = static_cast<uint8_t>(cfg.np_cnp_prio);
+    m_np.cnp_prio = static_cast<int8_t>(cfg.np_cnp_prio);
 }
 
 bool dcqcn::wants_sent(const cc_qp_state& s) const {

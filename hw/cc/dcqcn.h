@@ -31,7 +31,7 @@ struct dcqcn_config {
     uint32_t rp_clamp_tgt_rate_ati = 1;          // 1: ... if a timer increase happened since
     uint32_t np_min_time_between_cnps = 0;       // us, per QP at the notification point
     uint32_t np_cnp_dscp = 48;                   // DSCP of CNPs
-    uint32_t np_cnp_prio = 6;                    // 802.1p priority of CNPs
+    int32_t np_cnp_prio = -1;                    // 802.1p priority of CNPs (tag); -1: untagged
 };
 dcqcn_config parse_dcqcn_config(config::reader r);
 

@@ -3,6 +3,7 @@
 #include "hw/recv_path/notification_point.h"
 
 #include "hw/send_path/send_path_packets.h"
+#include "tlm/ethernet/vlan.h"
 
 namespace rnic::hw {
 
@@ -68,6 +69,11 @@ std::vector<uint8_t> notification_point::build_cnp(uint32_t qpn, const qp_contex
     h.bth_.psn = 0;
     std::vector<uint8_t> out;
     roce::build_frame(h, nullptr, 0, out);
+    if (m_params.cnp_prio >= 0) {
+        // np_cnp_prio: an 802.1p priority tag (VID 0) after the MACs; the fabric then classifies
+        // the CNP by its PCP instead of its DSCP. The ICRC does not cover the Ethernet header.
+        fabric::insert_priority_tag(out, static_cast<uint8_t>(m_params.cnp_prio));
+    }
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hw/hsi/hsi.h"
+#include "tlm/ethernet/vlan.h"
 
 namespace rnic::hw {
 
@@ -237,6 +238,9 @@ void recv_path::rx_thread() {
         ++m_stats.frames;
         m_stats.bytes += f.data.size();
         m_clk.wait_cycles(m_cfg.parse_cycles);
+        // An 802.1Q-tagged frame (a CNP with np_cnp_prio): the MAC strips the tag; its PCP
+        // classified the frame on the link already.
+        fabric::strip_vlan_tag(f.data);
         if (m_gsi != nullptr && gsi::claims(f.data)) {
             m_gsi->receive(std::move(f));  // QP1 MAD or ARP: the GSI block checks and places it
             continue;

@@ -225,6 +225,34 @@ TEST(EthSwitch, ForwardsWithRewriteAndStoreAndForwardLatency) {
     EXPECT_EQ(s.sw->queue(1, 0).peak_bytes, f.data.size());
 }
 
+// An 802.1Q-tagged frame (as a CNP with np_cnp_prio): queued by its PCP, not its DSCP; its IPv4
+// header found after the tag (TTL, checksum); forwarded with the tag as it came.
+TEST(EthSwitch, TaggedFrameQueuedByItsPcpAndForwardedWithItsTag) {
+    switch_config cfg;
+    star s(cfg, 2);
+    eth_frame f = roce_frame(0, 1, 200, 9, 0xC000, 48 << 2);    // DSCP 48: priority 6 untagged
+    const uint8_t tag[4] = {0x81, 0x00, (3 << 5) | 0x0, 0x00};  // PCP 3, DEI 0, VID 0
+    f.data.insert(f.data.begin() + 12, tag, tag + 4);
+    s.send(0, {f});
+    sc_core::sc_start();
+    ASSERT_EQ(s.hosts[1]->frames.size(), 1u);
+    const std::vector<uint8_t>& out = s.hosts[1]->frames[0].frame.data;
+    ASSERT_EQ(out.size(), f.data.size());
+    EXPECT_EQ(mac_at(out, 0), host_mac(1));
+    EXPECT_EQ(mac_at(out, 6), port_mac(1));
+    for (size_t i = 12; i < 18; ++i) {
+        EXPECT_EQ(out[i], f.data[i]) << "tag byte " << i;
+    }
+    EXPECT_EQ(out[18 + 8], f.data[18 + 8] - 1) << "TTL after the tag decremented";
+    std::vector<uint8_t> inner = out;
+    inner.erase(inner.begin() + 12, inner.begin() + 16);
+    EXPECT_TRUE(ipv4_checksum_ok(inner));
+    EXPECT_TRUE(icrc_ok(inner));
+    EXPECT_EQ(s.sw->queue(1, 3).frames, 1u);
+    EXPECT_EQ(s.sw->queue(1, 6).frames, 0u);
+    EXPECT_EQ(s.sw->port(0).no_route, 0u);
+}
+
 // Cut-through at equal rates: the egress starts pipeline_ns after the first 64 bytes are in.
 TEST(EthSwitch, CutThroughStartsAfterTheHeaders) {
     switch_config cfg;

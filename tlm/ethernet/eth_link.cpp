@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tlm/ethernet/vlan.h"
+
 namespace rnic::fabric {
 
 eth_link_config parse_eth_link_config(config::reader r) {
@@ -89,6 +91,9 @@ bool parse_pfc_frame(const std::vector<uint8_t>& f, uint8_t& class_enable, pfc_q
 }
 
 uint8_t default_priority(const std::vector<uint8_t>& f) {
+    if (vlan_tagged(f.data(), f.size())) {
+        return vlan_pcp(f.data());  // 802.1Q: the tag's PCP
+    }
     if (f.size() < 16 || f[12] != 0x08 || f[13] != 0x00) {
         return 0;
     }
@@ -346,7 +351,8 @@ bool eth_link::matches(const eth_frame& f) const {
     if (t < fc.window_start_ns || t >= fc.window_end_ns) {
         return false;
     }
-    constexpr size_t BTH = 14 + 20 + 8;  // Ethernet + IPv4 + UDP
+    // Ethernet (802.1Q tag included) + IPv4 + UDP.
+    const size_t BTH = l2_header_bytes(f.data.data(), f.data.size()) + 20 + 8;
     if (fc.opcode >= 0 && (f.data.size() <= BTH || f.data[BTH] != fc.opcode)) {
         return false;
     }
@@ -364,9 +370,9 @@ bool eth_link::matches(const eth_frame& f) const {
 }
 
 void eth_link::mark_ecn(int side, eth_frame& f) {
-    constexpr size_t IP = 14;  // IPv4 header after the Ethernet header
     auto& d = f.data;
-    if (d.size() < IP + 20 || d[12] != 0x08 || d[13] != 0x00 || (d[IP] >> 4) != 4) {
+    const size_t IP = l2_header_bytes(d.data(), d.size());  // IPv4 after the Ethernet header
+    if (d.size() < IP + 20 || d[IP - 2] != 0x08 || d[IP - 1] != 0x00 || (d[IP] >> 4) != 4) {
         return;
     }
     const uint8_t ecn = d[IP + 1] & 3;

@@ -70,7 +70,8 @@ std::vector<uint8_t> build_pfc_frame(const std::array<uint8_t, 6>& src, uint8_t 
                                      const pfc_quanta& quanta);
 // True for a PFC frame (fills class_enable and quanta); false for anything else.
 bool parse_pfc_frame(const std::vector<uint8_t>& frame, uint8_t& class_enable, pfc_quanta& quanta);
-// Priority of an IPv4 frame by the default map (DSCP >> 3); 0 for anything else.
+// Priority of a frame: an 802.1Q tag's PCP (tlm/ethernet/vlan.h); else an IPv4 frame's by the
+// default map (DSCP >> 3); 0 for anything else.
 uint8_t default_priority(const std::vector<uint8_t>& frame);
 
 // Seeded wire faults (issue: reliable transport). Each probability applies per frame, to the

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tlm/ethernet/vlan.h"
+
 namespace rnic::fabric {
 
 namespace {
@@ -378,13 +380,14 @@ uint32_t eth_switch::ecmp_hash(uint64_t seed, uint64_t salt, const uint8_t* f, s
     // salted with the switch's name so that the tiers of a fabric do not all decide alike
     // (hash polarization).
     uint64_t h = splitmix64(seed ^ salt);
-    if (len >= ETH + 20) {
-        const uint8_t* ip = f + ETH;
+    const size_t l2 = len >= ETH ? l2_header_bytes(f, len) : ETH;  // 802.1Q tag included
+    if (len >= l2 + 20) {
+        const uint8_t* ip = f + l2;
         const size_t ihl = static_cast<size_t>(ip[0] & 0xF) * 4;
         h = splitmix64(h ^ be32(ip + 12));
         h = splitmix64(h ^ be32(ip + 16));
         h = splitmix64(h ^ ip[9]);
-        if ((ip[9] == 17 || ip[9] == 6) && len >= ETH + ihl + 4) {
+        if ((ip[9] == 17 || ip[9] == 6) && len >= l2 + ihl + 4) {
             h = splitmix64(h ^ be32(ip + ihl));  // source port << 16 | destination port
         }
     }
@@ -468,14 +471,18 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
         drop_bad();
         return;
     }
-    const uint16_t type = be16(f.data.data() + 12);
-    if (type == ETHERTYPE_ARP) {
+    // An 802.1Q-tagged frame: its IPv4 header after the tag, its priority the tag's PCP (kept
+    // on the way out); untagged: the DSCP's.
+    const bool tagged = vlan_tagged(f.data.data(), f.data.size());
+    const size_t l2 = tagged ? ETH + VLAN_TAG_BYTES : ETH;
+    const uint16_t type = be16(f.data.data() + l2 - 2);
+    if (type == ETHERTYPE_ARP && !tagged) {
         answer_arp(in, f);
         return;
     }
-    uint8_t* iph = f.data.data() + ETH;
-    if (type != ETHERTYPE_IPV4 || f.data.size() < ETH + 20 || (iph[0] >> 4) != 4 ||
-        (iph[0] & 0xF) < 5 || f.data.size() < ETH + static_cast<size_t>(iph[0] & 0xF) * 4 ||
+    uint8_t* iph = f.data.data() + l2;
+    if (type != ETHERTYPE_IPV4 || f.data.size() < l2 + 20 || (iph[0] >> 4) != 4 ||
+        (iph[0] & 0xF) < 5 || f.data.size() < l2 + static_cast<size_t>(iph[0] & 0xF) * 4 ||
         be16(iph + 10) != ipv4_checksum(iph) || iph[8] <= 1) {
         drop_bad();  // a router drops TTL 1 (time exceeded; no ICMP is modelled)
         return;
@@ -488,7 +495,7 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     const uint32_t out =
         r->ports[ecmp_index(f.data.data(), f.data.size(), static_cast<uint32_t>(r->ports.size()))];
     port_state& op = *m_ports[out];
-    const uint8_t prio = m_cfg.dscp_to_priority[iph[1] >> 2];
+    const uint8_t prio = tagged ? vlan_pcp(f.data.data()) : m_cfg.dscp_to_priority[iph[1] >> 2];
     const uint64_t bytes = f.data.size();
 
     // Admission. Lossless: ingress accounting, bounded by XOFF + headroom (PFC keeps it there;
