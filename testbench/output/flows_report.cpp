@@ -71,32 +71,43 @@ double ideal_fct_ns(const scenario::scenario_config& cfg, const scenario::flow_r
         return 0;
     }
     const size_t hops = path.links.size();
+    // Per hop: ps per byte of its link, its propagation, and (all but the last) the pipeline of
+    // the switch it leads into and whether that switch cuts the next hop through.
     std::vector<double> ps_per_byte(hops);
-    std::vector<double> free_at(hops, 0.0);  // ps: each link's sender is idle from
+    std::vector<double> propagation_ps(hops);
+    std::vector<double> pipeline_ps(hops, 0.0);
+    std::vector<uint8_t> cut(hops, 0);
     for (size_t j = 0; j < hops; ++j) {
-        ps_per_byte[j] = 8000.0 / t.links[path.links[j]].cfg.rate_gbps;
+        const auto& link = t.links[path.links[j]].cfg;
+        ps_per_byte[j] = 8000.0 / link.rate_gbps;
+        propagation_ps[j] = link.propagation_ns * 1000.0;
     }
-    double last = 0;  // ps: the last packet's last bit at the receiver
+    for (size_t j = 0; j + 1 < hops; ++j) {
+        const auto& sw = t.switches[path.switches[j]].cfg;
+        pipeline_ps[j] = sw.pipeline_ns * 1000.0;
+        cut[j] = sw.cut_through && ps_per_byte[j + 1] >= ps_per_byte[j] ? 1 : 0;
+    }
+    std::vector<double> bytes(packets);
+    for (uint64_t k = 0; k < packets; ++k) {
+        bytes[k] = static_cast<double>(wire(k));
+    }
+    const auto header = static_cast<double>(8 + fabric::CUT_THROUGH_BYTES);
+    std::vector<double> free_at(hops, 0.0);  // ps: each link's sender is idle from
+    double last = 0;                         // ps: the last packet's last bit at the receiver
     for (uint64_t m = 0; m < messages; ++m) {
         for (uint64_t k = 0; k < packets; ++k) {
-            const auto bytes = static_cast<double>(wire(k));
-            const double frame = bytes - 12;  // preamble to FCS: what the receiver waits for
-            double start = free_at[0];
+            const double b = bytes[k];
+            const double frame = b - 12;  // preamble to FCS: what the receiver waits for
+            double start = 0;
             for (size_t j = 0; j < hops; ++j) {
                 start = std::max(start, free_at[j]);
-                free_at[j] = start + bytes * ps_per_byte[j];
-                const auto& link = t.links[path.links[j]].cfg;
-                const double propagation = link.propagation_ns * 1000.0;
+                free_at[j] = start + b * ps_per_byte[j];
                 if (j + 1 == hops) {
-                    last = start + frame * ps_per_byte[j] + propagation;
+                    last = start + frame * ps_per_byte[j] + propagation_ps[j];
                     break;
                 }
-                const auto& sw = t.switches[path.switches[j]].cfg;
-                const bool cut = sw.cut_through && ps_per_byte[j + 1] >= ps_per_byte[j];
-                const double seen =
-                    cut ? 8 + std::min(frame - 8, static_cast<double>(fabric::CUT_THROUGH_BYTES))
-                        : frame;
-                start += seen * ps_per_byte[j] + propagation + sw.pipeline_ns * 1000.0;
+                const double seen = cut[j] != 0 ? std::min(frame, header) : frame;
+                start += seen * ps_per_byte[j] + propagation_ps[j] + pipeline_ps[j];
             }
         }
     }
