@@ -95,6 +95,54 @@ TEST(CnpPriority, MacClassifiesByPcpWhenTaggedElseDscp) {
     EXPECT_EQ(rnic::fabric::default_priority(arp), 0);
 }
 
+struct capture_sink : rnic::fabric::frame_sink_if {
+    std::vector<rnic::fabric::eth_frame> frames;
+    void receive_frame(rnic::fabric::eth_frame&& f) override { frames.push_back(std::move(f)); }
+};
+
+// A RoCEv2-shaped frame (IPv4, DSCP 0) with BTH opcode `op`, tagged with PCP `pcp` or not.
+rnic::fabric::eth_frame shaped(uint8_t op, int pcp, uint64_t flow) {
+    rnic::fabric::eth_frame f;
+    f.data.assign(80, 0);
+    f.data[12] = 0x08;
+    f.data[14] = 0x45;
+    f.data[42] = op;
+    if (pcp >= 0) {
+        const uint8_t tag[4] = {0x81, 0x00, static_cast<uint8_t>(pcp << 5), 0x00};
+        f.data.insert(f.data.begin() + 12, tag, tag + 4);
+    }
+    f.flow_id = flow;
+    return f;
+}
+
+// The link's MAC gives a tagged frame its PCP as priority, and its fault filters find the BTH
+// after the tag: a drop filtered on opcode 0x81 (CNP) takes tagged and untagged CNPs alike.
+TEST(CnpPriority, LinkFaultFiltersAndPriorityLookPastTheTag) {
+    rnic::hw::sim_context ctx;
+    rnic::fabric::eth_link_config cfg;
+    cfg.faults.drop = 1.0;
+    cfg.faults.opcode = 0x81;
+    rnic::fabric::eth_link link("link", cfg, ctx);
+    capture_sink rx[2];
+    link.attach(0, &rx[0]);
+    link.attach(1, &rx[1]);
+    sc_core::sc_spawn(
+        [&] {
+            link.ctrl_tx(0).put(shaped(0x81, 5, 1));   // tagged CNP: dropped
+            link.ctrl_tx(0).put(shaped(0x81, -1, 2));  // untagged CNP: dropped
+            link.ctrl_tx(0).put(shaped(0x11, 5, 3));   // tagged ACK: delivered, priority 5
+            link.ctrl_tx(0).put(shaped(0x11, -1, 4));  // untagged, DSCP 0: priority 0
+        },
+        "mac");
+    sc_core::sc_start();
+    ASSERT_EQ(rx[1].frames.size(), 2u);
+    EXPECT_EQ(rx[1].frames[0].flow_id, 3u);
+    EXPECT_EQ(rx[1].frames[0].priority, 5u);
+    EXPECT_EQ(rx[1].frames[1].flow_id, 4u);
+    EXPECT_EQ(rx[1].frames[1].priority, 0u);
+    EXPECT_EQ(link.get_stats(0).dropped, 2u);
+}
+
 // Two nodes, CE marks on node 0's data: with np_cnp_prio 3 node 1's CNPs are the untagged CNP
 // with a priority tag inserted after the MACs, node 0's NIC takes every one (it strips the
 // tag), and the run is the same otherwise. Unset: the untagged 74-byte CNPs of before.
