@@ -262,6 +262,17 @@ void send_path_inputs::copy_payload(uint64_t from, size_t n, uint8_t* dst) const
     }
 }
 
+const uint8_t* send_path_inputs::payload_in_place(uint64_t from, size_t n) const {
+    for (const auto& c : m_chunks) {
+        const uint64_t end = c.offset + c.bytes.size();
+        if (end <= from) {
+            continue;
+        }
+        return from >= c.offset && from + n <= end ? c.bytes.data() + (from - c.offset) : nullptr;
+    }
+    return nullptr;
+}
+
 void send_path_inputs::release_descriptor() {
     m_desc.pop_front();
     ++m_desc_base;

@@ -193,6 +193,8 @@ public:
     // Latest valid edge of the payload stream bytes [from, to); to <= payload_end().
     uint64_t payload_valid_edge(uint64_t from, uint64_t to) const;
     void copy_payload(uint64_t from, size_t n, uint8_t* dst) const;
+    // The bytes [from, from + n) in place when one chunk holds them all (no copy), else null.
+    const uint8_t* payload_in_place(uint64_t from, size_t n) const;
     // Notified (delta) on every put.
     const sc_core::sc_event& input_event() const { return m_input_event; }
 

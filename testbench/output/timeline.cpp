@@ -215,6 +215,43 @@ latency_histogram& timeline::histogram_of(const std::string& block, const std::s
     return m_stages[i].h;
 }
 
+latency_histogram& timeline::histogram_of(const char* block, const char* stage) {
+    name_slot& slot = m_name_cache[((reinterpret_cast<uintptr_t>(block) >> 3) ^
+                                    (reinterpret_cast<uintptr_t>(stage) >> 3)) %
+                                   STAGE_CACHE];
+    if (slot.block == block && slot.stage == stage) {
+        stage_entry& e = m_stages[slot.index];
+        if (e.stage == stage && e.block == block) {
+            return e.h;
+        }
+    }
+    size_t i = 0;
+    while (i < m_stages.size() && !(m_stages[i].stage == stage && m_stages[i].block == block)) {
+        ++i;
+    }
+    if (i == m_stages.size()) {
+        m_stages.push_back({block, stage, {}});
+    }
+    slot = {block, stage, i};
+    return m_stages[i].h;
+}
+
+void timeline::slice(const char* block, const char* stage, uint64_t flow_id,
+                     const sc_core::sc_time& start, const sc_core::sc_time& end) {
+    if (m_file != nullptr) {
+        slice(std::string(block), std::string(stage), flow_id, start, end, std::string());
+        return;
+    }
+    // As below, aggregate only.
+    ++m_slices;
+    const auto start_ps =
+        static_cast<uint64_t>(std::llround(static_cast<double>(start.value()) * m_ps_per_unit));
+    const auto end_ps = std::max(
+        start_ps,
+        static_cast<uint64_t>(std::llround(static_cast<double>(end.value()) * m_ps_per_unit)));
+    histogram_of(block, stage).add(end_ps - start_ps);
+}
+
 void timeline::slice(const std::string& block, const std::string& stage, uint64_t flow_id,
                      const sc_core::sc_time& start, const sc_core::sc_time& end,
                      const std::string& args_json) {

@@ -63,6 +63,8 @@ public:
     void slice(const std::string& block, const std::string& stage, uint64_t flow_id,
                const sc_core::sc_time& start, const sc_core::sc_time& end,
                const std::string& args_json = "") override;
+    void slice(const char* block, const char* stage, uint64_t flow_id,
+               const sc_core::sc_time& start, const sc_core::sc_time& end) override;
     // Finishes and closes trace.json (idempotent). Throws std::runtime_error on a write error.
     void close();
 
@@ -131,6 +133,14 @@ private:
     };
     static constexpr size_t STAGE_CACHE = 256;
     latency_histogram& histogram_of(const std::string& block, const std::string& stage);
+    latency_histogram& histogram_of(const char* block, const char* stage);
+    // (block, stage) pointers of the const char* slices -> m_stages index (checked by content).
+    struct name_slot {
+        const char* block = nullptr;
+        const char* stage = nullptr;
+        size_t index = 0;
+    };
+    std::vector<name_slot> m_name_cache = std::vector<name_slot>(STAGE_CACHE);
     std::vector<stage_entry> m_stages;
     std::vector<std::pair<const char*, size_t>> m_stage_cache =
         std::vector<std::pair<const char*, size_t>>(STAGE_CACHE, {nullptr, 0});
