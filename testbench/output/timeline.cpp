@@ -48,22 +48,21 @@ double ps_to_ns(double ps) {
 // --------------------------------------------------------------------------------------------
 
 void latency_histogram::merge(const latency_histogram& o) {
-    for (const auto& [ps, n] : o.m_counts) {
-        m_counts[ps] += n;
-    }
+    o.m_counts.for_each([this](uint64_t ps, uint64_t n) { m_counts.add(ps, n); });
     if (o.m_run > 0) {
-        m_counts[o.m_run_ps] += o.m_run;
+        m_counts.add(o.m_run_ps, o.m_run);
     }
     m_samples += o.m_samples;
     m_sum_ps += o.m_sum_ps;
 }
 
 nlohmann::json latency_histogram::summary() const {
-    std::unordered_map<uint64_t, uint64_t> counts = m_counts;
+    count_map counts = m_counts;
     if (m_run > 0) {
-        counts[m_run_ps] += m_run;
+        counts.add(m_run_ps, m_run);
     }
-    std::vector<std::pair<uint64_t, uint64_t>> sorted(counts.begin(), counts.end());
+    std::vector<std::pair<uint64_t, uint64_t>> sorted;
+    counts.for_each([&sorted](uint64_t ps, uint64_t n) { sorted.emplace_back(ps, n); });
     std::sort(sorted.begin(), sorted.end());
     auto rank = [&](double p) -> uint64_t {
         const auto k = std::max<uint64_t>(
@@ -196,6 +195,21 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
     return {t.pid, t.lane_tid[lane]};
 }
 
+size_t timeline::stage_index(std::string_view block, std::string_view stage) {
+    // A fabric has hundreds of (block, stage) pairs: found by hash, in order of first use.
+    const size_t h = std::hash<std::string_view>{}(block)*0x9E3779B97F4A7C15ull ^
+                     std::hash<std::string_view>{}(stage);
+    std::vector<size_t>& ids = m_stage_by_hash[h];
+    for (const size_t i : ids) {
+        if (m_stages[i].block == block && m_stages[i].stage == stage) {
+            return i;
+        }
+    }
+    m_stages.push_back({std::string(block), std::string(stage), {}});
+    ids.push_back(m_stages.size() - 1);
+    return m_stages.size() - 1;
+}
+
 latency_histogram& timeline::histogram_of(const std::string& block, const std::string& stage) {
     auto& slot = m_stage_cache[(reinterpret_cast<uintptr_t>(stage.data()) >> 3) % STAGE_CACHE];
     if (slot.first == stage.data()) {
@@ -204,13 +218,7 @@ latency_histogram& timeline::histogram_of(const std::string& block, const std::s
             return e.h;
         }
     }
-    size_t i = 0;
-    while (i < m_stages.size() && !(m_stages[i].stage == stage && m_stages[i].block == block)) {
-        ++i;
-    }
-    if (i == m_stages.size()) {
-        m_stages.push_back({block, stage, {}});
-    }
+    const size_t i = stage_index(block, stage);
     slot = {stage.data(), i};
     return m_stages[i].h;
 }
@@ -225,13 +233,7 @@ latency_histogram& timeline::histogram_of(const char* block, const char* stage) 
             return e.h;
         }
     }
-    size_t i = 0;
-    while (i < m_stages.size() && !(m_stages[i].stage == stage && m_stages[i].block == block)) {
-        ++i;
-    }
-    if (i == m_stages.size()) {
-        m_stages.push_back({block, stage, {}});
-    }
+    const size_t i = stage_index(block, stage);
     slot = {block, stage, i};
     return m_stages[i].h;
 }
