@@ -211,15 +211,19 @@ size_t timeline::stage_index(std::string_view block, std::string_view stage) {
 }
 
 latency_histogram& timeline::histogram_of(const std::string& block, const std::string& stage) {
-    auto& slot = m_stage_cache[(reinterpret_cast<uintptr_t>(stage.data()) >> 3) % STAGE_CACHE];
-    if (slot.first == stage.data()) {
-        stage_entry& e = m_stages[slot.second];
+    // Keyed by where the two strings live: a member (a link's or a port's track name) or a
+    // short (in-place) temporary built at the same place of the same thread's stack every time.
+    name_slot& slot = m_name_cache[((reinterpret_cast<uintptr_t>(block.data()) >> 3) ^
+                                    (reinterpret_cast<uintptr_t>(stage.data()) >> 3)) %
+                                   STAGE_CACHE];
+    if (slot.block == block.data() && slot.stage == stage.data()) {
+        stage_entry& e = m_stages[slot.index];
         if (e.stage == stage && e.block == block) {
             return e.h;
         }
     }
     const size_t i = stage_index(block, stage);
-    slot = {stage.data(), i};
+    slot = {block.data(), stage.data(), i};
     return m_stages[i].h;
 }
 

@@ -189,10 +189,10 @@ private:
     // latest fetch batch seen (the batch's WQEs share it: only its first takes the doorbell).
     std::map<std::pair<std::string, uint32_t>, std::vector<held_slice>> m_held;
     std::map<std::pair<std::string, uint32_t>, uint64_t> m_batch_start;
-    // Per (block, stage), found through a small cache keyed by where the caller's stage string
-    // lives: a call site passes a short (in-place) std::string temporary built at the same
-    // place of the same thread's stack every time. Always verified by comparing the strings,
-    // so the cache only saves time: two string hashes per slice would cost more.
+    // Per (block, stage), found through a small cache keyed by where the caller's two strings
+    // live (a module's name, a literal, a member, or a short in-place std::string temporary
+    // built at the same place of the same thread's stack every time), else by hash. Always
+    // verified by comparing the strings, so the cache only saves time.
     struct stage_entry {
         std::string block;
         std::string stage;
@@ -201,7 +201,7 @@ private:
     static constexpr size_t STAGE_CACHE = 256;
     latency_histogram& histogram_of(const std::string& block, const std::string& stage);
     latency_histogram& histogram_of(const char* block, const char* stage);
-    // (block, stage) pointers of the const char* slices -> m_stages index (checked by content).
+    // (block, stage) pointers -> m_stages index (checked by content).
     struct name_slot {
         const char* block = nullptr;
         const char* stage = nullptr;
@@ -211,8 +211,6 @@ private:
     std::vector<stage_entry> m_stages;  // in order of first use
     size_t stage_index(std::string_view block, std::string_view stage);
     std::unordered_map<size_t, std::vector<size_t>> m_stage_by_hash;  // hash -> m_stages indexes
-    std::vector<std::pair<const char*, size_t>> m_stage_cache =
-        std::vector<std::pair<const char*, size_t>>(STAGE_CACHE, {nullptr, 0});
     uint64_t m_slices = 0;
     uint64_t m_events = 0;
     uint64_t m_next_flow_event = 1;
