@@ -126,7 +126,10 @@ void send_path_model::run() {
                     m_r_prev[i] = r;
                 }
                 const int64_t o = r;
-                const uint64_t t = m_out.next_ready(static_cast<uint64_t>(o + 1), j == 0);
+                // Inside a frame the MAC FIFO is always ready (mac_fifo_output): no call per beat.
+                const uint64_t t = j > 0 && m_mac != nullptr
+                                       ? static_cast<uint64_t>(o + 1)
+                                       : m_out.next_ready(static_cast<uint64_t>(o + 1), j == 0);
                 m_stats.stall_backpressure_cycles += t - static_cast<uint64_t>(o + 1);
                 if (j > 0) {
                     m_stats.stall_payload_cycles += static_cast<uint64_t>(o - m_t_prev);
