@@ -22,6 +22,12 @@ public:
     virtual void slice(const std::string& block, const std::string& stage, uint64_t flow_id,
                        const sc_core::sc_time& start, const sc_core::sc_time& end,
                        const std::string& args_json = "") = 0;
+    // The same for names that live as long as the caller (a module's name(), a literal), with
+    // no arguments: no string is built per slice (a few per packet on every node).
+    virtual void slice(const char* block, const char* stage, uint64_t flow_id,
+                       const sc_core::sc_time& start, const sc_core::sc_time& end) {
+        slice(std::string(block), std::string(stage), flow_id, start, end);
+    }
 };
 
 struct sim_context {

@@ -230,20 +230,6 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
     }
 }
 
-uint64_t send_path_inputs::payload_valid_edge(uint64_t from, uint64_t to) const {
-    uint64_t edge = 0;
-    // Chunks are few and searched from the front: the consumer reads near the oldest bytes.
-    for (const auto& c : m_chunks) {
-        if (c.offset >= to) {
-            break;
-        }
-        if (c.offset + c.bytes.size() > from) {
-            edge = std::max(edge, c.valid_edge);
-        }
-    }
-    return edge;
-}
-
 void send_path_inputs::copy_payload(uint64_t from, size_t n, uint8_t* dst) const {
     for (const auto& c : m_chunks) {
         if (n == 0) {
@@ -260,6 +246,17 @@ void send_path_inputs::copy_payload(uint64_t from, size_t n, uint8_t* dst) const
         from += k;
         n -= k;
     }
+}
+
+const uint8_t* send_path_inputs::payload_in_place(uint64_t from, size_t n) const {
+    for (const auto& c : m_chunks) {
+        const uint64_t end = c.offset + c.bytes.size();
+        if (end <= from) {
+            continue;
+        }
+        return from >= c.offset && from + n <= end ? c.bytes.data() + (from - c.offset) : nullptr;
+    }
+    return nullptr;
 }
 
 void send_path_inputs::release_descriptor() {

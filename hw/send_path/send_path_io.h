@@ -4,6 +4,7 @@
 // beat-level view of the frame stream that model and RTL are compared on.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -191,8 +192,23 @@ public:
     const descriptor_entry& descriptor(uint64_t seq) const { return m_desc[seq - m_desc_base]; }
     uint64_t payload_end() const { return m_pay_end; }
     // Latest valid edge of the payload stream bytes [from, to); to <= payload_end().
-    uint64_t payload_valid_edge(uint64_t from, uint64_t to) const;
+    uint64_t payload_valid_edge(uint64_t from, uint64_t to) const {
+        uint64_t edge = 0;
+        // Chunks are few and searched from the front: the consumer reads near the oldest bytes.
+        // Inline: the model asks once per output beat.
+        for (const auto& c : m_chunks) {
+            if (c.offset >= to) {
+                break;
+            }
+            if (c.offset + c.bytes.size() > from) {
+                edge = std::max(edge, c.valid_edge);
+            }
+        }
+        return edge;
+    }
     void copy_payload(uint64_t from, size_t n, uint8_t* dst) const;
+    // The bytes [from, from + n) in place when one chunk holds them all (no copy), else null.
+    const uint8_t* payload_in_place(uint64_t from, size_t n) const;
     // Notified (delta) on every put.
     const sc_core::sc_event& input_event() const { return m_input_event; }
 

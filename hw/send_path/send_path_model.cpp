@@ -126,7 +126,10 @@ void send_path_model::run() {
                     m_r_prev[i] = r;
                 }
                 const int64_t o = r;
-                const uint64_t t = m_out.next_ready(static_cast<uint64_t>(o + 1), j == 0);
+                // Inside a frame the MAC FIFO is always ready (mac_fifo_output): no call per beat.
+                const uint64_t t = j > 0 && m_mac != nullptr
+                                       ? static_cast<uint64_t>(o + 1)
+                                       : m_out.next_ready(static_cast<uint64_t>(o + 1), j == 0);
                 m_stats.stall_backpressure_cycles += t - static_cast<uint64_t>(o + 1);
                 if (j > 0) {
                     m_stats.stall_payload_cycles += static_cast<uint64_t>(o - m_t_prev);
@@ -176,19 +179,25 @@ void send_path_model::run() {
 
 void send_path_model::build_current_frame() {
     const uint32_t len = m_cur_plan.payload_len;
-    if (m_payload.size() < len) {
-        m_payload.resize(len);  // grows to the largest packet once, then is reused as is
-    }
     const uint64_t have = std::min<uint64_t>(
         len, m_in.payload_end() > m_cur_pay_off ? m_in.payload_end() - m_cur_pay_off : 0);
-    m_in.copy_payload(m_cur_pay_off, static_cast<size_t>(have), m_payload.data());
-    // Bytes not in yet (a reset mid-frame) read as zero; the others were just copied.
-    std::fill(m_payload.begin() + static_cast<std::ptrdiff_t>(have),
-              m_payload.begin() + static_cast<std::ptrdiff_t>(len), uint8_t{0});
+    // The payload straight from the FIFO chunk that holds it (the usual case: one chunk per
+    // packet); else gathered into m_payload.
+    const uint8_t* payload = have == len ? m_in.payload_in_place(m_cur_pay_off, len) : nullptr;
+    if (payload == nullptr) {
+        if (m_payload.size() < len) {
+            m_payload.resize(len);  // grows to the largest packet once, then is reused as is
+        }
+        m_in.copy_payload(m_cur_pay_off, static_cast<size_t>(have), m_payload.data());
+        // Bytes not in yet (a reset mid-frame) read as zero; the others were just copied.
+        std::fill(m_payload.begin() + static_cast<std::ptrdiff_t>(have),
+                  m_payload.begin() + static_cast<std::ptrdiff_t>(len), uint8_t{0});
+        payload = m_payload.data();
+    }
     m_frame.clear();
     roce::frame_header h = make_frame_header(m_cur_desc, m_cur_plan);
     h.tos = static_cast<uint8_t>((m_cfg.dscp << 2) | 0x02);  // DSCP (PFC priority), ECT(0)
-    roce::build_frame(h, m_payload.data(), len, m_frame);
+    roce::build_frame(h, payload, len, m_frame);
 }
 
 void send_path_model::reset(uint32_t cycles) {

@@ -48,22 +48,21 @@ double ps_to_ns(double ps) {
 // --------------------------------------------------------------------------------------------
 
 void latency_histogram::merge(const latency_histogram& o) {
-    for (const auto& [ps, n] : o.m_counts) {
-        m_counts[ps] += n;
-    }
+    o.m_counts.for_each([this](uint64_t ps, uint64_t n) { m_counts.add(ps, n); });
     if (o.m_run > 0) {
-        m_counts[o.m_run_ps] += o.m_run;
+        m_counts.add(o.m_run_ps, o.m_run);
     }
     m_samples += o.m_samples;
     m_sum_ps += o.m_sum_ps;
 }
 
 nlohmann::json latency_histogram::summary() const {
-    std::unordered_map<uint64_t, uint64_t> counts = m_counts;
+    count_map counts = m_counts;
     if (m_run > 0) {
-        counts[m_run_ps] += m_run;
+        counts.add(m_run_ps, m_run);
     }
-    std::vector<std::pair<uint64_t, uint64_t>> sorted(counts.begin(), counts.end());
+    std::vector<std::pair<uint64_t, uint64_t>> sorted;
+    counts.for_each([&sorted](uint64_t ps, uint64_t n) { sorted.emplace_back(ps, n); });
     std::sort(sorted.begin(), sorted.end());
     auto rank = [&](double p) -> uint64_t {
         const auto k = std::max<uint64_t>(
@@ -196,23 +195,67 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
     return {t.pid, t.lane_tid[lane]};
 }
 
+size_t timeline::stage_index(std::string_view block, std::string_view stage) {
+    // A fabric has hundreds of (block, stage) pairs: found by hash, in order of first use.
+    const size_t h = std::hash<std::string_view>{}(block)*0x9E3779B97F4A7C15ull ^
+                     std::hash<std::string_view>{}(stage);
+    std::vector<size_t>& ids = m_stage_by_hash[h];
+    for (const size_t i : ids) {
+        if (m_stages[i].block == block && m_stages[i].stage == stage) {
+            return i;
+        }
+    }
+    m_stages.push_back({std::string(block), std::string(stage), {}});
+    ids.push_back(m_stages.size() - 1);
+    return m_stages.size() - 1;
+}
+
 latency_histogram& timeline::histogram_of(const std::string& block, const std::string& stage) {
-    auto& slot = m_stage_cache[(reinterpret_cast<uintptr_t>(stage.data()) >> 3) % STAGE_CACHE];
-    if (slot.first == stage.data()) {
-        stage_entry& e = m_stages[slot.second];
+    // Keyed by where the two strings live: a member (a link's or a port's track name) or a
+    // short (in-place) temporary built at the same place of the same thread's stack every time.
+    name_slot& slot = m_name_cache[((reinterpret_cast<uintptr_t>(block.data()) >> 3) ^
+                                    (reinterpret_cast<uintptr_t>(stage.data()) >> 3)) %
+                                   STAGE_CACHE];
+    if (slot.block == block.data() && slot.stage == stage.data()) {
+        stage_entry& e = m_stages[slot.index];
         if (e.stage == stage && e.block == block) {
             return e.h;
         }
     }
-    size_t i = 0;
-    while (i < m_stages.size() && !(m_stages[i].stage == stage && m_stages[i].block == block)) {
-        ++i;
-    }
-    if (i == m_stages.size()) {
-        m_stages.push_back({block, stage, {}});
-    }
-    slot = {stage.data(), i};
+    const size_t i = stage_index(block, stage);
+    slot = {block.data(), stage.data(), i};
     return m_stages[i].h;
+}
+
+latency_histogram& timeline::histogram_of(const char* block, const char* stage) {
+    name_slot& slot = m_name_cache[((reinterpret_cast<uintptr_t>(block) >> 3) ^
+                                    (reinterpret_cast<uintptr_t>(stage) >> 3)) %
+                                   STAGE_CACHE];
+    if (slot.block == block && slot.stage == stage) {
+        stage_entry& e = m_stages[slot.index];
+        if (e.stage == stage && e.block == block) {
+            return e.h;
+        }
+    }
+    const size_t i = stage_index(block, stage);
+    slot = {block, stage, i};
+    return m_stages[i].h;
+}
+
+void timeline::slice(const char* block, const char* stage, uint64_t flow_id,
+                     const sc_core::sc_time& start, const sc_core::sc_time& end) {
+    if (m_file != nullptr) {
+        slice(std::string(block), std::string(stage), flow_id, start, end, std::string());
+        return;
+    }
+    // As below, aggregate only.
+    ++m_slices;
+    const auto start_ps =
+        static_cast<uint64_t>(std::llround(static_cast<double>(start.value()) * m_ps_per_unit));
+    const auto end_ps = std::max(
+        start_ps,
+        static_cast<uint64_t>(std::llround(static_cast<double>(end.value()) * m_ps_per_unit)));
+    histogram_of(block, stage).add(end_ps - start_ps);
 }
 
 void timeline::slice(const std::string& block, const std::string& stage, uint64_t flow_id,

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -17,6 +18,72 @@
 #include "hw/common/sim_context.h"
 
 namespace rnic::output {
+
+// Duration -> count by open addressing (linear probing): an add is one multiply and a probe or
+// two, where a node-based map allocates and follows pointers (a fabric adds millions).
+class count_map {
+public:
+    void add(uint64_t key, uint64_t n) {
+        if (key == EMPTY) {
+            m_empty_key += n;
+            return;
+        }
+        if ((m_used + 1) * 4 > m_slots.size() * 3) {
+            grow();
+        }
+        const size_t mask = m_slots.size() - 1;
+        for (size_t i = slot_of(key);; i = (i + 1) & mask) {
+            auto& s = m_slots[i];
+            if (s.first == key) {
+                s.second += n;
+                return;
+            }
+            if (s.first == EMPTY) {
+                s = {key, n};
+                ++m_used;
+                return;
+            }
+        }
+    }
+    // Every (key, count), in no particular order.
+    template <class F>
+    void for_each(F&& f) const {
+        for (const auto& s : m_slots) {
+            if (s.first != EMPTY) {
+                f(s.first, s.second);
+            }
+        }
+        if (m_empty_key != 0) {
+            f(EMPTY, m_empty_key);
+        }
+    }
+
+private:
+    static constexpr uint64_t EMPTY = ~uint64_t{0};
+    size_t slot_of(uint64_t key) const {
+        return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> m_shift);
+    }
+    void grow() {
+        std::vector<std::pair<uint64_t, uint64_t>> old;
+        old.swap(m_slots);
+        const size_t size = old.empty() ? 16 : old.size() * 2;
+        m_slots.assign(size, {EMPTY, 0});
+        m_shift = 64;
+        for (size_t n = size; n > 1; n >>= 1) {
+            --m_shift;
+        }
+        m_used = 0;
+        for (const auto& s : old) {
+            if (s.first != EMPTY) {
+                add(s.first, s.second);
+            }
+        }
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> m_slots;  // power-of-two size; EMPTY: free
+    size_t m_used = 0;
+    unsigned m_shift = 64;
+    uint64_t m_empty_key = 0;  // the one key value a slot cannot hold
+};
 
 // Exact latency distribution of one stage: durations are whole kernel time units (ps) and,
 // in a cycle-accurate model, take few distinct values, so a value -> count map stays small
@@ -27,7 +94,7 @@ public:
         // Runs of equal durations (back-to-back packets) only bump a counter.
         if (ps != m_run_ps) {
             if (m_run > 0) {
-                m_counts[m_run_ps] += m_run;
+                m_counts.add(m_run_ps, m_run);
             }
             m_run_ps = ps;
             m_run = 0;
@@ -43,7 +110,7 @@ public:
     nlohmann::json summary() const;
 
 private:
-    std::unordered_map<uint64_t, uint64_t> m_counts;  // duration (ps) -> slices
+    count_map m_counts;     // duration (ps) -> slices
     uint64_t m_run_ps = 0;  // the latest duration and how many in a row not in m_counts yet
     uint64_t m_run = 0;
     uint64_t m_samples = 0;
@@ -63,6 +130,8 @@ public:
     void slice(const std::string& block, const std::string& stage, uint64_t flow_id,
                const sc_core::sc_time& start, const sc_core::sc_time& end,
                const std::string& args_json = "") override;
+    void slice(const char* block, const char* stage, uint64_t flow_id,
+               const sc_core::sc_time& start, const sc_core::sc_time& end) override;
     // Finishes and closes trace.json (idempotent). Throws std::runtime_error on a write error.
     void close();
 
@@ -120,10 +189,10 @@ private:
     // latest fetch batch seen (the batch's WQEs share it: only its first takes the doorbell).
     std::map<std::pair<std::string, uint32_t>, std::vector<held_slice>> m_held;
     std::map<std::pair<std::string, uint32_t>, uint64_t> m_batch_start;
-    // Per (block, stage), found through a small cache keyed by where the caller's stage string
-    // lives: a call site passes a short (in-place) std::string temporary built at the same
-    // place of the same thread's stack every time. Always verified by comparing the strings,
-    // so the cache only saves time: two string hashes per slice would cost more.
+    // Per (block, stage), found through a small cache keyed by where the caller's two strings
+    // live (a module's name, a literal, a member, or a short in-place std::string temporary
+    // built at the same place of the same thread's stack every time), else by hash. Always
+    // verified by comparing the strings, so the cache only saves time.
     struct stage_entry {
         std::string block;
         std::string stage;
@@ -131,9 +200,17 @@ private:
     };
     static constexpr size_t STAGE_CACHE = 256;
     latency_histogram& histogram_of(const std::string& block, const std::string& stage);
-    std::vector<stage_entry> m_stages;
-    std::vector<std::pair<const char*, size_t>> m_stage_cache =
-        std::vector<std::pair<const char*, size_t>>(STAGE_CACHE, {nullptr, 0});
+    latency_histogram& histogram_of(const char* block, const char* stage);
+    // (block, stage) pointers -> m_stages index (checked by content).
+    struct name_slot {
+        const char* block = nullptr;
+        const char* stage = nullptr;
+        size_t index = 0;
+    };
+    std::vector<name_slot> m_name_cache = std::vector<name_slot>(STAGE_CACHE);
+    std::vector<stage_entry> m_stages;  // in order of first use
+    size_t stage_index(std::string_view block, std::string_view stage);
+    std::unordered_map<size_t, std::vector<size_t>> m_stage_by_hash;  // hash -> m_stages indexes
     uint64_t m_slices = 0;
     uint64_t m_events = 0;
     uint64_t m_next_flow_event = 1;

@@ -123,6 +123,7 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
         sc_core::sc_spawn(sc_core::sc_bind(&eth_link::delivery_thread, this, side),
                           sc_core::sc_gen_unique_name("delivery"));
         const std::string b = std::string(this->name()) + ".dir" + std::to_string(side);
+        m_track[side] = b;
         ctx.stats.add(b, "frames", m_stats[side].frames, "frames", "frames sent in this direction");
         ctx.stats.add(b, "bytes", m_stats[side].bytes, "bytes", "frame bytes (without FCS)");
         ctx.stats.add(b, "wire_bytes", m_stats[side].wire_bytes, "bytes",
@@ -336,8 +337,7 @@ void eth_link::serializer_thread(int side) {
                              sc_core::SC_PS) +
             sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
         if (m_ctx.tracer != nullptr) {
-            m_ctx.tracer->slice(std::string(name()) + ".dir" + std::to_string(side), "wire",
-                                f.flow_id, f.tx_start, arrive);
+            m_ctx.tracer->slice(m_track[side], "wire", f.flow_id, f.tx_start, arrive);
         }
         deliver(side, std::move(f), arrive);
         sc_core::wait(dur);

@@ -200,6 +200,7 @@ private:
     std::function<void(int, const eth_frame&)> m_capture;
     stats m_stats[2];
     bool m_busy[2] = {false, false};    // traced: a frame is on the wire
+    std::string m_track[2];             // "<link>.dir<side>": WQE timeline tracks
     bool m_paused[2] = {false, false};  // traced: some priority paused (updated at pause frames)
     frame_source_if* m_source[2] = {nullptr, nullptr};
     std::array<uint8_t, 6> m_mac[2]{};

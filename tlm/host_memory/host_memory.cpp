@@ -15,6 +15,10 @@ host_memory::host_memory(sc_core::sc_module_name name, sc_core::sc_time latency)
 }
 
 uint8_t* host_memory::page_for_write(uint64_t page_no) {
+    cached_page& c = m_page_cache[page_no % PAGE_CACHE];
+    if (c.page_no == page_no) {
+        return c.bytes;
+    }
     auto& p = m_pages[page_no];
     if (p == nullptr) {
         if (!m_released.empty()) {
@@ -25,15 +29,25 @@ uint8_t* host_memory::page_for_write(uint64_t page_no) {
         p = owned->data();
         m_owned[page_no] = std::move(owned);
     }
+    c = {page_no, p};
     return p;
 }
 
 const uint8_t* host_memory::page_for_read(uint64_t page_no) const {
+    cached_page& c = m_page_cache[page_no % PAGE_CACHE];
+    if (c.page_no == page_no) {
+        return c.bytes;
+    }
     auto it = m_pages.find(page_no);
-    return it == m_pages.end() ? nullptr : it->second;
+    if (it == m_pages.end()) {
+        return nullptr;  // not cached: the first write backs it
+    }
+    c = {page_no, it->second};
+    return it->second;
 }
 
 void host_memory::map_external(uint64_t page_no, uint8_t* backing) {
+    forget_cached(page_no);
     m_released.erase(page_no);
     auto owned = m_owned.find(page_no);
     if (owned != m_owned.end()) {
@@ -44,6 +58,7 @@ void host_memory::map_external(uint64_t page_no, uint8_t* backing) {
 }
 
 void host_memory::unmap_external(uint64_t page_no) {
+    forget_cached(page_no);
     m_pages.erase(page_no);
     m_owned.erase(page_no);
     m_released.insert(page_no);

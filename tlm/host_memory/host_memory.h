@@ -76,7 +76,22 @@ private:
     const uint8_t* page_for_read(uint64_t page) const;
 
     using page = std::array<uint8_t, PAGE_BYTES>;
-    std::unordered_map<uint64_t, uint8_t*> m_pages;               // page number -> bytes
+    std::unordered_map<uint64_t, uint8_t*> m_pages;  // page number -> bytes
+    // The last pages looked up, direct-mapped by page number (a DMA burst, a CPU copy and the
+    // integrity check go over the same few pages again and again); a slot is dropped when its
+    // page is mapped or unmapped.
+    static constexpr size_t PAGE_CACHE = 64;
+    struct cached_page {
+        uint64_t page_no = ~uint64_t{0};
+        uint8_t* bytes = nullptr;
+    };
+    mutable std::array<cached_page, PAGE_CACHE> m_page_cache{};
+    void forget_cached(uint64_t page_no) {
+        cached_page& c = m_page_cache[page_no % PAGE_CACHE];
+        if (c.page_no == page_no) {
+            c = cached_page{};
+        }
+    }
     std::unordered_map<uint64_t, std::unique_ptr<page>> m_owned;  // pages this model allocated
     // Released pages (unmap_external / release): DMA to them fails. Pages never touched are
     // not in here: sparse DRAM reads as zero and is backed on first write, as benches expect.

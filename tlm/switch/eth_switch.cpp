@@ -153,6 +153,7 @@ struct eth_switch::packet {
 struct eth_switch::port_state : frame_sink_if, frame_source_if {
     eth_switch* sw = nullptr;
     uint32_t index = 0;
+    std::string track;  // "<switch>.port<index>": its track in the WQE timeline
     eth_link* link = nullptr;
     int side = 0;
     std::array<uint8_t, 6> mac{};
@@ -194,6 +195,7 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
         auto pt = std::make_unique<port_state>();
         pt->sw = this;
         pt->index = p;
+        pt->track = std::string(this->name()) + ".port" + std::to_string(p);
         m_ports.push_back(std::move(pt));
     }
     // Switch totals (block "<switch>"), summed over its ports when stats are written.
@@ -684,8 +686,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     op.ps.tx_bytes += pk.bytes;
     if (m_ctx.tracer != nullptr) {
         // The hop through the switch: from the ingress link's hand-over to the egress wire.
-        m_ctx.tracer->slice(std::string(name()) + ".port" + std::to_string(o), "switch",
-                            pk.f.flow_id, pk.arrived, now);
+        m_ctx.tracer->slice(op.track, "switch", pk.f.flow_id, pk.arrived, now);
     }
     out = std::move(pk.f);
     out.priority = static_cast<uint8_t>(k);

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// Unit tests of the fast paths written for simulator speed, each against a plain independent
+// implementation: the payload pattern (testbench/scenario/pattern.h) byte by byte from its
+// formula, the latency histogram's exact percentiles (testbench/output/timeline.h) from a sorted
+// list of every sample, and the const char* timeline slices against the std::string ones.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include <gtest/gtest.h>
+
+#include "testbench/output/timeline.h"
+#include "testbench/scenario/pattern.h"
+
+namespace {
+
+using namespace rnic;
+
+// Byte i of a message is byte (i mod 8) of the little-endian word key ^ ((i / 8) * golden ratio).
+uint8_t pattern_byte(uint64_t key, size_t i) {
+    const uint64_t w = key ^ (uint64_t{i / 8} * 0x9E3779B97F4A7C15ull);
+    return static_cast<uint8_t>(w >> (8 * (i % 8)));
+}
+
+TEST(PatternFast, FillMatchesTheFormulaAtEveryLengthAndAlignment) {
+    std::mt19937_64 rng(7);
+    for (size_t len = 0; len < 300; ++len) {
+        const uint64_t key = rng();
+        for (size_t align = 0; align < 3; ++align) {
+            std::vector<uint8_t> buf(len + 8, 0x5A);
+            rnic::scenario::pattern_fill(key, buf.data() + align, len);
+            for (size_t i = 0; i < len; ++i) {
+                ASSERT_EQ(buf[align + i], pattern_byte(key, i)) << "len " << len << " byte " << i;
+            }
+            for (size_t i = align + len; i < buf.size(); ++i) {
+                ASSERT_EQ(buf[i], 0x5A) << "written past the end, len " << len;
+            }
+        }
+    }
+}
+
+TEST(PatternFast, MismatchesCountEveryDifferingByte) {
+    std::mt19937_64 rng(11);
+    for (int t = 0; t < 400; ++t) {
+        const size_t len = rng() % 2000 + (t % 50 == 0 ? 65536 : 0);
+        const uint64_t key = rng();
+        std::vector<uint8_t> buf(len);
+        for (size_t i = 0; i < len; ++i) {
+            buf[i] = pattern_byte(key, i);
+        }
+        ASSERT_EQ(rnic::scenario::pattern_mismatches(key, buf.data(), len), 0u);
+        const size_t flips = len == 0 ? 0 : rng() % 20;
+        for (size_t f = 0; f < flips; ++f) {
+            buf[rng() % len] ^= static_cast<uint8_t>(rng() | 1);
+        }
+        uint64_t expect = 0;
+        for (size_t i = 0; i < len; ++i) {
+            expect += buf[i] != pattern_byte(key, i);
+        }
+        ASSERT_EQ(rnic::scenario::pattern_mismatches(key, buf.data(), len), expect)
+            << "len " << len;
+    }
+}
+
+// Nearest rank over every sample: the smallest value with at least p of the samples at or below.
+double rank_ns(std::vector<uint64_t> v, double p) {
+    std::sort(v.begin(), v.end());
+    const auto k = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p * v.size())));
+    return static_cast<double>(v[k - 1]) / 1000.0;
+}
+
+TEST(LatencyHistogramFast, PercentilesMatchASortedListOfEverySample) {
+    std::mt19937_64 rng(3);
+    output::latency_histogram h;
+    output::latency_histogram other;
+    std::vector<uint64_t> all;
+    // Many distinct values (the table grows several times), runs of equal ones, zero and the
+    // largest value a duration can hold.
+    for (int i = 0; i < 50000; ++i) {
+        uint64_t ps = rng() % 3 == 0 ? 2000 : rng() % 20000;
+        if (i == 100) {
+            ps = 0;
+        }
+        if (i == 200) {
+            ps = ~uint64_t{0};
+        }
+        const int run = static_cast<int>(rng() % 4) + 1;
+        for (int r = 0; r < run; ++r) {
+            (i % 2 == 0 ? h : other).add(ps);
+            all.push_back(ps);
+        }
+    }
+    h.merge(other);
+    const nlohmann::json j = h.summary();
+    EXPECT_EQ(j["count"].get<uint64_t>(), all.size());
+    EXPECT_DOUBLE_EQ(j["p50_ns"].get<double>(), rank_ns(all, 0.50));
+    EXPECT_DOUBLE_EQ(j["p99_ns"].get<double>(), rank_ns(all, 0.99));
+    EXPECT_DOUBLE_EQ(j["max_ns"].get<double>(), rank_ns(all, 1.0));
+}
+
+TEST(TimelineFast, CharSlicesAggregateAsStringSlices) {
+    output::timeline by_char;
+    output::timeline by_string;
+    static const char* const blocks[] = {"node0.nic.send_path", "node1.nic.recv_path"};
+    static const char* const stages[] = {"RC_WRITE_FIRST", "receive", "rx_dma"};
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 3000; ++i) {
+        const char* b = blocks[rng() % 2];
+        const char* s = stages[rng() % 3];
+        const sc_core::sc_time start(static_cast<double>(rng() % 1000), sc_core::SC_NS);
+        const sc_core::sc_time end =
+            start + sc_core::sc_time(static_cast<double>(rng() % 50), sc_core::SC_NS);
+        by_char.slice(b, s, 0, start, end);
+        by_string.slice(std::string(b), std::string(s), 0, start, end);
+    }
+    EXPECT_EQ(by_char.slices(), 3000u);
+    EXPECT_EQ(by_char.block_stage_latency().dump(), by_string.block_stage_latency().dump());
+    EXPECT_EQ(by_char.stage_latency().dump(), by_string.stage_latency().dump());
+}
+
+}  // namespace
