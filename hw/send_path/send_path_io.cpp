@@ -181,9 +181,7 @@ void send_path_inputs::mirror_descriptor(const tx_descriptor& d, uint64_t valid_
     e.desc = d;
     e.valid_edge = valid_edge;
     e.payload_offset = m_desc_payload_end;
-    if (carries_payload(d)) {
-        m_desc_payload_end += d.length;
-    }
+    m_desc_payload_end += segment_payload_bytes(d);
     m_desc.push_back(e);
     update();
     m_input_event.notify(sc_core::SC_ZERO_TIME);

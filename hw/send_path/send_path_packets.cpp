@@ -2,6 +2,7 @@
 // Segmentation and header rules of the send path.
 #include "hw/send_path/send_path_packets.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rnic::hw {
@@ -15,6 +16,26 @@ uint32_t packet_count(const tx_descriptor& d) {
         return 1;
     }
     return (d.length + d.pmtu - 1) / d.pmtu;
+}
+
+uint32_t segment_end(const tx_descriptor& d) {
+    const uint32_t n = packet_count(d);
+    if (d.packets == 0) {
+        return n;
+    }
+    return std::min(n, d.first_packet + d.packets);
+}
+
+uint64_t segment_payload_bytes(const tx_descriptor& d) {
+    if (!carries_payload(d)) {
+        return 0;
+    }
+    if (d.first_packet == 0 && d.packets == 0) {
+        return d.length;
+    }
+    const uint64_t from = uint64_t{d.first_packet} * d.pmtu;
+    const uint64_t to = std::min<uint64_t>(d.length, uint64_t{segment_end(d)} * d.pmtu);
+    return to > from ? to - from : 0;
 }
 
 namespace {
@@ -118,6 +139,14 @@ std::string check_descriptor(const tx_descriptor& d) {
     }
     if (d.with_inv && d.kind != tx_kind::SEND) {
         return std::string("with_inv on ") + to_string(d.kind);
+    }
+    if (d.first_packet != 0 || d.packets != 0) {
+        const uint32_t n = packet_count(d);
+        if (!carries_payload(d) || d.first_packet >= n || d.packets > n - d.first_packet) {
+            return std::string("segment of packets ") + std::to_string(d.first_packet) + " + " +
+                   std::to_string(d.packets) + " outside the " + std::to_string(n) + "-packet " +
+                   to_string(d.kind) + " message";
+        }
     }
     return {};
 }
