@@ -59,6 +59,10 @@ struct tx_descriptor {
     // (rtl/send_path/CONTRACT.md); the RTL wrapper fails a run that gives it a segment.
     uint32_t first_packet = 0;
     uint32_t packets = 0;
+    // A request segment: AckReq on its last packet too (the scheduler asks the responder for an
+    // ACK when a congestion window holds the rest of the message; the responder ACKs any packet
+    // with AckReq, IBA 9.7.6.1.3). Model only, like segments.
+    bool ack_req_segment = false;
 };
 
 // Payload of the current message, in order, as the DMA engine delivers it. `ready` is the time

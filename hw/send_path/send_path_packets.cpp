@@ -111,7 +111,9 @@ roce::frame_header make_frame_header(const tx_descriptor& d, const packet_plan& 
     h.bth_.opcode = p.opcode;
     // SE only on the last packet of a SEND/WRITE; AckReq only on the last packet of a request.
     h.bth_.se = p.last && d.solicited && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE);
-    h.bth_.ack_req = p.last && d.ack_req && request;
+    // A segment may ask for an ACK at its own end (tx_descriptor::ack_req_segment).
+    const bool segment_last = d.ack_req_segment && p.index + 1 == segment_end(d);
+    h.bth_.ack_req = (p.last || segment_last) && d.ack_req && request;
     h.bth_.dest_qp = d.dest_qpn & roce::QPN_MASK;
     h.bth_.psn = p.psn;
     h.reth_.va = d.remote_va;

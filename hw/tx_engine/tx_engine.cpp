@@ -1251,7 +1251,7 @@ void tx_engine::count_sent(qp_state& st, uint32_t psn, uint32_t bytes) {
     st.sent_log.emplace_back(psn, st.sent_total);
 }
 
-uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps) {
+uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed) {
     const tx_descriptor& d = l.cur.desc;
     const uint32_t left = l.end - l.next;
     uint32_t n = std::min(left, m_cfg.scheduler.burst_packets);
@@ -1265,6 +1265,7 @@ uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps) {
         const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
         const uint32_t window = qp != nullptr ? qp->cc.window_bytes : 0;
         if (window != 0) {
+            windowed = true;
             qp_state& st = m_qps[d.src_qpn];
             const uint64_t inflight = st.sent_total - st.acked_total;
             uint64_t add = 0;
@@ -1304,13 +1305,15 @@ uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps) {
     return n;
 }
 
-void tx_engine::send_turn(tx_lane& l, uint32_t packets) {
+void tx_engine::send_turn(tx_lane& l, uint32_t packets, bool windowed) {
     tx_job& job = l.cur;
     const tx_descriptor& d = job.desc;
     const uint32_t first = l.next;
     const bool whole = first == 0 && packets == l.end;
     ++m_stats.sched_turns;
-    const bool ok = send_packets(job, first, whole ? 0 : packets, true);
+    // Under a window the responder is asked to ACK every turn (AckReq on its last packet): it
+    // ACKs only packets that ask, and the window opens only with ACKs.
+    const bool ok = send_packets(job, first, whole ? 0 : packets, true, windowed);
     l.next += packets;
     if (ok && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE)) {
         auto it = m_qps.find(d.src_qpn);
@@ -1388,7 +1391,8 @@ void tx_engine::scheduler_thread() {
                 m_ring.push_back(key);
                 continue;
             }
-            const uint32_t packets = turn_size(l, wake_ps);
+            bool windowed = false;
+            const uint32_t packets = turn_size(l, wake_ps, windowed);
             if (packets == 0) {
                 m_ring.push_back(key);  // not eligible now: its place comes round again
                 continue;
@@ -1396,7 +1400,7 @@ void tx_engine::scheduler_thread() {
             if (m_cfg.scheduler.arbitration_cycles != 0) {
                 m_clk.wait_cycles(m_cfg.scheduler.arbitration_cycles);
             }
-            send_turn(l, packets);
+            send_turn(l, packets, windowed);
             served = true;
             m_ring.push_back(key);  // dropped from the ring at its next turn if it has no work
         }
@@ -1435,13 +1439,15 @@ void tx_engine::send_job(tx_job& job) {
     send_packets(job, 0, 0, false);
 }
 
-bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled) {
+bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled,
+                             bool ack_at_end) {
     // A turn of the round-robin scheduler hands a segment (packets first .. first + count - 1)
     // on its own descriptor; count 0 is the whole message with its descriptor as built.
     tx_descriptor seg = job.desc;
     if (count != 0) {
         seg.first_packet = first;
         seg.packets = count;
+        seg.ack_req_segment = ack_at_end;
     }
     const tx_descriptor& d = seg;
     const uint32_t end = segment_end(d);

@@ -258,8 +258,8 @@ private:
     bool start_job(tx_lane& l);
     // Packets of `l`'s current message that may go in this turn (0: skipped; `wake_ps` lowered
     // to the time its rate limiter slot comes).
-    uint32_t turn_size(tx_lane& l, uint64_t& wake_ps);
-    void send_turn(tx_lane& l, uint32_t packets);
+    uint32_t turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed);
+    void send_turn(tx_lane& l, uint32_t packets, bool windowed);
     // A request packet with `psn` carrying `bytes` went to the send path (window accounting).
     void count_sent(qp_state& st, uint32_t psn, uint32_t bytes);
     void timer_thread();
@@ -296,7 +296,9 @@ private:
     // descriptor as it is). `scheduled`: the round-robin scheduler booked the first packet's
     // rate-limiter slot; the others are passed without waiting. False if a source key failed
     // (the job is over).
-    bool send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled);
+    // `ack_at_end`: AckReq on the segment's last packet (a congestion window is in force).
+    bool send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled,
+                      bool ack_at_end = false);
     // The job's source keys still name valid regions of its PD (through the MPT; the lookup is
     // pipelined with the payload read, so a hit costs no cycle).
     bool source_keys_live(const tx_job& job) const;
