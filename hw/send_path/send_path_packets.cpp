@@ -38,6 +38,11 @@ uint64_t segment_payload_bytes(const tx_descriptor& d) {
     return to > from ? to - from : 0;
 }
 
+bool continues_segment(const tx_descriptor& prev, const tx_descriptor& d) {
+    return d.first_packet != 0 && d.first_packet == segment_end(prev) &&
+           prev.src_qpn == d.src_qpn && prev.psn == d.psn && prev.kind == d.kind;
+}
+
 namespace {
 uint8_t choose_opcode(const tx_descriptor& d, bool first, bool last) {
     using namespace roce;

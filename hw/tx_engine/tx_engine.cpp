@@ -1571,7 +1571,16 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
         }
     }
     if (m_ctx.tracer != nullptr) {
-        m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, dma_start, last_ready);
+        // One slice per message: a message sent in turns from its first turn's read to its
+        // last turn's.
+        if (count == 0) {
+            m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, dma_start, last_ready);
+        } else if (first == 0) {
+            job.dma_start = dma_start;
+        }
+        if (count != 0 && end == packet_count(d)) {
+            m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, job.dma_start, last_ready);
+        }
     }
     if (faulted) {
         source_fault(job, fault_psn);

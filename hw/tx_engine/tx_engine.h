@@ -42,6 +42,9 @@ struct tx_job {
     uint32_t src_pdn = 0;
     uint32_t generation = 0;    // incarnation of src_qpn (reset/destroy): stale jobs are not sent
     uint32_t resend_epoch = 0;  // go-back-N resends: superseded when the QP's epoch moved on
+    // Sent in turns (round-robin scheduler): when its first turn's payload read started (the
+    // timeline's payload_dma slice spans the whole message, as when it goes whole).
+    sc_core::sc_time dma_start;
 };
 
 // Where the payload of an outstanding READ lands (for the receive path).
