@@ -1379,13 +1379,13 @@ void tx_engine::scheduler_thread() {
                 l.in_ring = false;
                 continue;
             }
-            // The job's QP may have failed or been reset since its last turn: the rest of its
-            // message is not sent (requests and READ responses; ACKs always go).
+            // The job's QP may have failed or been reset since it was taken (it may have waited
+            // for its rate limiter or window): the rest of its message is not sent (requests and
+            // READ responses; ACKs always go).
             const uint32_t qpn = l.cur.desc.src_qpn;
-            if (l.next != 0 && (l.cur.generation != generation_of(qpn) ||
-                                (l.cur.desc.kind != tx_kind::ACK && in_error(qpn)))) {
-                ++(l.cur.generation != generation_of(qpn) ? m_stats.dropped_stale
-                                                          : m_stats.dropped_in_error);
+            const bool stale = l.cur.generation != generation_of(qpn);
+            if (stale || (l.cur.desc.kind != tx_kind::ACK && in_error(qpn))) {
+                ++(stale ? m_stats.dropped_stale : m_stats.dropped_in_error);
                 l.active = false;
                 l.cur = tx_job{};
                 m_ring.push_back(key);

@@ -373,6 +373,30 @@ TEST(TxScheduler, OneQpRoundRobinGivesTheSameOutputsAsFifo) {
     EXPECT_EQ(stats[0], stats[1]);
 }
 
+// Loss recovery with interleaved QPs: the mixed soak (32 QPs of WRITE / READ / SEND over a link
+// that drops, corrupts, duplicates, reorders and delays frames) with the round-robin scheduler:
+// every message completes exactly once, nothing is corrupted, and losses are repaired mostly by
+// NAKs (go-back-N resends cut the copy of a message a QP was sending into turns).
+TEST(TxScheduler, MixedSoakOverAFaultyLinkRecovers) {
+    scratch s;
+    const std::string out = s.dir + "/soak";
+    const cli_result c =
+        rnicsim(s, {"run", source_dir() + "/configs/soak/soak_mixed.json", "--out", out, "--set",
+                    "rnic.tx_engine.scheduler.policy=\"round_robin\""});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    const json st = json::parse(read_file(out + "/stats.json"));
+    EXPECT_TRUE(st["result"]["passed"].get<bool>());
+    EXPECT_EQ(st["integrity"]["mismatches"].get<uint64_t>(), 0u);
+    EXPECT_EQ(st["integrity"]["bytes_checked"].get<uint64_t>(),
+              st["summary"]["bytes"].get<uint64_t>());
+    const json& tx = st["blocks"]["node0.nic.tx_engine"];
+    EXPECT_GT(tx["retransmits"].get<uint64_t>(), 0u) << "the faults did hit";
+    EXPECT_EQ(tx["retry_exceeded"].get<uint64_t>(), 0u);
+    EXPECT_EQ(tx["error_completions"].get<uint64_t>(), 0u);
+    EXPECT_LT(tx["recovered_by_timeout"].get<uint64_t>() * 10,
+              tx["recovered_by_nak"].get<uint64_t>());
+}
+
 // The RTL send path's pins carry whole messages: a packet scheduler with it is a config error.
 TEST(TxScheduler, RoundRobinWithTheRtlSendPathIsAConfigError) {
     scratch s;
