@@ -397,6 +397,33 @@ TEST(TxScheduler, MixedSoakOverAFaultyLinkRecovers) {
               tx["recovered_by_nak"].get<uint64_t>());
 }
 
+// rnic.tx_engine.scheduler.arbitration_cycles: a decision's cycles come before its turn's
+// descriptor. One 8-byte WRITE (one turn) leaves exactly 50 cycles (100 ns at 500 MHz) later
+// with 50 than with 0.
+uint64_t first_write_ns(const scratch& s, const std::string& name, uint32_t cycles) {
+    const std::string out = s.dir + "/" + name;
+    const cli_result c = rnicsim(
+        s,
+        short_run(out, {"rnic.tx_engine.scheduler.policy=\"round_robin\"",
+                        "rnic.tx_engine.scheduler.arbitration_cycles=" + std::to_string(cycles),
+                        "workload.message_bytes=8", "workload.messages=1", "outputs.pcap=true"}));
+    EXPECT_EQ(c.exit_code, 0) << c.err;
+    for (const pcap_record& f : read_pcap(out + "/wire.pcap").records) {
+        if (f.data.size() >= 54 && f.data[42] == 0x0A) {  // RDMA WRITE Only
+            return f.ns;
+        }
+    }
+    ADD_FAILURE() << name << ": no WRITE on the wire";
+    return 0;
+}
+
+TEST(TxScheduler, ArbitrationCyclesComeBeforeTheTurn) {
+    scratch s;
+    const uint64_t t0 = first_write_ns(s, "arb0", 0);
+    const uint64_t t50 = first_write_ns(s, "arb50", 50);
+    EXPECT_EQ(t50 - t0, 100u) << "50 cycles of the 500 MHz NIC clock";
+}
+
 // The RTL send path's pins carry whole messages: a packet scheduler with it is a config error.
 TEST(TxScheduler, RoundRobinWithTheRtlSendPathIsAConfigError) {
     scratch s;
