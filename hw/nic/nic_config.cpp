@@ -27,6 +27,14 @@ nic_config parse_nic_config(config::reader r) {
     c.netdma = parse_netdma_config(r.child("netdma"));
     c.gsi = parse_gsi_config(r.child("gsi"));
     c.cc = cc::parse_cc_config(r.child("cc"));
+    if (c.tx_engine.scheduler.policy != "fifo" && c.send_path.impl != "model") {
+        // Packet interleaving hands the send path message segments (tx_descriptor::
+        // first_packet), which the RTL send path's descriptor pins cannot carry.
+        r.error("tx_engine.scheduler.policy",
+                "\"" + c.tx_engine.scheduler.policy +
+                    "\" needs rnic.send_path.impl \"model\" (the RTL send path's descriptor pins "
+                    "carry whole messages only; rtl/send_path/CONTRACT.md)");
+    }
     r.finish();
     return c;
 }

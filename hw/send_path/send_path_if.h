@@ -49,6 +49,20 @@ struct tx_descriptor {
     uint32_t src_ip = 0;
     uint32_t dst_ip = 0;
     uint64_t flow_id = 0;  // WQE id for the timeline trace
+    // Segment of the message (the transmit scheduler interleaves QPs at packet granularity,
+    // rnic.tx_engine.scheduler): this descriptor builds packets first_packet ..
+    // first_packet + packets - 1 of the message (packets 0: through its last packet); psn,
+    // length, remote_va stay the message's, so opcodes, PSNs and headers are those of the
+    // whole message's packets (First / RETH only on packet 0, Last / ImmDt / AckReq only on its
+    // last). The payload stream carries only the segment's bytes. 0 / 0 (the default) is the
+    // whole message. Model only: the RTL send path's pins carry whole messages
+    // (rtl/send_path/CONTRACT.md); the RTL wrapper fails a run that gives it a segment.
+    uint32_t first_packet = 0;
+    uint32_t packets = 0;
+    // A request segment: AckReq on its last packet too (the scheduler asks the responder for an
+    // ACK when a congestion window holds the rest of the message; the responder ACKs any packet
+    // with AckReq, IBA 9.7.6.1.3). Model only, like segments.
+    bool ack_req_segment = false;
 };
 
 // Payload of the current message, in order, as the DMA engine delivers it. `ready` is the time
@@ -88,7 +102,8 @@ private:
 
 // What the transmit engine talks to. put_* block (from an SC_THREAD) while the input FIFOs
 // are full. Descriptors with payload (SEND, WRITE, READ_RESPONSE with length > 0) are followed
-// on the payload stream by exactly `length` bytes, in one or more chunks.
+// on the payload stream by exactly `length` bytes (a segment: the bytes of its packets), in one
+// or more chunks.
 class send_path_if {
 public:
     virtual ~send_path_if() = default;

@@ -166,7 +166,8 @@ send_path_inputs::send_path_inputs(const std::string& name, const send_path_conf
 }
 
 void send_path_inputs::put_descriptor(const tx_descriptor& d) {
-    while (m_desc.size() >= m_cfg.desc_fifo_depth) {
+    while (m_desc_slots >= m_cfg.desc_fifo_depth &&
+           (m_desc.empty() || !continues_segment(m_desc.back().desc, d))) {
         sc_core::wait(m_space_event);
     }
     const uint64_t valid_edge = edge_after(m_clk, sc_core::sc_time_stamp());
@@ -181,8 +182,11 @@ void send_path_inputs::mirror_descriptor(const tx_descriptor& d, uint64_t valid_
     e.desc = d;
     e.valid_edge = valid_edge;
     e.payload_offset = m_desc_payload_end;
-    if (carries_payload(d)) {
-        m_desc_payload_end += d.length;
+    m_desc_payload_end += segment_payload_bytes(d);
+    if (!m_desc.empty() && continues_segment(m_desc.back().desc, d)) {
+        m_desc.back().passes_slot = true;  // the message's slot goes on with this segment
+    } else {
+        ++m_desc_slots;
     }
     m_desc.push_back(e);
     update();
@@ -260,6 +264,9 @@ const uint8_t* send_path_inputs::payload_in_place(uint64_t from, size_t n) const
 }
 
 void send_path_inputs::release_descriptor() {
+    if (!m_desc.front().passes_slot) {
+        --m_desc_slots;
+    }
     m_desc.pop_front();
     ++m_desc_base;
     update();
@@ -281,6 +288,7 @@ void send_path_inputs::release_payload(uint64_t n) {
 
 void send_path_inputs::clear() {
     m_desc.clear();
+    m_desc_slots = 0;
     m_desc_base = 0;
     m_desc_payload_end = 0;
     m_chunks.clear();
@@ -291,9 +299,9 @@ void send_path_inputs::clear() {
 }
 
 void send_path_inputs::update() {
-    m_desc_occupancy = static_cast<uint32_t>(m_desc.size());
+    m_desc_occupancy = m_desc_slots;
     m_payload_occupancy = static_cast<uint32_t>(m_pay_end - m_pay_base);
-    m_desc_ready = m_desc.size() < m_cfg.desc_fifo_depth;
+    m_desc_ready = m_desc_slots < m_cfg.desc_fifo_depth;
     m_payload_ready = m_pay_end - m_pay_base < m_cfg.payload_fifo_bytes;
     m_desc_valid = !m_desc.empty();
     m_payload_valid = m_pay_end > m_pay_base;

@@ -174,6 +174,7 @@ public:
         tx_descriptor desc;
         uint64_t valid_edge = 0;      // first edge the descriptor is visible
         uint64_t payload_offset = 0;  // of its first payload byte in the payload stream
+        bool passes_slot = false;     // a segment continuing its message took over its slot
     };
 
     send_path_inputs(const std::string& name, const send_path_config& cfg, const clock_domain& clk);
@@ -242,6 +243,11 @@ private:
     send_path_config m_cfg;
     const clock_domain& m_clk;
     std::deque<descriptor_entry> m_desc;
+    // Slots taken: one per message in the FIFO. A segment (tx_descriptor::first_packet) that
+    // continues the message of the descriptor at the FIFO's tail extends that entry's slot
+    // instead of taking one, so a message cut into turns holds the FIFO as the whole message
+    // would (the slot is returned when its last segment has left).
+    uint32_t m_desc_slots = 0;
     uint64_t m_desc_base = 0;
     uint64_t m_desc_payload_end = 0;  // payload stream offset after the last descriptor's bytes
     std::deque<chunk_entry> m_chunks;

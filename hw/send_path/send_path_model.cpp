@@ -79,15 +79,24 @@ void send_path_model::run() {
             SC_REPORT_ERROR(name(), ("bad descriptor: " + why).c_str());
             return;
         }
-        ++m_stats.messages;
+        // A segment (tx_descriptor::first_packet) that continues the previous descriptor's
+        // message is timed as that message's next packet: the sequencer has its header state,
+        // so only the descriptor's own registration (valid + header_edges) can hold it.
+        const uint32_t first = d.first_packet;
+        const uint32_t end = segment_end(d);
+        const bool continues =
+            first != 0 && m_prev_end == first && m_prev_qpn == d.src_qpn && m_prev_psn == d.psn;
+        if (first == 0) {
+            ++m_stats.messages;
+        }
         // Descriptor accepted when visible and the sequencer has handed over the previous
         // message's last packet (same edge allowed).
         const int64_t valid = static_cast<int64_t>(std::max(e.valid_edge, m_reset_edge));
         const int64_t s = std::max(valid, m_h_last_msg);
-        const uint32_t npackets = packet_count(d);
-        for (uint32_t p = 0; p < npackets; ++p) {
+        const uint64_t seg_base = uint64_t{first} * d.pmtu;  // payload offset of packet `first`
+        for (uint32_t p = first; p < end; ++p) {
             const packet_plan plan = plan_packet(d, p);
-            const uint64_t pay_off = e.payload_offset + plan.payload_offset;
+            const uint64_t pay_off = e.payload_offset + plan.payload_offset - seg_base;
             m_cur_desc = d;
             m_cur_plan = plan;
             m_cur_pay_off = pay_off;
@@ -95,7 +104,9 @@ void send_path_model::run() {
             // per further packet), and no earlier than the edge the previous packet's first
             // beat took the previous header.
             const send_path_timing& tm = m_cfg.timing;
-            const int64_t h = std::max(p == 0 ? s + tm.header_edges : m_h_prev + 1, m_a0_prev);
+            const int64_t next =
+                continues ? std::max(valid + tm.header_edges, m_h_prev + 1) : s + tm.header_edges;
+            const int64_t h = std::max(p == first ? next : m_h_prev + 1, m_a0_prev);
             m_beat_edges.clear();
             int64_t a0 = 0;
             const size_t regs = m_r_prev.size();  // output_registers
@@ -103,7 +114,7 @@ void send_path_model::run() {
                 int64_t avail = NEG;
                 if (j == 0) {
                     // Idle edges the RTL leaves between frames (and between messages).
-                    const uint32_t gap = p == 0 ? tm.message_gap : tm.frame_gap;
+                    const uint32_t gap = p == first && !continues ? tm.message_gap : tm.frame_gap;
                     avail = std::max(h + 1, m_a_last + 1 + gap);
                 }
                 const int32_t k = plan.input_beat_of(j);
@@ -142,8 +153,11 @@ void send_path_model::run() {
             }
             m_h_prev = h;
             m_a0_prev = a0;
-            if (plan.last) {
+            if (p + 1 == end) {
                 m_h_last_msg = h;
+                m_prev_qpn = d.src_qpn;
+                m_prev_psn = d.psn;
+                m_prev_end = end;
             }
 
             // The frame's bytes; it is complete when its last beat is accepted.
@@ -169,7 +183,7 @@ void send_path_model::run() {
             f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
             f.flow_id = d.flow_id;
             m_in.release_payload(plan.payload_len);
-            if (plan.last) {
+            if (p + 1 == end) {
                 m_in.release_descriptor();
             }
             m_out.put_frame(std::move(f));
@@ -214,6 +228,7 @@ void send_path_model::reset(uint32_t cycles) {
     m_beat_edges.clear();
     m_frame_no = 0;
     m_h_last_msg = m_h_prev = m_a0_prev = m_a_last = m_t_prev = NEG;
+    m_prev_end = 0;
     std::fill(m_r_prev.begin(), m_r_prev.end(), NEG);
     m_reset_edge = r + cycles;
     m_in.clear();

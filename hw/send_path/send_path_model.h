@@ -84,7 +84,12 @@ private:
 
     // Pipeline state (edges; NEG = never). See the class comment.
     static constexpr int64_t NEG = -(int64_t{1} << 40);
-    int64_t m_h_last_msg = NEG;     // header edge of the previous message's last packet
+    int64_t m_h_last_msg = NEG;  // header edge of the previous descriptor's last packet
+    // The previous descriptor (message or segment): a segment that continues it (same message,
+    // next packet) is timed as that message's next packet.
+    uint32_t m_prev_qpn = 0;
+    uint32_t m_prev_psn = 0;
+    uint32_t m_prev_end = 0;        // one past its last packet; 0: none
     int64_t m_h_prev = NEG;         // header edge of the previous packet
     int64_t m_a0_prev = NEG;        // assembler edge of the previous packet's first beat
     int64_t m_a_last = NEG;         // assembler edge of the previous beat

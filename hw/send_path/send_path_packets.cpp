@@ -2,6 +2,7 @@
 // Segmentation and header rules of the send path.
 #include "hw/send_path/send_path_packets.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rnic::hw {
@@ -15,6 +16,31 @@ uint32_t packet_count(const tx_descriptor& d) {
         return 1;
     }
     return (d.length + d.pmtu - 1) / d.pmtu;
+}
+
+uint32_t segment_end(const tx_descriptor& d) {
+    const uint32_t n = packet_count(d);
+    if (d.packets == 0) {
+        return n;
+    }
+    return std::min(n, d.first_packet + d.packets);
+}
+
+uint64_t segment_payload_bytes(const tx_descriptor& d) {
+    if (!carries_payload(d)) {
+        return 0;
+    }
+    if (d.first_packet == 0 && d.packets == 0) {
+        return d.length;
+    }
+    const uint64_t from = uint64_t{d.first_packet} * d.pmtu;
+    const uint64_t to = std::min<uint64_t>(d.length, uint64_t{segment_end(d)} * d.pmtu);
+    return to > from ? to - from : 0;
+}
+
+bool continues_segment(const tx_descriptor& prev, const tx_descriptor& d) {
+    return d.first_packet != 0 && d.first_packet == segment_end(prev) &&
+           prev.src_qpn == d.src_qpn && prev.psn == d.psn && prev.kind == d.kind;
 }
 
 namespace {
@@ -90,7 +116,9 @@ roce::frame_header make_frame_header(const tx_descriptor& d, const packet_plan& 
     h.bth_.opcode = p.opcode;
     // SE only on the last packet of a SEND/WRITE; AckReq only on the last packet of a request.
     h.bth_.se = p.last && d.solicited && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE);
-    h.bth_.ack_req = p.last && d.ack_req && request;
+    // A segment may ask for an ACK at its own end (tx_descriptor::ack_req_segment).
+    const bool segment_last = d.ack_req_segment && p.index + 1 == segment_end(d);
+    h.bth_.ack_req = (p.last || segment_last) && d.ack_req && request;
     h.bth_.dest_qp = d.dest_qpn & roce::QPN_MASK;
     h.bth_.psn = p.psn;
     h.reth_.va = d.remote_va;
@@ -118,6 +146,14 @@ std::string check_descriptor(const tx_descriptor& d) {
     }
     if (d.with_inv && d.kind != tx_kind::SEND) {
         return std::string("with_inv on ") + to_string(d.kind);
+    }
+    if (d.first_packet != 0 || d.packets != 0) {
+        const uint32_t n = packet_count(d);
+        if (!carries_payload(d) || d.first_packet >= n || d.packets > n - d.first_packet) {
+            return std::string("segment of packets ") + std::to_string(d.first_packet) + " + " +
+                   std::to_string(d.packets) + " outside the " + std::to_string(n) + "-packet " +
+                   to_string(d.kind) + " message";
+        }
     }
     return {};
 }

@@ -46,6 +46,13 @@ struct packet_plan {
 bool carries_payload(const tx_descriptor& d);
 // ceil(length / pmtu) for messages with payload (1 when length is 0); 1 otherwise.
 uint32_t packet_count(const tx_descriptor& d);
+// The descriptor's packets: first = d.first_packet, end = one past its last (a segment of the
+// message, or the whole message when first_packet and packets are 0).
+uint32_t segment_end(const tx_descriptor& d);
+// Payload bytes the descriptor's packets carry (= length for a whole message).
+uint64_t segment_payload_bytes(const tx_descriptor& d);
+// `d` is a segment that continues `prev`'s message at the packet after prev's last.
+bool continues_segment(const tx_descriptor& prev, const tx_descriptor& d);
 // Packet `index` (< packet_count(d)) of the message.
 packet_plan plan_packet(const tx_descriptor& d, uint32_t index);
 // UDP source port (flow entropy): 0xC000 | 14-bit fold of src_qpn ^ dest_qpn.

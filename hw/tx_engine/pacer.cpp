@@ -12,7 +12,8 @@ namespace rnic::hw {
 pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps, sim_context& ctx)
     : m_clk(clk)
     , m_rate(max_qps, 0)
-    , m_last(max_qps) {
+    , m_last(max_qps)
+    , m_refused_at(max_qps, 0) {
     ctx.stats.add(name, "paced_packets", m_stats.paced_packets, "count",
                   "packets held by their QP's rate limiter");
     ctx.stats.add(name, "pacing_wait_ps", m_stats.wait_ps, "ps",
@@ -32,6 +33,7 @@ void pacer::reset(uint32_t qpn) {
     if (qpn < m_rate.size()) {
         m_rate[qpn] = 0;
         m_last[qpn] = booking{};
+        m_refused_at[qpn] = 0;
         if (m_waiting != 0) {
             m_rate_changed.notify(sc_core::SC_ZERO_TIME);
         }
@@ -48,6 +50,67 @@ uint64_t pacer::reserve(uint32_t qpn, uint64_t now_ps, uint32_t wire_bytes) {
     const uint64_t start = std::max(now_ps, free_ps);
     m_last[qpn] = booking{start, wire_bytes};
     return start;
+}
+
+namespace {
+uint64_t now_in_ps() {
+    return static_cast<uint64_t>(sc_core::sc_time_stamp().value() /
+                                 sc_core::sc_time(1, sc_core::SC_PS).value());
+}
+}  // namespace
+
+uint64_t pacer::try_pace(const tx_descriptor& d, uint32_t index) {
+    if (d.kind == tx_kind::ACK) {
+        return 0;
+    }
+    const uint32_t qpn = d.src_qpn;
+    if (!limited(qpn)) {
+        pass(d, index);
+        return 0;
+    }
+    const packet_plan plan = plan_packet(d, index);
+    const auto wire = static_cast<uint32_t>(roce::wire_bytes(plan.frame_bytes));
+    const uint64_t now_ps = now_in_ps();
+    const booking& last = m_last[qpn];
+    const uint64_t free_ps = last.start_ps + last.wire * 8'000'000 / m_rate[qpn];
+    if (free_ps > now_ps) {
+        if (m_refused_at[qpn] == 0) {
+            m_refused_at[qpn] = now_ps + 1;  // waits from now (0: not waiting)
+            ++m_stats.paced_packets;
+        }
+        return free_ps;
+    }
+    if (m_refused_at[qpn] != 0) {
+        m_stats.wait_ps += now_ps - (m_refused_at[qpn] - 1);
+        m_refused_at[qpn] = 0;
+    }
+    // Due: booked at its slot's start when that was within the last clock period (the
+    // scheduler woke on the edge after it), else now.
+    const uint64_t start = now_ps - free_ps < m_clk.period_ps() ? free_ps : now_ps;
+    m_last[qpn] = booking{start, wire};
+    if (m_listener) {
+        m_listener(qpn, plan.psn, wire);
+    }
+    return 0;
+}
+
+void pacer::pass(const tx_descriptor& d, uint32_t index) {
+    if (d.kind == tx_kind::ACK) {
+        return;
+    }
+    const uint32_t qpn = d.src_qpn;
+    const bool lim = limited(qpn);
+    if (!lim && !m_listener) {
+        return;
+    }
+    const packet_plan plan = plan_packet(d, index);
+    const auto wire = static_cast<uint32_t>(roce::wire_bytes(plan.frame_bytes));
+    if (lim) {
+        m_last[qpn] = booking{now_in_ps(), wire};
+    }
+    if (m_listener) {
+        m_listener(qpn, plan.psn, wire);
+    }
 }
 
 void pacer::pace(const tx_descriptor& d, uint32_t index) {

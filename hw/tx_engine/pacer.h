@@ -40,6 +40,21 @@ public:
     // change while it waits re-books it at the new rate: a QP cut to a few Mb/s whose rate then
     // recovers does not sit out a slot computed at the old rate (8 ms per 1 KB at 1 Mb/s).
     void pace(const tx_descriptor& d, uint32_t index);
+    // Without waiting (the round-robin transmit scheduler, which skips a QP that is not due):
+    // if packet `index` of `d` may start now, books it, tells the listener and returns 0;
+    // else books nothing and returns the time (ps) its slot starts. A slot that started less
+    // than a clock period ago is booked at its start (as pace() books it and then moves to the
+    // edge), so the spacing is exact on average.
+    uint64_t try_pace(const tx_descriptor& d, uint32_t index);
+    // Books packet `index` of `d` at the current time whatever its slot (a later packet of a
+    // scheduler's burst; a limited QP's burst is one packet, so only a rate cut during the burst
+    // makes this early) and tells the listener.
+    void pass(const tx_descriptor& d, uint32_t index);
+    bool limited(uint32_t qpn) const { return qpn < m_rate.size() && m_rate[qpn] != 0; }
+    // A rate change of any QP, notified while someone watches (the scheduler waits on it while
+    // a skipped QP is not due).
+    const sc_core::sc_event& rate_changed_event() const { return m_rate_changed; }
+    void watch(bool on) { on ? ++m_waiting : --m_waiting; }
     // Told of every packet of a requester or READ-response message as it is handed on:
     // (qpn, psn, wire bytes). Congestion control counts bytes and stamps RTTs with it.
     void set_listener(std::function<void(uint32_t, uint32_t, uint32_t)> fn) {
@@ -60,7 +75,8 @@ private:
         uint64_t wire = 0;      // its wire bytes (0: none booked)
     };
     std::vector<booking> m_last;
-    sc_core::sc_event m_rate_changed;  // notified only while a packet waits (m_waiting)
+    std::vector<uint64_t> m_refused_at;  // try_pace: first refusal of the waiting packet + 1 ps
+    sc_core::sc_event m_rate_changed;    // notified only while a packet waits (m_waiting)
     uint32_t m_waiting = 0;
     std::function<void(uint32_t, uint32_t, uint32_t)> m_listener;
     stats m_stats;

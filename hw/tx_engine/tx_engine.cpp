@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "hw/hsi/hsi.h"
+#include "hw/send_path/send_path_packets.h"
 
 namespace rnic::hw {
 
@@ -52,6 +53,11 @@ tx_engine_config parse_tx_engine_config(config::reader r) {
     r.get("job_fifo_depth", c.job_fifo_depth, 1u, 4096u);
     r.get("response_fifo_depth", c.response_fifo_depth, 1u, 4096u);
     r.get("max_outstanding", c.max_outstanding, 1u, 65536u);
+    config::reader sr = r.child("scheduler");
+    sr.get_one_of("policy", c.scheduler.policy, {"fifo", "round_robin"});
+    sr.get("burst_packets", c.scheduler.burst_packets, 1u, 4096u);
+    sr.get("arbitration_cycles", c.scheduler.arbitration_cycles, 0u, 1000u);
+    sr.finish();
     r.finish();
     return c;
 }
@@ -75,7 +81,12 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     , m_responses("responses", cfg.response_fifo_depth) {
     SC_HAS_PROCESS(tx_engine);
     SC_THREAD(requester_thread);
-    SC_THREAD(transmit_thread);
+    m_round_robin = cfg.scheduler.policy == "round_robin";
+    if (m_round_robin) {
+        SC_THREAD(scheduler_thread);
+    } else {
+        SC_THREAD(transmit_thread);
+    }
     SC_THREAD(timer_thread);
     auto& s = ctx.stats;
     const std::string b = this->name();
@@ -143,6 +154,16 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
           "WQEs of a QP reset or destroyed before they completed (no completion)");
     s.add(b, "dropped_stale", m_stats.dropped_stale, "count",
           "queued jobs of a QP reset or destroyed since, not sent");
+    if (m_round_robin) {
+        s.add(b, "sched_turns", m_stats.sched_turns, "count",
+              "round-robin turns: descriptors of 1..burst_packets packets handed on");
+        s.add(b, "sched_skipped_paced", m_stats.sched_skipped_paced, "count",
+              "QPs passed over in a round: their rate limiter slot was not due");
+        s.add(b, "sched_skipped_window", m_stats.sched_skipped_window, "count",
+              "QPs passed over in a round: congestion window full");
+        s.add(b, "sched_max_inflight", m_stats.sched_max_inflight, "bytes",
+              "most unacknowledged SEND/WRITE payload bytes of a QP whose window was set");
+    }
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         m_responses.trace(ctx.vcd, b);
@@ -626,6 +647,19 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
     // Progress: the ACK covers a PSN not acknowledged before (a message completed, or part of
     // one: a NAK acknowledges the packets before its PSN).
     bool progress = acknowledge_through(qpn, it->second, psn);
+    if (m_round_robin) {
+        // Congestion window: the acknowledged bytes leave the QP's in-flight count.
+        qp_state& st = it->second;
+        bool opened = false;
+        while (!st.sent_log.empty() && psn_le(st.sent_log.front().first, st.acked_psn)) {
+            st.acked_total = st.sent_log.front().second;
+            st.sent_log.pop_front();
+            opened = true;
+        }
+        if (opened) {
+            m_sched_wake.notify(sc_core::SC_ZERO_TIME);
+        }
+    }
     for (auto& o : it->second.queue) {
         if (!psn_le(o.last_psn, psn)) {
             break;
@@ -1092,8 +1126,331 @@ void tx_engine::transmit_thread() {
     }
 }
 
-void tx_engine::send_job(tx_job& job) {
+// --- Round-robin transmit scheduler ---------------------------------------------------------
+//
+// Per-QP arbitration at packet granularity (README, "Scheduler"). Work is staged from the same
+// queues transmit_thread reads into one lane per QP and direction (requester: go-back-N
+// resends, then new requests; responder: READ responses and the ACKs behind them). Lanes with
+// work take turns in a ring; a turn hands the send path one descriptor for the next 1 ..
+// burst_packets packets of the lane's message. A lane whose rate limiter slot is not due or
+// whose congestion window is full is passed over, not waited on. ACKs with nothing queued
+// ahead of them in their responder lane go first, between turns.
+
+void tx_engine::enter_ring(uint32_t key) {
+    tx_lane& l = m_lanes[key];
+    if (!l.in_ring) {
+        l.in_ring = true;
+        m_ring.push_back(key);
+    }
+}
+
+void tx_engine::stage_work() {
+    while (!m_retransmits.empty()) {
+        tx_job job = std::move(m_retransmits.front());
+        m_retransmits.pop_front();
+        const uint32_t key = job.desc.src_qpn * 2;
+        m_lanes[key].resends.push_back(std::move(job));
+        enter_ring(key);
+    }
+    while (!m_responses.empty()) {
+        const tx_job& head = m_responses.front();
+        const uint32_t key = head.desc.src_qpn * 2 + 1;
+        auto it = m_lanes.find(key);
+        const bool lane_busy =
+            it != m_lanes.end() && (it->second.active || !it->second.jobs.empty());
+        if (head.desc.kind == tx_kind::ACK && !lane_busy) {
+            m_acks.push_back(m_responses.get());
+            continue;
+        }
+        if (m_staged_responses >= m_cfg.response_fifo_depth) {
+            break;
+        }
+        ++m_staged_responses;
+        m_lanes[key].jobs.push_back(m_responses.get());
+        enter_ring(key);
+    }
+    while (!m_requests.empty() && m_staged_requests < m_cfg.job_fifo_depth) {
+        tx_job job = m_requests.get();
+        const uint32_t key = job.desc.src_qpn * 2;
+        ++m_staged_requests;
+        m_lanes[key].jobs.push_back(std::move(job));
+        enter_ring(key);
+    }
+}
+
+bool tx_engine::start_job(tx_lane& l) {
+    while (!l.active) {
+        if (!l.resends.empty()) {
+            // As transmit_thread: a resend of an older incarnation or a superseded go-back-N
+            // is dropped, one of a QP in error is not sent.
+            tx_job job = std::move(l.resends.front());
+            l.resends.pop_front();
+            auto it = m_qps.find(job.desc.src_qpn);
+            if (it == m_qps.end() || it->second.generation != job.generation) {
+                ++m_stats.dropped_stale;
+                continue;
+            }
+            if (job.resend_epoch != it->second.resend_epoch) {
+                continue;  // superseded by a newer go-back-N of the QP (counted there)
+            }
+            if (!it->second.queued_resends.empty()) {
+                it->second.queued_resends.pop_front();
+            }
+            if (in_error(job.desc.src_qpn)) {
+                ++m_stats.dropped_in_error;
+                continue;
+            }
+            const bool request = job.desc.kind == tx_kind::READ_REQUEST;
+            const uint64_t packets = request ? 1 : packets_of(job.desc.length, job.desc.pmtu);
+            const uint64_t bytes = request ? 0 : job.desc.length;
+            recovery_stats& q = qp_recovery(job.desc.src_qpn);
+            m_recovery.retransmitted_packets += packets;
+            m_recovery.retransmitted_bytes += bytes;
+            q.retransmitted_packets += packets;
+            q.retransmitted_bytes += bytes;
+            l.cur = std::move(job);
+            l.resend = true;
+        } else if (!l.jobs.empty()) {
+            tx_job job = std::move(l.jobs.front());
+            l.jobs.pop_front();
+            const bool response =
+                job.desc.kind == tx_kind::ACK || job.desc.kind == tx_kind::READ_RESPONSE;
+            if (response) {
+                --m_staged_responses;
+            } else {
+                --m_staged_requests;
+            }
+            if (job.generation != generation_of(job.desc.src_qpn)) {
+                ++m_stats.dropped_stale;
+                continue;
+            }
+            // ACKs and NAKs always go; requests and READ responses of a QP in error do not.
+            if (job.desc.kind != tx_kind::ACK && in_error(job.desc.src_qpn)) {
+                ++m_stats.dropped_in_error;
+                continue;
+            }
+            l.cur = std::move(job);
+            l.resend = false;
+        } else {
+            return false;
+        }
+        l.active = true;
+        l.next = 0;
+        l.end = packet_count(l.cur.desc);
+    }
+    return true;
+}
+
+void tx_engine::count_sent(qp_state& st, uint32_t psn, uint32_t bytes) {
+    if (st.sent_any && psn_le(psn, st.sent_high)) {
+        return;  // a resend: the same bytes are still the unacknowledged ones
+    }
+    st.sent_any = true;
+    st.sent_high = psn;
+    st.sent_total += bytes;
+    st.sent_log.emplace_back(psn, st.sent_total);
+}
+
+uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed) {
+    const tx_descriptor& d = l.cur.desc;
+    const uint32_t left = l.end - l.next;
+    uint32_t n = std::min(left, m_cfg.scheduler.burst_packets);
+    if (d.kind == tx_kind::ACK) {
+        return 1;
+    }
+    // Congestion window (hw/cc: the algorithm's window_bytes in the QPC's congestion-control
+    // slice): a new SEND/WRITE packet goes only if the QP's unacknowledged bytes stay within it
+    // (or nothing is in flight: a packet larger than the window still moves).
+    if (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE) {
+        const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
+        const uint32_t window = qp != nullptr ? qp->cc.window_bytes : 0;
+        if (window != 0) {
+            windowed = true;
+            qp_state& st = m_qps[d.src_qpn];
+            const uint64_t inflight = st.sent_total - st.acked_total;
+            uint64_t add = 0;
+            uint32_t fit = 0;
+            for (; fit < n; ++fit) {
+                const uint32_t k = l.next + fit;
+                const uint32_t psn = (d.psn + k) & PSN_MASK;
+                if (st.sent_any && psn_le(psn, st.sent_high)) {
+                    continue;  // resent bytes are in flight already
+                }
+                const uint64_t b = plan_packet(d, k).payload_len;
+                if (inflight + add != 0 && inflight + add + b > window) {
+                    break;
+                }
+                add += b;
+            }
+            if (fit == 0) {
+                ++m_stats.sched_skipped_window;
+                return 0;
+            }
+            n = fit;
+        }
+    }
+    // Rate limiter: a limited QP's turn is one packet, and only when its slot is due.
+    if (m_pacer != nullptr && m_pacer->limited(d.src_qpn)) {
+        const uint64_t at = m_pacer->try_pace(d, l.next);
+        if (at != 0) {
+            ++m_stats.sched_skipped_paced;
+            wake_ps = std::min(wake_ps, at);
+            return 0;
+        }
+        return 1;
+    }
+    if (m_pacer != nullptr) {
+        m_pacer->try_pace(d, l.next);  // not limited: books nothing, tells the listener
+    }
+    return n;
+}
+
+void tx_engine::send_turn(tx_lane& l, uint32_t packets, bool windowed) {
+    tx_job& job = l.cur;
     const tx_descriptor& d = job.desc;
+    const uint32_t first = l.next;
+    const bool whole = first == 0 && packets == l.end;
+    ++m_stats.sched_turns;
+    // Under a window the responder is asked to ACK every turn (AckReq on its last packet): it
+    // ACKs only packets that ask, and the window opens only with ACKs.
+    const bool ok = send_packets(job, first, whole ? 0 : packets, true, windowed);
+    l.next += packets;
+    if (ok && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE)) {
+        auto it = m_qps.find(d.src_qpn);
+        if (it != m_qps.end() && it->second.generation == job.generation) {
+            for (uint32_t k = first; k < first + packets; ++k) {
+                count_sent(it->second, (d.psn + k) & PSN_MASK, plan_packet(d, k).payload_len);
+            }
+            const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
+            if (qp != nullptr && qp->cc.window_bytes != 0) {
+                m_stats.sched_max_inflight = std::max(
+                    m_stats.sched_max_inflight, it->second.sent_total - it->second.acked_total);
+            }
+        }
+    }
+    if (!ok || l.next >= l.end) {
+        const bool request =
+            d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_REQUEST;
+        if (ok && request) {
+            request_sent(job);  // its last packet (AckReq) is with the send path
+        }
+        l.active = false;
+        l.cur = tx_job{};
+    }
+}
+
+void tx_engine::scheduler_thread() {
+    bool watching = false;
+    for (;;) {
+        stage_work();
+        if (!m_acks.empty()) {
+            tx_job job = std::move(m_acks.front());
+            m_acks.pop_front();
+            if (job.generation != generation_of(job.desc.src_qpn)) {
+                ++m_stats.dropped_stale;
+            } else {
+                send_job(job);
+            }
+            continue;
+        }
+        // One round over the lanes with work, from the one after the last served.
+        uint64_t wake_ps = UINT64_MAX;
+        bool served = false;
+        for (size_t i = 0, n = m_ring.size(); i < n && !served; ++i) {
+            const uint32_t key = m_ring.front();
+            m_ring.pop_front();
+            tx_lane& l = m_lanes[key];
+            if (l.active && !l.resends.empty()) {
+                // A go-back-N that arrived while this message was going out and goes back to
+                // it or before: its resends carry the message again from its first packet (it
+                // is unfinished), so the rest of this copy is not sent (the responder would
+                // drop it as out of sequence) and the resends go now. This also frees a
+                // message held by a full window that only the resends can open.
+                const tx_job& r = l.resends.front();
+                const auto q = m_qps.find(r.desc.src_qpn);
+                if (q != m_qps.end() && r.generation == q->second.generation &&
+                    r.resend_epoch == q->second.resend_epoch &&
+                    psn_le(r.desc.psn, l.cur.desc.psn)) {
+                    l.active = false;
+                    l.cur = tx_job{};
+                }
+            }
+            if (!start_job(l)) {
+                l.in_ring = false;
+                continue;
+            }
+            // The job's QP may have failed or been reset since it was taken (it may have waited
+            // for its rate limiter or window): the rest of its message is not sent (requests and
+            // READ responses; ACKs always go).
+            const uint32_t qpn = l.cur.desc.src_qpn;
+            const bool stale = l.cur.generation != generation_of(qpn);
+            if (stale || (l.cur.desc.kind != tx_kind::ACK && in_error(qpn))) {
+                ++(stale ? m_stats.dropped_stale : m_stats.dropped_in_error);
+                l.active = false;
+                l.cur = tx_job{};
+                m_ring.push_back(key);
+                continue;
+            }
+            bool windowed = false;
+            const uint32_t packets = turn_size(l, wake_ps, windowed);
+            if (packets == 0) {
+                m_ring.push_back(key);  // not eligible now: its place comes round again
+                continue;
+            }
+            if (m_cfg.scheduler.arbitration_cycles != 0) {
+                m_clk.wait_cycles(m_cfg.scheduler.arbitration_cycles);
+            }
+            send_turn(l, packets, windowed);
+            served = true;
+            m_ring.push_back(key);  // dropped from the ring at its next turn if it has no work
+        }
+        if (served) {
+            continue;
+        }
+        // Nothing eligible: sleep until new work, an ACK (a window opens), a rate change or the
+        // earliest rate limiter slot.
+        if (!m_ring.empty() && m_pacer != nullptr && !watching) {
+            m_pacer->watch(true);
+            watching = true;
+        }
+        sc_core::sc_event_or_list ev;
+        ev |= m_responses.written_event();
+        ev |= m_requests.written_event();
+        ev |= m_retransmit_event;
+        ev |= m_sched_wake;
+        if (watching) {
+            ev |= m_pacer->rate_changed_event();
+        }
+        if (wake_ps != UINT64_MAX) {
+            const sc_core::sc_time slot(static_cast<double>(wake_ps), sc_core::SC_PS);
+            const sc_core::sc_time at = m_clk.edge_at_or_after(slot);
+            sc_core::wait(at - sc_core::sc_time_stamp(), ev);
+        } else {
+            sc_core::wait(ev);
+        }
+        if (watching) {
+            m_pacer->watch(false);
+            watching = false;
+        }
+    }
+}
+
+void tx_engine::send_job(tx_job& job) {
+    send_packets(job, 0, 0, false);
+}
+
+bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled,
+                             bool ack_at_end) {
+    // A turn of the round-robin scheduler hands a segment (packets first .. first + count - 1)
+    // on its own descriptor; count 0 is the whole message with its descriptor as built.
+    tx_descriptor seg = job.desc;
+    if (count != 0) {
+        seg.first_packet = first;
+        seg.packets = count;
+        seg.ack_req_segment = ack_at_end;
+    }
+    const tx_descriptor& d = seg;
+    const uint32_t end = segment_end(d);
     const bool has_payload =
         d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_RESPONSE;
     const bool from_memory =
@@ -1101,60 +1458,103 @@ void tx_engine::send_job(tx_job& job) {
     // The gather translation runs per packet (mlx5: through the MKey/MTT cache, which a
     // deregistration invalidates). The first packet's check: a source key that died since the
     // WQE was translated (a deregistration while the request sat in the job FIFO, or before a
-    // go-back-N resend) puts nothing of the message on the wire.
+    // go-back-N resend) puts nothing of the message (of this segment on) on the wire.
     if (from_memory && !source_keys_live(job)) {
-        source_fault(job, d.psn);
-        return;
+        source_fault(job, (d.psn + first) & PSN_MASK);
+        return false;
     }
-    if (d.kind == tx_kind::ACK) {
-        ++m_stats.acks_sent;
-    } else if (d.kind == tx_kind::READ_RESPONSE) {
-        ++m_stats.responses;
+    if (first == 0) {
+        if (d.kind == tx_kind::ACK) {
+            ++m_stats.acks_sent;
+        } else if (d.kind == tx_kind::READ_RESPONSE) {
+            ++m_stats.responses;
+        }
     }
     if (m_pacer != nullptr) {
-        m_pacer->pace(d, 0);  // congestion control: the first packet's rate-limiter slot
+        // Congestion control: the first packet's rate-limiter slot (the scheduler booked it
+        // before it chose this turn).
+        if (!scheduled) {
+            m_pacer->pace(d, first);
+        }
     }
     m_send_path.put_descriptor(d);
     if (!has_payload || d.length == 0) {
-        return;
+        return true;
     }
     if (!from_memory) {
-        m_stats.inline_bytes += job.inline_data.size();
-        m_send_path.put_payload({std::move(job.inline_data), sc_core::sc_time_stamp()});
-        return;
+        if (count == 0) {
+            m_stats.inline_bytes += job.inline_data.size();
+            m_send_path.put_payload({std::move(job.inline_data), sc_core::sc_time_stamp()});
+        } else {
+            const uint64_t from = uint64_t{first} * d.pmtu;
+            const uint64_t n = segment_payload_bytes(d);
+            m_stats.inline_bytes += n;
+            const auto at = job.inline_data.begin() + static_cast<std::ptrdiff_t>(from);
+            m_send_path.put_payload({std::vector<uint8_t>(at, at + static_cast<std::ptrdiff_t>(n)),
+                                     sc_core::sc_time_stamp()});
+        }
+        return true;
     }
     // Payload reads, one per path-MTU chunk so the first packet can start as soon as its
     // bytes are in; the send path's payload FIFO back-pressures the next read. The source keys
     // are checked again before every later chunk (one per packet; more when a packet spans
-    // scatter entries): once a key fails, nothing more is read from host memory.
+    // scatter entries): once a key fails, nothing more is read from host memory. A segment
+    // reads only its packets' bytes [seg_from, seg_to) of the message.
+    const uint64_t seg_from = uint64_t{first} * d.pmtu;
+    const uint64_t seg_to = seg_from + segment_payload_bytes(d);
     const sc_core::sc_time dma_start = sc_core::sc_time_stamp();
     sc_core::sc_time last_ready = dma_start;
-    uint64_t offset = 0;
+    uint64_t offset = 0;  // of the scatter entry's start within the message
     bool faulted = false;
     uint32_t fault_psn = 0;
     for (const dma_segment& seg : job.segments) {
+        if (offset + seg.len <= seg_from) {
+            offset += seg.len;
+            continue;
+        }
+        if (offset >= seg_to) {
+            break;
+        }
         uint32_t done = 0;
         while (done < seg.len) {
-            const uint32_t n = std::min(seg.len - done, d.pmtu);
+            uint32_t n = std::min(seg.len - done, d.pmtu);
+            uint64_t at = offset;  // message offset of this chunk
+            if (at < seg_from) {   // a segment starting inside the chunk
+                const auto skip = static_cast<uint32_t>(std::min<uint64_t>(seg_from - at, n));
+                done += skip;
+                offset += skip;
+                n -= skip;
+                at += skip;
+                if (n == 0) {
+                    continue;
+                }
+            }
+            if (at >= seg_to) {
+                break;
+            }
+            n = static_cast<uint32_t>(std::min<uint64_t>(n, seg_to - at));
             if (m_pacer != nullptr) {  // congestion control: slots of the packets starting here
-                for (uint64_t k = (offset + d.pmtu - 1) / d.pmtu; k * d.pmtu < offset + n; ++k) {
-                    if (k != 0) {
-                        m_pacer->pace(d, static_cast<uint32_t>(k));
+                for (uint64_t k = (at + d.pmtu - 1) / d.pmtu; k * d.pmtu < at + n; ++k) {
+                    if (k != first) {
+                        if (scheduled) {
+                            m_pacer->pass(d, static_cast<uint32_t>(k));
+                        } else {
+                            m_pacer->pace(d, static_cast<uint32_t>(k));
+                        }
                     }
                 }
             }
-            if (!faulted && offset != 0 && !source_keys_live(job)) {
+            if (!faulted && at != seg_from && !source_keys_live(job)) {
                 faulted = true;
-                const auto first_bad = static_cast<uint32_t>(offset / d.pmtu);
+                const auto first_bad = static_cast<uint32_t>(at / d.pmtu);
                 fault_psn = (d.psn + first_bad) & PSN_MASK;
-                const auto packets = static_cast<uint32_t>((d.length + d.pmtu - 1) / d.pmtu);
-                m_stomp.add(d.dest_qpn, fault_psn, packets - first_bad);
+                m_stomp.add(d.dest_qpn, fault_psn, end - first_bad);
             }
             payload_chunk c;
             c.bytes.resize(n);
             if (faulted) {
-                // The send path takes exactly `length` bytes per message and has no abort: the
-                // rest of the message goes in as zeros, and the MAC stomps those packets.
+                // The send path takes exactly the descriptor's bytes and has no abort: the rest
+                // of the segment goes in as zeros, and the MAC stomps those packets.
                 c.ready = sc_core::sc_time_stamp();
             } else {
                 c.ready =
@@ -1166,13 +1566,27 @@ void tx_engine::send_job(tx_job& job) {
             done += n;
             offset += n;
         }
+        if (offset >= seg_to) {
+            break;
+        }
     }
     if (m_ctx.tracer != nullptr) {
-        m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, dma_start, last_ready);
+        // One slice per message: a message sent in turns from its first turn's read to its
+        // last turn's.
+        if (count == 0) {
+            m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, dma_start, last_ready);
+        } else if (first == 0) {
+            job.dma_start = dma_start;
+        }
+        if (count != 0 && end == packet_count(d)) {
+            m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, job.dma_start, last_ready);
+        }
     }
     if (faulted) {
         source_fault(job, fault_psn);
+        return false;
     }
+    return true;
 }
 
 bool tx_engine::source_keys_live(const tx_job& job) const {

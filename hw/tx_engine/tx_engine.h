@@ -42,6 +42,9 @@ struct tx_job {
     uint32_t src_pdn = 0;
     uint32_t generation = 0;    // incarnation of src_qpn (reset/destroy): stale jobs are not sent
     uint32_t resend_epoch = 0;  // go-back-N resends: superseded when the QP's epoch moved on
+    // Sent in turns (round-robin scheduler): when its first turn's payload read started (the
+    // timeline's payload_dma slice spans the whole message, as when it goes whole).
+    sc_core::sc_time dma_start;
 };
 
 // Where the payload of an outstanding READ lands (for the receive path).
@@ -144,6 +147,12 @@ public:
         uint64_t source_key_faults = 0;  // payload source key failed its per-packet check
         uint64_t reset_discarded = 0;    // WQEs of a QP reset/destroyed first: no completion
         uint64_t dropped_stale = 0;      // queued jobs of a reset/destroyed QP, not sent
+        // Round-robin scheduler (registered only with that policy).
+        uint64_t sched_turns = 0;           // turns given (a descriptor of 1..burst packets)
+        uint64_t sched_skipped_paced = 0;   // QPs passed over: rate limiter slot not due
+        uint64_t sched_skipped_window = 0;  // QPs passed over: congestion window full
+        uint64_t sched_max_inflight =
+            0;  // most unacknowledged SEND/WRITE bytes of a QP with a window
     };
     const stats& get_stats() const { return m_stats; }
     // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and
@@ -216,10 +225,46 @@ private:
         uint32_t generation = 0;
         bool was_reset = false;
         sc_core::sc_time reset_at = sc_core::SC_ZERO_TIME;
+        // Congestion window accounting (round-robin scheduler): payload bytes of the SEND/WRITE
+        // packets handed to the send path with a PSN not sent before, as (PSN, running total);
+        // what the responder acknowledged is popped. In flight = sent_total - acked_total (a
+        // go-back-N resend adds nothing: its bytes are still the same unacknowledged ones).
+        std::deque<std::pair<uint32_t, uint64_t>> sent_log;
+        uint64_t sent_total = 0;
+        uint64_t acked_total = 0;
+        bool sent_any = false;
+        uint32_t sent_high = 0;  // highest PSN sent
+    };
+    // Round-robin scheduler: a QP's requester (or responder) work in order, and the message
+    // going out a turn at a time.
+    struct tx_lane {
+        std::deque<tx_job> resends;  // go-back-N resends (requester), before newer requests
+        std::deque<tx_job> jobs;     // new requests / READ responses and the ACKs behind them
+        tx_job cur;                  // the message going out
+        bool active = false;
+        bool resend = false;  // cur is a go-back-N resend
+        uint32_t next = 0;    // its next packet
+        uint32_t end = 0;     // its packet count
+        bool in_ring = false;
     };
 
     void requester_thread();
     void transmit_thread();
+    // The round-robin transmit scheduler (replaces transmit_thread with that policy).
+    void scheduler_thread();
+    // Moves queued work (requests, responses, go-back-N resends) into the per-QP lanes within
+    // the FIFO depths; ACKs of a responder with nothing queued go to m_acks (sent first).
+    void stage_work();
+    void enter_ring(uint32_t key);
+    // Takes the lane's next job (resends first) as `cur`; drops stale / superseded / failed
+    // ones as transmit_thread does. False: the lane has no work.
+    bool start_job(tx_lane& l);
+    // Packets of `l`'s current message that may go in this turn (0: skipped; `wake_ps` lowered
+    // to the time its rate limiter slot comes).
+    uint32_t turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed);
+    void send_turn(tx_lane& l, uint32_t packets, bool windowed);
+    // A request packet with `psn` carrying `bytes` went to the send path (window accounting).
+    void count_sent(qp_state& st, uint32_t psn, uint32_t bytes);
     void timer_thread();
     void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
     void restart_timer(uint32_t qpn, qp_state& st);
@@ -250,6 +295,13 @@ private:
     void complete_now(const wqe_item& w, uint8_t opcode, uint8_t status);
     void push_cqe(uint32_t qpn, const outstanding& o);
     void send_job(tx_job& job);
+    // Packets first .. first + count - 1 of `job`'s message (count 0: the whole message, the
+    // descriptor as it is). `scheduled`: the round-robin scheduler booked the first packet's
+    // rate-limiter slot; the others are passed without waiting. False if a source key failed
+    // (the job is over).
+    // `ack_at_end`: AckReq on the segment's last packet (a congestion window is in force).
+    bool send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled,
+                      bool ack_at_end = false);
     // The job's source keys still name valid regions of its PD (through the MPT; the lookup is
     // pipelined with the payload read, so a hit costs no cycle).
     bool source_keys_live(const tx_job& job) const;
@@ -285,6 +337,14 @@ private:
     std::function<void(uint32_t)> m_error_listener;
     pacer* m_pacer = nullptr;  // congestion control's rate limiter (null: off)
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
+    // Round-robin scheduler state.
+    bool m_round_robin = false;
+    std::unordered_map<uint32_t, tx_lane> m_lanes;  // key: qpn * 2 + (1: responder)
+    std::deque<uint32_t> m_ring;                    // lanes with work, in turn order
+    std::deque<tx_job> m_acks;                      // ACKs / NAKs with nothing ahead of them
+    uint32_t m_staged_requests = 0;                 // requests in lanes, not started
+    uint32_t m_staged_responses = 0;                // responses in lanes, not started
+    sc_core::sc_event m_sched_wake;                 // a window opened (ACK)
 };
 
 }  // namespace rnic::hw

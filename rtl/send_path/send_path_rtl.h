@@ -37,7 +37,17 @@ public:
                   const std::string& fst_path = "");
     ~send_path_rtl() override;
 
-    void put_descriptor(const hw::tx_descriptor& d) override { m_in.put_descriptor(d); }
+    void put_descriptor(const hw::tx_descriptor& d) override {
+        if (d.first_packet != 0 || d.packets != 0) {
+            // The pins carry whole messages (CONTRACT.md); config validation refuses a packet
+            // scheduler with this send path, so this is a wiring error.
+            m_ctx->fail(std::string(name()) + ": a message segment (packets from " +
+                        std::to_string(d.first_packet) +
+                        ") cannot be driven on the RTL send path's descriptor pins");
+            return;
+        }
+        m_in.put_descriptor(d);
+    }
     void put_payload(hw::payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
     void reset(uint32_t cycles = 2) override;
     void set_beat_observer(hw::beat_observer fn) override { m_observer = std::move(fn); }

@@ -17,6 +17,7 @@
 #include "hw/roce/roce.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/send_path/send_path_model.h"
+#include "hw/send_path/send_path_packets.h"
 
 namespace {
 
@@ -611,4 +612,122 @@ TEST(SendPath, DscpGoesIntoTheTosWithEct0) {
     (void)parse_send_path_config(rnic::config::reader(bad, "rnic.send_path", pc));
     ASSERT_EQ(pc.errors.size(), 1u);
     EXPECT_EQ(pc.errors[0].rfind("rnic.send_path.dscp", 0), 0u) << pc.errors[0];
+}
+
+namespace {
+
+// Puts message `d` as segments of `sizes` packets each (tx_descriptor::first_packet / packets),
+// each followed by its bytes only.
+void put_segments(send_path_if& sp, const tx_descriptor& d, const std::vector<uint8_t>& payload,
+                  const std::vector<uint32_t>& sizes, bool ack_req_segment = false) {
+    uint32_t first = 0;
+    for (const uint32_t n : sizes) {
+        tx_descriptor s = d;
+        s.first_packet = first;
+        s.packets = n;
+        s.ack_req_segment = ack_req_segment;
+        const size_t from = static_cast<size_t>(first) * d.pmtu;
+        const size_t to = std::min(payload.size(), static_cast<size_t>(first + n) * d.pmtu);
+        sp.put_descriptor(s);
+        payload_chunk c;
+        c.bytes.assign(payload.begin() + static_cast<std::ptrdiff_t>(from),
+                       payload.begin() + static_cast<std::ptrdiff_t>(to));
+        c.ready = sc_core::sc_time_stamp();
+        sp.put_payload(std::move(c));
+        first += n;
+    }
+}
+
+}  // namespace
+
+// The round-robin scheduler (hw/tx_engine) hands a message in segments. A message sent as
+// segments is the whole message's frames byte for byte (opcodes First..Last, PSNs, RETH only on
+// packet 0, ImmDt and AckReq only on the last, the segment's bytes in place), and segments that
+// continue one another keep the whole message's beat timing: one beat per edge, no gap. The
+// descriptor FIFO (depth 1 here) takes the continuing segments without a slot of their own.
+TEST(SendPath, SegmentsOfAMessageAreTheWholeMessage) {
+    send_path_config cfg;
+    cfg.desc_fifo_depth = 1;
+    bench b(cfg);
+    tx_descriptor d = make_desc(tx_kind::WRITE, 5 * 1024 + 300, 1000);
+    d.with_imm = true;
+    const std::vector<uint8_t> payload = pattern_bytes(d.length, 9);
+    std::vector<expected_message> msgs = {{d, payload}, {d, payload}};
+    b.run([&] {
+        put_message(b.dut, d, payload, 4096);
+        put_segments(b.dut, d, payload, {1, 2, 3});
+    });
+    ASSERT_EQ(b.out.frames.size(), 12u);
+    check_frames(std::vector<fabric::eth_frame>(b.out.frames.begin(), b.out.frames.begin() + 6),
+                 {msgs[0]});
+    for (size_t i = 0; i < 6; ++i) {
+        EXPECT_EQ(b.out.frames[i].data, b.out.frames[6 + i].data) << "packet " << i;
+    }
+    // Within each message one beat per edge (the second message's first descriptor waits for
+    // the first message's slot: depth 1), across its segments included.
+    for (size_t i = 1; i < b.beats.size(); ++i) {
+        if (b.beats[i].frame == 6 && b.beats[i].index == 0) {
+            continue;
+        }
+        EXPECT_EQ(b.beats[i].cycle, b.beats[i - 1].cycle + 1) << "beat " << i;
+    }
+    EXPECT_EQ(b.dut.get_stats().messages, 2u) << "segments count as one message";
+}
+
+// A segment that asks for it carries AckReq on its own last packet (a windowed turn); a
+// segment of another message (a second QP) is a message boundary: the header edges again.
+TEST(SendPath, SegmentAckReqAndInterleavedMessages) {
+    bench b;
+    tx_descriptor a = make_desc(tx_kind::WRITE, 3 * 1024, 10);
+    tx_descriptor c = make_desc(tx_kind::SEND, 2 * 1024, 500);
+    c.src_qpn = 0x13;
+    c.dest_qpn = 0x346;
+    const std::vector<uint8_t> pa = pattern_bytes(a.length, 1);
+    const std::vector<uint8_t> pc = pattern_bytes(c.length, 2);
+    b.run([&] {
+        put_segments(b.dut, a, pa, {1}, true);  // a: packet 0 (AckReq asked)
+        put_segments(b.dut, c, pc, {1});        // c: packet 0
+        tx_descriptor a1 = a;                   // a: packets 1..2
+        a1.first_packet = 1;
+        a1.packets = 2;
+        b.dut.put_descriptor(a1);
+        payload_chunk rest;
+        rest.bytes.assign(pa.begin() + 1024, pa.end());
+        rest.ready = sc_core::sc_time_stamp();
+        b.dut.put_payload(std::move(rest));
+        tx_descriptor c1 = c;  // c: packet 1
+        c1.first_packet = 1;
+        b.dut.put_descriptor(c1);
+        payload_chunk crest;
+        crest.bytes.assign(pc.begin() + 1024, pc.end());
+        crest.ready = sc_core::sc_time_stamp();
+        b.dut.put_payload(std::move(crest));
+    });
+    ASSERT_EQ(b.out.frames.size(), 5u);
+    const uint8_t want_op[] = {roce::RC_WRITE_FIRST, roce::RC_SEND_FIRST, roce::RC_WRITE_MIDDLE,
+                               roce::RC_WRITE_LAST, roce::RC_SEND_LAST};
+    const uint32_t want_psn[] = {10, 500, 11, 12, 501};
+    const bool want_ack[] = {true, false, false, true, true};
+    for (size_t i = 0; i < 5; ++i) {
+        const roce::parsed_frame p = parse_ok(b.out.frames[i]);
+        EXPECT_EQ(p.hdr.bth_.opcode, want_op[i]) << "frame " << i;
+        EXPECT_EQ(p.hdr.bth_.psn, want_psn[i]) << "frame " << i;
+        EXPECT_EQ(p.hdr.bth_.ack_req, want_ack[i]) << "frame " << i;
+    }
+    EXPECT_EQ(b.dut.get_stats().messages, 2u);
+}
+
+// A segment outside its message is a bad descriptor (the model refuses it).
+TEST(SendPath, SegmentOutsideTheMessageIsRefused) {
+    tx_descriptor d = make_desc(tx_kind::WRITE, 2048, 0);
+    d.first_packet = 2;
+    EXPECT_NE(check_descriptor(d), "");
+    d.first_packet = 1;
+    d.packets = 2;
+    EXPECT_NE(check_descriptor(d), "");
+    d.packets = 1;
+    EXPECT_EQ(check_descriptor(d), "");
+    tx_descriptor ack = make_desc(tx_kind::ACK, 0, 0);
+    ack.first_packet = 1;
+    EXPECT_NE(check_descriptor(ack), "");
 }
