@@ -353,7 +353,8 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
         output::pcap_writer* w = pcap.get();
         // outputs.pcap_links: which directions of which links (empty: every one). Frames of
-        // several links go into the file in the order they start.
+        // several links go into the file in the order they start; frames starting at the same
+        // instant in (link, direction) order (pcap_writer::write_frame).
         const bool all = cfg.outputs.pcap_links.empty();
         for (size_t i = 0; i < tb->links.size(); ++i) {
             const std::string& name = cfg.topology.links[i].name;
@@ -365,14 +366,17 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
             if (!side[0] && !side[1]) {
                 continue;
             }
-            tb->links[i]->set_capture([w, ps_per_unit, side](int from, const fabric::eth_frame& f) {
-                if (!side[from == 0 ? 0 : 1]) {
-                    return;
-                }
-                const auto ps = static_cast<uint64_t>(
-                    std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
-                w->write(ps / 1000, f.data.data(), f.data.size());
-            });
+            const auto link = static_cast<uint32_t>(i);
+            tb->links[i]->set_capture(
+                [w, ps_per_unit, side, link](int from, const fabric::eth_frame& f) {
+                    const uint8_t dir = from == 0 ? 0 : 1;
+                    if (!side[dir]) {
+                        return;
+                    }
+                    const auto ps = static_cast<uint64_t>(
+                        std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
+                    w->write_frame(ps, link, dir, f.data.data(), f.data.size());
+                });
         }
     }
 
