@@ -12,6 +12,10 @@
 #include "testbench/scenario/run_result.h"
 #include "testbench/scenario/scenario_config.h"
 
+namespace rnic::distributed {
+class mpi_comm;
+}
+
 namespace rnic::scenario {
 
 class node;
@@ -37,6 +41,9 @@ struct run_options {
     // threads. The run ends when a consumer calls sc_stop(), when nothing is left to simulate,
     // or at workload.time_limit_ms; run_result's workload figures stay zero.
     std::function<void(const std::vector<node*>&)> consumers;
+    // Partitioned run (rnicsim run --ranks N, or started by mpirun / srun): this rank's MPI
+    // communicator; nullptr simulates every node in this process.
+    const distributed::mpi_comm* comm = nullptr;
 };
 
 // Elaborates and simulates `cfg` to the end of its workload (or workload.time_limit_ms) and
