@@ -321,13 +321,17 @@ int run_rank(const options& o, int argc, char** argv) {
         }
     } catch (const std::exception& e) {
         // A model error, or a collective that failed because a peer is gone: the other ranks
-        // cannot finish without this one. MPI_Abort ends them (each says so, on_terminate).
+        // cannot finish without this one.
         std::cerr << line << "run aborted: " << e.what() << "\n";
         failed = true;
     }
     if (failed) {
         dir.reset();  // the staging folder goes
-        comm.abort(EXIT_RUN_FAILED);
+        // Exit without MPI_Finalize: mpirun (and srun --kill-on-bad-exit) then end the other
+        // ranks with SIGTERM, which each reports (on_terminate). MPI_Abort would have them
+        // SIGKILLed under srun, silently.
+        std::cerr << std::flush;
+        std::_Exit(EXIT_RUN_FAILED);
     }
     // Every rank's part ended: only now do the outputs replace the folder.
     if (comm.any(false)) {
