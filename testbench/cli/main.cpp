@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/config_reader.h"
+#include "testbench/distributed/mpi_comm.h"
 #include "testbench/output/flows_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/progress.h"
@@ -82,12 +83,34 @@ int run(const options& o) {
         return EXIT_CONFIG;
     }
     try {
+#ifdef RNICSIM_HAVE_MPI
+        // Started by mpirun/srun: one rank of a partitioned run (testbench/distributed). Minimal
+        // hook of the core (M1); the infrastructure's --ranks and staging replace it. Ranks other
+        // than 0 write nothing (their pcap records go to rank 0).
+        std::unique_ptr<rnic::distributed::mpi_comm> comm;
+        if (rnic::distributed::mpi_comm::launched_by_mpi()) {
+            comm = std::make_unique<rnic::distributed::mpi_comm>(nullptr, nullptr);
+            if (comm->rank() != 0) {
+                rnic::scenario::run_options opts;
+                opts.comm = comm.get();
+                opts.pcap = cfg.outputs.pcap ? "(rank 0 writes wire.pcap)" : "";
+                rnic::scenario::run_scenario(cfg, opts);
+                return EXIT_OK;
+            }
+        }
+#endif
         rnic::output::output_dir dir(cfg.outputs.dir);
         rnic::scenario::run_options opts;
         opts.waves_vcd = cfg.outputs.waves ? dir.staged("waves.vcd") : "";
         opts.pcap = cfg.outputs.pcap ? dir.staged("wire.pcap") : "";
         opts.trace = cfg.outputs.trace ? dir.staged("trace.json") : "";
         opts.progress = rnic::output::progress_bar::wanted();
+#ifdef RNICSIM_HAVE_MPI
+        opts.comm = comm.get();
+        if (comm && comm->size() > 1) {
+            opts.progress = false;
+        }
+#endif
         const rnic::scenario::run_result r = rnic::scenario::run_scenario(cfg, opts);
         const std::string summary = rnic::output::make_summary(cfg, r);
         nlohmann::json stats = rnic::output::make_stats_json(r);
