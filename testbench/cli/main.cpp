@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/config_reader.h"
+#include "testbench/distributed/mpi_comm.h"
 #include "testbench/output/flows_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/progress.h"

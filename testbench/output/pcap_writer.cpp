@@ -2,7 +2,6 @@
 // Classic libpcap writer (nanosecond timestamps, Ethernet link type) for wire.pcap outputs.
 #include "testbench/output/pcap_writer.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -72,37 +71,10 @@ void pcap_writer::write(uint64_t time_ns, const uint8_t* data, size_t len) {
     ++m_frames;
 }
 
-void pcap_writer::write_frame(uint64_t time_ps, uint32_t link, uint8_t dir, const uint8_t* data,
-                              size_t len) {
-    if (!m_pending.empty() && m_pending.front().time_ps != time_ps) {
-        flush_pending();
-    }
-    m_pending.push_back({time_ps, link, dir, std::vector<uint8_t>(data, data + len)});
-}
-
-void pcap_writer::flush_pending() {
-    write_sorted(m_pending);
-    m_pending.clear();
-}
-
-void pcap_writer::write_sorted(std::vector<keyed_frame>& frames) {
-    // Stable: frames of one direction at one instant (none in practice) keep their order.
-    std::stable_sort(frames.begin(), frames.end(), [](const keyed_frame& a, const keyed_frame& b) {
-        if (a.time_ps != b.time_ps) {
-            return a.time_ps < b.time_ps;
-        }
-        return a.link != b.link ? a.link < b.link : a.dir < b.dir;
-    });
-    for (const keyed_frame& f : frames) {
-        write(f.time_ps / 1000, f.data.data(), f.data.size());  // pcap stamps: ns, floored
-    }
-}
-
 void pcap_writer::close() {
     if (m_file == nullptr) {
         return;
     }
-    flush_pending();
     flush_buffer();
     std::FILE* f = m_file;
     m_file = nullptr;
@@ -130,57 +102,6 @@ void pcap_writer::fail(const char* what, int err) {
         msg += std::strerror(err);
     }
     throw std::runtime_error(msg);
-}
-
-// --------------------------------------------------------------------------------------------
-// pcap_spool
-// --------------------------------------------------------------------------------------------
-
-void pcap_spool::add(uint64_t time_ps, uint32_t link, uint8_t dir, const uint8_t* data,
-                     size_t len) {
-    append<uint64_t>(m_bytes, time_ps);
-    append<uint32_t>(m_bytes, link);
-    append<uint8_t>(m_bytes, dir);
-    append<uint32_t>(m_bytes, static_cast<uint32_t>(len));
-    m_bytes.insert(m_bytes.end(), data, data + len);
-    ++m_frames;
-}
-
-std::vector<uint8_t> pcap_spool::take() {
-    std::vector<uint8_t> out;
-    out.swap(m_bytes);
-    m_frames = 0;
-    return out;
-}
-
-void pcap_spool::merge(pcap_writer& out, const std::vector<std::vector<uint8_t>>& spools) {
-    // Rank order, then each rank's capture order: a direction is captured on one rank only,
-    // so the stable sort gives every direction's frames in their own order.
-    std::vector<pcap_writer::keyed_frame> frames;
-    for (size_t r = 0; r < spools.size(); ++r) {
-        const std::vector<uint8_t>& b = spools[r];
-        size_t at = 0;
-        auto take = [&](void* dst, size_t n) {
-            if (b.size() - at < n) {
-                throw std::runtime_error("pcap_spool: rank " + std::to_string(r) +
-                                         "'s frames are truncated at byte " + std::to_string(at));
-            }
-            std::memcpy(dst, b.data() + at, n);
-            at += n;
-        };
-        while (at < b.size()) {
-            pcap_writer::keyed_frame f{};
-            uint32_t len = 0;
-            take(&f.time_ps, sizeof f.time_ps);
-            take(&f.link, sizeof f.link);
-            take(&f.dir, sizeof f.dir);
-            take(&len, sizeof len);
-            f.data.resize(len);
-            take(f.data.data(), len);
-            frames.push_back(std::move(f));
-        }
-    }
-    out.write_sorted(frames);
 }
 
 }  // namespace rnic::output

@@ -43,15 +43,13 @@ nlohmann::json make_speed_json(const scenario::run_result& r) {
         {"delta_cycles", r.delta_cycles},
     };
     if (!r.ranks.empty()) {
-        // Partitioned run: the load balance. A rank that waits much of its wall time at window
-        // ends had less to simulate than the slowest one (or the windows are short: README
-        // "Partitioned runs", lookahead).
+        // The load balance of a partitioned run (one entry for a single process): a rank that
+        // waits much of its wall time at window ends had less to simulate than the slowest
+        // one, or the windows are short (README "Partitioned runs", lookahead).
         nlohmann::json ranks = nlohmann::json::array();
         for (const auto& k : r.ranks) {
             ranks.push_back({{"rank", k.rank},
-                             {"nodes", k.nodes},
-                             {"switches", k.switches},
-                             {"events", k.events},
+                             {"delta_cycles", k.delta_cycles},
                              {"windows", k.windows},
                              {"wall_s", k.wall_s},
                              {"wait_s", k.wait_s},

@@ -32,17 +32,6 @@ struct flow_result {
     double fct_ns() const { return end_ns - start_ns; }
 };
 
-// One rank's share of a partitioned run (speed.json "ranks"): how the load was balanced.
-struct rank_speed {
-    int rank = 0;
-    uint32_t nodes = 0;     // nodes this rank elaborated
-    uint32_t switches = 0;  // switches this rank elaborated
-    uint64_t events = 0;    // SystemC delta cycles of this rank's kernel
-    uint64_t windows = 0;   // synchronisation windows (one collective each)
-    double wall_s = 0;      // this rank's elaboration + simulation, wall clock
-    double wait_s = 0;      // wall time blocked at window ends waiting for the other ranks
-};
-
 struct run_result {
     // Why the run failed (integrity mismatch, error completion, time limit...); empty = passed.
     std::vector<std::string> failures;
@@ -79,8 +68,15 @@ struct run_result {
 
     std::vector<flow_result> flows;  // in workload flow order
 
-    // Partitioned run (rnicsim run --ranks N): every rank's figures in rank order, on rank 0;
-    // empty in a single process. speed.json only: stats.json is the same for any rank count.
+    // Partitioned runs (testbench/distributed): each rank's share of the work, for speed.json;
+    // one entry (rank 0) for a single process.
+    struct rank_speed {
+        int rank = 0;
+        uint64_t delta_cycles = 0;  // SystemC delta cycles this rank ran
+        uint64_t windows = 0;       // synchronisation windows (0: a single process)
+        double wall_s = 0;          // elaboration + simulation
+        double wait_s = 0;          // time spent in the window collectives (waiting for peers)
+    };
     std::vector<rank_speed> ranks;
 
     bool passed() const { return failures.empty(); }

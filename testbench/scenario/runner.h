@@ -41,9 +41,11 @@ struct run_options {
     // threads. The run ends when a consumer calls sc_stop(), when nothing is left to simulate,
     // or at workload.time_limit_ms; run_result's workload figures stay zero.
     std::function<void(const std::vector<node*>&)> consumers;
-    // Partitioned run (rnicsim run --ranks N, or started by mpirun / srun): this rank's MPI
-    // communicator; nullptr simulates every node in this process.
-    const distributed::mpi_comm* comm = nullptr;
+    // A partitioned run (testbench/distributed, built with MPI): this rank simulates its part of
+    // the topology (cfg.topology partitioned over comm->size() ranks), in windows synchronised
+    // with the others; rank 0's result (and its pcap) is what one process gives. Null: the whole
+    // topology in this process. Waveforms, trace.json and the progress bar are for one process.
+    distributed::mpi_comm* comm = nullptr;
 };
 
 // Elaborates and simulates `cfg` to the end of its workload (or workload.time_limit_ms) and
