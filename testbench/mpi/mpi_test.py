@@ -75,15 +75,25 @@ def ranks(a):
     got = set(os.listdir(out)) - MAY_DIFFER
     if want != got:
         fail(f"--ranks {a.n} wrote {sorted(got)}, the single process {sorted(want)}")
+    differ = []
     for f in sorted(want):
         with open(os.path.join(ref, f), "rb") as x, open(os.path.join(out, f), "rb") as y:
             bx, by = x.read(), y.read()
-        if bx != by:
-            at = next((i for i in range(min(len(bx), len(by))) if bx[i] != by[i]),
-                      min(len(bx), len(by)))
-            fail(f"{f}: --ranks {a.n} differs from the single process at byte {at} "
-                 f"({len(by)} vs {len(bx)} bytes)")
-        print(f"{f}: identical ({len(bx)} bytes)")
+        if bx == by:
+            print(f"{f}: identical ({len(bx)} bytes)")
+            continue
+        at = next((i for i in range(min(len(bx), len(by))) if bx[i] != by[i]),
+                  min(len(bx), len(by)))
+        msg = f"{f}: differs at byte {at} ({len(by)} vs {len(bx)} bytes)"
+        if not f.endswith(".pcap"):  # text: the first line that differs, both ways
+            line = bx[:at].count(b"\n")
+            lx, ly = bx.split(b"\n"), by.split(b"\n")
+            msg += (f", line {line + 1}:\n  single : {lx[line][:200].decode(errors='replace')}"
+                    f"\n  ranks{a.n}: {ly[line][:200].decode(errors='replace') if line < len(ly) else ''}")
+        print(msg)
+        differ.append(f)
+    if differ:
+        fail(f"--ranks {a.n} differs from the single process in {', '.join(differ)}")
     with open(os.path.join(out, "speed.json")) as s:
         speed = json.load(s)
     per_rank = speed.get("ranks", [])
