@@ -269,8 +269,23 @@ extern "C" void on_terminate(int sig) {
 // One rank of a partitioned run (started by mpirun / srun). Every rank loads the scenario and
 // simulates its part; rank 0 alone writes outputs, into its staging folder, which it renames
 // into place only after every rank has said its part of the run ended well.
+int run_rank(const options& o, rnic::distributed::mpi_comm& comm);
+
+// MPI start-up and any error outside the simulation (a collective that failed because a peer is
+// gone): this rank says so and exits without MPI_Finalize, so the launcher ends the others.
 int run_rank(const options& o, int argc, char** argv) {
-    rnic::distributed::mpi_comm comm(&argc, &argv);
+    try {
+        rnic::distributed::mpi_comm comm(&argc, &argv);
+        return run_rank(o, comm);
+    } catch (const std::exception& e) {
+        std::cerr << (g_rank_line[0] != '\0' ? g_rank_line : "rnicsim: ")
+                  << "run aborted: " << e.what() << std::endl;
+        rnic::output::output_dir::remove_staging_from_signal_handler();
+        std::_Exit(EXIT_RUN_FAILED);
+    }
+}
+
+int run_rank(const options& o, rnic::distributed::mpi_comm& comm) {
     const int rank = comm.rank();
     const int size = comm.size();
     const std::string me = "rank " + std::to_string(rank) + " of " + std::to_string(size);
@@ -319,6 +334,9 @@ int run_rank(const options& o, int argc, char** argv) {
         opts.trace = cfg.outputs.trace ? nowhere + "trace.json" : "";
     }
     opts.comm = &comm;
+    if (size > 1) {
+        opts.progress = false;  // ranks run in windows; mpirun would interleave the bars
+    }
     rnic::scenario::run_result r;
     std::string summary;
     bool failed = false;
