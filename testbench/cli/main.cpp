@@ -136,6 +136,13 @@ int report(const rnic::scenario::scenario_config& cfg, const rnic::scenario::run
            const std::string& summary) {
     std::cout << summary << std::flush;
     std::cerr << rnic::output::make_speed_line(r);
+    if (r.ranks.size() > 1) {  // partitioned: each rank's share (speed.json "ranks" too)
+        for (const auto& k : r.ranks) {
+            std::cerr << "rnicsim: rank " << k.rank << ": " << k.delta_cycles << " delta cycles, "
+                      << k.windows << " windows, " << k.wall_s << " s wall, " << k.wait_s
+                      << " s in window collectives\n";
+        }
+    }
     if (!r.passed()) {
         std::cerr << "rnicsim: run failed:\n";
         for (const auto& f : r.failures) {

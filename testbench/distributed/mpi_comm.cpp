@@ -79,9 +79,31 @@ void mpi_comm::barrier() const {
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
+std::vector<uint64_t> mpi_comm::allgather(const std::vector<uint64_t>& mine) const {
+    std::vector<uint64_t> all(mine.size() * static_cast<size_t>(m_size));
+    check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                        static_cast<int>(mine.size()), MPI_UINT64_T, MPI_COMM_WORLD),
+          "MPI_Allgather");
+    return all;
+}
+
 std::vector<bytes> mpi_comm::exchange(const std::vector<bytes>& out) const {
     const auto n = static_cast<size_t>(m_size);
-    if (out.size() != n) {
+    std::vector<int> send_counts(n);
+    std::vector<int> recv_counts(n);
+    for (size_t r = 0; r < n && r < out.size(); ++r) {
+        send_counts[r] = static_cast<int>(out[r].size());
+    }
+    check(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT,
+                       MPI_COMM_WORLD),
+          "MPI_Alltoall");
+    return exchange(out, std::vector<uint64_t>(recv_counts.begin(), recv_counts.end()));
+}
+
+std::vector<bytes> mpi_comm::exchange(const std::vector<bytes>& out,
+                                      const std::vector<uint64_t>& in_sizes) const {
+    const auto n = static_cast<size_t>(m_size);
+    if (out.size() != n || in_sizes.size() != n) {
         throw std::logic_error("mpi_comm::exchange: one buffer per rank expected");
     }
     std::vector<int> send_counts(n), recv_counts(n), send_displs(n), recv_displs(n);
@@ -90,10 +112,8 @@ std::vector<bytes> mpi_comm::exchange(const std::vector<bytes>& out) const {
         send_counts[r] = static_cast<int>(out[r].size());
         send_displs[r] = total_out;
         total_out += send_counts[r];
+        recv_counts[r] = static_cast<int>(in_sizes[r]);
     }
-    check(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT,
-                       MPI_COMM_WORLD),
-          "MPI_Alltoall");
     int total_in = 0;
     for (size_t r = 0; r < n; ++r) {
         recv_displs[r] = total_in;

@@ -42,6 +42,12 @@ public:
     // handed back as is); returns in[r], what rank r sent here. Sizes first, then the bytes.
     std::vector<bytes> exchange(const std::vector<bytes>& out) const;
 
+    // Every rank's `mine` (the same length on every rank), in rank order, on every rank.
+    std::vector<uint64_t> allgather(const std::vector<uint64_t>& mine) const;
+    // exchange() when every rank already knows what it receives: in_sizes[r] bytes from rank r.
+    std::vector<bytes> exchange(const std::vector<bytes>& out,
+                                const std::vector<uint64_t>& in_sizes) const;
+
     // Gather to rank 0: on rank 0 every rank's buffer in rank order; empty elsewhere.
     std::vector<bytes> gather(const bytes& mine) const;
     // Broadcast from rank 0: `b` on rank 0 becomes every rank's `b`.

@@ -402,20 +402,14 @@ private:
         m_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return v;
     }
-    template <typename L, typename C>
-    uint64_t collect(L&& local, C&& collective) {
-        const uint64_t v = local();
-        return timed([&] { return collective(v); });
-    }
 
 public:
     void run() {
         sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaboration done, first delta cycle
         for (;;) {
             const sc_core::sc_time now = sc_core::sc_time_stamp();
-            const sc_core::sc_time next = sc_core::sc_time::from_value(
-                collect([&] { return local_next(); }, [&](uint64_t v) { return m_comm.min(v); }));
-            const bool stop = timed([&] { return m_comm.any(stopped()); });
+            const sc_core::sc_time next = sc_core::sc_time::from_value(exchange());
+            const bool stop = m_stop;
             if (stop || next == sc_core::sc_max_time() || next >= m_limit) {
                 // Starved everywhere, a rank stopped, or nothing before the limit.
                 m_starved = next == sc_core::sc_max_time();
@@ -430,10 +424,13 @@ public:
             }
             run_window(end);
             ++m_windows;
-            exchange();
         }
-        const uint64_t last = timed([&] { return max_last_event(); });
-        m_end = m_starved ? sc_core::sc_time::from_value(last) : sc_core::sc_time_stamp();
+        // Every rank's clock to the run's end, the latest of them (no events run: every rank
+        // has starved, or stands at the limit).
+        m_end = sc_core::sc_time::from_value(timed([&] { return max_clock(); }));
+        if (!stopped() && sc_core::sc_time_stamp() < m_end) {
+            sc_core::sc_start(m_end - sc_core::sc_time_stamp());
+        }
     }
 
     sc_core::sc_time end_time() const { return m_end; }
@@ -448,38 +445,29 @@ private:
         return (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).value();
     }
 
-    uint64_t max_last_event() {
-        // Every rank's last event, the latest of them: a max as the negated min.
-        return ~m_comm.min(~m_last_event);
+    uint64_t max_clock() {
+        // The latest clock of any rank: a max as the negated min.
+        return ~m_comm.min(~sc_core::sc_time_stamp().value());
     }
 
-    // Simulates events before `end` and leaves the clock at `end`; notes this rank's last event
-    // when it starves inside the window.
+    // Simulates this rank's events before `end`. The clock moves only with work: to `end` when
+    // something is pending after it, else it stays at the last event (so that at the end of
+    // the run every rank's clock is at most the run's last event, as one process's is).
     void run_window(const sc_core::sc_time& end) {
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
-        if (!sc_core::sc_pending_activity() ||
-            now + sc_core::sc_time_to_pending_activity() >= end) {
-            sc_core::sc_start(end - now);  // nothing here before `end`
-            return;
-        }
-        sc_core::sc_start(end - now, sc_core::SC_EXIT_ON_STARVATION);
-        if (stopped()) {
-            return;
-        }
-        const sc_core::sc_time reached = sc_core::sc_time_stamp();
         if (!sc_core::sc_pending_activity()) {
-            m_last_event = reached.value();
+            return;
         }
-        if (reached < end) {
-            sc_core::sc_start(end - reached);  // starved: only the clock moves
-        }
+        sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
     }
 
-    // Frames of the cut links (and the workload's remote checks) to their ranks, and in.
-    void exchange() {
+    // One collective per window: every rank's next activity (its pending events and the frames
+    // it sends), whether it stopped, and how many bytes it sends to each rank; then the bytes,
+    // when there are any. Returns the earliest next activity of all ranks.
+    uint64_t exchange() {
         const auto ranks = static_cast<size_t>(m_comm.size());
         std::vector<distributed::bytes> out(ranks);
         const topology_config& t = m_cfg.topology;
+        uint64_t next = local_next();
         auto put = [](distributed::bytes& b, uint64_t v, int n) {
             for (int i = 0; i < n; ++i) {
                 b.push_back(static_cast<uint8_t>(v >> (8 * i)));
@@ -491,6 +479,7 @@ private:
                 continue;
             }
             for (auto& o : l->take_outbox()) {
+                next = std::min<uint64_t>(next, o.arrive.value());
                 const link_desc& d = t.links[li];
                 const int to = m_part.rank_of(o.from_side == 0 ? d.b : d.a);
                 auto& b = out[static_cast<size_t>(to)];
@@ -516,7 +505,31 @@ private:
                 put(b, c.message, 8);
             }
         }
-        const std::vector<distributed::bytes> in = timed([&] { return m_comm.exchange(out); });
+        std::vector<uint64_t> header(ranks + 2);
+        header[0] = next;
+        header[1] = stopped() ? 1 : 0;
+        for (size_t r = 0; r < ranks; ++r) {
+            header[2 + r] = out[r].size();
+        }
+        const std::vector<uint64_t> all = timed([&] { return m_comm.allgather(header); });
+        uint64_t global_next = ~uint64_t{0};
+        bool any_bytes = false;
+        std::vector<uint64_t> in_sizes(ranks);
+        const auto me = static_cast<size_t>(m_comm.rank());
+        for (size_t r = 0; r < ranks; ++r) {
+            const uint64_t* h = &all[r * (ranks + 2)];
+            global_next = std::min(global_next, h[0]);
+            m_stop = m_stop || h[1] != 0;
+            for (size_t k = 0; k < ranks; ++k) {
+                any_bytes = any_bytes || h[2 + k] != 0;
+            }
+            in_sizes[r] = h[2 + me];
+        }
+        if (!any_bytes) {
+            return global_next;
+        }
+        const std::vector<distributed::bytes> in =
+            timed([&] { return m_comm.exchange(out, in_sizes); });
         for (const auto& b : in) {
             size_t at = 0;
             auto get = [&](int n) {
@@ -550,6 +563,7 @@ private:
                 }
             }
         }
+        return global_next;
     }
 
     const scenario_config& m_cfg;
@@ -559,11 +573,11 @@ private:
     sc_core::sc_time m_lookahead;
     bool m_limited = false;
     sc_core::sc_time m_limit;
-    uint64_t m_last_event = 0;
     bool m_starved = false;
     sc_core::sc_time m_end;
     uint64_t m_windows = 0;
     double m_wait_s = 0;
+    bool m_stop = false;  // some rank stopped (a failure): the run ends
 };
 #endif
 
