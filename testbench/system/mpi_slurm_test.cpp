@@ -50,11 +50,15 @@ TEST(MpiSlurmCluster, BatchScriptRunsAPartitionedRunIdenticalToOneProcess) {
     ASSERT_EQ(single.exit_code, 0) << single.err;
 
     // Two tasks on the cluster's one node (2 CPUs): two ranks started by srun through PMIx.
-    const cmd_result job =
-        shell(work, "RNICSIM=" + quote(rnicsim) + " sbatch --wait --ntasks=2 " +
-                        quote(source_dir() + "/scripts/slurm/partitioned.sbatch") + " " +
-                        scenario() + " --out part" + SCENARIO_SETS);
-    std::string job_log;
+    const cmd_result job = shell(
+        work, "cd " + quote(work) + " && RNICSIM=" + quote(rnicsim) + " sbatch --wait --ntasks=2 " +
+                  quote(source_dir() + "/scripts/slurm/partitioned.sbatch") + " " + scenario() +
+                  " --out part" + SCENARIO_SETS);
+    std::string job_log = "sbatch: " + job.out + job.err + "\nin " + work + ":";
+    for (const auto& e : fs::directory_iterator(work)) {
+        job_log += " " + e.path().filename().string();
+    }
+    job_log += "\n";
     for (const auto& e : fs::directory_iterator(work)) {
         if (e.path().filename().string().rfind("rnicsim-partitioned-", 0) == 0) {
             job_log += read_file(e.path());
