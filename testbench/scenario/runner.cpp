@@ -647,7 +647,11 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
 
     // Outputs outlive the testbench's use of them: they are closed before this returns, and
     // the context's pointers to them are cleared.
-    auto tl = std::make_unique<output::timeline>(distributed_run ? std::string() : opts.trace);
+    // trace.json of a partitioned run: every rank keeps its slices (spool), rank 0 merges them
+    // and writes the file in the single process's order (output::timeline).
+    const bool spool_trace = distributed_run && !opts.trace.empty();
+    auto tl = std::make_unique<output::timeline>(
+        distributed_run && rank != 0 ? std::string() : opts.trace, spool_trace);
     std::unique_ptr<output::waves> waves;
     if (!opts.waves_vcd.empty() && !distributed_run) {
         waves = std::make_unique<output::waves>();
@@ -726,7 +730,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     tb->ctx.tracer = nullptr;
     tb->ctx.vcd = nullptr;
-    tl->close();
+    if (!spool_trace) {
+        tl->close();
+    }
 
     // The workload's end-of-run checks need every initiator's progress.
     if (tb->load) {
@@ -747,6 +753,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     nlohmann::json mine = rank_part(*tb, cfg, part.get(), rank, *tl, pcap_records);
     mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s};
+    if (spool_trace && rank != 0) {
+        mine["trace"] = nlohmann::json::binary(tl->take_state());
+    }
     std::vector<nlohmann::json> parts;
 #ifdef RNICSIM_HAVE_MPI
     if (distributed_run) {
@@ -809,6 +818,14 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     r.simulated_ns =
         static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time::from_value(end_value))));
     output::timeline::merged_latency(hist, r.stages, r.stages_by_block);
+    if (spool_trace) {
+        for (const auto& p : parts) {
+            if (p.contains("trace")) {
+                tl->merge_state(p["trace"].get_binary());
+            }
+        }
+        tl->close();
+    }
     r.cc_csv = make_cc_csv(cc);
     if (!opts.pcap.empty()) {
         std::sort(frames.begin(), frames.end(), [](const pcap_record& a, const pcap_record& b) {

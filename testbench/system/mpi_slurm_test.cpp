@@ -27,7 +27,8 @@ std::string binary_dir() {
 }
 
 // The fabric incast, cut down, with the wire capture on.
-const char* const SCENARIO_SETS = " --set workload.messages=8 --set outputs.pcap=true";
+const char* const SCENARIO_SETS =
+    " --set workload.messages=8 --set outputs.pcap=true --set outputs.trace=true";
 
 std::string scenario() {
     return quote(source_dir() + "/configs/fabric/incast_8to1.json");
@@ -65,7 +66,7 @@ TEST(MpiSlurmCluster, BatchScriptRunsAPartitionedRunIdenticalToOneProcess) {
         }
     }
     ASSERT_EQ(job.exit_code, 0) << job.err << job_log << cluster.logs();
-    for (const char* f : {"stats.json", "flows.csv", "wire.pcap", "summary.txt"}) {
+    for (const char* f : {"stats.json", "flows.csv", "wire.pcap", "summary.txt", "trace.json"}) {
         SCOPED_TRACE(f);
         ASSERT_TRUE(fs::exists(fs::path(work) / "part" / f)) << job_log;
         EXPECT_TRUE(read_file(fs::path(work) / "part" / f) ==
