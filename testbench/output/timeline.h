@@ -65,8 +65,9 @@ public:
     // document. Throws std::runtime_error if the file cannot be opened.
     //
     // Slices filed at the same instant are written in (start, block name) order (a block's
-    // own slices of the same start in the order it filed them), not in the order the simulation's processes ran:
-    // trace.json is the same for a single process and for any partition over MPI ranks.
+    // own slices of the same start in the order it filed them), not in the order the simulation's
+    // processes ran: trace.json is the same for a single process and for any partition over MPI
+    // ranks.
     //
     // `spool` (partitioned runs, trace on): slices are kept in memory instead; a rank hands
     // them and its stage latencies to rank 0 with take_state(), rank 0 adds every other rank's
