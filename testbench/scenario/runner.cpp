@@ -435,7 +435,13 @@ public:
                 }
                 break;
             }
-            sc_core::sc_time end = next + m_lookahead;
+            // The window ends one time unit short of next + lookahead: every frame sent in it
+            // arrives after the clock's stop, so the receiver takes it in the time step of its
+            // arrival, woken by its timed event with the frames of its local links (a frame that
+            // arrived exactly at the clock's stop would be taken in a delta cycle of its own,
+            // before that time step's timed events: the switch's same-instant batch, which orders
+            // arrivals by ingress port, would miss it).
+            sc_core::sc_time end = next + m_lookahead - sc_core::sc_time::from_value(1);
             if (m_lookahead == sc_core::sc_max_time() || end > m_limit || end < next) {
                 end = m_limit;
             }
