@@ -48,6 +48,16 @@ public:
     std::vector<bytes> exchange(const std::vector<bytes>& out,
                                 const std::vector<uint64_t>& in_sizes) const;
 
+    // One round of the window loop, point to point: `header` (the same length on every rank)
+    // and out[r] go to every other rank r in one message; returns every rank's header (in rank
+    // order, this rank's own included) and in[r], the bytes rank r sent here. One message each
+    // way per pair of ranks: a single round trip, where allgather + exchange take two.
+    struct round_result {
+        std::vector<uint64_t> headers;
+        std::vector<bytes> in;
+    };
+    round_result round(const std::vector<uint64_t>& header, const std::vector<bytes>& out) const;
+
     // Gather to rank 0: on rank 0 every rank's buffer in rank order; empty elsewhere.
     std::vector<bytes> gather(const bytes& mine) const;
     // Broadcast from rank 0: `b` on rank 0 becomes every rank's `b`.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace rnic::distributed {
 
@@ -72,17 +74,15 @@ partition automatic_partition(const scenario::topology_config& t, int ranks) {
             total += weight[e];
         }
     }
+    // A group goes to the rank its middle falls in when the groups are laid end to end over
+    // the ranks' equal shares of the total weight.
     std::vector<int> group_rank(switches + nodes, 0);
     uint64_t acc = 0;
-    int r = 0;
     for (size_t g : groups) {
-        group_rank[g] = r;
+        const uint64_t mid2 = 2 * acc + weight[g];  // twice the middle
+        group_rank[g] = static_cast<int>(std::min<uint64_t>(
+            static_cast<uint64_t>(ranks) - 1, mid2 * static_cast<uint64_t>(ranks) / (2 * total)));
         acc += weight[g];
-        // Move on once this rank holds its share: acc >= (r + 1) x total / ranks.
-        while (r + 1 < ranks &&
-               acc * static_cast<uint64_t>(ranks) >= static_cast<uint64_t>(r + 1) * total) {
-            ++r;
-        }
     }
     for (size_t s = 0; s < switches; ++s) {
         p.switch_rank[s] = group_rank[uf.find(s)];
@@ -90,6 +90,22 @@ partition automatic_partition(const scenario::topology_config& t, int ranks) {
     for (size_t n = 0; n < nodes; ++n) {
         p.node_rank[n] = group_rank[uf.find(switches + n)];
     }
+    return p;
+}
+
+partition partition_for(const scenario::topology_config& t, int ranks) {
+    if (t.partition_parts == 0) {
+        return automatic_partition(t, ranks);
+    }
+    if (t.partition_parts != static_cast<size_t>(ranks)) {
+        throw std::runtime_error("topology.partition: " + std::to_string(t.partition_parts) +
+                                 " parts given, but the run has " + std::to_string(ranks) +
+                                 " ranks (one part per rank)");
+    }
+    partition p;
+    p.ranks = ranks;
+    p.node_rank = t.partition_node;
+    p.switch_rank = t.partition_switch;
     return p;
 }
 

@@ -26,9 +26,14 @@ struct partition {
 // Automatic: every switch with the nodes cabled to it (a leaf and its hosts), and nodes cabled
 // to each other, are one group, never split; groups are given to ranks in order of their lowest
 // switch (else node) index, contiguously, balanced by node count (a switch without nodes counts
-// as one). With fewer such groups than ranks (a star), every node and switch is a group of its
-// own. Depends on the topology and the rank count alone.
+// as one): a group goes to the rank whose equal share of the total holds the group's middle. With
+// fewer such groups than ranks (a star), every node and switch is a group of its own. Depends on
+// the topology and the rank count alone.
 partition automatic_partition(const scenario::topology_config& t, int ranks);
+
+// The partition of a run on `ranks` ranks: topology.partition when given (its part count must
+// be `ranks`: std::runtime_error naming topology.partition otherwise), else automatic.
+partition partition_for(const scenario::topology_config& t, int ranks);
 
 // The earliest a frame entering cut link `l` in one direction can arrive at the other end:
 // propagation plus the shortest frame's serialization (84 wire bytes; CUT_THROUGH_BYTES + the

@@ -219,6 +219,12 @@ sc_core::sc_time ns(double v) {
     return sc_core::sc_time(v, sc_core::SC_NS);
 }
 
+// The end rule's question: has the workload finished (consumer programs: never, they end by
+// sc_stop)?
+bool workload_finished(const testbench& tb) {
+    return tb.load && tb.load->finished();
+}
+
 bool stopped() {
     return sc_core::sc_get_status() == sc_core::SC_STOPPED ||
            sc_core::sc_end_of_simulation_invoked();
@@ -266,6 +272,9 @@ public:
                 // The last piece, exactly as a single sc_start() would end.
                 if (m_limited) {
                     sc_core::sc_start(m_limit - now, sc_core::SC_EXIT_ON_STARVATION);
+                    if (!stopped() && !sc_core::sc_pending_activity()) {
+                        end_starved();
+                    }
                 } else {
                     sc_core::sc_start();
                 }
@@ -325,9 +334,16 @@ private:
         return true;
     }
 
-    // Nothing is left to simulate: the run ends here, at its last event, with or without a
-    // time limit (the end rule: it does not depend on the partition, testbench/distributed).
-    bool end_starved() { return false; }
+    // Nothing is left to simulate. A finished workload ends the run here, at its last event
+    // (the end rule: it does not depend on the partition, testbench/distributed); one that did
+    // not finish (a role or consumer stuck waiting) is given up at the time limit, to which the
+    // clock runs as one sc_start(limit) would.
+    bool end_starved() {
+        if (m_limited && !workload_finished(m_tb) && sc_core::sc_time_stamp() < m_limit) {
+            sc_core::sc_start(m_limit - sc_core::sc_time_stamp());
+        }
+        return false;
+    }
 
     void at_pause() {
         const double t = to_ns(sc_core::sc_time_stamp());
@@ -413,12 +429,19 @@ public:
             if (stop || next == sc_core::sc_max_time() || next >= m_limit) {
                 // Starved everywhere, a rank stopped, or nothing before the limit.
                 m_starved = next == sc_core::sc_max_time();
-                if (!stop && !m_starved && m_limited && now < m_limit) {
+                // Starved with the workload unfinished somewhere: given up at the limit.
+                if (!stop && (!m_starved || m_unfinished) && m_limited && now < m_limit) {
                     sc_core::sc_start(m_limit - now);  // nothing runs: the clock to the limit
                 }
                 break;
             }
-            sc_core::sc_time end = next + m_lookahead;
+            // The window ends one time unit short of next + lookahead: every frame sent in it
+            // arrives after the clock's stop, so the receiver takes it in the time step of its
+            // arrival, woken by its timed event with the frames of its local links (a frame that
+            // arrived exactly at the clock's stop would be taken in a delta cycle of its own,
+            // before that time step's timed events: the switch's same-instant batch, which orders
+            // arrivals by ingress port, would miss it).
+            sc_core::sc_time end = next + m_lookahead - sc_core::sc_time::from_value(1);
             if (m_lookahead == sc_core::sc_max_time() || end > m_limit || end < next) {
                 end = m_limit;
             }
@@ -460,9 +483,9 @@ private:
         sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
     }
 
-    // One collective per window: every rank's next activity (its pending events and the frames
-    // it sends), whether it stopped, and how many bytes it sends to each rank; then the bytes,
-    // when there are any. Returns the earliest next activity of all ranks.
+    // One round trip per window (mpi_comm::round): to every other rank, this rank's next
+    // activity (its pending events and the frames it sends), whether it stopped, and the frames
+    // and checks for that rank. Returns the earliest next activity of all ranks.
     uint64_t exchange() {
         const auto ranks = static_cast<size_t>(m_comm.size());
         std::vector<distributed::bytes> out(ranks);
@@ -505,31 +528,17 @@ private:
                 put(b, c.message, 8);
             }
         }
-        std::vector<uint64_t> header(ranks + 2);
-        header[0] = next;
-        header[1] = stopped() ? 1 : 0;
-        for (size_t r = 0; r < ranks; ++r) {
-            header[2 + r] = out[r].size();
-        }
-        const std::vector<uint64_t> all = timed([&] { return m_comm.allgather(header); });
+        const uint64_t header[3] = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
+        const auto round =
+            timed([&] { return m_comm.round(std::vector<uint64_t>(header, header + 3), out); });
         uint64_t global_next = ~uint64_t{0};
-        bool any_bytes = false;
-        std::vector<uint64_t> in_sizes(ranks);
-        const auto me = static_cast<size_t>(m_comm.rank());
+        m_unfinished = false;
         for (size_t r = 0; r < ranks; ++r) {
-            const uint64_t* h = &all[r * (ranks + 2)];
-            global_next = std::min(global_next, h[0]);
-            m_stop = m_stop || h[1] != 0;
-            for (size_t k = 0; k < ranks; ++k) {
-                any_bytes = any_bytes || h[2 + k] != 0;
-            }
-            in_sizes[r] = h[2 + me];
+            global_next = std::min(global_next, round.headers[3 * r]);
+            m_stop = m_stop || round.headers[3 * r + 1] != 0;
+            m_unfinished = m_unfinished || round.headers[3 * r + 2] != 0;
         }
-        if (!any_bytes) {
-            return global_next;
-        }
-        const std::vector<distributed::bytes> in =
-            timed([&] { return m_comm.exchange(out, in_sizes); });
+        const std::vector<distributed::bytes>& in = round.in;
         for (const auto& b : in) {
             size_t at = 0;
             auto get = [&](int n) {
@@ -577,7 +586,8 @@ private:
     sc_core::sc_time m_end;
     uint64_t m_windows = 0;
     double m_wait_s = 0;
-    bool m_stop = false;  // some rank stopped (a failure): the run ends
+    bool m_stop = false;        // some rank stopped (a failure): the run ends
+    bool m_unfinished = false;  // some rank's workload has not finished
 };
 #endif
 
@@ -640,7 +650,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         rank = opts.comm->rank();
         ranks = opts.comm->size();
         part = std::make_unique<distributed::partition>(
-            distributed::automatic_partition(cfg.topology, ranks));
+            distributed::partition_for(cfg.topology, ranks));
     }
 #endif
     const bool distributed_run = part != nullptr;

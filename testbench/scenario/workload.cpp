@@ -476,7 +476,13 @@ void workload::connect_all(role& r) {
                 break;
             }
             close_object(conn->Dispatch->NdkCloseConnector, &conn->Header);
-            sc_core::wait(sc_core::sc_time(CONNECT_RETRY_NS, sc_core::SC_NS));
+            // Plus a per-flow offset of whole picoseconds: two flows of one node refused at the
+            // same instant do not retry at the same instant, where their order would be the
+            // kernel's tie order of timed events (which depends on everything else it holds:
+            // not the same in a partitioned run, testbench/distributed).
+            sc_core::wait(
+                sc_core::sc_time(CONNECT_RETRY_NS, sc_core::SC_NS) +
+                sc_core::sc_time(static_cast<double>(f.index % 1000 + 1), sc_core::SC_PS));
         }
         r.connectors[q] = conn;
         // The passive side's accept carries where this QP's remote ring is.
