@@ -193,6 +193,20 @@ int srun_tasks_without_mpi() {
     return n > 1 ? n : 0;
 }
 
+// topology.partition gives the parts of a partitioned run: one per rank. False (and the error
+// printed, starting with the JSON path) when the rank count differs.
+bool partition_fits(const rnic::scenario::scenario_config& cfg, int ranks, bool print) {
+    const size_t parts = cfg.topology.partition_parts;
+    if (ranks <= 1 || parts == 0 || parts == static_cast<size_t>(ranks)) {
+        return true;
+    }
+    if (print) {
+        std::cerr << "rnicsim: topology.partition: " << parts << " parts given, but the run has "
+                  << ranks << " ranks (give one part per rank, or leave topology.partition out)\n";
+    }
+    return false;
+}
+
 #ifdef RNICSIM_HAVE_MPI
 
 // `rnicsim run SCENARIO --ranks N` outside mpirun: checks the scenario and the output folder
@@ -200,7 +214,7 @@ int srun_tasks_without_mpi() {
 // `mpirun -np N <this binary> <the same arguments but --ranks>`; mpirun's exit status is ours.
 int launch_mpirun(const options& o, int argc, char** argv) {
     rnic::scenario::scenario_config cfg;
-    if (!load(o, cfg)) {
+    if (!load(o, cfg) || !partition_fits(cfg, o.ranks, true)) {
         return EXIT_CONFIG;
     }
     try {
@@ -314,7 +328,7 @@ int run_rank(const options& o, rnic::distributed::mpi_comm& comm) {
     }
     // Every rank reads the same files: the same verdict everywhere, printed once.
     rnic::scenario::scenario_config cfg;
-    if (!load(o, cfg, rank == 0)) {
+    if (!load(o, cfg, rank == 0) || !partition_fits(cfg, size, rank == 0)) {
         return EXIT_CONFIG;
     }
     std::unique_ptr<rnic::output::output_dir> dir;

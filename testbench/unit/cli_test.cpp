@@ -236,6 +236,18 @@ TEST(CliRanks, ConfigErrorsPrintedOnceBeforeAnyRankStarts) {
     EXPECT_NE(d.err.find("holds "), std::string::npos) << d.err;
 }
 
+TEST(CliRanks, PartitionWithAnotherPartCountIsAConfigError) {
+    scratch s;
+    // Two parts (node 0 | node 1) of the quickstart's two nodes, run on three ranks.
+    const cli_result r = rnicsim(s, {"run", quickstart(), "--out", s.dir + "/o", "--ranks", "3",
+                                     "--set", "topology.partition=[[\"node0\"], [\"node1\"]]"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("topology.partition: 2 parts given, but the run has 3 ranks"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(s.dir + "/o"));
+}
+
 TEST(CliRanks, RankCountDifferentFromTheLaunchersIsRefused) {
     scratch s;
     const std::string cmd = "mpirun -np 2 --oversubscribe --allow-run-as-root " +
