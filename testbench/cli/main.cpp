@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // rnicsim command line: run a scenario, validate it, or show its effective config.
-//   rnicsim run SCENARIO.json [--out DIR] [--set PATH=VALUE]...   exit 0 ok, 1 failed, 2 config
+//   rnicsim run SCENARIO.json [--out DIR] [--set PATH=VALUE]... [--ranks N]
+//                                                                 exit 0 ok, 1 failed, 2 config
 //   rnicsim validate SCENARIO.json [--set PATH=VALUE]...          exit 0 valid, 2 invalid
 //   rnicsim show-config SCENARIO.json [--set PATH=VALUE]...       effective config on stdout
 //   rnicsim signals SCENARIO.json [--set PATH=VALUE]...           waves.vcd's signals on stdout
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <systemc>
@@ -16,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/config_reader.h"
+#include "testbench/distributed/mpi_comm.h"
 #include "testbench/output/flows_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/progress.h"
@@ -24,6 +30,13 @@
 #include "testbench/scenario/runner.h"
 #include "testbench/scenario/scenario_config.h"
 #include "testbench/sweep/sweep_cli.h"
+
+#include <limits.h>
+#include <sysc/kernel/sc_kernel_ids.h>
+#include <unistd.h>
+#ifdef RNICSIM_HAVE_MPI
+#include "testbench/distributed/mpi_comm.h"
+#endif
 
 #include <CLI/CLI.hpp>
 
@@ -46,6 +59,7 @@ struct options {
     std::string scenario;
     std::string out;
     std::vector<std::string> sets;
+    int ranks = 0;  // --ranks N (0: not given)
 };
 
 void add_common(CLI::App* cmd, options& o) {
@@ -57,8 +71,9 @@ void add_common(CLI::App* cmd, options& o) {
         ->allow_extra_args(false);
 }
 
-// Loads the scenario or prints every error (each starting with its JSON path) and returns false.
-bool load(const options& o, rnic::scenario::scenario_config& cfg) {
+// Loads the scenario or prints every error (each starting with its JSON path; when `print`)
+// and returns false.
+bool load(const options& o, rnic::scenario::scenario_config& cfg, bool print = true) {
     std::vector<std::string> sets = o.sets;
     if (!o.out.empty()) {
         sets.push_back("outputs.dir=" + nlohmann::json(o.out).dump());
@@ -67,6 +82,9 @@ bool load(const options& o, rnic::scenario::scenario_config& cfg) {
         cfg = rnic::scenario::load_scenario(o.scenario, sets);
         return true;
     } catch (const rnic::config::config_error& e) {
+        if (!print) {
+            return false;
+        }
         std::cerr << "rnicsim: " << o.scenario << ": " << e.errors.size() << " config error"
                   << (e.errors.size() == 1 ? "" : "s") << ":\n";
         for (const auto& err : e.errors) {
@@ -76,6 +94,67 @@ bool load(const options& o, rnic::scenario::scenario_config& cfg) {
     }
 }
 
+// Writes every output of a finished run into the staging folder (rank 0 alone in a
+// partitioned run) and returns the summary.
+std::string write_outputs(const rnic::output::output_dir& dir,
+                          const rnic::scenario::scenario_config& cfg,
+                          const rnic::scenario::run_result& r) {
+    const std::string summary = rnic::output::make_summary(cfg, r);
+    nlohmann::json stats = rnic::output::make_stats_json(r);
+    if (rnic::output::has_fabric_outputs(cfg, r)) {
+        // Fabric scenarios: per-flow results (today's single flow back to back keeps its
+        // outputs as they were).
+        stats["fabric"] = rnic::output::make_fabric_json(cfg, r);
+        dir.write("flows.csv", rnic::output::make_flows_csv(cfg, r));
+    }
+    dir.write("stats.json", rnic::output::to_file_text(stats));
+    dir.write("summary.txt", summary);
+    dir.write("config.json", rnic::output::to_file_text(cfg.effective));
+    if (!r.cc_csv.empty()) {
+        dir.write("cc.csv", r.cc_csv);  // congestion control on: rates over time
+    }
+    for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
+        dir.write(name, text);
+    }
+    // The one file that differs between two runs of the same config: kept apart so that
+    // every other file is byte for byte the same.
+    dir.write("speed.json", rnic::output::to_file_text(rnic::output::make_speed_json(r)));
+    return summary;
+}
+
+rnic::scenario::run_options staged_options(const rnic::scenario::scenario_config& cfg,
+                                           const rnic::output::output_dir& dir) {
+    rnic::scenario::run_options opts;
+    opts.waves_vcd = cfg.outputs.waves ? dir.staged("waves.vcd") : "";
+    opts.pcap = cfg.outputs.pcap ? dir.staged("wire.pcap") : "";
+    opts.trace = cfg.outputs.trace ? dir.staged("trace.json") : "";
+    opts.progress = rnic::output::progress_bar::wanted();
+    return opts;
+}
+
+// After the outputs are in place: the summary on stdout, the verdict on stderr.
+int report(const rnic::scenario::scenario_config& cfg, const rnic::scenario::run_result& r,
+           const std::string& summary) {
+    std::cout << summary << std::flush;
+    std::cerr << rnic::output::make_speed_line(r);
+    if (r.ranks.size() > 1) {  // partitioned: each rank's share (speed.json "ranks" too)
+        for (const auto& k : r.ranks) {
+            std::cerr << "rnicsim: rank " << k.rank << ": " << k.delta_cycles << " delta cycles, "
+                      << k.windows << " windows, " << k.wall_s << " s wall, " << k.wait_s
+                      << " s in window collectives\n";
+        }
+    }
+    if (!r.passed()) {
+        std::cerr << "rnicsim: run failed:\n";
+        for (const auto& f : r.failures) {
+            std::cerr << "  " << f << "\n";
+        }
+        return EXIT_RUN_FAILED;
+    }
+    std::cerr << "rnicsim: outputs in " << cfg.outputs.dir << "\n";
+    return EXIT_OK;
+}
+
 int run(const options& o) {
     rnic::scenario::scenario_config cfg;
     if (!load(o, cfg)) {
@@ -83,45 +162,12 @@ int run(const options& o) {
     }
     try {
         rnic::output::output_dir dir(cfg.outputs.dir);
-        rnic::scenario::run_options opts;
-        opts.waves_vcd = cfg.outputs.waves ? dir.staged("waves.vcd") : "";
-        opts.pcap = cfg.outputs.pcap ? dir.staged("wire.pcap") : "";
-        opts.trace = cfg.outputs.trace ? dir.staged("trace.json") : "";
-        opts.progress = rnic::output::progress_bar::wanted();
-        const rnic::scenario::run_result r = rnic::scenario::run_scenario(cfg, opts);
-        const std::string summary = rnic::output::make_summary(cfg, r);
-        nlohmann::json stats = rnic::output::make_stats_json(r);
-        if (rnic::output::has_fabric_outputs(cfg, r)) {
-            // Fabric scenarios: per-flow results (today's single flow back to back keeps its
-            // outputs as they were).
-            stats["fabric"] = rnic::output::make_fabric_json(cfg, r);
-            dir.write("flows.csv", rnic::output::make_flows_csv(cfg, r));
-        }
-        dir.write("stats.json", rnic::output::to_file_text(stats));
-        dir.write("summary.txt", summary);
-        dir.write("config.json", rnic::output::to_file_text(cfg.effective));
-        if (!r.cc_csv.empty()) {
-            dir.write("cc.csv", r.cc_csv);  // congestion control on: rates over time
-        }
-        for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
-            dir.write(name, text);
-        }
-        // The one file that differs between two runs of the same config: kept apart so that
-        // every other file is byte for byte the same.
-        dir.write("speed.json", rnic::output::to_file_text(rnic::output::make_speed_json(r)));
+        const rnic::scenario::run_result r =
+            rnic::scenario::run_scenario(cfg, staged_options(cfg, dir));
+        const std::string summary = write_outputs(dir, cfg, r);
         // A finished run keeps its outputs even when a check failed: they say what went wrong.
         dir.commit();
-        std::cout << summary << std::flush;
-        std::cerr << rnic::output::make_speed_line(r);
-        if (!r.passed()) {
-            std::cerr << "rnicsim: run failed:\n";
-            for (const auto& f : r.failures) {
-                std::cerr << "  " << f << "\n";
-            }
-            return EXIT_RUN_FAILED;
-        }
-        std::cerr << "rnicsim: outputs in " << cfg.outputs.dir << "\n";
-        return EXIT_OK;
+        return report(cfg, r, summary);
     } catch (const rnic::output::output_dir_error& e) {
         std::cerr << "rnicsim: " << e.what() << "\n";
         return EXIT_CONFIG;
@@ -130,6 +176,257 @@ int run(const options& o) {
         std::cerr << "rnicsim: run aborted: " << e.what() << "\n";
         return EXIT_RUN_FAILED;
     }
+}
+
+// --- partitioned runs (README "Partitioned runs") ---
+
+// srun with several tasks but no MPI launcher (--mpi=pmix): every task would run the whole
+// scenario into the same folder. Returns the task count, 0 when not in such a step.
+int srun_tasks_without_mpi() {
+    const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+    const int n = tasks != nullptr ? std::atoi(tasks) : 0;
+#ifdef RNICSIM_HAVE_MPI
+    if (rnic::distributed::mpi_comm::launched_by_mpi()) {
+        return 0;
+    }
+#endif
+    return n > 1 ? n : 0;
+}
+
+// topology.partition gives the parts of a partitioned run: one per rank. False (and the error
+// printed, starting with the JSON path) when the rank count differs.
+bool partition_fits(const rnic::scenario::scenario_config& cfg, int ranks, bool print) {
+    const size_t parts = cfg.topology.partition_parts;
+    if (ranks <= 1 || parts == 0 || parts == static_cast<size_t>(ranks)) {
+        return true;
+    }
+    if (print) {
+        std::cerr << "rnicsim: topology.partition: " << parts << " parts given, but the run has "
+                  << ranks << " ranks (give one part per rank, or leave topology.partition out)\n";
+    }
+    return false;
+}
+
+#ifdef RNICSIM_HAVE_MPI
+
+// `rnicsim run SCENARIO --ranks N` outside mpirun: checks the scenario and the output folder
+// here (one error message, not N), then replaces this process with
+// `mpirun -np N <this binary> <the same arguments but --ranks>`; mpirun's exit status is ours.
+int launch_mpirun(const options& o, int argc, char** argv) {
+    rnic::scenario::scenario_config cfg;
+    if (!load(o, cfg) || !partition_fits(cfg, o.ranks, true)) {
+        return EXIT_CONFIG;
+    }
+    try {
+        rnic::output::output_dir check(cfg.outputs.dir);  // refuses a folder it may not replace
+    } catch (const rnic::output::output_dir_error& e) {
+        std::cerr << "rnicsim: " << e.what() << "\n";
+        return EXIT_CONFIG;
+    }
+    char self[PATH_MAX] = {};
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        std::cerr << "rnicsim: --ranks: cannot find this executable (/proc/self/exe)\n";
+        return EXIT_CONFIG;
+    }
+    std::vector<std::string> args = {RNICSIM_MPIEXEC, "-np", std::to_string(o.ranks)};
+    // More ranks than cores: Open MPI refuses unless told; a rank then shares a core (slower,
+    // same outputs). No binding: ranks of other runs may share this machine.
+    if (static_cast<unsigned>(o.ranks) > std::max(1u, std::thread::hardware_concurrency())) {
+        args.emplace_back("--oversubscribe");
+    }
+    args.insert(args.end(), {"--bind-to", "none"});
+    // Ranks wait for each other at every window end: yield the core while waiting instead of
+    // busy-polling, or a rank that shares a core with another (oversubscribed, or a busy
+    // machine) starves it (measured: incast 8:1, 2 ranks on a loaded 2-core machine, 14.9 s
+    // busy-polling, 1.3 s yielding). OMPI_MCA_mpi_yield_when_idle in the environment wins.
+    if (std::getenv("OMPI_MCA_mpi_yield_when_idle") == nullptr) {
+        args.insert(args.end(), {"--mca", "mpi_yield_when_idle", "1"});
+    }
+    if (geteuid() == 0) {
+        args.emplace_back("--allow-run-as-root");  // containers and CI run as root
+    }
+    args.emplace_back(self);
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--ranks") {
+            ++i;  // and its value
+        } else if (a.rfind("--ranks=", 0) != 0) {
+            args.push_back(a);
+        }
+    }
+    std::vector<char*> cargs;
+    for (auto& a : args) {
+        cargs.push_back(a.data());
+    }
+    cargs.push_back(nullptr);
+    std::cout << std::flush;
+    execv(cargs[0], cargs.data());
+    std::cerr << "rnicsim: --ranks: cannot start " << RNICSIM_MPIEXEC << ": "
+              << std::strerror(errno) << "\n";
+    return EXIT_CONFIG;
+}
+
+// This rank, for the signal handler (no allocation there).
+char g_rank_line[256] = {};
+
+// mpirun ends every rank with SIGTERM when one of them died or exited early, or when the job
+// is cancelled (Ctrl-C, scancel): say who we are and why we stop, remove the staging folder,
+// and exit non-zero. Async-signal-safe calls only.
+extern "C" void on_terminate(int sig) {
+    const char* what = sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    const ssize_t ignored1 = write(STDERR_FILENO, g_rank_line, std::strlen(g_rank_line));
+    const ssize_t ignored2 = write(STDERR_FILENO, what, std::strlen(what));
+    static const char tail[] =
+        ": stopped because another rank failed or lost its connection, or the job was cancelled "
+        "(mpirun/srun names the failed rank); no outputs written\n";
+    const ssize_t ignored3 = write(STDERR_FILENO, tail, sizeof tail - 1);
+    (void)ignored1;
+    (void)ignored2;
+    (void)ignored3;
+    rnic::output::output_dir::remove_staging_from_signal_handler();
+    _exit(EXIT_RUN_FAILED);
+}
+
+// One rank of a partitioned run (started by mpirun / srun). Every rank loads the scenario and
+// simulates its part; rank 0 alone writes outputs, into its staging folder, which it renames
+// into place only after every rank has said its part of the run ended well.
+int run_rank(const options& o, rnic::distributed::mpi_comm& comm);
+
+// MPI start-up and any error outside the simulation (a collective that failed because a peer is
+// gone): this rank says so and exits without MPI_Finalize, so the launcher ends the others.
+int run_rank(const options& o, int argc, char** argv) {
+    try {
+        rnic::distributed::mpi_comm comm(&argc, &argv);
+        return run_rank(o, comm);
+    } catch (const std::exception& e) {
+        std::cerr << (g_rank_line[0] != '\0' ? g_rank_line : "rnicsim: ")
+                  << "run aborted: " << e.what() << std::endl;
+        rnic::output::output_dir::remove_staging_from_signal_handler();
+        std::_Exit(EXIT_RUN_FAILED);
+    }
+}
+
+int run_rank(const options& o, rnic::distributed::mpi_comm& comm) {
+    const int rank = comm.rank();
+    const int size = comm.size();
+    const std::string me = "rank " + std::to_string(rank) + " of " + std::to_string(size);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    const std::string line =
+        "rnicsim: " + me + " (" + host + ", pid " + std::to_string(getpid()) + "): ";
+    line.copy(g_rank_line, std::min(line.size(), sizeof g_rank_line - 1));
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+        std::signal(sig, on_terminate);
+    }
+    if (o.ranks > 0 && o.ranks != size) {
+        if (rank == 0) {
+            std::cerr << "rnicsim: --ranks " << o.ranks << " but started as " << size
+                      << " MPI ranks; leave --ranks out under mpirun/srun\n";
+        }
+        return EXIT_CONFIG;
+    }
+    // Every rank reads the same files: the same verdict everywhere, printed once.
+    rnic::scenario::scenario_config cfg;
+    if (!load(o, cfg, rank == 0) || !partition_fits(cfg, size, rank == 0)) {
+        return EXIT_CONFIG;
+    }
+    std::unique_ptr<rnic::output::output_dir> dir;
+    bool dir_failed = false;
+    if (rank == 0) {
+        try {
+            dir = std::make_unique<rnic::output::output_dir>(cfg.outputs.dir);
+        } catch (const rnic::output::output_dir_error& e) {
+            std::cerr << "rnicsim: " << e.what() << "\n";
+            dir_failed = true;
+        }
+    }
+    if (comm.any(dir_failed)) {
+        return EXIT_CONFIG;
+    }
+    rnic::scenario::run_options opts;
+    if (rank == 0) {
+        opts = staged_options(cfg, *dir);
+    } else {
+        // The same outputs on, but only rank 0 writes files: a path no rank can create, so
+        // that opening it by mistake fails loudly instead of writing beside the run.
+        const std::string nowhere = "/dev/null/rnicsim-rank" + std::to_string(rank) + "/";
+        opts.waves_vcd = cfg.outputs.waves ? nowhere + "waves.vcd" : "";
+        opts.pcap = cfg.outputs.pcap ? nowhere + "wire.pcap" : "";
+        opts.trace = cfg.outputs.trace ? nowhere + "trace.json" : "";
+    }
+    opts.comm = &comm;
+    if (size > 1) {
+        opts.progress = false;  // ranks run in windows; mpirun would interleave the bars
+        // A rank with nothing to do in a window still runs its kernel to the window's end:
+        // SystemC's "no activity or clock movement for sc_start()" is normal here, not news.
+        sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_,
+                                                sc_core::SC_DO_NOTHING);
+    }
+    rnic::scenario::run_result r;
+    std::string summary;
+    bool failed = false;
+    try {
+        r = rnic::scenario::run_scenario(cfg, opts);
+        if (rank == 0) {
+            summary = write_outputs(*dir, cfg, r);
+        }
+    } catch (const std::exception& e) {
+        // A model error, or a collective that failed because a peer is gone: the other ranks
+        // cannot finish without this one.
+        std::cerr << line << "run aborted: " << e.what() << "\n";
+        failed = true;
+    }
+    if (failed) {
+        dir.reset();  // the staging folder goes
+        // Exit without MPI_Finalize: mpirun (and srun --kill-on-bad-exit) then end the other
+        // ranks with SIGTERM, which each reports (on_terminate). MPI_Abort would have them
+        // SIGKILLed under srun, silently.
+        std::cerr << std::flush;
+        std::_Exit(EXIT_RUN_FAILED);
+    }
+    // Every rank's part ended: only now do the outputs replace the folder.
+    if (comm.any(false)) {
+        return EXIT_RUN_FAILED;
+    }
+    if (rank != 0) {
+        return EXIT_OK;  // rank 0 holds the merged result and gives the verdict
+    }
+    try {
+        dir->commit();
+    } catch (const rnic::output::output_dir_error& e) {
+        std::cerr << "rnicsim: " << e.what() << "\n";
+        return EXIT_RUN_FAILED;
+    }
+    return report(cfg, r, summary);
+}
+
+#endif  // RNICSIM_HAVE_MPI
+
+int run_command(const options& o, int argc, char** argv) {
+    if (const int tasks = srun_tasks_without_mpi(); tasks > 0) {
+        std::cerr << "rnicsim: started by srun as " << tasks
+                  << " tasks without an MPI launcher: every task would run the whole scenario; "
+                     "use `srun --mpi=pmix` (scripts/slurm/partitioned.sbatch) or one task\n";
+        return EXIT_CONFIG;
+    }
+#ifdef RNICSIM_HAVE_MPI
+    if (rnic::distributed::mpi_comm::launched_by_mpi()) {
+        return run_rank(o, argc, argv);
+    }
+    if (o.ranks > 0) {
+        return launch_mpirun(o, argc, argv);
+    }
+#else
+    if (o.ranks > 0) {
+        std::cerr << "rnicsim: --ranks " << o.ranks
+                  << ": this rnicsim was built without MPI (RNICSIM_MPI=OFF); install Open MPI "
+                     "(scripts/setup), rebuild (scripts/build -DRNICSIM_MPI=ON), or run without "
+                     "--ranks\n";
+        return EXIT_CONFIG;
+    }
+#endif
+    return run(o);
 }
 
 // `rnicsim signals`: every signal waves.vcd holds for this scenario, with its width and meaning.
@@ -170,6 +467,11 @@ int sc_main(int argc, char** argv) {
     CLI::App* run_cmd = app.add_subcommand("run", "simulate a scenario and write its outputs");
     add_common(run_cmd, o);
     run_cmd->add_option("--out,-o", o.out, "output folder (default: outputs.dir of the scenario)");
+    run_cmd
+        ->add_option("--ranks", o.ranks,
+                     "partition the fabric over N MPI ranks (starts mpirun; implied when "
+                     "started by mpirun or srun); outputs are the same as one process's")
+        ->check(CLI::Range(1, 65536));
 
     CLI::App* validate_cmd =
         app.add_subcommand("validate", "check a scenario; list every error (exit 2)");
@@ -196,7 +498,7 @@ int sc_main(int argc, char** argv) {
         return sweep_cmd.run();
     }
     if (run_cmd->parsed()) {
-        return run(o);
+        return run_command(o, argc, argv);
     }
     if (signals_cmd->parsed()) {
         return signals(o);

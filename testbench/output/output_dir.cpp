@@ -7,12 +7,57 @@
 #include <fstream>
 #include <system_error>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace rnic::output {
 
 namespace fs = std::filesystem;
+
+namespace {
+// The staging folder of the live output_dir, for remove_staging_from_signal_handler(): a fixed
+// buffer (a signal handler may not allocate), empty when there is none.
+char g_staging[PATH_MAX] = {};
+
+void set_signal_staging(const std::string& path) {
+    const size_t n = path.size() < sizeof g_staging - 1 ? path.size() : 0;
+    g_staging[0] = '\0';
+    path.copy(g_staging, n);
+    g_staging[n] = '\0';
+}
+}  // namespace
+
+void output_dir::remove_staging_from_signal_handler() {
+    if (g_staging[0] == '\0') {
+        return;
+    }
+    // open/getdents64/unlinkat/close/rmdir are async-signal-safe (opendir/readdir are not).
+    const int fd = open(g_staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        alignas(8) char buf[4096];
+        for (;;) {
+            const long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+            if (n <= 0) {
+                break;
+            }
+            for (long at = 0; at < n;) {
+                const auto* d = reinterpret_cast<const struct dirent64*>(buf + at);
+                const char* name = d->d_name;
+                if (!(name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))) {
+                    unlinkat(fd, name, 0);
+                }
+                at += d->d_reclen;
+            }
+        }
+        close(fd);
+    }
+    rmdir(g_staging);
+}
 
 bool output_dir::is_output_file(const std::string& name) {
     // Every file a run can write (testbench/cli/main.cpp, runner outputs such as lockstep's
@@ -66,6 +111,7 @@ output_dir::output_dir(std::string dir)
         throw output_dir_error(templ + ": cannot create staging folder");
     }
     m_staging = templ;
+    set_signal_staging(m_staging);
     // mkdtemp makes the folder private (0700); the outputs get the usual umask permissions.
     const mode_t mask = umask(0);
     umask(mask);
@@ -73,6 +119,7 @@ output_dir::output_dir(std::string dir)
 }
 
 output_dir::~output_dir() {
+    set_signal_staging("");
     if (!m_committed && !m_staging.empty()) {
         std::error_code ec;
         fs::remove_all(m_staging, ec);
@@ -104,6 +151,7 @@ void output_dir::commit() {
             throw output_dir_error(m_dir + ": cannot move the previous run aside: " + ec.message());
         }
     }
+    set_signal_staging("");  // from here on the folder is the run's outputs, not staging
     fs::rename(m_staging, final_path, ec);
     if (ec) {
         if (!old.empty()) {

@@ -35,6 +35,11 @@ public:
     // Names a run may leave in its folder; anything else makes the constructor refuse `dir`.
     static bool is_output_file(const std::string& name);
 
+    // Removes the staging folder of the output_dir alive in this process (its files, then the
+    // folder) using only async-signal-safe calls: for a signal handler ending a rank that was
+    // told to stop (a partitioned run whose other rank died). Nothing else is touched.
+    static void remove_staging_from_signal_handler();
+
 private:
     std::string m_dir;
     std::string m_staging;

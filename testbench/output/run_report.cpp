@@ -34,7 +34,7 @@ nlohmann::json make_stats_json(const scenario::run_result& r) {
 
 nlohmann::json make_speed_json(const scenario::run_result& r) {
     const double w = r.wall_s;
-    return {
+    nlohmann::json j = {
         {"wall_s", w},
         {"simulated_ns", r.simulated_ns},
         {"packets", r.packets},
@@ -42,6 +42,22 @@ nlohmann::json make_speed_json(const scenario::run_result& r) {
         {"simulated_ns_per_wall_s", w > 0 ? static_cast<double>(r.simulated_ns) / w : 0.0},
         {"delta_cycles", r.delta_cycles},
     };
+    if (!r.ranks.empty()) {
+        // The load balance of a partitioned run (one entry for a single process): a rank that
+        // waits much of its wall time at window ends had less to simulate than the slowest
+        // one, or the windows are short (README "Partitioned runs", lookahead).
+        nlohmann::json ranks = nlohmann::json::array();
+        for (const auto& k : r.ranks) {
+            ranks.push_back({{"rank", k.rank},
+                             {"delta_cycles", k.delta_cycles},
+                             {"windows", k.windows},
+                             {"wall_s", k.wall_s},
+                             {"wait_s", k.wait_s},
+                             {"wait_fraction", k.wall_s > 0 ? k.wait_s / k.wall_s : 0.0}});
+        }
+        j["ranks"] = std::move(ranks);
+    }
+    return j;
 }
 
 std::string make_speed_line(const scenario::run_result& r) {

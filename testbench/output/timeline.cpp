@@ -56,6 +56,28 @@ void latency_histogram::merge(const latency_histogram& o) {
     m_sum_ps += o.m_sum_ps;
 }
 
+nlohmann::json latency_histogram::to_json() const {
+    std::map<uint64_t, uint64_t> counts(m_counts.begin(), m_counts.end());
+    if (m_run > 0) {
+        counts[m_run_ps] += m_run;
+    }
+    nlohmann::json c = nlohmann::json::array();
+    for (const auto& [ps, n] : counts) {
+        c.push_back({ps, n});
+    }
+    return {{"counts", c}, {"samples", m_samples}, {"sum_ps", m_sum_ps}};
+}
+
+latency_histogram latency_histogram::from_json(const nlohmann::json& j) {
+    latency_histogram h;
+    for (const auto& e : j["counts"]) {
+        h.m_counts[e[0].get<uint64_t>()] += e[1].get<uint64_t>();
+    }
+    h.m_samples = j["samples"].get<uint64_t>();
+    h.m_sum_ps = j["sum_ps"].get<uint64_t>();
+    return h;
+}
+
 nlohmann::json latency_histogram::summary() const {
     count_map counts = m_counts;
     if (m_run > 0) {
@@ -85,12 +107,79 @@ nlohmann::json latency_histogram::summary() const {
     return j;
 }
 
+namespace {
+
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) {
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.insert(out.end(), b, b + sizeof(T));
+}
+
+void put_string(std::vector<uint8_t>& out, const std::string& s) {
+    put<uint32_t>(out, static_cast<uint32_t>(s.size()));
+    out.insert(out.end(), s.begin(), s.end());
+}
+
+void need(const std::vector<uint8_t>& in, size_t at, size_t n) {
+    if (in.size() < at || in.size() - at < n) {
+        throw std::runtime_error("timeline: a rank's state is truncated at byte " +
+                                 std::to_string(at));
+    }
+}
+
+template <typename T>
+T get(const std::vector<uint8_t>& in, size_t& at) {
+    need(in, at, sizeof(T));
+    T v;
+    std::memcpy(&v, in.data() + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+}
+
+std::string get_string(const std::vector<uint8_t>& in, size_t& at) {
+    const auto n = get<uint32_t>(in, at);
+    need(in, at, n);
+    std::string s(reinterpret_cast<const char*>(in.data() + at), n);
+    at += n;
+    return s;
+}
+
+}  // namespace
+
+void latency_histogram::save(std::vector<uint8_t>& out) const {
+    std::vector<std::pair<uint64_t, uint64_t>> counts(m_counts.begin(), m_counts.end());
+    if (m_run > 0) {
+        counts.emplace_back(m_run_ps, m_run);
+    }
+    put<uint64_t>(out, counts.size());
+    for (const auto& [ps, n] : counts) {
+        put<uint64_t>(out, ps);
+        put<uint64_t>(out, n);
+    }
+    put<uint64_t>(out, m_samples);
+    put<uint64_t>(out, m_sum_ps);
+}
+
+latency_histogram latency_histogram::load(const std::vector<uint8_t>& in, size_t& at) {
+    latency_histogram h;
+    const auto n = get<uint64_t>(in, at);
+    for (uint64_t i = 0; i < n; ++i) {
+        const auto ps = get<uint64_t>(in, at);
+        h.m_counts[ps] += get<uint64_t>(in, at);
+    }
+    h.m_samples = get<uint64_t>(in, at);
+    h.m_sum_ps = get<uint64_t>(in, at);
+    return h;
+}
+
 // --------------------------------------------------------------------------------------------
 // timeline
 // --------------------------------------------------------------------------------------------
 
-timeline::timeline(const std::string& trace_path)
+timeline::timeline(const std::string& trace_path, bool spool)
     : m_path(trace_path)
+    , m_spool(spool)
     , m_ps_per_unit(sc_core::sc_get_time_resolution().to_seconds() * 1e12) {
     if (trace_path.empty()) {
         return;
@@ -268,19 +357,92 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
         start_ps,
         static_cast<uint64_t>(std::llround(static_cast<double>(end.value()) * m_ps_per_unit)));
     histogram_of(block, stage).add(end_ps - start_ps);
-    if (m_file == nullptr) {
+    if (m_file == nullptr && !m_spool) {
         return;
     }
+    // Held until the instant is over, then written in block order (partition-independent).
+    const uint64_t at = sc_core::sc_time_stamp().value();
+    if (!m_spool && !m_filed.empty() && m_filed.front().at != at) {
+        write_filed(m_filed);
+    }
+    m_filed.push_back({at, block, stage, flow_id, start_ps, end_ps, args_json});
+}
 
-    const place p = place_slice(block, start_ps, end_ps);
-    if (flow_id == 0 && stage == "doorbell") {
-        hold_doorbell(block, p, start_ps, end_ps, args_json);
+void timeline::write_filed(std::vector<filed_slice>& slices) {
+    std::stable_sort(slices.begin(), slices.end(), [](const filed_slice& a, const filed_slice& b) {
+        if (a.at != b.at) {
+            return a.at < b.at;
+        }
+        // Earlier-starting first, so a WQE's flow arrows run in the order its slices began.
+        return a.start_ps != b.start_ps ? a.start_ps < b.start_ps : a.block < b.block;
+    });
+    for (const filed_slice& f : slices) {
+        write_one(f);
+    }
+    slices.clear();
+}
+
+void timeline::write_one(const filed_slice& f) {
+    const place p = place_slice(f.block, f.start_ps, f.end_ps);
+    if (f.flow_id == 0 && f.stage == "doorbell") {
+        hold_doorbell(f.block, p, f.start_ps, f.end_ps, f.args);
         return;
     }
-    if (flow_id != 0 && stage == "wqe_fetch") {
-        attach_doorbell(block, flow_id, start_ps);
+    if (f.flow_id != 0 && f.stage == "wqe_fetch") {
+        attach_doorbell(f.block, f.flow_id, f.start_ps);
     }
-    write_slice(p, stage, flow_id, start_ps, end_ps, args_json);
+    write_slice(p, f.stage, f.flow_id, f.start_ps, f.end_ps, f.args);
+}
+
+std::vector<uint8_t> timeline::take_state() {
+    std::vector<uint8_t> out;
+    put<uint64_t>(out, m_slices);
+    put<uint64_t>(out, m_stages.size());
+    for (const stage_entry& e : m_stages) {
+        put_string(out, e.block);
+        put_string(out, e.stage);
+        e.h.save(out);
+    }
+    put<uint64_t>(out, m_filed.size());
+    for (const filed_slice& f : m_filed) {
+        put<uint64_t>(out, f.at);
+        put_string(out, f.block);
+        put_string(out, f.stage);
+        put<uint64_t>(out, f.flow_id);
+        put<uint64_t>(out, f.start_ps);
+        put<uint64_t>(out, f.end_ps);
+        put_string(out, f.args);
+    }
+    m_filed.clear();
+    return out;
+}
+
+void timeline::merge_state(const std::vector<uint8_t>& in) {
+    size_t at = 0;
+    m_slices += get<uint64_t>(in, at);
+    const auto stages = get<uint64_t>(in, at);
+    for (uint64_t i = 0; i < stages; ++i) {
+        const std::string block = get_string(in, at);
+        const std::string stage = get_string(in, at);
+        const latency_histogram h = latency_histogram::load(in, at);
+        histogram_of(block, stage).merge(h);
+    }
+    const auto filed = get<uint64_t>(in, at);
+    for (uint64_t i = 0; i < filed; ++i) {
+        filed_slice f;
+        f.at = get<uint64_t>(in, at);
+        f.block = get_string(in, at);
+        f.stage = get_string(in, at);
+        f.flow_id = get<uint64_t>(in, at);
+        f.start_ps = get<uint64_t>(in, at);
+        f.end_ps = get<uint64_t>(in, at);
+        f.args = get_string(in, at);
+        m_filed.push_back(std::move(f));
+    }
+    if (at != in.size()) {
+        throw std::runtime_error("timeline: a rank's state has " + std::to_string(in.size() - at) +
+                                 " stray bytes");
+    }
 }
 
 namespace {
@@ -373,6 +535,8 @@ void timeline::close() {
     if (m_file == nullptr) {
         return;
     }
+    // The last instant's slices (live), or every rank's (spooled; merged in rank order).
+    write_filed(m_filed);
     // Doorbells no fetch followed (the QP had nothing left to fetch): per QP, no WQE.
     for (auto& [key, held] : m_held) {
         for (const held_slice& h : held) {
@@ -407,6 +571,35 @@ nlohmann::json timeline::block_stage_latency() const {
         j[e.block][e.stage] = e.h.summary();
     }
     return j;
+}
+
+nlohmann::json timeline::histograms() const {
+    nlohmann::json j = nlohmann::json::array();
+    for (const stage_entry& e : m_stages) {
+        j.push_back({e.block, e.stage, e.h.to_json()});
+    }
+    return j;
+}
+
+void timeline::merged_latency(const std::vector<nlohmann::json>& parts, nlohmann::json& stages,
+                              nlohmann::json& by_block) {
+    std::map<std::string, latency_histogram> per_stage;
+    std::map<std::pair<std::string, std::string>, latency_histogram> per_block;
+    for (const nlohmann::json& p : parts) {
+        for (const auto& e : p) {
+            const latency_histogram h = latency_histogram::from_json(e[2]);
+            per_stage[e[1].get<std::string>()].merge(h);
+            per_block[{e[0].get<std::string>(), e[1].get<std::string>()}].merge(h);
+        }
+    }
+    stages = nlohmann::json::object();
+    for (const auto& [stage, h] : per_stage) {
+        stages[stage] = h.summary();
+    }
+    by_block = nlohmann::json::object();
+    for (const auto& [key, h] : per_block) {
+        by_block[key.first][key.second] = h.summary();
+    }
 }
 
 }  // namespace rnic::output

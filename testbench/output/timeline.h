@@ -90,6 +90,11 @@ private:
 // and gives exact percentiles at a fraction of the memory of keeping every sample.
 class latency_histogram {
 public:
+    // Appends this histogram to `out` / reads one back (partitioned runs send them to rank 0).
+    void save(std::vector<uint8_t>& out) const;
+    // Reads what save() wrote at `at` (advanced past it). Throws std::runtime_error if short.
+    static latency_histogram load(const std::vector<uint8_t>& in, size_t& at);
+
     void add(uint64_t ps) {
         // Runs of equal durations (back-to-back packets) only bump a counter.
         if (ps != m_run_ps) {
@@ -105,6 +110,9 @@ public:
     }
     void merge(const latency_histogram& o);
     uint64_t samples() const { return m_samples; }
+    // Exact form for another process to merge (partitioned runs): [[ps, count], ...], sum.
+    nlohmann::json to_json() const;
+    static latency_histogram from_json(const nlohmann::json& j);
     // {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}; percentiles are nearest rank (the
     // smallest duration with at least p% of the samples at or below it), as the workload's.
     nlohmann::json summary() const;
@@ -122,7 +130,17 @@ public:
     // `trace_path` empty: aggregate only (cheap: two hash lookups per slice). Otherwise events
     // stream into the file (its parent directory must exist); close() finishes the JSON
     // document. Throws std::runtime_error if the file cannot be opened.
-    explicit timeline(const std::string& trace_path = "");
+    //
+    // Slices filed at the same instant are written in (start, block name) order (a block's
+    // own slices of the same start in the order it filed them), not in the order the simulation's
+    // processes ran: trace.json is the same for a single process and for any partition over MPI
+    // ranks.
+    //
+    // `spool` (partitioned runs, trace on): slices are kept in memory instead; a rank hands
+    // them and its stage latencies to rank 0 with take_state(), rank 0 adds every other rank's
+    // with merge_state(), and close() writes trace.json (when `trace_path` is given, rank 0's)
+    // in the same order as a single process.
+    explicit timeline(const std::string& trace_path = "", bool spool = false);
     ~timeline() override;
     timeline(const timeline&) = delete;
     timeline& operator=(const timeline&) = delete;
@@ -135,10 +153,21 @@ public:
     // Finishes and closes trace.json (idempotent). Throws std::runtime_error on a write error.
     void close();
 
+    // Partitioned runs: this rank's stage latencies and spooled slices as bytes (the slices
+    // are cleared), and rank 0's merge of another rank's. Throws std::runtime_error on a
+    // malformed state.
+    std::vector<uint8_t> take_state();
+    void merge_state(const std::vector<uint8_t>& state);
+
     // {"<stage>": {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}} over every slice.
     nlohmann::json stage_latency() const;
     // {"<block>": {"<stage>": {...}}}: the same per block (node0's receive vs node1's).
     nlohmann::json block_stage_latency() const;
+    // Partitioned runs (testbench/distributed): every (block, stage) histogram of this rank, and
+    // stage_latency() / block_stage_latency() of every rank's histograms together.
+    nlohmann::json histograms() const;
+    static void merged_latency(const std::vector<nlohmann::json>& parts, nlohmann::json& stages,
+                               nlohmann::json& by_block);
     uint64_t slices() const { return m_slices; }
     uint64_t events_written() const { return m_events; }
 
@@ -171,13 +200,28 @@ private:
     void hold_doorbell(const std::string& block, const place& p, uint64_t start_ps, uint64_t end_ps,
                        const std::string& args_json);
     void attach_doorbell(const std::string& block, uint64_t flow_id, uint64_t start_ps);
+    // A slice as filed, held until its instant is over (or, spooling, until close()).
+    struct filed_slice {
+        uint64_t at;  // kernel time units when it was filed
+        std::string block;
+        std::string stage;
+        uint64_t flow_id;
+        uint64_t start_ps;
+        uint64_t end_ps;
+        std::string args;
+    };
+    // Writes `slices` in (time filed, start, block) order, stable.
+    void write_filed(std::vector<filed_slice>& slices);
+    void write_one(const filed_slice& s);
     void emit_begin();
     void emit_end();
     void flush(bool force);
 
     std::FILE* m_file = nullptr;
     std::string m_path;
-    std::string m_buf;  // pending JSON text, written out in large chunks
+    bool m_spool = false;
+    std::vector<filed_slice> m_filed;  // the latest instant's slices (all of them when spooling)
+    std::string m_buf;                 // pending JSON text, written out in large chunks
     bool m_first = true;
 
     std::unordered_map<std::string, track> m_tracks;  // block -> its lanes

@@ -68,6 +68,17 @@ struct run_result {
 
     std::vector<flow_result> flows;  // in workload flow order
 
+    // Partitioned runs (testbench/distributed): each rank's share of the work, for speed.json;
+    // one entry (rank 0) for a single process.
+    struct rank_speed {
+        int rank = 0;
+        uint64_t delta_cycles = 0;  // SystemC delta cycles this rank ran
+        uint64_t windows = 0;       // synchronisation windows (0: a single process)
+        double wall_s = 0;          // elaboration + simulation
+        double wait_s = 0;          // time spent in the window collectives (waiting for peers)
+    };
+    std::vector<rank_speed> ranks;
+
     bool passed() const { return failures.empty(); }
 };
 

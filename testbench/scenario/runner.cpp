@@ -14,6 +14,8 @@
 #include <systemc>
 
 #include "hw/common/sim_context.h"
+#include "testbench/distributed/mpi_comm.h"
+#include "testbench/distributed/partition.h"
 #include "testbench/output/pcap_writer.h"
 #include "testbench/output/progress.h"
 #include "testbench/output/timeline.h"
@@ -42,21 +44,44 @@ struct testbench {
     // `vcd`: where the blocks trace their signals (the waves recorder), or null. `rtl_fst_base`:
     // where a Verilated send path writes its own waveform (<base>.fst, <base>.node1.fst), or empty.
     // `consumers`: run_options::consumers (then no workload), or empty.
+    // `part` (a partitioned run): only rank `rank`'s nodes and switches, and the links with at
+    // least one end here, are elaborated (the others stay null); a link with one end elsewhere
+    // is a cut link.
     testbench(const scenario_config& cfg, sc_core::sc_trace_file* vcd, hw::event_tracer* tracer,
               std::string rtl_fst_base = {},
-              const std::function<void(const std::vector<node*>&)>& consumers = {}) {
+              const std::function<void(const std::vector<node*>&)>& consumers = {},
+              const distributed::partition* part = nullptr, int rank = 0) {
         ctx.vcd = vcd;
         ctx.tracer = tracer;
         ctx.rtl_fst_base = std::move(rtl_fst_base);
         const topology_config& t = cfg.topology;
+        auto here = [&](const link_end& e) { return part == nullptr || part->rank_of(e) == rank; };
         for (const link_desc& l : t.links) {
+            if (!here(l.a) && !here(l.b)) {
+                links.push_back(nullptr);
+                continue;
+            }
             links.push_back(std::make_unique<fabric::eth_link>(l.name.c_str(), l.cfg, ctx));
+            for (int side = 0; side < 2; ++side) {
+                const link_end& e = side == 0 ? l.a : l.b;
+                if (!here(e)) {
+                    links.back()->set_remote(side, e.is_switch && t.sw.cut_through);
+                }
+            }
         }
         for (size_t i = 0; i < t.nodes.size(); ++i) {
+            if (!here(link_end{false, static_cast<uint32_t>(i), 0})) {
+                nodes.push_back(nullptr);
+                continue;
+            }
             nodes.push_back(std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg,
                                                    *links[t.node_link[i]], t.node_side[i], ctx));
         }
         for (size_t s = 0; s < t.switches.size(); ++s) {
+            if (!here(link_end{true, static_cast<uint32_t>(s), 0})) {
+                switches.push_back(nullptr);
+                continue;
+            }
             const switch_desc& d = t.switches[s];
             auto sw = std::make_unique<fabric::eth_switch>(d.name.c_str(), d.cfg, d.ports, ctx);
             for (uint32_t p = 0; p < d.ports; ++p) {
@@ -70,7 +95,7 @@ struct testbench {
             }
             switches.push_back(std::move(sw));
         }
-        std::vector<node*> ns;
+        std::vector<node*> ns;  // null: another rank's node
         for (auto& n : nodes) {
             ns.push_back(n.get());
         }
@@ -95,6 +120,9 @@ struct testbench {
             }
         }
         for (const auto& n : nodes) {
+            if (!n) {
+                continue;
+            }
             for (uint32_t q : qpns) {
                 hw::qp_context* c = n->nic.contexts().qp_slot(q);
                 if (c == nullptr) {
@@ -122,17 +150,15 @@ struct testbench {
     }
 };
 
-// cc.csv: every node's rate log, merged in time order (then node, then log order).
-std::string make_cc_csv(const testbench& tb) {
-    struct row {
-        uint64_t time_ps;
-        size_t node;
-        size_t seq;
-        const hw::cc::cc_engine::rate_row* r;
-    };
-    std::vector<row> rows;
+// This rank's part of cc.csv: every local node's rate log as [time_ps, node, seq, qpn,
+// rate_mbps, target_mbps, alpha, cnps] rows; null when congestion control is off.
+nlohmann::json cc_rows(const testbench& tb) {
+    nlohmann::json rows = nlohmann::json::array();
     bool any = false;
     for (size_t i = 0; i < tb.nodes.size(); ++i) {
+        if (!tb.nodes[i]) {
+            continue;
+        }
         const hw::cc::cc_engine* cc = tb.nodes[i]->nic.congestion_control();
         if (cc == nullptr) {
             continue;
@@ -140,23 +166,50 @@ std::string make_cc_csv(const testbench& tb) {
         any = true;
         const auto& log = cc->rate_log();
         for (size_t k = 0; k < log.size(); ++k) {
-            rows.push_back({log[k].time_ps, i, k, &log[k]});
+            const auto& r = log[k];
+            rows.push_back({r.time_ps, i, k, r.qpn, r.rate_mbps, r.target_mbps, r.alpha, r.cnps});
+        }
+    }
+    return any ? rows : nlohmann::json();
+}
+
+// cc.csv: every node's rate log, merged in time order (then node, then log order).
+std::string make_cc_csv(const std::vector<nlohmann::json>& parts) {
+    using row = std::array<uint64_t, 8>;
+    std::vector<row> rows;
+    bool any = false;
+    for (const auto& p : parts) {
+        if (p.is_null()) {
+            continue;
+        }
+        any = true;
+        for (const auto& r : p) {
+            rows.push_back(r.get<row>());
         }
     }
     if (!any) {
         return {};
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
-        return std::tie(a.time_ps, a.node, a.seq) < std::tie(b.time_ps, b.node, b.seq);
+    std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
+        return std::tie(a[0], a[1], a[2]) < std::tie(b[0], b[1], b[2]);
     });
     std::string out = "time_ns,node,qpn,rate_mbps,target_mbps,alpha,cnps\n";
     for (const row& x : rows) {
-        out +=
-            fmt::format("{}.{:03},{},{},{},{},{},{}\n", x.time_ps / 1000, x.time_ps % 1000, x.node,
-                        x.r->qpn, x.r->rate_mbps, x.r->target_mbps, x.r->alpha, x.r->cnps);
+        out += fmt::format("{}.{:03},{},{},{},{},{},{}\n", x[0] / 1000, x[0] % 1000, x[1], x[3],
+                           x[4], x[5], x[6], x[7]);
     }
     return out;
 }
+
+// One frame of wire.pcap: stamped (ps) when its first bit leaves the MAC. The file holds them in
+// a partition-independent order: time, then link, then direction, then the direction's order.
+struct pcap_record {
+    uint64_t ps = 0;
+    uint32_t link = 0;
+    uint32_t side = 0;
+    uint64_t seq = 0;
+    std::vector<uint8_t> data;
+};
 
 double to_ns(const sc_core::sc_time& t) {
     return t / sc_core::sc_time(1, sc_core::SC_NS);
@@ -166,15 +219,23 @@ sc_core::sc_time ns(double v) {
     return sc_core::sc_time(v, sc_core::SC_NS);
 }
 
+// The end rule's question: has the workload finished (consumer programs: never, they end by
+// sc_stop)?
+bool workload_finished(const testbench& tb) {
+    return tb.load && tb.load->finished();
+}
+
 bool stopped() {
     return sc_core::sc_get_status() == sc_core::SC_STOPPED ||
            sc_core::sc_end_of_simulation_invoked();
 }
 
-// Runs the simulation to its end the way one sc_start() would (to the time limit, or until
-// sc_stop() or starvation without one), but in pieces: it pauses at the waveform window's
-// edges to open and close waves.vcd, and every `quantum` of simulated time for the progress
-// bar. Pausing adds no events; what runs and in which order is the same as in one piece.
+// Runs the simulation to its end: the time limit, sc_stop() (a failure), or starvation (the end
+// rule of every run: the workload has finished and nothing is left to simulate; the clock stays
+// at the last event, so a partitioned run ends at the same instant), but in pieces: it pauses at
+// the waveform window's edges to open and close waves.vcd, and every `quantum` of simulated time
+// for the progress bar. Pausing adds no events; what runs and in which order is the same as in one
+// piece.
 class simulation_loop {
 public:
     simulation_loop(const scenario_config& cfg, const run_options& opts, testbench& tb,
@@ -210,7 +271,10 @@ public:
             if (next >= m_limit) {
                 // The last piece, exactly as a single sc_start() would end.
                 if (m_limited) {
-                    sc_core::sc_start(m_limit - now);
+                    sc_core::sc_start(m_limit - now, sc_core::SC_EXIT_ON_STARVATION);
+                    if (!stopped() && !sc_core::sc_pending_activity()) {
+                        end_starved();
+                    }
                 } else {
                     sc_core::sc_start();
                 }
@@ -244,8 +308,7 @@ public:
 private:
     // Simulates up to `next` (events at `next` itself may be left for the next piece), moving
     // the clock there like sc_start(next - now) would, unless the simulation ends first: by
-    // sc_stop(), or by starving (then, with a time limit, the clock still runs to the limit as
-    // one sc_start(limit) would, and without one it stays at the last event). Returns false
+    // sc_stop(), or by starving (the clock stays at the last event). Returns false
     // when it ended.
     bool advance_to(const sc_core::sc_time& next) {
         if (!sc_core::sc_pending_activity()) {
@@ -271,8 +334,12 @@ private:
         return true;
     }
 
+    // Nothing is left to simulate. A finished workload ends the run here, at its last event
+    // (the end rule: it does not depend on the partition, testbench/distributed); one that did
+    // not finish (a role or consumer stuck waiting) is given up at the time limit, to which the
+    // clock runs as one sc_start(limit) would.
     bool end_starved() {
-        if (m_limited) {
+        if (m_limited && !workload_finished(m_tb) && sc_core::sc_time_stamp() < m_limit) {
             sc_core::sc_start(m_limit - sc_core::sc_time_stamp());
         }
         return false;
@@ -320,21 +387,284 @@ private:
     sc_core::sc_time m_quantum{10, sc_core::SC_US};
 };
 
+#ifdef RNICSIM_HAVE_MPI
+// The conservative window loop of a partitioned run (testbench/distributed/README.md). Every
+// rank simulates the window [start, start + lookahead) (events before its end), then the ranks
+// exchange what crossed their cut links (frames, with their arrival time, and the workload's
+// remote slot checks) and agree on the earliest pending activity anywhere: the next window
+// starts there (skip-ahead). A frame sent in a window arrives at or after its end, so no rank
+// ever receives one from its past. The run ends when no rank has anything left (the end rule
+// of every run: its simulated end is the latest last event of any rank), at the time limit, or
+// when a rank stopped (a failure).
+class window_loop {
+public:
+    window_loop(const scenario_config& cfg, testbench& tb, const distributed::partition& part,
+                distributed::mpi_comm& comm)
+        : m_cfg(cfg)
+        , m_tb(tb)
+        , m_part(part)
+        , m_comm(comm) {
+        m_lookahead = distributed::lookahead(cfg.topology, part);
+        m_limited = cfg.workload.time_limit_ms > 0;
+        m_limit = m_limited ? sc_core::sc_time(cfg.workload.time_limit_ms, sc_core::SC_MS)
+                            : sc_core::sc_max_time();
+    }
+
+private:
+    template <typename F>
+    auto timed(F&& f) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto v = f();
+        m_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return v;
+    }
+
+public:
+    void run() {
+        sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaboration done, first delta cycle
+        for (;;) {
+            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            const sc_core::sc_time next = sc_core::sc_time::from_value(exchange());
+            const bool stop = m_stop;
+            if (stop || next == sc_core::sc_max_time() || next >= m_limit) {
+                // Starved everywhere, a rank stopped, or nothing before the limit.
+                m_starved = next == sc_core::sc_max_time();
+                // Starved with the workload unfinished somewhere: given up at the limit.
+                if (!stop && (!m_starved || m_unfinished) && m_limited && now < m_limit) {
+                    sc_core::sc_start(m_limit - now);  // nothing runs: the clock to the limit
+                }
+                break;
+            }
+            // The window ends one time unit short of next + lookahead: every frame sent in it
+            // arrives after the clock's stop, so the receiver takes it in the time step of its
+            // arrival, woken by its timed event with the frames of its local links (a frame that
+            // arrived exactly at the clock's stop would be taken in a delta cycle of its own,
+            // before that time step's timed events: the switch's same-instant batch, which orders
+            // arrivals by ingress port, would miss it).
+            sc_core::sc_time end = next + m_lookahead - sc_core::sc_time::from_value(1);
+            if (m_lookahead == sc_core::sc_max_time() || end > m_limit || end < next) {
+                end = m_limit;
+            }
+            run_window(end);
+            ++m_windows;
+        }
+        // Every rank's clock to the run's end, the latest of them (no events run: every rank
+        // has starved, or stands at the limit).
+        m_end = sc_core::sc_time::from_value(timed([&] { return max_clock(); }));
+        if (!stopped() && sc_core::sc_time_stamp() < m_end) {
+            sc_core::sc_start(m_end - sc_core::sc_time_stamp());
+        }
+    }
+
+    sc_core::sc_time end_time() const { return m_end; }
+    uint64_t windows() const { return m_windows; }
+    double wait_s() const { return m_wait_s; }
+
+private:
+    uint64_t local_next() const {
+        if (!sc_core::sc_pending_activity()) {
+            return sc_core::sc_max_time().value();
+        }
+        return (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).value();
+    }
+
+    uint64_t max_clock() {
+        // The latest clock of any rank: a max as the negated min.
+        return ~m_comm.min(~sc_core::sc_time_stamp().value());
+    }
+
+    // Simulates this rank's events before `end`. The clock moves only with work: to `end` when
+    // something is pending after it, else it stays at the last event (so that at the end of
+    // the run every rank's clock is at most the run's last event, as one process's is).
+    void run_window(const sc_core::sc_time& end) {
+        if (!sc_core::sc_pending_activity()) {
+            return;
+        }
+        sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+    }
+
+    // One round trip per window (mpi_comm::round): to every other rank, this rank's next
+    // activity (its pending events and the frames it sends), whether it stopped, and the frames
+    // and checks for that rank. Returns the earliest next activity of all ranks.
+    uint64_t exchange() {
+        const auto ranks = static_cast<size_t>(m_comm.size());
+        std::vector<distributed::bytes> out(ranks);
+        const topology_config& t = m_cfg.topology;
+        uint64_t next = local_next();
+        auto put = [](distributed::bytes& b, uint64_t v, int n) {
+            for (int i = 0; i < n; ++i) {
+                b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+            }
+        };
+        for (size_t li = 0; li < m_tb.links.size(); ++li) {
+            auto& l = m_tb.links[li];
+            if (!l) {
+                continue;
+            }
+            for (auto& o : l->take_outbox()) {
+                next = std::min<uint64_t>(next, o.arrive.value());
+                const link_desc& d = t.links[li];
+                const int to = m_part.rank_of(o.from_side == 0 ? d.b : d.a);
+                auto& b = out[static_cast<size_t>(to)];
+                b.push_back(0);  // kind: frame
+                put(b, li, 4);
+                put(b, static_cast<uint64_t>(o.from_side), 1);
+                put(b, o.arrive.value(), 8);
+                put(b, o.frame.tx_start.value(), 8);
+                put(b, o.frame.flow_id, 8);
+                put(b, o.frame.priority, 1);
+                put(b, o.frame.data.size(), 4);
+                b.insert(b.end(), o.frame.data.begin(), o.frame.data.end());
+            }
+        }
+        if (m_tb.load) {
+            for (const auto& c : m_tb.load->take_remote_checks()) {
+                const int to = m_part.node_rank[m_tb.load->target_node(c.flow)];
+                auto& b = out[static_cast<size_t>(to)];
+                b.push_back(1);  // kind: remote slot check
+                put(b, c.flow, 8);
+                put(b, c.q, 4);
+                put(b, c.slot, 8);
+                put(b, c.message, 8);
+            }
+        }
+        const uint64_t header[3] = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
+        const auto round =
+            timed([&] { return m_comm.round(std::vector<uint64_t>(header, header + 3), out); });
+        uint64_t global_next = ~uint64_t{0};
+        m_unfinished = false;
+        for (size_t r = 0; r < ranks; ++r) {
+            global_next = std::min(global_next, round.headers[3 * r]);
+            m_stop = m_stop || round.headers[3 * r + 1] != 0;
+            m_unfinished = m_unfinished || round.headers[3 * r + 2] != 0;
+        }
+        const std::vector<distributed::bytes>& in = round.in;
+        for (const auto& b : in) {
+            size_t at = 0;
+            auto get = [&](int n) {
+                uint64_t v = 0;
+                for (int i = 0; i < n; ++i) {
+                    v |= static_cast<uint64_t>(b[at++]) << (8 * i);
+                }
+                return v;
+            };
+            while (at < b.size()) {
+                if (b[at++] == 0) {
+                    const auto li = static_cast<size_t>(get(4));
+                    const int from = static_cast<int>(get(1));
+                    const auto arrive = sc_core::sc_time::from_value(get(8));
+                    fabric::eth_frame f;
+                    f.tx_start = sc_core::sc_time::from_value(get(8));
+                    f.flow_id = get(8);
+                    f.priority = static_cast<uint8_t>(get(1));
+                    const auto len = static_cast<size_t>(get(4));
+                    f.data.assign(b.begin() + static_cast<std::ptrdiff_t>(at),
+                                  b.begin() + static_cast<std::ptrdiff_t>(at + len));
+                    at += len;
+                    m_tb.links[li]->inject(from, arrive, std::move(f));
+                } else {
+                    workload::remote_check c;
+                    c.flow = get(8);
+                    c.q = static_cast<uint32_t>(get(4));
+                    c.slot = get(8);
+                    c.message = get(8);
+                    m_tb.load->run_remote_check(c);
+                }
+            }
+        }
+        return global_next;
+    }
+
+    const scenario_config& m_cfg;
+    testbench& m_tb;
+    const distributed::partition& m_part;
+    distributed::mpi_comm& m_comm;
+    sc_core::sc_time m_lookahead;
+    bool m_limited = false;
+    sc_core::sc_time m_limit;
+    bool m_starved = false;
+    sc_core::sc_time m_end;
+    uint64_t m_windows = 0;
+    double m_wait_s = 0;
+    bool m_stop = false;        // some rank stopped (a failure): the run ends
+    bool m_unfinished = false;  // some rank's workload has not finished
+};
+#endif
+
+// What one rank (or the one process) contributes to the result: everything rank 0 merges.
+nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
+                         const distributed::partition* part, int rank, const output::timeline& tl,
+                         std::vector<pcap_record>& pcap) {
+    nlohmann::json j;
+    nlohmann::json blocks = tb.ctx.stats.values();
+    // A cut link's direction that the other rank sends in: its counters are that rank's.
+    for (size_t i = 0; i < tb.links.size(); ++i) {
+        if (!tb.links[i]) {
+            continue;
+        }
+        for (int side = 0; side < 2; ++side) {
+            if (tb.links[i]->remote(side)) {
+                blocks.erase(cfg.topology.links[i].name + ".dir" + std::to_string(side));
+            }
+        }
+    }
+    j["blocks"] = blocks;
+    uint64_t packets = 0;
+    for (size_t i = 0; i < tb.links.size(); ++i) {
+        for (int side = 0; side < 2 && tb.links[i]; ++side) {
+            if (!tb.links[i]->remote(side)) {
+                packets += tb.links[i]->get_stats(side).frames;
+            }
+        }
+    }
+    j["packets"] = packets;
+    j["workload"] = tb.load ? tb.load->partial() : nlohmann::json();
+    nlohmann::json fails = nlohmann::json::array();
+    for (const auto& f : tb.ctx.failures) {
+        fails.push_back(f);
+    }
+    j["failures"] = fails;
+    j["files"] = tb.ctx.outputs;
+    j["histograms"] = tl.histograms();
+    j["cc"] = cc_rows(tb);
+    nlohmann::json frames = nlohmann::json::array();
+    for (auto& r : pcap) {
+        frames.push_back({r.ps, r.link, r.side, r.seq, nlohmann::json::binary(std::move(r.data))});
+    }
+    pcap.clear();
+    j["pcap"] = frames;
+    (void)part;
+    (void)rank;
+    return j;
+}
+
 }  // namespace
 
 run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     const auto wall_start = std::chrono::steady_clock::now();
+    int rank = 0;
+    int ranks = 1;
+    std::unique_ptr<distributed::partition> part;
+#ifdef RNICSIM_HAVE_MPI
+    if (opts.comm != nullptr && opts.comm->size() > 1) {
+        rank = opts.comm->rank();
+        ranks = opts.comm->size();
+        part = std::make_unique<distributed::partition>(
+            distributed::partition_for(cfg.topology, ranks));
+    }
+#endif
+    const bool distributed_run = part != nullptr;
 
     // Outputs outlive the testbench's use of them: they are closed before this returns, and
     // the context's pointers to them are cleared.
-    auto tl = std::make_unique<output::timeline>(opts.trace);
+    // trace.json of a partitioned run: every rank keeps its slices (spool), rank 0 merges them
+    // and writes the file in the single process's order (output::timeline).
+    const bool spool_trace = distributed_run && !opts.trace.empty();
+    auto tl = std::make_unique<output::timeline>(
+        distributed_run && rank != 0 ? std::string() : opts.trace, spool_trace);
     std::unique_ptr<output::waves> waves;
-    if (!opts.waves_vcd.empty()) {
+    if (!opts.waves_vcd.empty() && !distributed_run) {
         waves = std::make_unique<output::waves>();
-    }
-    std::unique_ptr<output::pcap_writer> pcap;
-    if (!opts.pcap.empty()) {
-        pcap = std::make_unique<output::pcap_writer>(opts.pcap);
     }
 
     // The testbench is never deleted: SystemC keeps its processes (some still suspended when a
@@ -342,20 +672,26 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     // With waveforms on, an RTL send path also writes the RTL's own waveform next to waves.vcd
     // (rtl.fst for node 0, rtl.node1.fst for node 1): the model has no RTL signals to write.
     std::string rtl_fst_base;
-    if (!opts.waves_vcd.empty()) {
+    if (waves) {
         rtl_fst_base = (std::filesystem::path(opts.waves_vcd).parent_path() / "rtl").string();
     }
-    auto* tb = new testbench(cfg, waves.get(), tl.get(), rtl_fst_base, opts.consumers);
+    auto* tb =
+        new testbench(cfg, waves.get(), tl.get(), rtl_fst_base, opts.consumers, part.get(), rank);
 
-    if (pcap) {
-        // Stamped with the time the first bit leaves the sender's MAC, before fault injection
-        // (a frame the link drops or corrupts is captured as sent). Picoseconds floor to ns.
+    // wire.pcap: stamped with the time the first bit leaves the sender's MAC, before fault
+    // injection (a frame the link drops or corrupts is captured as sent). Picoseconds floor to
+    // ns. Kept in memory and written at the end in a partition-independent order (time, link,
+    // direction, the direction's order), the same for one process and for many ranks.
+    std::vector<pcap_record> pcap_records;
+    if (!opts.pcap.empty()) {
         const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
-        output::pcap_writer* w = pcap.get();
-        // outputs.pcap_links: which directions of which links (empty: every one). Frames of
-        // several links go into the file in the order they start.
+        // outputs.pcap_links: which directions of which links (empty: every one).
         const bool all = cfg.outputs.pcap_links.empty();
+        auto* records = &pcap_records;
         for (size_t i = 0; i < tb->links.size(); ++i) {
+            if (!tb->links[i]) {
+                continue;
+            }
             const std::string& name = cfg.topology.links[i].name;
             std::array<bool, 2> side = {all, all};
             for (const std::string& l : cfg.outputs.pcap_links) {
@@ -365,47 +701,152 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
             if (!side[0] && !side[1]) {
                 continue;
             }
-            tb->links[i]->set_capture([w, ps_per_unit, side](int from, const fabric::eth_frame& f) {
-                if (!side[from == 0 ? 0 : 1]) {
-                    return;
-                }
-                const auto ps = static_cast<uint64_t>(
-                    std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
-                w->write(ps / 1000, f.data.data(), f.data.size());
-            });
+            auto seq = std::make_shared<std::array<uint64_t, 2>>();
+            const auto li = static_cast<uint32_t>(i);
+            tb->links[i]->set_capture(
+                [records, ps_per_unit, side, seq, li](int from, const fabric::eth_frame& f) {
+                    const int s = from == 0 ? 0 : 1;
+                    if (!side[s]) {
+                        return;
+                    }
+                    const auto ps = static_cast<uint64_t>(
+                        std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
+                    records->push_back({ps, li, static_cast<uint32_t>(s), (*seq)[s]++, f.data});
+                });
         }
     }
 
-    simulation_loop(cfg, opts, *tb, waves.get()).run();
+    uint64_t windows = 0;
+    double wait_s = 0;
+    uint64_t end_value = 0;
+#ifdef RNICSIM_HAVE_MPI
+    if (distributed_run) {
+        window_loop loop(cfg, *tb, *part, *opts.comm);
+        loop.run();
+        windows = loop.windows();
+        wait_s = loop.wait_s();
+        end_value = loop.end_time().value();
+    }
+#endif
+    if (!distributed_run) {
+        simulation_loop(cfg, opts, *tb, waves.get()).run();
+        end_value = sc_core::sc_time_stamp().value();
+    }
 
     for (auto& l : tb->links) {
-        l->set_capture(nullptr);
+        if (l) {
+            l->set_capture(nullptr);
+        }
     }
     tb->ctx.tracer = nullptr;
     tb->ctx.vcd = nullptr;
-    if (pcap) {
-        pcap->close();
+    if (!spool_trace) {
+        tl->close();
     }
-    tl->close();
+
+    // The workload's end-of-run checks need every initiator's progress.
+    if (tb->load) {
+        nlohmann::json init = tb->load->export_initiators();
+#ifdef RNICSIM_HAVE_MPI
+        if (distributed_run) {
+            const distributed::bytes mine = nlohmann::json::to_cbor(init);
+            const auto all = opts.comm->exchange(
+                std::vector<distributed::bytes>(static_cast<size_t>(ranks), mine));
+            for (const auto& b : all) {
+                tb->load->import_initiators(nlohmann::json::from_cbor(b));
+            }
+        }
+#endif
+        tb->load->final_checks();
+    }
+    const double rank_wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    nlohmann::json mine = rank_part(*tb, cfg, part.get(), rank, *tl, pcap_records);
+    mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s};
+    if (spool_trace && rank != 0) {
+        mine["trace"] = nlohmann::json::binary(tl->take_state());
+    }
+    std::vector<nlohmann::json> parts;
+#ifdef RNICSIM_HAVE_MPI
+    if (distributed_run) {
+        for (const auto& b : opts.comm->gather(nlohmann::json::to_cbor(mine))) {
+            parts.push_back(nlohmann::json::from_cbor(b));
+        }
+    }
+#endif
+    if (!distributed_run) {
+        parts.push_back(std::move(mine));
+    }
 
     run_result r;
+    if (rank != 0) {
+        return r;  // rank 0 holds the run's result
+    }
     if (tb->load) {
-        tb->load->finish(r);
+        std::vector<nlohmann::json> loads;
+        for (const auto& p : parts) {
+            loads.push_back(p["workload"]);
+        }
+        workload::combine(cfg, loads, r);
     }
     // Failures blocks recorded (hw::sim_context::fail) come first: they name the block.
-    r.failures.insert(r.failures.begin(), tb->ctx.failures.begin(), tb->ctx.failures.end());
-    r.files = tb->ctx.outputs;
-    r.simulated_ns = static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time_stamp())));
-    r.delta_cycles = sc_core::sc_delta_count();
-    // Packet-hops: every frame on every link, both directions.
+    std::vector<std::string> block_failures;
+    std::vector<nlohmann::json> hist;
+    std::vector<nlohmann::json> cc;
+    std::vector<pcap_record> frames;
+    r.blocks = nlohmann::json::object();
     r.packets = 0;
-    for (auto& l : tb->links) {
-        r.packets += l->get_stats(0).frames + l->get_stats(1).frames;
+    r.delta_cycles = 0;
+    for (const auto& p : parts) {
+        for (const auto& f : p["failures"]) {
+            block_failures.push_back(f.get<std::string>());
+        }
+        for (const auto& [k, v] : p["files"].items()) {
+            r.files[k] = v.get<std::string>();
+        }
+        for (const auto& [k, v] : p["blocks"].items()) {
+            r.blocks[k] = v;
+        }
+        r.packets += p["packets"].get<uint64_t>();
+        hist.push_back(p["histograms"]);
+        cc.push_back(p["cc"]);
+        for (const auto& f : p["pcap"]) {
+            frames.push_back({f[0].get<uint64_t>(), f[1].get<uint32_t>(), f[2].get<uint32_t>(),
+                              f[3].get<uint64_t>(), f[4].get_binary()});
+        }
+        const auto& sp = p["speed"];
+        run_result::rank_speed rs;
+        rs.rank = sp[0].get<int>();
+        rs.delta_cycles = sp[1].get<uint64_t>();
+        rs.windows = sp[2].get<uint64_t>();
+        rs.wall_s = sp[3].get<double>();
+        rs.wait_s = sp[4].get<double>();
+        r.delta_cycles += rs.delta_cycles;
+        r.ranks.push_back(rs);
     }
-    r.blocks = tb->ctx.stats.values();
-    r.stages = tl->stage_latency();
-    r.stages_by_block = tl->block_stage_latency();
-    r.cc_csv = make_cc_csv(*tb);
+    r.failures.insert(r.failures.begin(), block_failures.begin(), block_failures.end());
+    r.simulated_ns =
+        static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time::from_value(end_value))));
+    output::timeline::merged_latency(hist, r.stages, r.stages_by_block);
+    if (spool_trace) {
+        for (const auto& p : parts) {
+            if (p.contains("trace")) {
+                tl->merge_state(p["trace"].get_binary());
+            }
+        }
+        tl->close();
+    }
+    r.cc_csv = make_cc_csv(cc);
+    if (!opts.pcap.empty()) {
+        std::sort(frames.begin(), frames.end(), [](const pcap_record& a, const pcap_record& b) {
+            return std::tie(a.ps, a.link, a.side, a.seq) < std::tie(b.ps, b.link, b.side, b.seq);
+        });
+        output::pcap_writer w(opts.pcap);
+        for (const auto& f : frames) {
+            w.write(f.ps / 1000, f.data.data(), f.data.size());
+        }
+        w.close();
+    }
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return r;
 }

@@ -12,6 +12,10 @@
 #include "testbench/scenario/run_result.h"
 #include "testbench/scenario/scenario_config.h"
 
+namespace rnic::distributed {
+class mpi_comm;
+}
+
 namespace rnic::scenario {
 
 class node;
@@ -37,6 +41,11 @@ struct run_options {
     // threads. The run ends when a consumer calls sc_stop(), when nothing is left to simulate,
     // or at workload.time_limit_ms; run_result's workload figures stay zero.
     std::function<void(const std::vector<node*>&)> consumers;
+    // A partitioned run (testbench/distributed, built with MPI): this rank simulates its part of
+    // the topology (cfg.topology partitioned over comm->size() ranks), in windows synchronised
+    // with the others; rank 0's result (and its pcap) is what one process gives. Null: the whole
+    // topology in this process. Waveforms, trace.json and the progress bar are for one process.
+    distributed::mpi_comm* comm = nullptr;
 };
 
 // Elaborates and simulates `cfg` to the end of its workload (or workload.time_limit_ms) and

@@ -564,6 +564,82 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
     return routes;
 }
 
+namespace {
+// topology.partition: [["node0", "leaf0", ...], [...], ...], one list per rank.
+void parse_partition(config::reader& r, const nlohmann::json& j, topology_config& t) {
+    const size_t nodes = t.nodes.size();
+    t.partition_node.assign(nodes, -1);
+    t.partition_switch.assign(t.switches.size(), -1);
+    if (!j.is_array() || j.empty()) {
+        r.error("partition",
+                "expected a list of parts (one per rank), each a list of node and switch names "
+                "(\"node3\", \"leaf1\")");
+        return;
+    }
+    bool ok = true;
+    for (size_t p = 0; p < j.size(); ++p) {
+        const nlohmann::json& part = j[p];
+        const std::string pp = "partition." + std::to_string(p);
+        if (!part.is_array() || part.empty()) {
+            r.error(pp, "expected a non-empty list of node and switch names");
+            ok = false;
+            continue;
+        }
+        for (size_t k = 0; k < part.size(); ++k) {
+            const std::string path = pp + "." + std::to_string(k);
+            if (!part[k].is_string()) {
+                r.error(path, "expected a node or switch name, got " + config::describe(part[k]));
+                ok = false;
+                continue;
+            }
+            const std::string name = part[k].get<std::string>();
+            int* slot = nullptr;
+            for (size_t s = 0; s < t.switches.size() && slot == nullptr; ++s) {
+                if (t.switches[s].name == name) {
+                    slot = &t.partition_switch[s];
+                }
+            }
+            if (slot == nullptr && name.size() > 4 && name.compare(0, 4, "node") == 0 &&
+                name.find_first_not_of("0123456789", 4) == std::string::npos && name.size() < 14) {
+                const uint64_t i = std::stoull(name.substr(4));
+                if (i < nodes && name == "node" + std::to_string(i)) {
+                    slot = &t.partition_node[i];
+                }
+            }
+            if (slot == nullptr) {
+                r.error(path, fmt::format("\"{}\": there is no such node (node0..node{}) or switch",
+                                          name, nodes - 1));
+                ok = false;
+                continue;
+            }
+            if (*slot >= 0) {
+                r.error(path,
+                        fmt::format("\"{}\" is already in topology.partition.{}", name, *slot));
+                ok = false;
+                continue;
+            }
+            *slot = static_cast<int>(p);
+        }
+    }
+    if (!ok) {
+        return;
+    }
+    for (size_t i = 0; i < nodes; ++i) {
+        if (t.partition_node[i] < 0) {
+            r.error("partition", fmt::format("node{} is in no part", i));
+            return;
+        }
+    }
+    for (size_t s = 0; s < t.switches.size(); ++s) {
+        if (t.partition_switch[s] < 0) {
+            r.error("partition", fmt::format("{} is in no part", t.switches[s].name));
+            return;
+        }
+    }
+    t.partition_parts = j.size();
+}
+}  // namespace
+
 topology_config parse_topology(config::reader r, config::parse_context& ctx) {
     topology_config t;
     t.link = fabric::parse_eth_link_config(r.child("link"));
@@ -590,6 +666,7 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         r.raw(gen_key);
         r.raw("nodes");
         r.raw("switch");
+        r.raw("partition");
         r.finish();
         return t;  // no nodes: what depends on them is not checked
     }
@@ -1063,6 +1140,12 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         }
     }
 
+    // topology.partition: once the nodes and switches are known.
+    const nlohmann::json* partition = r.raw("partition");
+    if (partition != nullptr) {
+        parse_partition(r, *partition, t);
+    }
+
     // The effective config: today's form unchanged for back to back, else the expansion.
     if (!legacy) {
         nlohmann::json eff = nlohmann::json::object();
@@ -1095,6 +1178,9 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         eff["link"] = link_effective;
         if (!t.switches.empty()) {
             eff["switch"] = ctx.effective["topology"]["switch"];
+        }
+        if (partition != nullptr) {
+            eff["partition"] = *partition;
         }
         ctx.effective["topology"] = std::move(eff);
     }

@@ -102,6 +102,13 @@ struct topology_config {
     std::vector<std::vector<port_info>> ports;
     std::vector<std::vector<route>> routes;  // per switch, in the order given to add_route
 
+    // topology.partition (testbench/distributed): the parts a partitioned run gives its ranks
+    // (part k to rank k), each a list of node ("node3") and switch names; every node and switch
+    // in exactly one part. 0 parts: not given (the automatic partition).
+    size_t partition_parts = 0;
+    std::vector<int> partition_node;    // per node: its part
+    std::vector<int> partition_switch;  // per switch: its part
+
     size_t hops(size_t from, size_t to) const;  // switches on a shortest path between two nodes
     // A shortest path from node `from` to node `to`: the links in order (from's cable first)
     // and the switches between them (switches.size() + 1 == links.size()). Among equal-cost

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "testbench/scenario/pattern.h"
 
@@ -82,6 +83,15 @@ NDK_OPERATION_TYPE ndk_type(operation op) {
 constexpr ULONG REAP_BATCH = 16;            // NDK_RESULT_EX entries per NdkGetCqResultsEx
 constexpr uint64_t MDL_CHUNK = 4ull << 20;  // one MDL's PFN array stays far below CSHORT Size
 constexpr size_t MAX_FAILURES = 20;         // failures listed; the rest are counted
+// A refused connect (no listener yet) is tried again after this, up to CONNECT_ATTEMPTS times.
+constexpr double CONNECT_RETRY_NS = 2000;
+constexpr uint32_t CONNECT_ATTEMPTS = 1000;
+
+// Closes return SUCCESS or PENDING and never fail (ndkpi.md 5.3).
+void close_object(NDK_FN_CLOSE_OBJECT close, NDK_OBJECT_HEADER* h) {
+    async_call c;
+    c.wait(close(h, async_call::on_close, &c));
+}
 }  // namespace
 
 workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
@@ -166,6 +176,9 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
             r->qps.assign(qps, nullptr);
             r->connectors.assign(qps, nullptr);
             const uint32_t at = r->initiator ? f.spec.src : f.spec.dst;
+            if (nodes[at] == nullptr) {
+                continue;  // another rank's node: the role is elaborated there
+            }
             auto& ns = m_nodes[at];
             if (!ns) {
                 ns = std::make_unique<node_state>();
@@ -211,11 +224,16 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
         }
     }
 
-    // Two threads per flow, in flow order: its initiator, then its target.
+    // Two threads per flow, in flow order: its initiator, then its target (of this rank's nodes).
     for (flow& f : m_flows) {
         const std::string base = f.index == 0 ? "" : "flow" + std::to_string(f.index) + "_";
-        sc_core::sc_spawn([this, &f] { initiator_thread(f); }, (base + "initiator_thread").c_str());
-        sc_core::sc_spawn([this, &f] { target_thread(f); }, (base + "target_thread").c_str());
+        if (f.init.ns != nullptr) {
+            sc_core::sc_spawn([this, &f] { initiator_thread(f); },
+                              (base + "initiator_thread").c_str());
+        }
+        if (f.target.ns != nullptr) {
+            sc_core::sc_spawn([this, &f] { target_thread(f); }, (base + "target_thread").c_str());
+        }
     }
 }
 
@@ -223,12 +241,10 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
 // Failures
 // --------------------------------------------------------------------------------------------
 
-void workload::record_failure(const std::string& what) {
-    if (m_failures.size() < MAX_FAILURES) {
-        m_failures.push_back(what);
-    } else {
-        ++m_failures_dropped;
-    }
+void workload::record_failure(size_t node, const std::string& what) {
+    const auto ps =
+        static_cast<uint64_t>(std::llround(sc_core::sc_time_stamp().to_seconds() * 1e12));
+    m_failures.push_back({ps, node, m_failures.size(), fmt::format("node{}: {}", node, what)});
 }
 
 NTSTATUS workload::check(node_state& ns, NTSTATUS st, const char* what) {
@@ -239,7 +255,7 @@ NTSTATUS workload::check(node_state& ns, NTSTATUS st, const char* what) {
 }
 
 void workload::fail(node_state& ns, const std::string& what) {
-    record_failure(fmt::format("node{}: {}", ns.index, what));
+    record_failure(ns.index, what);
     // The other nodes may wait forever for this one: end the run now.
     sc_core::sc_stop();
     throw setup_failed{};
@@ -258,8 +274,8 @@ void workload::check_bytes(uint64_t key, const uint8_t* p, uint64_t len) {
 VOID workload::on_cq_notification(PVOID ctx, NTSTATUS status) {
     auto* r = static_cast<role*>(ctx);
     if (status != STATUS_SUCCESS) {
-        r->owner->record_failure(fmt::format("node{}: CQ notification with status 0x{:08x}",
-                                             r->ns->index, static_cast<uint32_t>(status)));
+        r->owner->record_failure(r->ns->index, fmt::format("CQ notification with status 0x{:08x}",
+                                                           static_cast<uint32_t>(status)));
     }
     r->cq_notified = true;
     r->wake.notify();
@@ -434,26 +450,41 @@ void workload::connect_all(role& r) {
     const uint32_t my_ip = m_cfg.topology.nodes[f.spec.src].ip;
     const uint32_t peer_ip = m_cfg.topology.nodes[f.spec.dst].ip;
     for (uint32_t q = 0; q < m_w.qps; ++q) {
-        {
+        NDK_CONNECTOR* conn = nullptr;
+        // The target's listener may not be up yet (its node is still setting up): the CM
+        // refuses (REJ, no listener), and the initiator tries again on a new connector after
+        // CONNECT_RETRY_NS, as a client retries a server that is starting.
+        for (uint32_t attempt = 0;; ++attempt) {
+            {
+                async_call c;
+                NDK_CONNECTOR* created_conn = nullptr;
+                const NTSTATUS st = ns.adapter->Dispatch->NdkCreateConnector(
+                    ns.adapter, async_call::on_create, &c, &created_conn);
+                check(ns, c.wait(st), "NdkCreateConnector");
+                conn = created(st, created_conn, c);
+            }
+            SOCKADDR_IN src = sockaddr_of(my_ip, 0);  // port 0: ephemeral
+            SOCKADDR_IN dst = sockaddr_of(peer_ip, PORT);
+            connect_private mine{MAGIC, static_cast<uint32_t>(f.index * m_w.qps + q)};
             async_call c;
-            NDK_CONNECTOR* conn = nullptr;
-            const NTSTATUS st = ns.adapter->Dispatch->NdkCreateConnector(
-                ns.adapter, async_call::on_create, &c, &conn);
-            check(ns, c.wait(st), "NdkCreateConnector");
-            r.connectors[q] = created(st, conn, c);
-        }
-        NDK_CONNECTOR* conn = r.connectors[q];
-        SOCKADDR_IN src = sockaddr_of(my_ip, 0);  // port 0: ephemeral
-        SOCKADDR_IN dst = sockaddr_of(peer_ip, PORT);
-        connect_private mine{MAGIC, static_cast<uint32_t>(f.index * m_w.qps + q)};
-        {
-            async_call c;
-            const NTSTATUS st = conn->Dispatch->NdkConnect(
+            const NTSTATUS st = c.wait(conn->Dispatch->NdkConnect(
                 conn, r.qps[q], reinterpret_cast<PSOCKADDR>(&src), sizeof(src),
                 reinterpret_cast<PSOCKADDR>(&dst), sizeof(dst), ns.info.MaxInboundReadLimit,
-                ns.info.MaxOutboundReadLimit, &mine, sizeof(mine), async_call::on_request, &c);
-            check(ns, c.wait(st), "NdkConnect");
+                ns.info.MaxOutboundReadLimit, &mine, sizeof(mine), async_call::on_request, &c));
+            if (st != STATUS_CONNECTION_REFUSED || attempt + 1 >= CONNECT_ATTEMPTS) {
+                check(ns, st, "NdkConnect");
+                break;
+            }
+            close_object(conn->Dispatch->NdkCloseConnector, &conn->Header);
+            // Plus a per-flow offset of whole picoseconds: two flows of one node refused at the
+            // same instant do not retry at the same instant, where their order would be the
+            // kernel's tie order of timed events (which depends on everything else it holds:
+            // not the same in a partitioned run, testbench/distributed).
+            sc_core::wait(
+                sc_core::sc_time(CONNECT_RETRY_NS, sc_core::SC_NS) +
+                sc_core::sc_time(static_cast<double>(f.index % 1000 + 1), sc_core::SC_PS));
         }
+        r.connectors[q] = conn;
         // The passive side's accept carries where this QP's remote ring is.
         uint8_t data[256] = {};
         ULONG len = sizeof(data);
@@ -554,8 +585,12 @@ void workload::post_message(role& r, uint32_t q, uint64_t i) {
             if (prev != 0) {
                 // The previous WRITE into this target slot (message prev - 1 <= i - slots)
                 // completed at least queue_depth messages ago: its bytes are in the slot this
-                // one is about to overwrite.
-                check_bytes(pattern_key(f.seed, q, prev - 1), slot_ptr(f.target, q, slot), len);
+                // one is about to overwrite (checked on the target's rank when it is elsewhere).
+                if (f.target.ns != nullptr) {
+                    check_bytes(pattern_key(f.seed, q, prev - 1), slot_ptr(f.target, q, slot), len);
+                } else {
+                    m_remote_checks.push_back({f.index, q, slot, prev - 1});
+                }
             }
             prev = i + 1;
             pattern_fill(pattern_key(f.seed, q, i), local, len);
@@ -602,8 +637,8 @@ void workload::post_message(role& r, uint32_t q, uint64_t i) {
     }
     if (st != STATUS_SUCCESS) {
         // No completion will come for it (ndkpi.md 6): stop this QP where it is.
-        record_failure(fmt::format("node{}: QP {} message {}: post returned 0x{:08x}", r.ns->index,
-                                   q, i, static_cast<uint32_t>(st)));
+        record_failure(r.ns->index, fmt::format("QP {} message {}: post returned 0x{:08x}", q, i,
+                                                static_cast<uint32_t>(st)));
         stop_posting(f, q, i);
         return;
     }
@@ -636,18 +671,19 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
     const bool ok = res.Status == STATUS_SUCCESS;
     if (!ok) {
         ++c.error_completions;
-        record_failure(fmt::format(
-            "node{}: QP {} request {}: completion status 0x{:08x} "
-            "(provider error {})",
-            ns.index, q, idx, static_cast<uint32_t>(res.Status), res.ProviderErrorCode));
+        record_failure(ns.index, fmt::format("QP {} request {}: completion status 0x{:08x} "
+                                             "(provider error {})",
+                                             q, idx, static_cast<uint32_t>(res.Status),
+                                             res.ProviderErrorCode));
     }
 
     if (r.initiator) {
         const operation op = operation_of(f.w, static_cast<uint32_t>(q), idx);
         if (q >= m_w.qps || res.Type != ndk_type(op) || idx < f.done[q] || idx >= f.next[q]) {
             ++c.unexpected_completions;
-            record_failure(fmt::format("node{}: unexpected completion: type {}, QP {}, request {}",
-                                       ns.index, static_cast<int>(res.Type), q, idx));
+            record_failure(ns.index,
+                           fmt::format("unexpected completion: type {}, QP {}, request {}",
+                                       static_cast<int>(res.Type), q, idx));
             return;
         }
         if (ok) {
@@ -693,8 +729,8 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
     if (q >= m_w.qps || res.Type != NdkOperationTypeReceive || idx != f.recv_done[q] ||
         idx >= f.send_index[q].size()) {
         ++c.unexpected_completions;
-        record_failure(fmt::format("node{}: unexpected completion: type {}, QP {}, request {}",
-                                   ns.index, static_cast<int>(res.Type), q, idx));
+        record_failure(ns.index, fmt::format("unexpected completion: type {}, QP {}, request {}",
+                                             static_cast<int>(res.Type), q, idx));
         return;
     }
     ++f.recv_done[q];
@@ -705,8 +741,8 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
     ++c.receive_completions;
     c.receive_bytes += res.BytesTransferred;
     if (res.BytesTransferred != f.w.message_bytes) {
-        record_failure(fmt::format("node{}: QP {} receive {}: {} bytes transferred, sent {}",
-                                   ns.index, q, idx, res.BytesTransferred, f.w.message_bytes));
+        record_failure(ns.index, fmt::format("QP {} receive {}: {} bytes transferred, sent {}", q,
+                                             idx, res.BytesTransferred, f.w.message_bytes));
     }
     // Receive idx holds the QP's idx-th SEND (message send_index[idx] of the QP).
     const auto qp = static_cast<uint32_t>(q);
@@ -744,19 +780,11 @@ void workload::disconnect_all(role& r) {
         async_call c;
         const NTSTATUS st = c.wait(conn->Dispatch->NdkDisconnect(conn, async_call::on_request, &c));
         if (st != STATUS_SUCCESS) {
-            record_failure(fmt::format("node{}: QP {}: NdkDisconnect returned 0x{:08x}",
-                                       r.ns->index, q, static_cast<uint32_t>(st)));
+            record_failure(r.ns->index, fmt::format("QP {}: NdkDisconnect returned 0x{:08x}", q,
+                                                    static_cast<uint32_t>(st)));
         }
     }
 }
-
-namespace {
-// Closes return SUCCESS or PENDING and never fail (ndkpi.md 5.3).
-void close_object(NDK_FN_CLOSE_OBJECT close, NDK_OBJECT_HEADER* h) {
-    async_call c;
-    c.wait(close(h, async_call::on_close, &c));
-}
-}  // namespace
 
 void workload::teardown(node_state& ns) {
     for (role* r : ns.roles) {
@@ -793,9 +821,12 @@ void workload::teardown(node_state& ns) {
         close_object(r->cq->Dispatch->NdkCloseCq, &r->cq->Header);
     }
     close_object(ns.pd->Dispatch->NdkClosePd, &ns.pd->Header);
+    // A target node's host keeps its adapter open (a server stays up): its CM answers a DREQ
+    // sent again after a lost DREP, however late. It costs nothing: an idle adapter has no
+    // events. A node with initiator roles only closes it.
     for (role* r : ns.roles) {
-        while (!r->initiator && !r->f->disconnected) {
-            sc_core::wait(r->f->disconnected_event);
+        if (!r->initiator) {
+            return;
         }
     }
     ndk::close_adapter(ns.adapter);  // blocking: every callback has returned
@@ -817,9 +848,9 @@ void workload::role_done(role& r) {
         return;
     }
     teardown(ns);
-    if (--m_nodes_left == 0) {
-        sc_core::sc_stop();
-    }
+    // The run ends when nothing is left to simulate (runner.cpp), not here: the end must not
+    // depend on which rank (testbench/distributed) saw the last role finish.
+    --m_nodes_left;
 }
 
 // --------------------------------------------------------------------------------------------
@@ -830,10 +861,6 @@ void workload::initiator_thread(flow& f) {
     role& r = f.init;
     try {
         wait_ready(*r.ns);
-        node_state& peer = *m_nodes[f.spec.dst];
-        while (!peer.ready) {
-            sc_core::wait(peer.ready_event);
-        }
         connect_all(r);
 
         // An arrival time (flows from a size distribution, explicit flow lists): connected
@@ -881,8 +908,6 @@ void workload::initiator_thread(flow& f) {
         }
 
         disconnect_all(r);
-        f.disconnected = true;
-        f.disconnected_event.notify();
         role_done(r);
     } catch (const setup_failed&) {
         return;  // fail() recorded why and stopped the simulation
@@ -919,12 +944,49 @@ void workload::target_thread(flow& f) {
 // Results
 // --------------------------------------------------------------------------------------------
 
-void workload::finish(run_result& r) {
-    uint64_t completed = 0;
-    uint64_t bytes = 0;
-    uint64_t bytes_total = 0;
-    uint64_t received = 0;
+void workload::run_remote_check(const remote_check& c) {
+    flow& f = m_flows[c.flow];
+    check_bytes(pattern_key(f.seed, c.q, c.message), slot_ptr(f.target, c.q, c.slot),
+                f.w.message_bytes);
+}
+
+namespace {
+uint64_t ps_of(const sc_core::sc_time& t) {
+    return static_cast<uint64_t>(std::llround(t.to_seconds() * 1e12));
+}
+}  // namespace
+
+nlohmann::json workload::export_initiators() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const flow& f : m_flows) {
+        if (f.init.ns == nullptr) {
+            continue;
+        }
+        out.push_back({{"flow", f.index},
+                       {"done", f.done},
+                       {"last_write", f.last_write},
+                       {"completed", f.completed}});
+    }
+    return out;
+}
+
+void workload::import_initiators(const nlohmann::json& j) {
+    for (const auto& e : j) {
+        flow& f = m_flows[e["flow"].get<size_t>()];
+        if (f.init.ns != nullptr || f.target.ns == nullptr) {
+            continue;  // this rank's own initiator, or a flow it has no part of
+        }
+        f.done = e["done"].get<std::vector<uint64_t>>();
+        f.last_write = e["last_write"].get<std::vector<uint64_t>>();
+        f.completed = e["completed"].get<uint64_t>();
+    }
+}
+
+void workload::final_checks() {
     for (flow& f : m_flows) {
+        if (f.target.ns == nullptr) {
+            continue;  // checked on the target's rank
+        }
         // The last WRITE into each target slot is still there (checked if it completed).
         for (uint32_t q = 0; q < m_w.qps; ++q) {
             for (uint64_t slot = 0; slot < f.slots; ++slot) {
@@ -936,30 +998,138 @@ void workload::finish(run_result& r) {
                 last = 0;
             }
         }
-        completed += f.completed;
-        received += f.received;
-        bytes += f.completed * f.w.message_bytes;
-        bytes_total += f.total * f.w.message_bytes;
+    }
+}
+
+nlohmann::json workload::partial() const {
+    nlohmann::json j;
+    nlohmann::json flows = nlohmann::json::array();
+    for (const flow& f : m_flows) {
+        if (f.init.ns == nullptr && f.target.ns == nullptr) {
+            continue;
+        }
+        nlohmann::json e = {{"flow", f.index}};
+        if (f.init.ns != nullptr) {
+            e["completed"] = f.completed;
+            e["started"] = f.started;
+            e["first_post_ps"] = ps_of(f.first_post);
+            e["last_completion_ps"] = ps_of(f.last_completion);
+        }
+        if (f.target.ns != nullptr) {
+            e["received"] = f.received;
+        }
+        flows.push_back(e);
+    }
+    j["flows"] = flows;
+    j["latency_ns"] = m_latency_ns;
+    j["any_post"] = m_any_post;
+    j["first_post_ps"] = ps_of(m_first_post);
+    j["last_completion_ps"] = ps_of(m_last_completion);
+    j["bytes_checked"] = m_bytes_checked;
+    j["mismatches"] = m_mismatches;
+    nlohmann::json fails = nlohmann::json::array();
+    for (const auto& x : m_failures) {
+        fails.push_back({x.time_ps, x.node, x.seq, x.text});
+    }
+    j["failures"] = fails;
+    j["nodes_left"] = m_nodes_left;
+    return j;
+}
+
+void workload::finish(run_result& r) {
+    final_checks();
+    combine(m_cfg, {partial()}, r);
+}
+
+void workload::combine(const scenario_config& cfg, const std::vector<nlohmann::json>& parts,
+                       run_result& r) {
+    const workload_config& w = cfg.workload;
+    const std::vector<flow_spec> specs = flows_of(cfg);
+    // Per flow: the initiator's figures and the target's receive count, from whichever rank.
+    struct flow_fig {
+        uint64_t completed = 0;
+        uint64_t received = 0;
+        bool started = false;
+        uint64_t first_ps = 0;
+        uint64_t last_ps = 0;
+    };
+    std::vector<flow_fig> figs(specs.size());
+    std::vector<uint64_t> lat;
+    bool any_post = false;
+    uint64_t first_post_ps = 0;
+    uint64_t last_completion_ps = 0;
+    uint64_t bytes_checked = 0;
+    uint64_t mismatches = 0;
+    uint64_t nodes_left = 0;
+    std::vector<failure_rec> failures;
+    for (const nlohmann::json& p : parts) {
+        for (const auto& e : p["flows"]) {
+            flow_fig& g = figs[e["flow"].get<size_t>()];
+            if (e.contains("completed")) {
+                g.completed = e["completed"].get<uint64_t>();
+                g.started = e["started"].get<bool>();
+                g.first_ps = e["first_post_ps"].get<uint64_t>();
+                g.last_ps = e["last_completion_ps"].get<uint64_t>();
+            }
+            if (e.contains("received")) {
+                g.received = e["received"].get<uint64_t>();
+            }
+        }
+        const auto l = p["latency_ns"].get<std::vector<uint64_t>>();
+        lat.insert(lat.end(), l.begin(), l.end());
+        if (p["any_post"].get<bool>()) {
+            const uint64_t first = p["first_post_ps"].get<uint64_t>();
+            const uint64_t last = p["last_completion_ps"].get<uint64_t>();
+            first_post_ps = any_post ? std::min(first_post_ps, first) : first;
+            last_completion_ps = any_post ? std::max(last_completion_ps, last) : last;
+            any_post = true;
+        }
+        bytes_checked += p["bytes_checked"].get<uint64_t>();
+        mismatches += p["mismatches"].get<uint64_t>();
+        nodes_left += p["nodes_left"].get<uint64_t>();
+        for (const auto& x : p["failures"]) {
+            failures.push_back({x[0].get<uint64_t>(), x[1].get<uint64_t>(), x[2].get<uint64_t>(),
+                                x[3].get<std::string>()});
+        }
+    }
+    // Failures in the order they happened: time, then node, then the node's own order.
+    std::stable_sort(
+        failures.begin(), failures.end(), [](const failure_rec& a, const failure_rec& b) {
+            return std::tie(a.time_ps, a.node, a.seq) < std::tie(b.time_ps, b.node, b.seq);
+        });
+
+    uint64_t completed = 0;
+    uint64_t bytes = 0;
+    uint64_t bytes_total = 0;
+    uint64_t received = 0;
+    uint64_t total_all = 0;
+    for (size_t fi = 0; fi < specs.size(); ++fi) {
+        const flow_spec& spec = specs[fi];
+        const flow_fig& g = figs[fi];
+        completed += g.completed;
+        received += g.received;
+        bytes += g.completed * spec.message_bytes;
+        bytes_total += spec.messages * spec.message_bytes;
+        total_all += spec.messages;
         flow_result fr;
-        fr.src = f.spec.src;
-        fr.dst = f.spec.dst;
-        fr.bytes = f.total * f.w.message_bytes;
-        fr.message_bytes = f.w.message_bytes;
-        fr.messages = f.completed;
-        fr.start_ns = f.started ? f.first_post / sc_core::sc_time(1, sc_core::SC_NS) : -1;
-        fr.end_ns = f.started ? f.last_completion / sc_core::sc_time(1, sc_core::SC_NS) : -1;
-        fr.complete = f.completed == f.total;
+        fr.src = spec.src;
+        fr.dst = spec.dst;
+        fr.bytes = spec.messages * spec.message_bytes;
+        fr.message_bytes = spec.message_bytes;
+        fr.messages = g.completed;
+        fr.start_ns = g.started ? static_cast<double>(g.first_ps) / 1000.0 : -1;
+        fr.end_ns = g.started ? static_cast<double>(g.last_ps) / 1000.0 : -1;
+        fr.complete = g.completed == spec.messages;
         r.flows.push_back(fr);
     }
 
     r.messages = completed;
     r.bytes = bytes;
-    r.duration_ns = (m_last_completion - m_first_post) / sc_core::sc_time(1, sc_core::SC_NS);
+    r.duration_ns = static_cast<double>(last_completion_ps - first_post_ps) / 1000.0;
     if (r.duration_ns > 0) {
         r.goodput_gbps = static_cast<double>(r.bytes) * 8.0 / r.duration_ns;
         r.msg_rate_mpps = static_cast<double>(r.messages) * 1e3 / r.duration_ns;
     }
-    std::vector<uint64_t> lat = m_latency_ns;
     std::sort(lat.begin(), lat.end());
     r.latency.samples = lat.size();
     if (!lat.empty()) {
@@ -977,42 +1147,42 @@ void workload::finish(run_result& r) {
         r.latency.p99_ns = rank(0.99);
         r.latency.max_ns = lat.back();
     }
-    r.bytes_checked = m_bytes_checked;
-    r.mismatches = m_mismatches;
+    r.bytes_checked = bytes_checked;
+    r.mismatches = mismatches;
 
-    for (const auto& f : m_failures) {
-        r.failures.push_back(f);
+    for (size_t k = 0; k < failures.size() && k < MAX_FAILURES; ++k) {
+        r.failures.push_back(failures[k].text);
     }
-    if (m_failures_dropped > 0) {
-        r.failures.push_back(fmt::format("... and {} more failures", m_failures_dropped));
+    if (failures.size() > MAX_FAILURES) {
+        r.failures.push_back(
+            fmt::format("... and {} more failures", failures.size() - MAX_FAILURES));
     }
-    if (!finished() && m_failures.empty()) {
-        if (m_flows.size() == 1) {
+    if (nodes_left > 0 && failures.empty()) {
+        if (specs.size() == 1) {
             r.failures.push_back(fmt::format(
                 "workload did not finish (time limit {} ms): node{} completed {} of {} messages, "
                 "node{} received {}",
-                m_w.time_limit_ms, m_flows[0].spec.src, completed, m_total_all, m_flows[0].spec.dst,
-                received));
+                w.time_limit_ms, specs[0].src, completed, total_all, specs[0].dst, received));
         } else {
             uint64_t unfinished = 0;
-            for (const flow& f : m_flows) {
-                unfinished += f.completed < f.total ? 1 : 0;
+            for (size_t fi = 0; fi < specs.size(); ++fi) {
+                unfinished += figs[fi].completed < specs[fi].messages ? 1 : 0;
             }
             r.failures.push_back(fmt::format(
                 "workload did not finish (time limit {} ms): {} of {} flows incomplete, {} of {} "
                 "messages completed",
-                m_w.time_limit_ms, unfinished, m_flows.size(), completed, m_total_all));
+                w.time_limit_ms, unfinished, specs.size(), completed, total_all));
         }
     }
-    if (m_mismatches > 0) {
+    if (mismatches > 0) {
         r.failures.push_back(
             fmt::format("integrity: {} of {} bytes checked differ from what "
                         "the sender wrote",
-                        m_mismatches, m_bytes_checked));
+                        mismatches, bytes_checked));
     }
-    if (m_bytes_checked != bytes_total && r.failures.empty()) {
+    if (bytes_checked != bytes_total && r.failures.empty()) {
         r.failures.push_back(
-            fmt::format("integrity: {} bytes checked, {} expected", m_bytes_checked, bytes_total));
+            fmt::format("integrity: {} bytes checked, {} expected", bytes_checked, bytes_total));
     }
 }
 

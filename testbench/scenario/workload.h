@@ -61,15 +61,48 @@ struct consumer_counters {
 // three parts per QP ring (WRITE targets, READ sources, receive buffers), so the operations
 // never share a slot; the target keeps receives posted for the SEND share; each message is
 // checked as its operation is.
+//
+// Partitioned runs (testbench/distributed): `nodes` holds null for the nodes another rank
+// simulates; only the roles of this rank's nodes are elaborated. Nothing couples two nodes but
+// the wire: an initiator whose connect is refused (the target's listener is not up yet) retries;
+// a target node keeps its adapter open after its roles ended (its CM still answers a DREQ sent
+// again after a lost DREP); the check of a WRITE target slot an initiator is about to reuse is
+// handed over (take_remote_checks) when the target is elsewhere; and the end-of-run checks and
+// figures are split into a part per rank (partial()) that combine() merges.
 class workload : public sc_core::sc_module {
 public:
     workload(sc_core::sc_module_name name, const scenario_config& cfg, std::vector<node*> nodes,
              hw::sim_context& ctx);
 
-    // Every role has torn down (or one failed and stopped the simulation).
+    // Every role of this rank has torn down.
     bool finished() const { return m_nodes_left == 0; }
-    // After sc_start returned: final checks of the target buffers, then the workload's part of
-    // the result (messages, throughput, latency, integrity, per-flow results, failures).
+
+    // A WRITE target slot's check an initiator here asked for (the target is on another rank):
+    // done on the target's rank before its next window, when the slot still holds that message
+    // (its successor's data cannot land before one cut-link latency has passed).
+    struct remote_check {
+        uint64_t flow = 0;
+        uint32_t q = 0;
+        uint64_t slot = 0;
+        uint64_t message = 0;
+    };
+    std::vector<remote_check> take_remote_checks() { return std::move(m_remote_checks); }
+    void run_remote_check(const remote_check& c);
+    // Which node a flow's target is on (the rank to send its checks to).
+    uint32_t target_node(uint64_t flow) const { return m_flows[flow].spec.dst; }
+
+    // After the simulation. The initiators' progress (per flow: messages done per QP and the
+    // last WRITE into each target slot), which the target's final checks need:
+    // export_initiators() on every rank, import_initiators() of every rank's export on every
+    // rank, then final_checks(). Then partial() is this rank's part of the workload's figures and
+    // combine() merges every rank's part into the run's result (what one process reports).
+    nlohmann::json export_initiators() const;
+    void import_initiators(const nlohmann::json& j);
+    void final_checks();
+    nlohmann::json partial() const;
+    static void combine(const scenario_config& cfg, const std::vector<nlohmann::json>& parts,
+                        run_result& r);
+    // The single-process path: final_checks(), partial(), combine().
     void finish(run_result& r);
     // Work requests posted so far by every initiator, and in all (progress bar).
     uint64_t posted() const { return m_posted; }
@@ -162,10 +195,6 @@ private:
         std::vector<uint64_t> recv_done;
         uint64_t received = 0;
         sc_core::sc_event recv_event;  // a receive completed (flows gated on this one)
-        // The initiator's Disconnects all completed: until then the target's host keeps its
-        // adapter open, so its CM answers a DREQ sent again after a lost DREP.
-        bool disconnected = false;
-        sc_core::sc_event disconnected_event;
         // Results.
         bool started = false;
         sc_core::sc_time first_post;
@@ -212,7 +241,7 @@ private:
 
     NTSTATUS check(node_state& ns, NTSTATUS st, const char* what);
     [[noreturn]] void fail(node_state& ns, const std::string& what);
-    void record_failure(const std::string& what);
+    void record_failure(size_t node, const std::string& what);
 
     uint8_t* slot_ptr(const role& r, uint32_t q, uint64_t slot, uint32_t region = 0) const {
         const flow& f = *r.f;
@@ -250,8 +279,15 @@ private:
     sc_core::sc_time m_last_completion;
     uint64_t m_bytes_checked = 0;
     uint64_t m_mismatches = 0;
-    std::vector<std::string> m_failures;
-    uint64_t m_failures_dropped = 0;
+    // In the order they happened here; combine() orders every rank's by (time, node, order).
+    struct failure_rec {
+        uint64_t time_ps = 0;
+        uint64_t node = 0;
+        uint64_t seq = 0;
+        std::string text;
+    };
+    std::vector<failure_rec> m_failures;
+    std::vector<remote_check> m_remote_checks;
 };
 
 }  // namespace rnic::scenario

@@ -208,6 +208,80 @@ TEST(Cli, UsageErrorsExit2) {
     EXPECT_NE(help.out.find("show-config"), std::string::npos);
 }
 
+// --ranks (partitioned runs, README "Partitioned runs"): what is refused before any rank runs.
+TEST(CliRanks, RanksBelowOneIsAUsageError) {
+    scratch s;
+    const cli_result r = rnicsim(s, {"run", quickstart(), "--out", s.dir + "/o", "--ranks", "0"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_FALSE(fs::exists(s.dir + "/o"));
+}
+
+#ifdef RNICSIM_HAVE_MPI
+TEST(CliRanks, ConfigErrorsPrintedOnceBeforeAnyRankStarts) {
+    scratch s;
+    const std::string file = s.write("bad.json", INVALID);
+    const cli_result r = rnicsim(s, {"run", file, "--out", s.dir + "/o", "--ranks", "3"});
+    EXPECT_EQ(r.exit_code, 2);
+    const std::string line = "  colour: unknown key\n";
+    const size_t first = r.err.find(line);
+    ASSERT_NE(first, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(line, first + 1), std::string::npos) << "printed by every rank:\n"
+                                                              << r.err;
+    EXPECT_EQ(r.err.find("mpirun"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(s.dir + "/o"));
+
+    s.write("notes.txt", "mine");  // a folder it may not replace: refused here too
+    const cli_result d = rnicsim(s, {"run", quickstart(), "--out", s.dir, "--ranks", "2"});
+    EXPECT_EQ(d.exit_code, 2);
+    EXPECT_NE(d.err.find("holds "), std::string::npos) << d.err;
+}
+
+TEST(CliRanks, PartitionWithAnotherPartCountIsAConfigError) {
+    scratch s;
+    // Two parts (node 0 | node 1) of the quickstart's two nodes, run on three ranks.
+    const cli_result r = rnicsim(s, {"run", quickstart(), "--out", s.dir + "/o", "--ranks", "3",
+                                     "--set", "topology.partition=[[\"node0\"], [\"node1\"]]"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("topology.partition: 2 parts given, but the run has 3 ranks"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(s.dir + "/o"));
+}
+
+TEST(CliRanks, RankCountDifferentFromTheLaunchersIsRefused) {
+    scratch s;
+    const std::string cmd = "mpirun -np 2 --oversubscribe --allow-run-as-root " +
+                            quote(binary_dir() + "/rnicsim") + " run " + quote(quickstart()) +
+                            " --out " + quote(s.dir + "/o") + " --ranks 3 >" +
+                            quote(s.dir + "/.out") + " 2>" + quote(s.dir + "/.err");
+    const int status = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << status;
+    const std::string err = read_file(s.dir + "/.err");
+    EXPECT_NE(err.find("--ranks 3 but started as 2 MPI ranks"), std::string::npos) << err;
+    EXPECT_FALSE(fs::exists(s.dir + "/o"));
+}
+#else
+TEST(CliRanks, RefusedInABuildWithoutMpi) {
+    scratch s;
+    const cli_result r = rnicsim(s, {"run", quickstart(), "--out", s.dir + "/o", "--ranks", "2"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("built without MPI"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(s.dir + "/o"));
+}
+#endif
+
+TEST(CliRanks, SrunTasksWithoutAnMpiLauncherAreRefused) {
+    // What srun --mpi=none -n 2 sets in each task (and no PMI/PMIx variables).
+    setenv("SLURM_STEP_NUM_TASKS", "2", 1);
+    scratch s;
+    const cli_result r = rnicsim(s, {"run", quickstart(), "--out", s.dir + "/o"});
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("started by srun as 2 tasks without an MPI launcher"), std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(s.dir + "/o"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Output folder and report writers (no simulation)
 // ---------------------------------------------------------------------------------------------

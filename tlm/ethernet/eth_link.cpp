@@ -105,12 +105,19 @@ uint64_t eth_wire_bytes(size_t frame_len_without_fcs) {
     return with_fcs + 8 + 12;
 }
 
+namespace {
+// Seed offsets of the fault streams: direction 1's and faults.ecn_mark's (xor'ed into faults.seed).
+constexpr uint64_t DIR1_SEED = 0xD1D1'0000'0000'0001ull;
+constexpr uint64_t ECN_SEED = 0xEC4E'0000'0000'0000ull;
+}  // namespace
+
 eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw::sim_context& ctx)
     : sc_module(name)
     , m_cfg(cfg)
     , m_ps_per_byte(8000.0 / cfg.rate_gbps)
-    , m_rng(cfg.faults.seed)
-    , m_ecn_rng(cfg.faults.seed ^ 0xEC4E'0000'0000'0000ull)
+    , m_rng{std::mt19937_64(cfg.faults.seed), std::mt19937_64(cfg.faults.seed ^ DIR1_SEED)}
+    , m_ecn_rng{std::mt19937_64(cfg.faults.seed ^ ECN_SEED),
+                std::mt19937_64(cfg.faults.seed ^ ECN_SEED ^ DIR1_SEED)}
     , m_ctx(ctx)
     , m_quantum(std::round(512.0 * 1000.0 / cfg.rate_gbps), sc_core::SC_PS) {
     for (int side = 0; side < 2; ++side) {
@@ -328,7 +335,9 @@ void eth_link::serializer_thread(int side) {
         const bool mac_control = f.data.size() >= 14 &&
                                  f.data[12] == (ETHERTYPE_MAC_CONTROL >> 8) &&
                                  f.data[13] == (ETHERTYPE_MAC_CONTROL & 0xFF);
-        const uint64_t in_bytes = (rx != nullptr && rx->cut_through() && !mac_control)
+        const bool cut_through = m_remote[1 - side] ? m_remote_cut_through[1 - side]
+                                                    : rx != nullptr && rx->cut_through();
+        const uint64_t in_bytes = (cut_through && !mac_control)
                                       ? 8 + std::min<uint64_t>(f.data.size(), CUT_THROUGH_BYTES)
                                       : wire - 12;
         const sc_core::sc_time arrive =
@@ -379,7 +388,8 @@ void eth_link::mark_ecn(int side, eth_frame& f) {
     if ((ecn != 1 && ecn != 2) || !matches(f)) {
         return;  // not ECN-capable (or already CE), or filtered out
     }
-    if (std::uniform_real_distribution<double>(0.0, 1.0)(m_ecn_rng) >= m_cfg.faults.ecn_mark) {
+    if (std::uniform_real_distribution<double>(0.0, 1.0)(m_ecn_rng[side]) >=
+        m_cfg.faults.ecn_mark) {
         return;
     }
     d[IP + 1] |= 3;
@@ -418,13 +428,13 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
         }
         if (matches(f)) {
             // Draw every decision so one fault kind's setting does not shift another's stream.
-            const bool drop = uniform() < fc.drop;
-            const bool corrupt = uniform() < fc.corrupt;
-            const bool dup = uniform() < fc.duplicate;
-            const bool reorder = uniform() < fc.reorder;
-            const double jitter = uniform() * fc.jitter_ns;  // drawn even when jitter_ns is 0
+            const bool drop = uniform(side) < fc.drop;
+            const bool corrupt = uniform(side) < fc.corrupt;
+            const bool dup = uniform(side) < fc.duplicate;
+            const bool reorder = uniform(side) < fc.reorder;
+            const double jitter = uniform(side) * fc.jitter_ns;  // drawn even when jitter_ns is 0
             const size_t bit =
-                static_cast<size_t>(uniform() * static_cast<double>(f.data.size() * 8));
+                static_cast<size_t>(uniform(side) * static_cast<double>(f.data.size() * 8));
             if (drop) {
                 ++st.dropped;
                 return;
@@ -447,6 +457,14 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
             }
         }
     }
+    if (m_remote[1 - side]) {
+        // A cut link: the receiving rank queues it (inject()) at the next window boundary.
+        if (twice) {
+            m_outbox.push_back({side, at, f});
+        }
+        m_outbox.push_back({side, at, std::move(f)});
+        return;
+    }
     // The delivery thread sleeps until the earliest arrival; it needs waking only when this
     // frame becomes the earliest (an empty queue, or a fault delay let a later one overtake).
     const bool earliest = q.empty() || at < q.begin()->first;
@@ -456,6 +474,20 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
     q.emplace(at, std::move(f));
     if (earliest) {
         m_in_flight_event[side].notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void eth_link::set_remote(int side, bool remote_cut_through) {
+    m_remote[side] = true;
+    m_remote_cut_through[side] = remote_cut_through;
+}
+
+void eth_link::inject(int from_side, const sc_core::sc_time& arrive, eth_frame&& f) {
+    auto& q = m_in_flight[from_side];
+    const bool earliest = q.empty() || arrive < q.begin()->first;
+    q.emplace(arrive, std::move(f));
+    if (earliest) {
+        m_in_flight_event[from_side].notify(sc_core::SC_ZERO_TIME);
     }
 }
 

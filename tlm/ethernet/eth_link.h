@@ -151,6 +151,26 @@ public:
         m_capture = std::move(fn);
     }
 
+    // A cut link (testbench/distributed): the MAC at `side` is simulated by another rank. Frames
+    // the local side sends are not delivered here but kept, with their arrival time, in the
+    // outbox (after the fault model, which the sender's rank applies with its direction's own
+    // stream); the other rank injects them. `remote_cut_through`: the remote receiver takes
+    // frames cut-through (a cut-through switch), which sets their arrival time. The counters of
+    // the direction `side` sends in are the other rank's ("<link>.dir<side>" in stats.json).
+    // Call before the simulation starts.
+    void set_remote(int side, bool remote_cut_through);
+    bool remote(int side) const { return m_remote[side]; }
+    struct outgoing {
+        int from_side = 0;
+        sc_core::sc_time arrive;
+        eth_frame frame;
+    };
+    std::vector<outgoing> take_outbox() { return std::move(m_outbox); }
+    // A frame the remote side sent, arriving at the local side at `arrive` (not before now).
+    // Frames of one direction are injected in the order they were sent, as one process queues
+    // them (FIFO on equal arrival times).
+    void inject(int from_side, const sc_core::sc_time& arrive, eth_frame&& f);
+
     const eth_link_config& config() const { return m_cfg; }
     double ps_per_byte() const { return m_ps_per_byte; }
 
@@ -185,7 +205,9 @@ private:
     void apply_pause(int side, uint8_t class_enable, const pfc_quanta& quanta);
     sc_core::sc_time max_pause_until(int side) const;
     void queue_pause(int side, uint8_t changed);
-    double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(m_rng); }
+    double uniform(int side) {
+        return std::uniform_real_distribution<double>(0.0, 1.0)(m_rng[side]);
+    }
 
     eth_link_config m_cfg;
     double m_ps_per_byte;
@@ -193,8 +215,11 @@ private:
     std::unique_ptr<hw::channel<eth_frame>> m_ctrl_tx[2];
     frame_sink_if* m_sink[2] = {nullptr, nullptr};
     std::multimap<sc_core::sc_time, eth_frame> m_in_flight[2];  // by arrival; FIFO on ties
-    std::mt19937_64 m_rng;
-    std::mt19937_64 m_ecn_rng;  // faults.ecn_mark's own stream
+    // One stream per direction (side = the sender), seeded from faults.seed and the direction:
+    // a direction's draws depend on its own frames alone, so the two halves of a link cut
+    // between two ranks (testbench/distributed) draw exactly what one process draws.
+    std::mt19937_64 m_rng[2];
+    std::mt19937_64 m_ecn_rng[2];  // faults.ecn_mark's own streams
     hw::sim_context& m_ctx;
     sc_core::sc_event m_in_flight_event[2];
     std::function<void(int, const eth_frame&)> m_capture;
@@ -212,6 +237,9 @@ private:
     sc_core::sc_time m_next_refresh[2];
     sc_core::sc_event m_ctrl_event[2];  // a pause frame to send, or a pause received
     std::array<sc_core::sc_time, 8> m_pause_until[2];
+    bool m_remote[2] = {false, false};
+    bool m_remote_cut_through[2] = {false, false};
+    std::vector<outgoing> m_outbox;
 };
 
 }  // namespace rnic::fabric
