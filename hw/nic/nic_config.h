@@ -17,6 +17,7 @@
 #include "hw/gsi/gsi.h"
 #include "hw/netdma/netdma_config.h"
 #include "hw/nic/nic_identity.h"
+#include "hw/common/transport_config.h"
 #include "hw/recv_path/recv_path_config.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/translation/translation.h"
@@ -37,6 +38,7 @@ struct nic_config {
     tx_engine_config tx_engine;
     send_path_config send_path;
     recv_path_config recv_path;
+    transport_config transport;  // RC loss recovery: go-back-N or selective repeat
     cq_writer_config cq_writer;
     cq_config cq;         // CQ features: interrupt moderation (hw/cq_writer)
     fault_config faults;  // injected device faults (hw/cmd_processor)

@@ -139,7 +139,7 @@ void send_path_model::run() {
             }
             m_h_prev = h;
             m_a0_prev = a0;
-            if (plan.last) {
+            if (plan.end) {
                 m_h_last_msg = h;
             }
 
@@ -166,7 +166,7 @@ void send_path_model::run() {
             f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
             f.flow_id = d.flow_id;
             m_in.release_payload(plan.payload_len);
-            if (plan.last) {
+            if (plan.end) {
                 m_in.release_descriptor();
             }
             m_out.put_frame(std::move(f));

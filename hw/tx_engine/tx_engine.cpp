@@ -143,6 +143,10 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
           "WQEs of a QP reset or destroyed before they completed (no completion)");
     s.add(b, "dropped_stale", m_stats.dropped_stale, "count",
           "queued jobs of a QP reset or destroyed since, not sent");
+    if (selective()) {
+        s.add(b, "selective_naks", m_stats.selective_naks, "count",
+              "selective NAKs acted on: the one packet at their PSN resent");
+    }
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         m_responses.trace(ctx.vcd, b);
@@ -756,6 +760,18 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
                 continue;
             }
         }
+        if (selective() && !o.is_read && psn_in(psn, o.first_psn, o.last_psn) &&
+            psn != o.first_psn) {
+            // Selective repeat: the message goes again from the packet at `psn` (its First
+            // and the packets before were acknowledged), as Middle/Last packets.
+            const uint32_t k = (psn - o.first_psn) & PSN_MASK;
+            tx_job j = slice_job(o, k, (o.last_psn - o.first_psn) & PSN_MASK);
+            j.resend_epoch = st.resend_epoch;
+            st.queued_resends.push_back(j.desc.psn);
+            m_retransmits.push_back(std::move(j));
+            ++m_stats.retransmits;
+            continue;
+        }
         // Whole messages go again; the responder drops the packets it already has as
         // duplicates and resumes at its expected PSN.
         m_retransmits.push_back(o.job);
@@ -798,6 +814,89 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
         m_ack_observer(qpn, psn, true);  // congestion control: NAK event
     }
     go_back_n(qpn, psn);
+}
+
+void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    qp_state& st = it->second;
+    if (st.acked_any && psn_le(psn, st.acked_psn)) {
+        ++m_stats.stale_naks;  // overtaken by a later ACK or NAK
+        return;
+    }
+    on_ack(qpn, (psn - 1) & PSN_MASK);  // acknowledges everything before `psn`
+    if (st.rnr_wait && psn == st.rnr_psn) {
+        return;
+    }
+    ++m_stats.selective_naks;
+    if (!st.episode_open) {
+        st.episode_open = true;
+        st.episode_timed_out = false;
+        st.episode_psn = psn;
+        ++m_recovery.nak_episodes;
+        ++qp_recovery(qpn).nak_episodes;
+    }
+    if (m_ack_observer) {
+        m_ack_observer(qpn, psn, true);  // congestion control: NAK event
+    }
+    for (auto& o : st.queue) {
+        if (o.done || !o.on_wire || !psn_in(psn, o.first_psn, o.last_psn)) {
+            continue;
+        }
+        if (o.is_read) {
+            go_back_n(qpn, psn);  // the READ request is re-issued (its responses go in order)
+            return;
+        }
+        // The responder kept what came after `psn`: only this packet goes again. A WRITE
+        // Middle/Last needs no RETH: the responder expects this PSN, so it has the First.
+        const uint32_t k = (psn - o.first_psn) & PSN_MASK;
+        tx_job j = slice_job(o, k, k);
+        j.selective = true;
+        m_retransmits.push_back(std::move(j));
+        ++m_stats.retransmits;
+        m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+        return;
+    }
+}
+
+tx_job tx_engine::slice_job(const outstanding& o, uint32_t first, uint32_t last) const {
+    tx_job j = o.job;
+    tx_descriptor& d = j.desc;
+    const uint32_t n = packets_of(d.length, d.pmtu);
+    if (first == 0 && last + 1 >= n) {
+        return j;  // the whole message
+    }
+    const uint64_t from = static_cast<uint64_t>(first) * d.pmtu;
+    const uint64_t to = std::min<uint64_t>(d.length, static_cast<uint64_t>(last + 1) * d.pmtu);
+    d.psn = (o.first_psn + first) & PSN_MASK;
+    d.starts_message = first == 0;
+    d.ends_message = last + 1 >= n;
+    d.message_length = d.length;  // RETH DMA length, when the run starts the message
+    d.length = static_cast<uint32_t>(to - from);
+    d.ack_req = true;  // the responder answers the resend (IBA allows AckReq on any packet)
+    if (!j.inline_data.empty()) {
+        j.inline_data.assign(o.job.inline_data.begin() + static_cast<std::ptrdiff_t>(from),
+                             o.job.inline_data.begin() + static_cast<std::ptrdiff_t>(to));
+        return j;
+    }
+    // The gather list cut to [from, to).
+    j.segments.clear();
+    uint64_t at = 0;
+    for (const dma_segment& seg : o.job.segments) {
+        const uint64_t end = at + seg.len;
+        if (end > from && at < to) {
+            const uint64_t lo = std::max(at, from);
+            const uint64_t hi = std::min(end, to);
+            dma_segment c = seg;
+            c.bus_addr = seg.bus_addr + (lo - at);
+            c.len = static_cast<uint32_t>(hi - lo);
+            j.segments.push_back(c);
+        }
+        at = end;
+    }
+    return j;
 }
 
 void tx_engine::on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay) {
@@ -1057,10 +1156,10 @@ void tx_engine::transmit_thread() {
                 ++m_stats.dropped_stale;  // queued before the QP was reset or destroyed
                 continue;
             }
-            if (job.resend_epoch != it->second.resend_epoch) {
+            if (!job.selective && job.resend_epoch != it->second.resend_epoch) {
                 continue;  // superseded by a newer go-back-N of the QP (counted there)
             }
-            if (!it->second.queued_resends.empty()) {
+            if (!job.selective && !it->second.queued_resends.empty()) {
                 it->second.queued_resends.pop_front();
             }
             if (in_error(job.desc.src_qpn)) {
@@ -1222,7 +1321,7 @@ void tx_engine::source_fault(const tx_job& job, uint32_t psn) {
     auto it = m_qps.find(qpn);
     if (it != m_qps.end()) {
         for (auto& o : it->second.queue) {
-            if (!o.done && !o.is_read && o.first_psn == job.desc.psn) {
+            if (!o.done && !o.is_read && psn_in(job.desc.psn, o.first_psn, o.last_psn)) {
                 o.done = true;
                 o.status = hsi::CQE_LOCAL_PROT_ERR;
                 break;

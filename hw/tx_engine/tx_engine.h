@@ -42,6 +42,7 @@ struct tx_job {
     uint32_t src_pdn = 0;
     uint32_t generation = 0;    // incarnation of src_qpn (reset/destroy): stale jobs are not sent
     uint32_t resend_epoch = 0;  // go-back-N resends: superseded when the QP's epoch moved on
+    bool selective = false;     // a selective repeat resend of one packet: never superseded
 };
 
 // Where the payload of an outstanding READ lands (for the receive path).
@@ -73,6 +74,9 @@ public:
     void on_nak(uint32_t qpn, uint32_t psn, uint8_t status);
     // NAK PSN sequence error: the responder expects `psn`; go back N from there.
     void on_nak_sequence(uint32_t qpn, uint32_t psn);
+    // Selective NAK (rnic.transport.recovery selective_repeat, IRN): the responder expects
+    // `psn` and keeps what came after it; resend only the packet at `psn`.
+    void on_nak_selective(uint32_t qpn, uint32_t psn);
     // RNR NAK: no receive posted at the responder for `psn`; retry after `delay`.
     void on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay);
     // The outstanding READ whose response PSNs include `psn`.
@@ -144,6 +148,7 @@ public:
         uint64_t source_key_faults = 0;  // payload source key failed its per-packet check
         uint64_t reset_discarded = 0;    // WQEs of a QP reset/destroyed first: no completion
         uint64_t dropped_stale = 0;      // queued jobs of a reset/destroyed QP, not sent
+        uint64_t selective_naks = 0;     // selective NAKs acted on (selective repeat only)
     };
     const stats& get_stats() const { return m_stats; }
     // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and
@@ -239,6 +244,13 @@ private:
     // queued are kept if the first of them starts at or before `psn` (they cover it), else
     // replaced. False if there is nothing to resend.
     bool go_back_n(uint32_t qpn, uint32_t psn);
+    // Packets first..last (indices in the message) of `o`'s message as a job of their own
+    // (selective repeat: the send path builds them as Middle/Last when they do not start the
+    // message), AckReq on its last packet.
+    tx_job slice_job(const outstanding& o, uint32_t first, uint32_t last) const;
+    bool selective() const {
+        return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT;
+    }
     void read_finished(uint32_t qpn, qp_state& st);
     void flush_outstanding(uint32_t qpn);
     bool in_error(uint32_t qpn) const;
