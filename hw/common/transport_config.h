@@ -18,7 +18,7 @@ enum class recovery_mode : uint8_t {
 struct transport_config {
     recovery_mode recovery = recovery_mode::GO_BACK_N;
     // Selective repeat: PSNs past the expected one the responder can keep (its per-QP bitmap).
-    uint32_t sr_window = 256;
+    uint32_t sr_window = 1024;
 };
 
 // `send_path_impl`: selective repeat resends part of a message, which only the model send

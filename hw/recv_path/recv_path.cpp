@@ -90,9 +90,7 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     , m_recv_segments(contexts.max_qps())
     , m_write_segments(contexts.max_qps())
     , m_pending_acks(contexts.max_qps())
-    , m_rq_prefetch(static_cast<size_t>(contexts.max_qps()) + contexts.max_srqs())
-    , m_sr_writes(cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT ? contexts.max_qps()
-                                                                             : 0) {
+    , m_rq_prefetch(static_cast<size_t>(contexts.max_qps()) + contexts.max_srqs()) {
     SC_HAS_PROCESS(recv_path);
     SC_THREAD(rx_thread);
     SC_THREAD(ack_thread);
@@ -130,6 +128,7 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     s.add(b, "flushed_receives", m_stats.flushed_receives, "count",
           "receive WQEs completed with a flush error (QP in error)");
     if (selective()) {
+        m_sr_writes.resize(contexts.max_qps());  // empty per QP until it sees a WRITE
         s.add(b, "sr_selective_naks", m_stats.sr_selective_naks, "count",
               "selective NAKs sent: resend the one packet at the expected PSN");
         s.add(b, "sr_goback_naks", m_stats.sr_goback_naks, "count",
@@ -836,13 +835,16 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
         return;
     }
     if (bth.psn != t.next_psn) {
-        if (((bth.psn - t.next_psn) & PSN_MASK) >= 0x800000) {
+        if (((bth.psn - t.next_psn) & PSN_MASK) >= 0x800000 || t.placed) {
             ++m_stats.duplicates;  // placed already (responses of a re-issued READ)
-        } else {
-            ++m_stats.out_of_sequence;  // a response is missing: the READ goes again
-            m_tx.on_read_response(qpn, t.first_psn, bth.psn, false);
+            return;
         }
-        return;
+        ++m_stats.out_of_sequence;  // a response is missing
+        if (!selective()) {
+            m_tx.on_read_response(qpn, t.first_psn, bth.psn, false);  // the READ goes again
+            return;
+        }
+        // Selective repeat: placed directly at the offset its PSN implies (below) and kept.
     }
     const uint64_t offset = static_cast<uint64_t>((bth.psn - t.first_psn) & PSN_MASK) * qp.pmtu;
     const uint32_t len = static_cast<uint32_t>(p.payload_len);
@@ -861,6 +863,13 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
     }
     ++m_stats.read_responses;
     place(t.segments, offset, frame + p.payload_offset, len);
+    if (selective()) {
+        if (bth.psn != t.next_psn) {
+            ++m_stats.sr_ooo_placed;
+        }
+        m_tx.on_read_placed(qpn, t.first_psn, bth.psn);  // completes the READ when all are in
+        return;
+    }
     m_tx.on_read_response(qpn, t.first_psn, bth.psn, true);
     const roce::opcode_info& oi = roce::info(bth.opcode);
     if (oi.is_last || oi.is_only) {
@@ -887,14 +896,14 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
     ++m_stats.out_of_sequence;
     const auto& bth = p.hdr.bth_;
     const uint32_t w = m_cfg.transport.sr_window;
+    if (qp.sr_slots.empty()) {
+        qp.sr_slots.assign(w, 0);  // the QP's first loss or reordering
+        qp.sr_head = 0;
+    }
     if (diff >= w) {
         ++m_stats.sr_window_drops;  // no slot for it: the next NAK goes back to the gap
         qp.sr_overflow = true;
     } else {
-        if (qp.sr_slots.empty()) {
-            qp.sr_slots.assign(w, 0);  // the QP's first loss or reordering
-            qp.sr_head = 0;
-        }
         uint8_t& slot = sr_slot(qp, diff);
         if ((slot & SR_PLACED) != 0) {
             ++m_stats.duplicates;  // kept already (a resend overtaken by the original)
@@ -932,12 +941,12 @@ void recv_path::sr_nak(uint32_t qpn, qp_context& qp) {
         go_back = go_back || (sr_slot(qp, i) & SR_DROPPED) != 0;
     }
     if (go_back) {
-        // The requester resends everything from the gap on: what was dropped past it is
-        // coming again, so reaching it is no new gap.
+        // The requester resends everything from the gap on: every packet not kept up to the
+        // highest one seen is coming again, so reaching it is no new gap.
         for (uint32_t i = 0; !qp.sr_slots.empty() && i <= qp.sr_beyond; ++i) {
             uint8_t& slot = sr_slot(qp, i);
-            if ((slot & SR_DROPPED) != 0) {
-                slot = static_cast<uint8_t>((slot & ~SR_DROPPED) | SR_COVERED);
+            if ((slot & SR_PLACED) == 0) {
+                slot = SR_COVERED;
             }
         }
         qp.sr_overflow = false;
@@ -969,24 +978,31 @@ void recv_path::sr_advance(uint32_t qpn, qp_context& qp, uint32_t before, bool a
             sr_shift(qp, 1);
             qp.expected_psn = (qp.expected_psn + 1) & PSN_MASK;
         }
-        // WRITE targets whose last PSN is behind the expected one are done.
-        auto& targets = m_sr_writes[qpn];
-        targets.erase(std::remove_if(targets.begin(), targets.end(),
-                                     [&](const sr_write_target& t) {
-                                         const uint32_t end = (t.first_psn + t.packets) & PSN_MASK;
-                                         return ((qp.expected_psn - end) & PSN_MASK) < HALF_PSN;
-                                     }),
-                      targets.end());
+        sr_prune(qpn, qp);
         // Something past the expected PSN arrived, and the packet there is not on its way
         // again after a go-back NAK: the next gap, NAKed at once.
-        if ((qp.sr_beyond > 0 || qp.sr_overflow) && (sr_slot(qp, 0) & SR_COVERED) == 0) {
+        const uint8_t gap = sr_slot(qp, 0);
+        if ((qp.sr_beyond > 0 || qp.sr_overflow || (gap & SR_DROPPED) != 0) &&
+            (gap & SR_COVERED) == 0) {
             sr_nak(qpn, qp);  // acknowledges everything before it
             return;
         }
     }
+    sr_prune(qpn, qp);
     if (ack) {
         request_ack(qpn, qp, (qp.expected_psn - 1) & PSN_MASK);
     }
+}
+
+void recv_path::sr_prune(uint32_t qpn, const qp_context& qp) {
+    // WRITE targets whose last PSN is behind the expected one are done.
+    auto& targets = m_sr_writes[qpn];
+    targets.erase(std::remove_if(targets.begin(), targets.end(),
+                                 [&](const sr_write_target& t) {
+                                     const uint32_t end = (t.first_psn + t.packets) & PSN_MASK;
+                                     return ((qp.expected_psn - end) & PSN_MASK) < HALF_PSN;
+                                 }),
+                  targets.end());
 }
 
 recv_path::sr_put recv_path::sr_write(uint32_t qpn, qp_context& qp, const uint8_t* frame,

@@ -150,6 +150,8 @@ private:
     // NAK for the gap at expected_psn: selective (resend that packet) unless a packet past it
     // was dropped unkept, then a sequence NAK (go back from it).
     void sr_nak(uint32_t qpn, qp_context& qp);
+    // Forgets the WRITE targets the expected PSN has passed.
+    void sr_prune(uint32_t qpn, const qp_context& qp);
     enum class sr_put { PLACED, NOT_KEPT, FAILED };  // FAILED: NAKed fatally (in order only)
     // A WRITE packet placed through the window's table of WRITE targets (learnt from the
     // RETH of each First/Only): in order or not. `msg_len`: the WRITE's length.

@@ -757,6 +757,10 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
                 m_retransmits.push_back(std::move(j));
                 ++m_stats.retransmits;
                 ++m_stats.read_reissues;
+                if (selective()) {  // the rest is asked for: its gaps are no new ones
+                    o.resp_asked = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
+                    o.resp_gap = true;
+                }
                 continue;
             }
         }
@@ -1046,6 +1050,8 @@ read_target tx_engine::find_read(uint32_t qpn, uint32_t psn) {
             t.flow_id = o.flow_id;
             t.next_psn = o.resp_next;
             t.sink_keys = o.read_keys;
+            const uint32_t index = (psn - o.first_psn) & PSN_MASK;
+            t.placed = index < o.resp_have.size() && o.resp_have[index] != 0;
             if (const qp_context* qp = m_contexts.qp(qpn)) {
                 t.pdn = qp->pdn;
             }
@@ -1088,6 +1094,88 @@ void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn,
             return;
         }
     }
+}
+
+void tx_engine::on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    qp_state& st = it->second;
+    for (auto& o : st.queue) {
+        if (!o.is_read || o.done || o.first_psn != first_psn) {
+            continue;
+        }
+        const uint32_t n = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
+        if (o.resp_have.empty()) {
+            o.resp_have.assign(n, 0);
+        }
+        o.resp_have[(psn - o.first_psn) & PSN_MASK] = 1;
+        if (psn != o.resp_next) {
+            // Past a gap: kept; the missing responses are asked for once (a READ of them only).
+            if (!o.resp_gap) {
+                reissue_read_gap(qpn, st, o);
+                if (!st.episode_open) {
+                    st.episode_open = true;  // a gap in the responses: like a sequence NAK
+                    st.episode_timed_out = false;
+                    st.episode_psn = o.resp_next;
+                    ++m_recovery.nak_episodes;
+                    ++qp_recovery(qpn).nak_episodes;
+                }
+            }
+            return;
+        }
+        // In order: move past every response placed since.
+        uint32_t next = (o.resp_next - o.first_psn) & PSN_MASK;
+        while (next < n && o.resp_have[next] != 0) {
+            ++next;
+        }
+        o.resp_next = (o.first_psn + next) & PSN_MASK;
+        // A gap inside the last re-issued run is being answered already.
+        o.resp_gap = next < o.resp_asked;
+        const uint32_t last_in = (o.resp_next - 1) & PSN_MASK;
+        if (st.episode_open && psn_le(st.episode_psn, last_in)) {
+            end_episode(qpn, st, false);
+        }
+        if (next == n) {
+            on_read_done(qpn, first_psn);  // every response is in
+            return;
+        }
+        restart_timer(qpn, st);  // forward progress (IBA 9.7.6.1.2)
+        for (uint32_t k = next; !o.resp_gap && k < n; ++k) {
+            if (o.resp_have[k] != 0) {
+                reissue_read_gap(qpn, st, o);  // the next gap: responses past it are in
+                break;
+            }
+        }
+        return;
+    }
+}
+
+void tx_engine::reissue_read_gap(uint32_t qpn, qp_state& st, outstanding& o) {
+    const uint32_t n = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
+    const uint32_t from = (o.resp_next - o.first_psn) & PSN_MASK;
+    uint32_t to = from;
+    while (to < n && (to >= o.resp_have.size() || o.resp_have[to] == 0)) {
+        ++to;
+    }
+    tx_job j = o.job;
+    const uint64_t skip = static_cast<uint64_t>(from) * j.desc.pmtu;
+    if (skip >= j.desc.length) {
+        return;
+    }
+    j.desc.psn = o.resp_next;
+    j.desc.remote_va += skip;
+    j.desc.length = static_cast<uint32_t>(
+        std::min<uint64_t>(j.desc.length - skip, static_cast<uint64_t>(to - from) * j.desc.pmtu));
+    j.resend_epoch = st.resend_epoch;
+    j.selective = true;
+    m_retransmits.push_back(std::move(j));
+    m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+    ++m_stats.retransmits;
+    ++m_stats.read_reissues;
+    o.resp_gap = true;
+    o.resp_asked = to;
 }
 
 void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {

@@ -55,6 +55,7 @@ struct read_target {
     uint32_t next_psn = 0;            // the response PSN the requester takes next (in order only)
     uint32_t pdn = 0;                 // the QP's PD: the sink keys are re-checked per packet
     std::vector<uint32_t> sink_keys;  // local keys of the sink's scatter entries
+    bool placed = false;              // selective repeat: the response at `psn` is placed already
 };
 
 class tx_engine : public sc_core::sc_module {
@@ -87,6 +88,10 @@ public:
     void on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn, bool in_order);
     // The READ starting at `first_psn` received its last response packet.
     void on_read_done(uint32_t qpn, uint32_t first_psn);
+    // Selective repeat: the response at `psn` of the READ starting at `first_psn` was placed,
+    // in PSN order or past a gap. Responses past a gap are kept; each gap is re-issued once, as a
+    // READ of the missing PSNs only; the READ completes when every response is in.
+    void on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn);
     // The sink of the READ starting at `first_psn` no longer passes its key check (MR
     // deregistered or invalidated mid-transfer): the READ completes with `status` and the QP
     // goes to error.
@@ -189,6 +194,8 @@ private:
         std::vector<uint32_t> read_keys;  // READ: local keys of the sink (re-checked per packet)
         uint32_t resp_next = 0;           // READ: next response PSN expected
         bool resp_gap = false;            // READ: re-issued for a gap, no in-order response since
+        std::vector<uint8_t> resp_have;   // READ, selective repeat: responses placed, by index
+        uint32_t resp_asked = 0;          // ... and the end (index) of the last gap re-issued
         bool on_wire = false;             // a request with PSNs (not a local operation)
         bool sent = false;  // its last packet (the one with AckReq) went to the send path
         uint64_t flow_id = 0;
@@ -252,6 +259,9 @@ private:
         return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT;
     }
     void read_finished(uint32_t qpn, qp_state& st);
+    // Selective repeat: re-issues the READ `o` for its missing responses from resp_next up to
+    // the next one placed (or its end).
+    void reissue_read_gap(uint32_t qpn, qp_state& st, outstanding& o);
     void flush_outstanding(uint32_t qpn);
     bool in_error(uint32_t qpn) const;
     sc_core::sc_time timeout_of(const qp_context& qp) const;

@@ -11,10 +11,14 @@
 //    (IRN: a NAK-recovered loss costs one packet); with timer expiries, at most
 //    queue_depth x packets-per-message more per expiry (a timeout goes back from the first
 //    unacknowledged PSN);
-//  - go-back-N resends at least the rest of the message from every NAKed PSN, so at 1 % loss
-//    selective repeat resends fewer packets, and by the bound above.
+//  - at 1 % loss and 1 % reordering: resent <= lost + reordered + (go-back NAKs + timeouts) x
+//    queue_depth x packets per message, and far fewer than go-back-N, which resends the rest
+//    of the message (and the ones after it) from every NAKed PSN.
 //
 // One elaboration per process: ctest runs each TEST as its own process.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -28,7 +32,7 @@
 namespace rnic::transport_test {
 namespace {
 
-json selective(uint32_t window = 256) {
+json selective(uint32_t window = 1024) {
     return {{"rnic", {{"transport", {{"recovery", "selective_repeat"}, {"sr_window", window}}}}},
             {"topology", {{"nodes", json::array({{{"mtu", 256}}, {{"mtu", 256}}})}}}};
 }
@@ -44,6 +48,42 @@ std::vector<std::string> errors_of(const json& doc) {
         return e.errors;
     }
     return {};
+}
+
+// One SystemC elaboration per process: a run to compare against goes in a child process,
+// forked before this process elaborates anything. Returns what the child measured: `passed`,
+// `mismatches`, `goodput_gbps` and the counters named (block, counter).
+json run_in_child(const json& doc, const std::vector<std::pair<std::string, std::string>>& names) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        ADD_FAILURE() << "pipe";
+        return {};
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        const scenario::run_result r = run_doc(doc);
+        json out = {{"passed", r.passed()},
+                    {"mismatches", r.mismatches},
+                    {"goodput_gbps", r.goodput_gbps}};
+        for (const auto& [block, name] : names) {
+            out[block + "/" + name] = counter(r, block, name);
+        }
+        const std::string text = out.dump();
+        const ssize_t n = write(fds[1], text.data(), text.size());
+        _exit(n == static_cast<ssize_t>(text.size()) ? 0 : 1);
+    }
+    close(fds[1]);
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) {
+        text.append(buf, static_cast<size_t>(n));
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child run failed";
+    return text.empty() ? json::object() : json::parse(text);
 }
 
 // --- configuration -----------------------------------------------------------------------------
@@ -138,44 +178,102 @@ TEST(TransportSelective, SmallWindowDropsAndStillCompletes) {
     EXPECT_EQ(counter(r, "node1.nic.recv_path", "messages"), w.messages);
 }
 
+// READ responses lost (Middle responses only: requests, ACKs intact): the requester places the
+// responses past each gap at once and asks for the missing ones only (a READ of the gap).
+json read_responses_lost_doc(const json& extra) {
+    const json w = {{"operation", "read"}, {"message_bytes", 65536}, {"messages", 32},
+                    {"qps", 4},            {"queue_depth", 2},       {"seed", 3},
+                    {"timeout_log", 10},   {"time_limit_ms", 2000}};
+    const json faults = {{"drop", 0.01}, {"opcode", roce::RC_READ_RESP_MIDDLE}, {"seed", 13}};
+    return scenario_doc(w, faults, extra);
+}
+scenario::run_result run_read_responses_lost(const json& extra, scenario::workload_config* w_out) {
+    const scenario::scenario_config cfg = scenario::parse_scenario(read_responses_lost_doc(extra));
+    *w_out = cfg.workload;
+    return scenario::run_scenario(cfg);
+}
+
+TEST(TransportSelective, ReadResponsesPastAGapArePlaced) {
+    const json g = run_in_child(read_responses_lost_doc(go_back_n_small_mtu()),
+                                {{"node1.nic.send_path", "frames_read_response"}});
+    ASSERT_TRUE(g.value("passed", false));
+    EXPECT_EQ(g.value("mismatches", 1), 0);
+    scenario::workload_config w;
+    const scenario::run_result r = run_read_responses_lost(selective(), &w);
+    expect_clean_run(r, w);
+    const uint64_t dropped = counter(r, "link.dir1", "faults_dropped");
+    const uint64_t timeouts = counter(r, "node0.nic.tx_engine", "timeouts");
+    ASSERT_GT(dropped, 20u);
+    EXPECT_GT(counter(r, "node0.nic.recv_path", "sr_ooo_placed"), 0u);
+    // Response packets the responder sent beyond one per PSN of each READ: each lost one once
+    // when the gaps did all the repairing; a timeout re-issues at most the rest of the READs
+    // outstanding (queue_depth x 256 packets).
+    const uint64_t sent = counter(r, "node1.nic.send_path", "frames_read_response");
+    const uint64_t original = w.messages * 256;
+    ASSERT_GE(sent, original);
+    EXPECT_GE(sent - original, dropped);
+    EXPECT_LE(sent - original, dropped + timeouts * w.queue_depth * 256)
+        << sent - original << " responses sent again, " << dropped << " dropped, " << timeouts
+        << " timeouts";
+    if (timeouts == 0) {
+        EXPECT_EQ(sent - original, dropped);
+    }
+    // Go-back-N re-issues the rest of the READ from each gap: more responses sent again.
+    EXPECT_LT(sent, g["node1.nic.send_path/frames_read_response"].get<uint64_t>());
+    std::cout << "READ, 1% of the responses lost: selective " << sent - original
+              << " responses sent again, go-back-N "
+              << g["node1.nic.send_path/frames_read_response"].get<uint64_t>() - original << "\n";
+}
+
 // --- goodput against go-back-N at 1 % loss, both directions, with reordering ------------------
 
-scenario::run_result run_lossy(const json& extra, scenario::workload_config* w_out,
-                               const std::string& op = "write") {
-    const json w = {{"operation", op},  {"message_bytes", 65536}, {"messages", 64},
-                    {"qps", 8},         {"queue_depth", 2},       {"seed", 4},
-                    {"timeout_log", 10}, {"time_limit_ms", 5000}};
+json lossy_doc(const json& extra) {
+    const json w = {{"operation", "write"}, {"message_bytes", 65536}, {"messages", 64},
+                    {"qps", 8},             {"queue_depth", 2},       {"seed", 4},
+                    {"timeout_log", 10},    {"time_limit_ms", 5000}};
     const json faults = {{"drop", 0.01}, {"reorder", 0.01}, {"seed", 5}};
-    const scenario::scenario_config cfg =
-        scenario::parse_scenario(scenario_doc(w, faults, extra));
+    return scenario_doc(w, faults, extra);
+}
+scenario::run_result run_lossy(const json& extra, scenario::workload_config* w_out) {
+    const scenario::scenario_config cfg = scenario::parse_scenario(lossy_doc(extra));
     *w_out = cfg.workload;
     return scenario::run_scenario(cfg);
 }
 
 TEST(TransportSelective, FewerResendsThanGoBackNAtOnePercentLoss) {
+    const std::string tx = "node0.nic.tx_engine";
+    const json gbn = run_in_child(lossy_doc(go_back_n_small_mtu()), {{tx, "retransmitted_packets"}});
+    ASSERT_TRUE(gbn.value("passed", false));
+    EXPECT_EQ(gbn.value("mismatches", 1), 0);
     scenario::workload_config w;
     const scenario::run_result sr = run_lossy(selective(), &w);
     expect_clean_run(sr, w);
-    const scenario::run_result gbn = run_lossy(go_back_n_small_mtu(), &w);
-    expect_clean_run(gbn, w);
-    const std::string tx = "node0.nic.tx_engine";
     const uint64_t sr_resent = counter(sr, tx, "retransmitted_packets");
-    const uint64_t gbn_resent = counter(gbn, tx, "retransmitted_packets");
+    const uint64_t gbn_resent = gbn[tx + "/retransmitted_packets"].get<uint64_t>();
+    const double gbn_goodput = gbn["goodput_gbps"].get<double>();
     const uint64_t sr_dropped = counter(sr, "link.dir0", "faults_dropped");
     const uint64_t sr_reordered = counter(sr, "link.dir0", "faults_reordered");
     const uint64_t sr_timeouts = counter(sr, tx, "timeouts");
-    // Selective repeat: one resend per request packet lost or overtaken (a reordered packet is
-    // NAKed as a gap before it arrives; IRN resends it too), plus what timeouts resend.
-    EXPECT_LE(sr_resent, sr_dropped + sr_reordered + sr_timeouts * w.queue_depth * 256)
-        << sr_resent << " resent, " << sr_dropped << " dropped, " << sr_reordered
-        << " reordered, " << sr_timeouts << " timeouts";
-    // Go-back-N resends whole messages from the one holding each NAKed PSN: at 256 packets a
-    // message, a loss costs on average about half a message. Selective repeat must be far below.
-    EXPECT_LT(sr_resent * 4, gbn_resent) << sr_resent << " vs " << gbn_resent;
-    EXPECT_GT(sr.goodput_gbps, gbn.goodput_gbps);
-    std::cout << "1% loss+1% reorder, 64 KiB @ MTU 256: selective " << sr_resent
-              << " resent, " << sr.goodput_gbps << " Gb/s; go-back-N " << gbn_resent
-              << " resent, " << gbn.goodput_gbps << " Gb/s\n";
+    const uint64_t goback_naks = counter(sr, "node1.nic.recv_path", "sr_goback_naks");
+    // The bound: a selective NAK resends one packet, and the responder NAKs each gap once, so
+    // there are at most as many as request packets lost or overtaken (a reordered packet is a
+    // gap until it arrives; IRN resends it too). A go-back NAK (a packet past the gap was not
+    // kept) or a timer expiry resends at most the QP's unfinished messages from the gap:
+    // queue_depth x 256 packets.
+    const uint64_t bound =
+        sr_dropped + sr_reordered + (goback_naks + sr_timeouts) * w.queue_depth * 256;
+    EXPECT_LE(sr_resent, bound) << sr_resent << " resent, " << sr_dropped << " dropped, "
+                                << sr_reordered << " reordered, " << goback_naks
+                                << " go-back NAKs, " << sr_timeouts << " timeouts";
+    // Go-back-N resends whole messages from the one holding each NAKed PSN: a loss costs on
+    // average about half a 256-packet message. Selective repeat must be far below.
+    EXPECT_LT(sr_resent * 10, gbn_resent) << sr_resent << " vs " << gbn_resent;
+    // Goodput is printed, not asserted: in a run this short one expiry of the 4.2 ms timer (a
+    // resent packet lost again: ~1 % of the NAKs) decides it. configs/sweeps/loss.json has
+    // both recoveries over a longer run.
+    std::cout << "1% loss+1% reorder, 64 KiB @ MTU 256: selective " << sr_resent << " resent ("
+              << bound << " bound), " << sr.goodput_gbps << " Gb/s; go-back-N " << gbn_resent
+              << " resent, " << gbn_goodput << " Gb/s\n";
 }
 
 // --- soak: loss and reordering, every operation ------------------------------------------------
