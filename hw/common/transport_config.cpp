@@ -8,8 +8,8 @@ transport_config parse_transport_config(config::reader r, const std::string& sen
     transport_config c;
     std::string recovery = "go_back_n";
     r.get_one_of("recovery", recovery, {"go_back_n", "selective_repeat"});
-    c.recovery = recovery == "selective_repeat" ? recovery_mode::SELECTIVE_REPEAT
-                                                : recovery_mode::GO_BACK_N;
+    c.recovery =
+        recovery == "selective_repeat" ? recovery_mode::SELECTIVE_REPEAT : recovery_mode::GO_BACK_N;
     r.get("sr_window", c.sr_window, 2u, 32768u);
     if (c.recovery == recovery_mode::SELECTIVE_REPEAT && send_path_impl != "model") {
         r.error("recovery",

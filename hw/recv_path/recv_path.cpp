@@ -738,8 +738,8 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             ++m_stats.messages;
             ++qp.msn;
             if (oi.has_immdt) {
-                post_recv_cqe(qpn, qp, hsi::CQE_RECV_IMM, hsi::CQE_OK, msg_len, p.hdr.immdt,
-                              bth.se, flow_id);
+                post_recv_cqe(qpn, qp, hsi::CQE_RECV_IMM, hsi::CQE_OK, msg_len, p.hdr.immdt, bth.se,
+                              flow_id);
             }
         }
     } else {  // RDMA WRITE
@@ -906,7 +906,13 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
     } else {
         uint8_t& slot = sr_slot(qp, diff);
         if ((slot & SR_PLACED) != 0) {
-            ++m_stats.duplicates;  // kept already (a resend overtaken by the original)
+            // Kept already: a resend overtaken by the original, or a go-back stream passing
+            // what was kept. The gap before it is still open: the stream's copy of the
+            // expected PSN was lost, so it is NAKed (once) as for any packet past a gap.
+            ++m_stats.duplicates;
+            if (!qp.nak_sent) {
+                sr_nak(qpn, qp);
+            }
             return;
         }
         qp.sr_beyond = std::max(qp.sr_beyond, diff);
@@ -920,8 +926,8 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
                               op == roce::RC_WRITE_LAST || op == roce::RC_WRITE_ONLY;
         if (keepable && sr_write(qpn, qp, frame, p, false, nullptr) == sr_put::PLACED) {
             const roce::opcode_info& oi = roce::info(op);
-            slot = SR_PLACED | (oi.is_last || oi.is_only ? SR_END : 0) |
-                   (bth.ack_req ? SR_ACKREQ : 0);
+            slot =
+                SR_PLACED | (oi.is_last || oi.is_only ? SR_END : 0) | (bth.ack_req ? SR_ACKREQ : 0);
             ++m_stats.sr_ooo_placed;
         } else {
             ++m_stats.sr_unkept;
@@ -1022,8 +1028,8 @@ recv_path::sr_put recv_path::sr_write(uint32_t qpn, qp_context& qp, const uint8_
     if (oi.is_first || oi.is_only) {
         const auto& reth = p.hdr.reth_;
         sr_write_target n;
-        if (m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length, XLATE_REMOTE_WRITE,
-                              true, n.segments) != xlate_status::OK) {
+        if (m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length, XLATE_REMOTE_WRITE, true,
+                              n.segments) != xlate_status::OK) {
             if (in_order) {
                 ++m_stats.protection_errors;
             }

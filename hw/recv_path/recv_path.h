@@ -128,14 +128,12 @@ private:
 
     // Selective repeat (rnic.transport.recovery = selective_repeat, IRN): see README.md.
     // Slot flags of the bitmap window (qp_context::sr_slots).
-    static constexpr uint8_t SR_PLACED = 1;   // placed, waiting for the packets before it
-    static constexpr uint8_t SR_END = 2;      // ... and it ends its message
-    static constexpr uint8_t SR_ACKREQ = 4;   // ... and it asked for an ACK
-    static constexpr uint8_t SR_DROPPED = 8;  // seen, not kept (a resend is needed)
+    static constexpr uint8_t SR_PLACED = 1;    // placed, waiting for the packets before it
+    static constexpr uint8_t SR_END = 2;       // ... and it ends its message
+    static constexpr uint8_t SR_ACKREQ = 4;    // ... and it asked for an ACK
+    static constexpr uint8_t SR_DROPPED = 8;   // seen, not kept (a resend is needed)
     static constexpr uint8_t SR_COVERED = 16;  // dropped, and a go-back NAK asked for it again
-    bool selective() const {
-        return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT;
-    }
+    bool selective() const { return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT; }
     uint8_t& sr_slot(qp_context& qp, uint32_t i) {
         return qp.sr_slots[(qp.sr_head + i) % m_cfg.transport.sr_window];
     }

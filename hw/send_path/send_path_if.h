@@ -41,9 +41,9 @@ struct tx_descriptor {
     // is missing, hw/tx_engine): the descriptor's packets are a run from the middle of a longer
     // message. Both true (the default) is a whole message, the only form before; the RTL send
     // path takes only that form (rtl/send_path/CONTRACT.md).
-    bool starts_message = true;  // false: the first packet is a Middle or Last (no RETH)
-    bool ends_message = true;    // false: the last packet is a Middle (no ImmDt/IETH, no SE);
-                                 // `length` is then a non-zero multiple of pmtu
+    bool starts_message = true;   // false: the first packet is a Middle or Last (no RETH)
+    bool ends_message = true;     // false: the last packet is a Middle (no ImmDt/IETH, no SE);
+                                  // `length` is then a non-zero multiple of pmtu
     uint32_t message_length = 0;  // RETH DMA length of the whole message (0: `length`)
     uint32_t pmtu = 1024;     // path MTU, bytes (256..4096)
     uint32_t length = 0;      // payload bytes of the message (READ_REQUEST: bytes to read)

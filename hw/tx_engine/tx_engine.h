@@ -255,9 +255,7 @@ private:
     // (selective repeat: the send path builds them as Middle/Last when they do not start the
     // message), AckReq on its last packet.
     tx_job slice_job(const outstanding& o, uint32_t first, uint32_t last) const;
-    bool selective() const {
-        return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT;
-    }
+    bool selective() const { return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT; }
     void read_finished(uint32_t qpn, qp_state& st);
     // Selective repeat: re-issues the READ `o` for its missing responses from resp_next up to
     // the next one placed (or its end).

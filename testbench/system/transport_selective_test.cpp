@@ -16,9 +16,6 @@
 //    of the message (and the ones after it) from every NAKed PSN.
 //
 // One elaboration per process: ctest runs each TEST as its own process.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -28,6 +25,9 @@
 
 #include "hw/common/config_reader.h"
 #include "testbench/system/transport_bench.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace rnic::transport_test {
 namespace {
@@ -63,9 +63,8 @@ json run_in_child(const json& doc, const std::vector<std::pair<std::string, std:
     if (pid == 0) {
         close(fds[0]);
         const scenario::run_result r = run_doc(doc);
-        json out = {{"passed", r.passed()},
-                    {"mismatches", r.mismatches},
-                    {"goodput_gbps", r.goodput_gbps}};
+        json out = {
+            {"passed", r.passed()}, {"mismatches", r.mismatches}, {"goodput_gbps", r.goodput_gbps}};
         for (const auto& [block, name] : names) {
             out[block + "/" + name] = counter(r, block, name);
         }
@@ -123,12 +122,12 @@ TEST(TransportSelective, KeysAreValidated) {
 // reaches the requester.
 scenario::run_result run_middles_lost(double drop, uint64_t seed, const json& extra,
                                       scenario::workload_config* w_out) {
-    const json w = {{"operation", "write"}, {"message_bytes", 65536}, {"messages", 32},
-                    {"qps", 4},             {"queue_depth", 2},       {"seed", 3},
+    const json w = {{"operation", "write"}, {"message_bytes", 65536},
+                    {"messages", 32},       {"qps", 4},
+                    {"queue_depth", 2},     {"seed", 3},
                     {"timeout_log", 10},    {"time_limit_ms", 2000}};
     const json faults = {{"drop", drop}, {"opcode", roce::RC_WRITE_MIDDLE}, {"seed", seed}};
-    const scenario::scenario_config cfg =
-        scenario::parse_scenario(scenario_doc(w, faults, extra));
+    const scenario::scenario_config cfg = scenario::parse_scenario(scenario_doc(w, faults, extra));
     *w_out = cfg.workload;
     return scenario::run_scenario(cfg);
 }
@@ -181,8 +180,9 @@ TEST(TransportSelective, SmallWindowDropsAndStillCompletes) {
 // READ responses lost (Middle responses only: requests, ACKs intact): the requester places the
 // responses past each gap at once and asks for the missing ones only (a READ of the gap).
 json read_responses_lost_doc(const json& extra) {
-    const json w = {{"operation", "read"}, {"message_bytes", 65536}, {"messages", 32},
-                    {"qps", 4},            {"queue_depth", 2},       {"seed", 3},
+    const json w = {{"operation", "read"}, {"message_bytes", 65536},
+                    {"messages", 32},      {"qps", 4},
+                    {"queue_depth", 2},    {"seed", 3},
                     {"timeout_log", 10},   {"time_limit_ms", 2000}};
     const json faults = {{"drop", 0.01}, {"opcode", roce::RC_READ_RESP_MIDDLE}, {"seed", 13}};
     return scenario_doc(w, faults, extra);
@@ -228,8 +228,9 @@ TEST(TransportSelective, ReadResponsesPastAGapArePlaced) {
 // --- goodput against go-back-N at 1 % loss, both directions, with reordering ------------------
 
 json lossy_doc(const json& extra) {
-    const json w = {{"operation", "write"}, {"message_bytes", 65536}, {"messages", 64},
-                    {"qps", 8},             {"queue_depth", 2},       {"seed", 4},
+    const json w = {{"operation", "write"}, {"message_bytes", 65536},
+                    {"messages", 64},       {"qps", 8},
+                    {"queue_depth", 2},     {"seed", 4},
                     {"timeout_log", 10},    {"time_limit_ms", 5000}};
     const json faults = {{"drop", 0.01}, {"reorder", 0.01}, {"seed", 5}};
     return scenario_doc(w, faults, extra);
@@ -242,7 +243,8 @@ scenario::run_result run_lossy(const json& extra, scenario::workload_config* w_o
 
 TEST(TransportSelective, FewerResendsThanGoBackNAtOnePercentLoss) {
     const std::string tx = "node0.nic.tx_engine";
-    const json gbn = run_in_child(lossy_doc(go_back_n_small_mtu()), {{tx, "retransmitted_packets"}});
+    const json gbn =
+        run_in_child(lossy_doc(go_back_n_small_mtu()), {{tx, "retransmitted_packets"}});
     ASSERT_TRUE(gbn.value("passed", false));
     EXPECT_EQ(gbn.value("mismatches", 1), 0);
     scenario::workload_config w;

@@ -20,8 +20,7 @@ using namespace rnic::hw;
 
 // IBA table 38, RC.
 constexpr uint8_t SEND_FIRST = 0x00, SEND_MIDDLE = 0x01, SEND_LAST = 0x02, SEND_LAST_IMM = 0x03;
-constexpr uint8_t WRITE_FIRST = 0x06, WRITE_MIDDLE = 0x07, WRITE_LAST = 0x08,
-                  WRITE_LAST_IMM = 0x09;
+constexpr uint8_t WRITE_FIRST = 0x06, WRITE_MIDDLE = 0x07, WRITE_LAST = 0x08, WRITE_LAST_IMM = 0x09;
 
 tx_descriptor write_of(uint32_t length) {
     tx_descriptor d;
@@ -42,8 +41,8 @@ std::vector<roce::parsed_frame> frames_of(const tx_descriptor& d) {
     for (uint32_t i = 0; i < packet_count(d); ++i) {
         const packet_plan p = plan_packet(d, i);
         std::vector<uint8_t> f;
-        roce::build_frame(make_frame_header(d, p), payload.data() + p.payload_offset,
-                          p.payload_len, f);
+        roce::build_frame(make_frame_header(d, p), payload.data() + p.payload_offset, p.payload_len,
+                          f);
         EXPECT_EQ(f.size(), p.frame_bytes);
         roce::parsed_frame pf;
         EXPECT_EQ(roce::parse_frame(f.data(), f.size(), pf), roce::parse_error::NONE);
