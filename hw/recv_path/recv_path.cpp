@@ -798,7 +798,7 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
         switch (syn >> 5) {
             case 0:
                 ++m_stats.acks_received;
-                m_tx.on_ack(qpn, bth.psn);
+                m_tx.on_ack(qpn, bth.psn, true);
                 break;
             case 1:
                 ++m_stats.naks_received;

@@ -146,6 +146,8 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     if (selective()) {
         s.add(b, "selective_naks", m_stats.selective_naks, "count",
               "selective NAKs acted on: the one packet at their PSN resent");
+        s.add(b, "tail_resends", m_stats.tail_resends, "count",
+              "packets resent because the ACK of a selective resend stopped short of them");
     }
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
@@ -619,7 +621,7 @@ void tx_engine::flush_qp(uint32_t qpn) {
     }
 }
 
-void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
+void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
     if (m_ack_observer) {
         m_ack_observer(qpn, psn, false);  // congestion control: RTT sample
     }
@@ -647,7 +649,38 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
     if (progress) {
         restart_timer(qpn, it->second);
     }
+    qp_state& st = it->second;
+    if (from_wire && st.probe && psn_le(st.probe_from, psn)) {
+        // Selective repeat, tail loss: this ACK answers the last selective resend, which went
+        // out after every PSN up to probe_psn. The responder NAKs the next gap at once when
+        // anything past it has arrived, so an ACK short of probe_psn means the packets after it
+        // never came (lost at the tail, where no later packet reveals the gap): they go again
+        // now, not after the retransmission timer.
+        st.probe = false;
+        if (!psn_le(st.probe_psn, psn)) {
+            resend_range(qpn, st, (psn + 1) & PSN_MASK, st.probe_psn);
+        }
+    }
     retire(qpn);
+}
+
+void tx_engine::resend_range(uint32_t qpn, qp_state& st, uint32_t from, uint32_t to) {
+    for (auto& o : st.queue) {
+        if (o.done || !o.on_wire || o.is_read || !psn_le(from, o.last_psn) ||
+            !psn_le(o.first_psn, to)) {
+            continue;  // READs are repaired by their responses' gaps and the timer
+        }
+        const uint32_t k0 = psn_le(from, o.first_psn) ? 0 : (from - o.first_psn) & PSN_MASK;
+        const uint32_t k1 = psn_le(o.last_psn, to) ? (o.last_psn - o.first_psn) & PSN_MASK
+                                                   : (to - o.first_psn) & PSN_MASK;
+        tx_job j = slice_job(o, k0, k1);
+        j.selective = true;
+        m_stats.tail_resends += k1 - k0 + 1;
+        m_retransmits.push_back(std::move(j));
+        ++m_stats.retransmits;
+    }
+    m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+    (void)qpn;
 }
 
 sc_core::sc_time tx_engine::timeout_of(const qp_context& qp) const {
@@ -802,6 +835,7 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
     // The NAK acknowledges everything before `psn` in any case (IBA 9.7.5.1.3); if that is more
     // than was acknowledged before, it is forward progress: the retransmission timer and the
     // retry budget start over (a long message may make progress only through NAKs).
+    st.probe = false;
     on_ack(qpn, (psn - 1) & PSN_MASK);
     if (st.rnr_wait && psn == st.rnr_psn) {
         return;  // the RNR timer owns the retry of this PSN
@@ -830,6 +864,7 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
         ++m_stats.stale_naks;  // overtaken by a later ACK or NAK
         return;
     }
+    st.probe = false;  // the responder has something past `psn`: a gap, not a lost tail
     on_ack(qpn, (psn - 1) & PSN_MASK);  // acknowledges everything before `psn`
     if (st.rnr_wait && psn == st.rnr_psn) {
         return;
@@ -1001,6 +1036,20 @@ void tx_engine::request_sent(const tx_job& job) {
         return;
     }
     qp_state& st = it->second;
+    if (selective()) {
+        const bool read = job.desc.kind == tx_kind::READ_REQUEST;
+        const uint32_t last = (job.desc.psn + packets_of(job.desc.length, job.desc.pmtu) - 1) &
+                              PSN_MASK;  // a READ request takes the PSNs of its responses
+        if (job.selective && !read && st.sent_any) {
+            st.probe = true;  // its ACK shows whether what was sent before it arrived
+            st.probe_from = job.desc.psn;
+            st.probe_psn = st.sent_psn;
+        }
+        if (!st.sent_any || psn_le(st.sent_psn, last)) {
+            st.sent_any = true;
+            st.sent_psn = last;
+        }
+    }
     // Newest first: a new request is the last entry, a resend one of the oldest few.
     for (auto o = st.queue.rbegin(); o != st.queue.rend(); ++o) {
         if (psn_in(job.desc.psn, o->first_psn, o->last_psn) && o->on_wire) {

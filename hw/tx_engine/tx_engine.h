@@ -69,8 +69,9 @@ public:
     void post_response(tx_job&& job);
 
     // --- from the receive path (requester side) ---
-    // ACK (syndrome ACK) covering every request up to and including `psn`.
-    void on_ack(uint32_t qpn, uint32_t psn);
+    // ACK (syndrome ACK) covering every request up to and including `psn`. `from_wire`: an
+    // ACK packet (not one implied by a NAK or a READ response).
+    void on_ack(uint32_t qpn, uint32_t psn, bool from_wire = false);
     // NAK: the request at `psn` failed with the hsi::cqe_status given; the QP goes to error.
     void on_nak(uint32_t qpn, uint32_t psn, uint8_t status);
     // NAK PSN sequence error: the responder expects `psn`; go back N from there.
@@ -154,6 +155,7 @@ public:
         uint64_t reset_discarded = 0;    // WQEs of a QP reset/destroyed first: no completion
         uint64_t dropped_stale = 0;      // queued jobs of a reset/destroyed QP, not sent
         uint64_t selective_naks = 0;     // selective NAKs acted on (selective repeat only)
+        uint64_t tail_resends = 0;       // packets resent after an ACK showed a lost tail
     };
     const stats& get_stats() const { return m_stats; }
     // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and
@@ -220,6 +222,14 @@ private:
         // unacknowledged PSN is the first outstanding request's.
         bool acked_any = false;
         uint32_t acked_psn = 0;
+        // Selective repeat: the last PSN handed to the send path, and the tail probe of the last
+        // selective resend: when the ACK that covers the resend stops short of `probe_psn`
+        // (the last PSN sent before it), the packets between were lost.
+        bool sent_any = false;
+        uint32_t sent_psn = 0;
+        bool probe = false;
+        uint32_t probe_from = 0;  // the resend's PSN
+        uint32_t probe_psn = 0;
         // The loss recovery episode in progress (see recovery_stats).
         bool episode_open = false;
         bool episode_timed_out = false;  // the timer fired during it
@@ -246,6 +256,9 @@ private:
     bool acknowledge_through(uint32_t qpn, qp_state& st, uint32_t psn);
     void end_episode(uint32_t qpn, qp_state& st, bool failed);
     recovery_stats& qp_recovery(uint32_t qpn) { return m_recovery_by_qp[qpn]; }
+    // Selective repeat: queues the packets from..to (PSNs) of the unfinished SEND/WRITE messages
+    // as resends of their own (never superseded).
+    void resend_range(uint32_t qpn, qp_state& st, uint32_t from, uint32_t to);
     // Queues every unfinished message from `psn` on for retransmission (a READ that already
     // placed responses is re-issued from its first missing response). Resends of the QP still
     // queued are kept if the first of them starts at or before `psn` (they cover it), else
