@@ -930,10 +930,10 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
                 SR_PLACED | (oi.is_last || oi.is_only ? SR_END : 0) | (bth.ack_req ? SR_ACKREQ : 0);
             ++m_stats.sr_ooo_placed;
         } else {
+            // Dropped; if it was the copy a go-back NAK asked for, that copy has come and gone,
+            // so it must be asked for again.
             ++m_stats.sr_unkept;
-            if ((slot & SR_COVERED) == 0) {
-                slot |= SR_DROPPED;
-            }
+            slot = SR_DROPPED;
         }
     }
     if (!qp.nak_sent) {  // one NAK per gap

@@ -658,13 +658,13 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
         // now, not after the retransmission timer.
         st.probe = false;
         if (!psn_le(st.probe_psn, psn)) {
-            resend_range(qpn, st, (psn + 1) & PSN_MASK, st.probe_psn);
+            resend_range(st, (psn + 1) & PSN_MASK, st.probe_psn);
         }
     }
     retire(qpn);
 }
 
-void tx_engine::resend_range(uint32_t qpn, qp_state& st, uint32_t from, uint32_t to) {
+void tx_engine::resend_range(qp_state& st, uint32_t from, uint32_t to) {
     for (auto& o : st.queue) {
         if (o.done || !o.on_wire || o.is_read || !psn_le(from, o.last_psn) ||
             !psn_le(o.first_psn, to)) {
@@ -680,7 +680,6 @@ void tx_engine::resend_range(uint32_t qpn, qp_state& st, uint32_t from, uint32_t
         ++m_stats.retransmits;
     }
     m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
-    (void)qpn;
 }
 
 sc_core::sc_time tx_engine::timeout_of(const qp_context& qp) const {
@@ -884,8 +883,18 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
         if (o.done || !o.on_wire || !psn_in(psn, o.first_psn, o.last_psn)) {
             continue;
         }
+        if (o.is_read && psn == o.first_psn) {
+            // The READ request never arrived: it alone goes again (the responder kept what
+            // came after it).
+            tx_job j = o.job;
+            j.selective = true;
+            m_retransmits.push_back(std::move(j));
+            ++m_stats.retransmits;
+            m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+            return;
+        }
         if (o.is_read) {
-            go_back_n(qpn, psn);  // the READ request is re-issued (its responses go in order)
+            go_back_n(qpn, psn);  // re-issued from its first missing response
             return;
         }
         // The responder kept what came after `psn`: only this packet goes again. A WRITE
@@ -1156,10 +1165,12 @@ void tx_engine::on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) {
             continue;
         }
         const uint32_t n = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
-        if (o.resp_have.empty()) {
-            o.resp_have.assign(n, 0);
+        if (o.resp_have.empty() && psn != o.resp_next) {
+            o.resp_have.assign(n, 0);  // the READ's first gap (in order, none is needed)
         }
-        o.resp_have[(psn - o.first_psn) & PSN_MASK] = 1;
+        if (!o.resp_have.empty()) {
+            o.resp_have[(psn - o.first_psn) & PSN_MASK] = 1;
+        }
         if (psn != o.resp_next) {
             // Past a gap: kept; the missing responses are asked for once (a READ of them only).
             if (!o.resp_gap) {
@@ -1174,9 +1185,9 @@ void tx_engine::on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) {
             }
             return;
         }
-        // In order: move past every response placed since.
-        uint32_t next = (o.resp_next - o.first_psn) & PSN_MASK;
-        while (next < n && o.resp_have[next] != 0) {
+        // In order: move past it and every response placed since.
+        uint32_t next = ((o.resp_next - o.first_psn) & PSN_MASK) + 1;
+        while (next < n && next < o.resp_have.size() && o.resp_have[next] != 0) {
             ++next;
         }
         o.resp_next = (o.first_psn + next) & PSN_MASK;
@@ -1191,7 +1202,7 @@ void tx_engine::on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) {
             return;
         }
         restart_timer(qpn, st);  // forward progress (IBA 9.7.6.1.2)
-        for (uint32_t k = next; !o.resp_gap && k < n; ++k) {
+        for (uint32_t k = next; !o.resp_gap && k < o.resp_have.size(); ++k) {
             if (o.resp_have[k] != 0) {
                 reissue_read_gap(qpn, st, o);  // the next gap: responses past it are in
                 break;

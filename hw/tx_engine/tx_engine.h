@@ -258,7 +258,7 @@ private:
     recovery_stats& qp_recovery(uint32_t qpn) { return m_recovery_by_qp[qpn]; }
     // Selective repeat: queues the packets from..to (PSNs) of the unfinished SEND/WRITE messages
     // as resends of their own (never superseded).
-    void resend_range(uint32_t qpn, qp_state& st, uint32_t from, uint32_t to);
+    void resend_range(qp_state& st, uint32_t from, uint32_t to);
     // Queues every unfinished message from `psn` on for retransmission (a READ that already
     // placed responses is re-issued from its first missing response). Resends of the QP still
     // queued are kept if the first of them starts at or before `psn` (they cover it), else
