@@ -302,6 +302,15 @@ void soak(uint64_t fault_seed, const std::string& operation) {
     // At most queue_depth x packets per message (2 x 256) past the expected PSN: the default
     // window (1024) drops nothing.
     EXPECT_EQ(counter(r, "node1.nic.recv_path", "sr_window_drops"), 0u);
+    if (operation == "send") {
+        // SEND packets past a gap are never kept (their receive WQE is not known yet): nothing
+        // is placed out of order, and every NAK is a go-back NAK.
+        EXPECT_EQ(counter(r, "node1.nic.recv_path", "sr_ooo_placed"), 0u);
+        EXPECT_EQ(counter(r, "node1.nic.recv_path", "sr_selective_naks"), 0u);
+        EXPECT_GT(counter(r, "node1.nic.recv_path", "sr_goback_naks"), 0u);
+    } else {
+        EXPECT_GT(counter(r, "node1.nic.recv_path", "sr_ooo_placed"), 0u);
+    }
     const std::string tx = "node0.nic.tx_engine";
     EXPECT_EQ(counter(r, tx, "recovery_failed"), 0u);
     EXPECT_EQ(counter(r, tx, "recovery_nak_episodes") + counter(r, tx, "recovery_timeout_episodes"),
