@@ -19,6 +19,9 @@ nic_config parse_nic_config(config::reader r) {
     c.tx_engine = parse_tx_engine_config(r.child("tx_engine"));
     c.send_path = parse_send_path_config(r.child("send_path"));
     c.recv_path = parse_recv_path_config(r.child("recv_path"));
+    c.transport = parse_transport_config(r.child("transport"), c.send_path.impl);
+    c.tx_engine.transport = c.transport;  // requester and responder of one NIC agree on it
+    c.recv_path.transport = c.transport;
     c.cq_writer = parse_cq_writer_config(r.child("cq_writer"));
     c.cq = parse_cq_config(r.child("cq"));
     c.faults = parse_fault_config(r.child("faults"));

@@ -9,6 +9,7 @@
 #include "hw/cc/registry.h"
 #include "hw/cmd_processor/cmd_processor.h"
 #include "hw/common/config_reader.h"
+#include "hw/common/transport_config.h"
 #include "hw/context/limits.h"
 #include "hw/context_cache/context_cache.h"
 #include "hw/cq_writer/cq_writer.h"
@@ -37,6 +38,7 @@ struct nic_config {
     tx_engine_config tx_engine;
     send_path_config send_path;
     recv_path_config recv_path;
+    transport_config transport;  // RC loss recovery: go-back-N or selective repeat
     cq_writer_config cq_writer;
     cq_config cq;         // CQ features: interrupt moderation (hw/cq_writer)
     fault_config faults;  // injected device faults (hw/cmd_processor)

@@ -23,6 +23,10 @@ constexpr uint8_t AETH_NAK_PSN = 0x60;
 constexpr uint8_t AETH_NAK_INVALID = 0x61;
 constexpr uint8_t AETH_NAK_ACCESS = 0x62;
 constexpr uint8_t AETH_NAK_OPERATIONAL = 0x63;
+// Selective repeat's NAK (IRN): resend only the packet at this PSN. A reserved NAK code of the
+// IBA (0x65..0x7F): both ends must run selective repeat (rnic.transport, one NIC config).
+constexpr uint8_t AETH_NAK_SELECTIVE = 0x65;
+constexpr uint32_t HALF_PSN = 0x800000;
 
 uint32_t packets_of(uint32_t len, uint32_t pmtu) {
     return len == 0 ? 1 : (len + pmtu - 1) / pmtu;
@@ -124,6 +128,20 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
           "access / invalid request / operational NAKs sent (the QP went to error)");
     s.add(b, "flushed_receives", m_stats.flushed_receives, "count",
           "receive WQEs completed with a flush error (QP in error)");
+    if (selective()) {
+        m_sr_writes.resize(contexts.max_qps());  // empty per QP until it sees a WRITE
+        s.add(b, "sr_selective_naks", m_stats.sr_selective_naks, "count",
+              "selective NAKs sent: resend the one packet at the expected PSN");
+        s.add(b, "sr_goback_naks", m_stats.sr_goback_naks, "count",
+              "sequence NAKs sent under selective repeat: a packet past the gap was dropped");
+        s.add(b, "sr_ooo_placed", m_stats.sr_ooo_placed, "count",
+              "packets past the expected PSN placed directly and kept in the bitmap window");
+        s.add(b, "sr_window_drops", m_stats.sr_window_drops, "count",
+              "packets past the bitmap window (rnic.transport.sr_window): dropped");
+        s.add(b, "sr_unkept", m_stats.sr_unkept, "count",
+              "packets past the expected PSN that cannot be placed yet (SEND, READ request, "
+              "WRITE with immediate, WRITE whose First is missing): dropped");
+    }
     tx.set_qp_error_listener([this](uint32_t qpn) { flush_receives(qpn); });
     if (ctx.vcd != nullptr) {
         m_fifo.trace(ctx.vcd, b);
@@ -165,6 +183,9 @@ void recv_path::reset_qp(uint32_t qpn) {
     m_rq_prefetch[qpn].clear();
     m_recv_segments[qpn].clear();
     m_write_segments[qpn].clear();
+    if (selective()) {
+        m_sr_writes[qpn].clear();
+    }
 }
 
 void recv_path::flush_queue(uint32_t qpn) {
@@ -602,6 +623,8 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
                 flush_ack(qpn, qp);
                 send_ack(qpn, qp, qp.expected_psn - 1, AETH_ACK);
             }
+        } else if (selective()) {
+            sr_out_of_order(qpn, qp, frame, p, diff);
         } else {
             ++m_stats.out_of_sequence;
             if (!qp.nak_sent) {  // one NAK per gap
@@ -616,9 +639,13 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
     const roce::opcode_info& oi = roce::info(op);
     const uint8_t* payload = frame + p.payload_offset;
     const uint32_t len = static_cast<uint32_t>(p.payload_len);
+    const uint32_t before = qp.expected_psn;
 
     if (op == roce::RC_READ_REQUEST) {
         serve_read(qpn, qp, p, flow_id, true);
+        if (selective()) {
+            sr_advance(qpn, qp, before, false);
+        }
         return;
     }
 
@@ -705,6 +732,20 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             }
             post_recv_cqe(qpn, qp, opcode, hsi::CQE_OK, qp.recv_offset, imm, bth.se, flow_id);
         }
+    } else if (selective()) {  // RDMA WRITE, through the window's table of WRITE targets
+        uint32_t msg_len = 0;
+        if (sr_write(qpn, qp, frame, p, true, &msg_len) != sr_put::PLACED) {
+            return;  // NAKed (fatal)
+        }
+        qp.expected_psn = (qp.expected_psn + 1) & PSN_MASK;
+        if (oi.is_last || oi.is_only) {
+            ++m_stats.messages;
+            ++qp.msn;
+            if (oi.has_immdt) {
+                post_recv_cqe(qpn, qp, hsi::CQE_RECV_IMM, hsi::CQE_OK, msg_len, p.hdr.immdt, bth.se,
+                              flow_id);
+            }
+        }
     } else {  // RDMA WRITE
         auto& segs = m_write_segments[qpn];
         if (oi.is_first || oi.is_only) {
@@ -746,7 +787,9 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             }
         }
     }
-    if (bth.ack_req) {
+    if (selective()) {
+        sr_advance(qpn, qp, before, bth.ack_req);
+    } else if (bth.ack_req) {
         request_ack(qpn, qp, bth.psn);
     }
 }
@@ -759,7 +802,7 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
         switch (syn >> 5) {
             case 0:
                 ++m_stats.acks_received;
-                m_tx.on_ack(qpn, bth.psn);
+                m_tx.on_ack(qpn, bth.psn, true);
                 break;
             case 1:
                 ++m_stats.naks_received;
@@ -771,6 +814,10 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
                 const uint8_t code = syn & 0x1F;
                 if (code == 0) {
                     m_tx.on_nak_sequence(qpn, bth.psn);
+                    break;
+                }
+                if (selective() && syn == AETH_NAK_SELECTIVE) {
+                    m_tx.on_nak_selective(qpn, bth.psn);
                     break;
                 }
                 static const uint8_t status[] = {
@@ -792,13 +839,16 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
         return;
     }
     if (bth.psn != t.next_psn) {
-        if (((bth.psn - t.next_psn) & PSN_MASK) >= 0x800000) {
+        if (((bth.psn - t.next_psn) & PSN_MASK) >= 0x800000 || t.placed) {
             ++m_stats.duplicates;  // placed already (responses of a re-issued READ)
-        } else {
-            ++m_stats.out_of_sequence;  // a response is missing: the READ goes again
-            m_tx.on_read_response(qpn, t.first_psn, bth.psn, false);
+            return;
         }
-        return;
+        ++m_stats.out_of_sequence;  // a response is missing
+        if (!selective()) {
+            m_tx.on_read_response(qpn, t.first_psn, bth.psn, false);  // the READ goes again
+            return;
+        }
+        // Selective repeat: placed directly at the offset its PSN implies (below) and kept.
     }
     const uint64_t offset = static_cast<uint64_t>((bth.psn - t.first_psn) & PSN_MASK) * qp.pmtu;
     const uint32_t len = static_cast<uint32_t>(p.payload_len);
@@ -817,11 +867,218 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
     }
     ++m_stats.read_responses;
     place(t.segments, offset, frame + p.payload_offset, len);
+    if (selective()) {
+        if (bth.psn != t.next_psn) {
+            ++m_stats.sr_ooo_placed;
+        }
+        m_tx.on_read_placed(qpn, t.first_psn, bth.psn);  // completes the READ when all are in
+        return;
+    }
     m_tx.on_read_response(qpn, t.first_psn, bth.psn, true);
     const roce::opcode_info& oi = roce::info(bth.opcode);
     if (oi.is_last || oi.is_only) {
         m_tx.on_read_done(qpn, t.first_psn);
     }
+}
+
+// --- Selective repeat (IRN) ---
+
+void recv_path::sr_shift(qp_context& qp, uint32_t n) {
+    if (qp.sr_slots.empty()) {
+        return;
+    }
+    const uint32_t w = m_cfg.transport.sr_window;
+    for (uint32_t k = 0; k < std::min(n, w); ++k) {
+        qp.sr_slots[qp.sr_head] = 0;
+        qp.sr_head = (qp.sr_head + 1) % w;
+    }
+    qp.sr_beyond = qp.sr_beyond > n ? qp.sr_beyond - n : 0;
+}
+
+void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* frame,
+                                const roce::parsed_frame& p, uint32_t diff) {
+    ++m_stats.out_of_sequence;
+    const auto& bth = p.hdr.bth_;
+    const uint32_t w = m_cfg.transport.sr_window;
+    if (qp.sr_slots.empty()) {
+        qp.sr_slots.assign(w, 0);  // the QP's first loss or reordering
+        qp.sr_head = 0;
+    }
+    if (diff >= w) {
+        ++m_stats.sr_window_drops;  // no slot for it: the next NAK goes back to the gap
+        qp.sr_overflow = true;
+    } else {
+        uint8_t& slot = sr_slot(qp, diff);
+        if ((slot & SR_PLACED) != 0) {
+            // Kept already: a resend overtaken by the original, or a go-back stream passing
+            // what was kept. The gap before it is still open: the stream's copy of the
+            // expected PSN was lost, so it is NAKed (once) as for any packet past a gap.
+            ++m_stats.duplicates;
+            if (!qp.nak_sent) {
+                sr_nak(qpn, qp);
+            }
+            return;
+        }
+        qp.sr_beyond = std::max(qp.sr_beyond, diff);
+        // Kept: WRITE packets without immediate (placed at the offset their PSN implies, the
+        // target known from their message's First). Not kept: SEND (which receive WQE and
+        // offset is not known before the messages in front of it arrive), WRITE with
+        // immediate (consumes a receive WQE in order), READ requests (responses and the
+        // ACKs they imply go in PSN order).
+        const uint8_t op = bth.opcode;
+        const bool keepable = op == roce::RC_WRITE_FIRST || op == roce::RC_WRITE_MIDDLE ||
+                              op == roce::RC_WRITE_LAST || op == roce::RC_WRITE_ONLY;
+        if (keepable && sr_write(qpn, qp, frame, p, false, nullptr) == sr_put::PLACED) {
+            const roce::opcode_info& oi = roce::info(op);
+            slot =
+                SR_PLACED | (oi.is_last || oi.is_only ? SR_END : 0) | (bth.ack_req ? SR_ACKREQ : 0);
+            ++m_stats.sr_ooo_placed;
+        } else {
+            // Dropped; if it was the copy a go-back NAK asked for, that copy has come and gone,
+            // so it must be asked for again.
+            ++m_stats.sr_unkept;
+            slot = SR_DROPPED;
+        }
+    }
+    if (!qp.nak_sent) {  // one NAK per gap
+        sr_nak(qpn, qp);
+    }
+}
+
+void recv_path::sr_nak(uint32_t qpn, qp_context& qp) {
+    bool go_back = qp.sr_overflow;
+    for (uint32_t i = 0; !qp.sr_slots.empty() && i <= qp.sr_beyond; ++i) {
+        go_back = go_back || (sr_slot(qp, i) & SR_DROPPED) != 0;
+    }
+    if (go_back) {
+        // The requester resends everything from the gap on: every packet not kept up to the
+        // highest one seen is coming again, so reaching it is no new gap.
+        for (uint32_t i = 0; !qp.sr_slots.empty() && i <= qp.sr_beyond; ++i) {
+            uint8_t& slot = sr_slot(qp, i);
+            if ((slot & SR_PLACED) == 0) {
+                slot = SR_COVERED;
+            }
+        }
+        qp.sr_overflow = false;
+        ++m_stats.sr_goback_naks;
+    } else {
+        ++m_stats.sr_selective_naks;
+    }
+    qp.nak_sent = true;
+    flush_ack(qpn, qp);  // held ACKs first: ACK/NAK PSNs never go backwards
+    send_ack(qpn, qp, qp.expected_psn, go_back ? AETH_NAK_PSN : AETH_NAK_SELECTIVE);
+}
+
+void recv_path::sr_advance(uint32_t qpn, qp_context& qp, uint32_t before, bool ack_req) {
+    const uint32_t executed = (qp.expected_psn - before) & PSN_MASK;
+    if (executed == 0) {
+        return;  // not executed (a fatal NAK went out)
+    }
+    bool ack = ack_req;
+    if (!qp.sr_slots.empty()) {
+        sr_shift(qp, executed);
+        // The kept packets that follow complete now, in PSN order (message by message).
+        while ((sr_slot(qp, 0) & SR_PLACED) != 0) {
+            const uint8_t slot = sr_slot(qp, 0);
+            if ((slot & SR_END) != 0) {
+                ++m_stats.messages;
+                ++qp.msn;
+            }
+            ack = ack || (slot & SR_ACKREQ) != 0;
+            sr_shift(qp, 1);
+            qp.expected_psn = (qp.expected_psn + 1) & PSN_MASK;
+        }
+        sr_prune(qpn, qp);
+        // Something past the expected PSN arrived, and the packet there is not on its way
+        // again after a go-back NAK: the next gap, NAKed at once.
+        const uint8_t gap = sr_slot(qp, 0);
+        if ((qp.sr_beyond > 0 || qp.sr_overflow || (gap & SR_DROPPED) != 0) &&
+            (gap & SR_COVERED) == 0) {
+            sr_nak(qpn, qp);  // acknowledges everything before it
+            return;
+        }
+    }
+    sr_prune(qpn, qp);
+    if (ack) {
+        request_ack(qpn, qp, (qp.expected_psn - 1) & PSN_MASK);
+    }
+}
+
+void recv_path::sr_prune(uint32_t qpn, const qp_context& qp) {
+    // WRITE targets whose last PSN is behind the expected one are done.
+    auto& targets = m_sr_writes[qpn];
+    targets.erase(std::remove_if(targets.begin(), targets.end(),
+                                 [&](const sr_write_target& t) {
+                                     const uint32_t end = (t.first_psn + t.packets) & PSN_MASK;
+                                     return ((qp.expected_psn - end) & PSN_MASK) < HALF_PSN;
+                                 }),
+                  targets.end());
+}
+
+recv_path::sr_put recv_path::sr_write(uint32_t qpn, qp_context& qp, const uint8_t* frame,
+                                      const roce::parsed_frame& p, bool in_order,
+                                      uint32_t* msg_len) {
+    const auto& bth = p.hdr.bth_;
+    const roce::opcode_info& oi = roce::info(bth.opcode);
+    auto& targets = m_sr_writes[qpn];
+    auto fail = [&](uint8_t syndrome) {
+        if (!in_order) {
+            return sr_put::NOT_KEPT;  // decided when it is the expected PSN
+        }
+        nak_fatal(qpn, qp, bth.psn, syndrome);
+        return sr_put::FAILED;
+    };
+    sr_write_target* t = nullptr;
+    if (oi.is_first || oi.is_only) {
+        const auto& reth = p.hdr.reth_;
+        sr_write_target n;
+        if (m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length, XLATE_REMOTE_WRITE, true,
+                              n.segments) != xlate_status::OK) {
+            if (in_order) {
+                ++m_stats.protection_errors;
+            }
+            return fail(AETH_NAK_ACCESS);
+        }
+        n.first_psn = bth.psn;
+        n.packets = packets_of(reth.dma_length, qp.pmtu);
+        n.length = reth.dma_length;
+        n.rkey = reth.rkey;
+        targets.push_back(std::move(n));
+        t = &targets.back();
+    } else {
+        for (auto& c : targets) {
+            if (((bth.psn - c.first_psn) & PSN_MASK) < c.packets) {
+                t = &c;
+                break;
+            }
+        }
+        if (t == nullptr) {
+            if (in_order) {
+                ++m_stats.bad_opcode_sequence;  // a Middle/Last with no WRITE open
+            }
+            return fail(AETH_NAK_INVALID);
+        }
+        if (!key_live(t->rkey, qp.pdn)) {  // re-checked per packet, as in order
+            if (in_order) {
+                ++m_stats.protection_errors;
+            }
+            return fail(AETH_NAK_ACCESS);
+        }
+    }
+    const uint32_t index = (bth.psn - t->first_psn) & PSN_MASK;
+    const uint64_t offset = static_cast<uint64_t>(index) * qp.pmtu;
+    const uint32_t len = static_cast<uint32_t>(p.payload_len);
+    const bool ends = oi.is_last || oi.is_only;
+    // Every packet but the last is a full path MTU; the last one ends the WRITE's length.
+    if (offset + len > t->length || (ends ? offset + len != t->length : len != qp.pmtu) ||
+        ends != (index + 1 == t->packets)) {
+        return fail(AETH_NAK_INVALID);
+    }
+    place(t->segments, offset, frame + p.payload_offset, len);
+    if (msg_len != nullptr) {
+        *msg_len = t->length;
+    }
+    return sr_put::PLACED;
 }
 
 }  // namespace rnic::hw

@@ -87,6 +87,12 @@ public:
         uint64_t protection_errors = 0;
         uint64_t fatal_naks = 0;        // NAKs that put the responder QP in error
         uint64_t flushed_receives = 0;  // receive WQEs completed with a flush error
+        // Selective repeat only (registered in stats.json when it is on).
+        uint64_t sr_selective_naks = 0;  // NAKs asking for one packet (the gap at expected PSN)
+        uint64_t sr_goback_naks = 0;     // sequence NAKs: resend from the gap on (drops past it)
+        uint64_t sr_ooo_placed = 0;      // packets past the expected PSN placed and kept
+        uint64_t sr_window_drops = 0;    // packets past the bitmap window: dropped
+        uint64_t sr_unkept = 0;          // past the expected PSN, not placeable: dropped
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -119,6 +125,44 @@ private:
     void request_ack(uint32_t qpn, qp_context& qp, uint32_t psn);
     void flush_ack(uint32_t qpn, qp_context& qp);
     void ack_thread();
+
+    // Selective repeat (rnic.transport.recovery = selective_repeat, IRN): see README.md.
+    // Slot flags of the bitmap window (qp_context::sr_slots).
+    static constexpr uint8_t SR_PLACED = 1;    // placed, waiting for the packets before it
+    static constexpr uint8_t SR_END = 2;       // ... and it ends its message
+    static constexpr uint8_t SR_ACKREQ = 4;    // ... and it asked for an ACK
+    static constexpr uint8_t SR_DROPPED = 8;   // seen, not kept (a resend is needed)
+    static constexpr uint8_t SR_COVERED = 16;  // dropped, and a go-back NAK asked for it again
+    bool selective() const { return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT; }
+    uint8_t& sr_slot(qp_context& qp, uint32_t i) {
+        return qp.sr_slots[(qp.sr_head + i) % m_cfg.transport.sr_window];
+    }
+    // The window moves on by `n` PSNs (the slots leaving it are cleared).
+    void sr_shift(qp_context& qp, uint32_t n);
+    // A request past the expected PSN (`diff` ahead): kept if within the window and placeable.
+    void sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* frame,
+                         const roce::parsed_frame& p, uint32_t diff);
+    // After in-order execution moved expected_psn on from `before`: completes the kept
+    // packets that follow, then NAKs the next gap or acknowledges.
+    void sr_advance(uint32_t qpn, qp_context& qp, uint32_t before, bool ack_req);
+    // NAK for the gap at expected_psn: selective (resend that packet) unless a packet past it
+    // was dropped unkept, then a sequence NAK (go back from it).
+    void sr_nak(uint32_t qpn, qp_context& qp);
+    // Forgets the WRITE targets the expected PSN has passed.
+    void sr_prune(uint32_t qpn, const qp_context& qp);
+    enum class sr_put { PLACED, NOT_KEPT, FAILED };  // FAILED: NAKed fatally (in order only)
+    // A WRITE packet placed through the window's table of WRITE targets (learnt from the
+    // RETH of each First/Only): in order or not. `msg_len`: the WRITE's length.
+    sr_put sr_write(uint32_t qpn, qp_context& qp, const uint8_t* frame, const roce::parsed_frame& p,
+                    bool in_order, uint32_t* msg_len);
+    struct sr_write_target {
+        uint32_t first_psn = 0;
+        uint32_t packets = 0;
+        uint32_t length = 0;
+        uint32_t rkey = 0;
+        std::vector<dma_segment> segments;
+    };
+    std::vector<std::vector<sr_write_target>> m_sr_writes;  // per QP: WRITEs in the window
 
     recv_path_config m_cfg;
     const clock_domain& m_clk;

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "hw/common/config_reader.h"
+#include "hw/common/transport_config.h"
 
 namespace rnic::hw {
 
@@ -24,6 +25,7 @@ struct recv_path_config {
     double ack_delay_ns = 2000;   // ... or this long after the oldest unacknowledged one
     uint32_t rnr_timer_code = 1;  // RNR NAK timer field (IBA table: 1 = 0.01 ms)
     uint32_t rq_prefetch = 4;     // receive WQEs read ahead per RQ/SRQ
+    transport_config transport;   // rnic.transport (loss recovery), set by the NIC
 };
 recv_path_config parse_recv_path_config(config::reader r);
 

@@ -21,8 +21,9 @@ struct packet_plan {
     uint32_t psn = 0;             // (descriptor psn + index) mod 2^24
     uint32_t payload_offset = 0;  // first payload byte within the message
     uint32_t payload_len = 0;
-    bool first = false;
-    bool last = false;
+    bool first = false;         // the message's first packet (First/Only opcode)
+    bool last = false;          // the message's last packet (Last/Only opcode)
+    bool end = false;           // the descriptor's last packet (== last for a whole message)
     uint32_t header_bytes = 0;  // Ethernet .. last extension header
     uint32_t frame_bytes = 0;   // headers + payload + pad + ICRC (no FCS)
     uint32_t beats = 0;         // output beats: ceil(frame_bytes / 64)

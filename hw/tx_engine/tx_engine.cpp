@@ -164,6 +164,12 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
         s.add(b, "sched_max_inflight", m_stats.sched_max_inflight, "bytes",
               "most unacknowledged SEND/WRITE payload bytes of a QP whose window was set");
     }
+    if (selective()) {
+        s.add(b, "selective_naks", m_stats.selective_naks, "count",
+              "selective NAKs acted on: the one packet at their PSN resent");
+        s.add(b, "tail_resends", m_stats.tail_resends, "count",
+              "packets resent because the ACK of a selective resend stopped short of them");
+    }
     if (ctx.vcd != nullptr) {
         m_requests.trace(ctx.vcd, b);
         m_responses.trace(ctx.vcd, b);
@@ -636,7 +642,7 @@ void tx_engine::flush_qp(uint32_t qpn) {
     }
 }
 
-void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
+void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
     if (m_ack_observer) {
         m_ack_observer(qpn, psn, false);  // congestion control: RTT sample
     }
@@ -677,7 +683,37 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn) {
     if (progress) {
         restart_timer(qpn, it->second);
     }
+    qp_state& st = it->second;
+    if (from_wire && st.probe && psn_le(st.probe_from, psn)) {
+        // Selective repeat, tail loss: this ACK answers the last selective resend, which went
+        // out after every PSN up to probe_psn. The responder NAKs the next gap at once when
+        // anything past it has arrived, so an ACK short of probe_psn means the packets after it
+        // never came (lost at the tail, where no later packet reveals the gap): they go again
+        // now, not after the retransmission timer.
+        st.probe = false;
+        if (!psn_le(st.probe_psn, psn)) {
+            resend_range(st, (psn + 1) & PSN_MASK, st.probe_psn);
+        }
+    }
     retire(qpn);
+}
+
+void tx_engine::resend_range(qp_state& st, uint32_t from, uint32_t to) {
+    for (auto& o : st.queue) {
+        if (o.done || !o.on_wire || o.is_read || !psn_le(from, o.last_psn) ||
+            !psn_le(o.first_psn, to)) {
+            continue;  // READs are repaired by their responses' gaps and the timer
+        }
+        const uint32_t k0 = psn_le(from, o.first_psn) ? 0 : (from - o.first_psn) & PSN_MASK;
+        const uint32_t k1 = psn_le(o.last_psn, to) ? (o.last_psn - o.first_psn) & PSN_MASK
+                                                   : (to - o.first_psn) & PSN_MASK;
+        tx_job j = slice_job(o, k0, k1);
+        j.selective = true;
+        m_stats.tail_resends += k1 - k0 + 1;
+        m_retransmits.push_back(std::move(j));
+        ++m_stats.retransmits;
+    }
+    m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
 }
 
 sc_core::sc_time tx_engine::timeout_of(const qp_context& qp) const {
@@ -787,8 +823,24 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
                 m_retransmits.push_back(std::move(j));
                 ++m_stats.retransmits;
                 ++m_stats.read_reissues;
+                if (selective()) {  // the rest is asked for: its gaps are no new ones
+                    o.resp_asked = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
+                    o.resp_gap = true;
+                }
                 continue;
             }
+        }
+        if (selective() && !o.is_read && psn_in(psn, o.first_psn, o.last_psn) &&
+            psn != o.first_psn) {
+            // Selective repeat: the message goes again from the packet at `psn` (its First
+            // and the packets before were acknowledged), as Middle/Last packets.
+            const uint32_t k = (psn - o.first_psn) & PSN_MASK;
+            tx_job j = slice_job(o, k, (o.last_psn - o.first_psn) & PSN_MASK);
+            j.resend_epoch = st.resend_epoch;
+            st.queued_resends.push_back(j.desc.psn);
+            m_retransmits.push_back(std::move(j));
+            ++m_stats.retransmits;
+            continue;
         }
         // Whole messages go again; the responder drops the packets it already has as
         // duplicates and resumes at its expected PSN.
@@ -816,6 +868,7 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
     // The NAK acknowledges everything before `psn` in any case (IBA 9.7.5.1.3); if that is more
     // than was acknowledged before, it is forward progress: the retransmission timer and the
     // retry budget start over (a long message may make progress only through NAKs).
+    st.probe = false;
     on_ack(qpn, (psn - 1) & PSN_MASK);
     if (st.rnr_wait && psn == st.rnr_psn) {
         return;  // the RNR timer owns the retry of this PSN
@@ -832,6 +885,100 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
         m_ack_observer(qpn, psn, true);  // congestion control: NAK event
     }
     go_back_n(qpn, psn);
+}
+
+void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    qp_state& st = it->second;
+    if (st.acked_any && psn_le(psn, st.acked_psn)) {
+        ++m_stats.stale_naks;  // overtaken by a later ACK or NAK
+        return;
+    }
+    st.probe = false;  // the responder has something past `psn`: a gap, not a lost tail
+    on_ack(qpn, (psn - 1) & PSN_MASK);  // acknowledges everything before `psn`
+    if (st.rnr_wait && psn == st.rnr_psn) {
+        return;
+    }
+    ++m_stats.selective_naks;
+    if (!st.episode_open) {
+        st.episode_open = true;
+        st.episode_timed_out = false;
+        st.episode_psn = psn;
+        ++m_recovery.nak_episodes;
+        ++qp_recovery(qpn).nak_episodes;
+    }
+    if (m_ack_observer) {
+        m_ack_observer(qpn, psn, true);  // congestion control: NAK event
+    }
+    for (auto& o : st.queue) {
+        if (o.done || !o.on_wire || !psn_in(psn, o.first_psn, o.last_psn)) {
+            continue;
+        }
+        if (o.is_read && psn == o.first_psn) {
+            // The READ request never arrived: it alone goes again (the responder kept what
+            // came after it).
+            tx_job j = o.job;
+            j.selective = true;
+            m_retransmits.push_back(std::move(j));
+            ++m_stats.retransmits;
+            m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+            return;
+        }
+        if (o.is_read) {
+            go_back_n(qpn, psn);  // re-issued from its first missing response
+            return;
+        }
+        // The responder kept what came after `psn`: only this packet goes again. A WRITE
+        // Middle/Last needs no RETH: the responder expects this PSN, so it has the First.
+        const uint32_t k = (psn - o.first_psn) & PSN_MASK;
+        tx_job j = slice_job(o, k, k);
+        j.selective = true;
+        m_retransmits.push_back(std::move(j));
+        ++m_stats.retransmits;
+        m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+        return;
+    }
+}
+
+tx_job tx_engine::slice_job(const outstanding& o, uint32_t first, uint32_t last) const {
+    tx_job j = o.job;
+    tx_descriptor& d = j.desc;
+    const uint32_t n = packets_of(d.length, d.pmtu);
+    if (first == 0 && last + 1 >= n) {
+        return j;  // the whole message
+    }
+    const uint64_t from = static_cast<uint64_t>(first) * d.pmtu;
+    const uint64_t to = std::min<uint64_t>(d.length, static_cast<uint64_t>(last + 1) * d.pmtu);
+    d.psn = (o.first_psn + first) & PSN_MASK;
+    d.starts_message = first == 0;
+    d.ends_message = last + 1 >= n;
+    d.message_length = d.length;  // RETH DMA length, when the run starts the message
+    d.length = static_cast<uint32_t>(to - from);
+    d.ack_req = true;  // the responder answers the resend (IBA allows AckReq on any packet)
+    if (!j.inline_data.empty()) {
+        j.inline_data.assign(o.job.inline_data.begin() + static_cast<std::ptrdiff_t>(from),
+                             o.job.inline_data.begin() + static_cast<std::ptrdiff_t>(to));
+        return j;
+    }
+    // The gather list cut to [from, to).
+    j.segments.clear();
+    uint64_t at = 0;
+    for (const dma_segment& seg : o.job.segments) {
+        const uint64_t end = at + seg.len;
+        if (end > from && at < to) {
+            const uint64_t lo = std::max(at, from);
+            const uint64_t hi = std::min(end, to);
+            dma_segment c = seg;
+            c.bus_addr = seg.bus_addr + (lo - at);
+            c.len = static_cast<uint32_t>(hi - lo);
+            j.segments.push_back(c);
+        }
+        at = end;
+    }
+    return j;
 }
 
 void tx_engine::on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay) {
@@ -932,6 +1079,20 @@ void tx_engine::request_sent(const tx_job& job) {
         return;
     }
     qp_state& st = it->second;
+    if (selective()) {
+        const bool read = job.desc.kind == tx_kind::READ_REQUEST;
+        const uint32_t last = (job.desc.psn + packets_of(job.desc.length, job.desc.pmtu) - 1) &
+                              PSN_MASK;  // a READ request takes the PSNs of its responses
+        if (job.selective && !read && st.sent_any) {
+            st.probe = true;  // its ACK shows whether what was sent before it arrived
+            st.probe_from = job.desc.psn;
+            st.probe_psn = st.sent_psn;
+        }
+        if (!st.sent_any || psn_le(st.sent_psn, last)) {
+            st.sent_any = true;
+            st.sent_psn = last;
+        }
+    }
     // Newest first: a new request is the last entry, a resend one of the oldest few.
     for (auto o = st.queue.rbegin(); o != st.queue.rend(); ++o) {
         if (psn_in(job.desc.psn, o->first_psn, o->last_psn) && o->on_wire) {
@@ -981,6 +1142,8 @@ read_target tx_engine::find_read(uint32_t qpn, uint32_t psn) {
             t.flow_id = o.flow_id;
             t.next_psn = o.resp_next;
             t.sink_keys = o.read_keys;
+            const uint32_t index = (psn - o.first_psn) & PSN_MASK;
+            t.placed = index < o.resp_have.size() && o.resp_have[index] != 0;
             if (const qp_context* qp = m_contexts.qp(qpn)) {
                 t.pdn = qp->pdn;
             }
@@ -1023,6 +1186,90 @@ void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn,
             return;
         }
     }
+}
+
+void tx_engine::on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) {
+        return;
+    }
+    qp_state& st = it->second;
+    for (auto& o : st.queue) {
+        if (!o.is_read || o.done || o.first_psn != first_psn) {
+            continue;
+        }
+        const uint32_t n = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
+        if (o.resp_have.empty() && psn != o.resp_next) {
+            o.resp_have.assign(n, 0);  // the READ's first gap (in order, none is needed)
+        }
+        if (!o.resp_have.empty()) {
+            o.resp_have[(psn - o.first_psn) & PSN_MASK] = 1;
+        }
+        if (psn != o.resp_next) {
+            // Past a gap: kept; the missing responses are asked for once (a READ of them only).
+            if (!o.resp_gap) {
+                reissue_read_gap(qpn, st, o);
+                if (!st.episode_open) {
+                    st.episode_open = true;  // a gap in the responses: like a sequence NAK
+                    st.episode_timed_out = false;
+                    st.episode_psn = o.resp_next;
+                    ++m_recovery.nak_episodes;
+                    ++qp_recovery(qpn).nak_episodes;
+                }
+            }
+            return;
+        }
+        // In order: move past it and every response placed since.
+        uint32_t next = ((o.resp_next - o.first_psn) & PSN_MASK) + 1;
+        while (next < n && next < o.resp_have.size() && o.resp_have[next] != 0) {
+            ++next;
+        }
+        o.resp_next = (o.first_psn + next) & PSN_MASK;
+        // A gap inside the last re-issued run is being answered already.
+        o.resp_gap = next < o.resp_asked;
+        const uint32_t last_in = (o.resp_next - 1) & PSN_MASK;
+        if (st.episode_open && psn_le(st.episode_psn, last_in)) {
+            end_episode(qpn, st, false);
+        }
+        if (next == n) {
+            on_read_done(qpn, first_psn);  // every response is in
+            return;
+        }
+        restart_timer(qpn, st);  // forward progress (IBA 9.7.6.1.2)
+        for (uint32_t k = next; !o.resp_gap && k < o.resp_have.size(); ++k) {
+            if (o.resp_have[k] != 0) {
+                reissue_read_gap(qpn, st, o);  // the next gap: responses past it are in
+                break;
+            }
+        }
+        return;
+    }
+}
+
+void tx_engine::reissue_read_gap(uint32_t qpn, qp_state& st, outstanding& o) {
+    const uint32_t n = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
+    const uint32_t from = (o.resp_next - o.first_psn) & PSN_MASK;
+    uint32_t to = from;
+    while (to < n && (to >= o.resp_have.size() || o.resp_have[to] == 0)) {
+        ++to;
+    }
+    tx_job j = o.job;
+    const uint64_t skip = static_cast<uint64_t>(from) * j.desc.pmtu;
+    if (skip >= j.desc.length) {
+        return;
+    }
+    j.desc.psn = o.resp_next;
+    j.desc.remote_va += skip;
+    j.desc.length = static_cast<uint32_t>(
+        std::min<uint64_t>(j.desc.length - skip, static_cast<uint64_t>(to - from) * j.desc.pmtu));
+    j.resend_epoch = st.resend_epoch;
+    j.selective = true;
+    m_retransmits.push_back(std::move(j));
+    m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
+    ++m_stats.retransmits;
+    ++m_stats.read_reissues;
+    o.resp_gap = true;
+    o.resp_asked = to;
 }
 
 void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {
@@ -1091,10 +1338,10 @@ void tx_engine::transmit_thread() {
                 ++m_stats.dropped_stale;  // queued before the QP was reset or destroyed
                 continue;
             }
-            if (job.resend_epoch != it->second.resend_epoch) {
+            if (!job.selective && job.resend_epoch != it->second.resend_epoch) {
                 continue;  // superseded by a newer go-back-N of the QP (counted there)
             }
-            if (!it->second.queued_resends.empty()) {
+            if (!job.selective && !it->second.queued_resends.empty()) {
                 it->second.queued_resends.pop_front();
             }
             if (in_error(job.desc.src_qpn)) {
@@ -1636,7 +1883,7 @@ void tx_engine::source_fault(const tx_job& job, uint32_t psn) {
     auto it = m_qps.find(qpn);
     if (it != m_qps.end()) {
         for (auto& o : it->second.queue) {
-            if (!o.done && !o.is_read && o.first_psn == job.desc.psn) {
+            if (!o.done && !o.is_read && psn_in(job.desc.psn, o.first_psn, o.last_psn)) {
                 o.done = true;
                 o.status = hsi::CQE_LOCAL_PROT_ERR;
                 break;

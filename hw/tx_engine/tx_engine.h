@@ -45,6 +45,7 @@ struct tx_job {
     // Sent in turns (round-robin scheduler): when its first turn's payload read started (the
     // timeline's payload_dma slice spans the whole message, as when it goes whole).
     sc_core::sc_time dma_start;
+    bool selective = false;     // a selective repeat resend of one packet: never superseded
 };
 
 // Where the payload of an outstanding READ lands (for the receive path).
@@ -57,6 +58,7 @@ struct read_target {
     uint32_t next_psn = 0;            // the response PSN the requester takes next (in order only)
     uint32_t pdn = 0;                 // the QP's PD: the sink keys are re-checked per packet
     std::vector<uint32_t> sink_keys;  // local keys of the sink's scatter entries
+    bool placed = false;              // selective repeat: the response at `psn` is placed already
 };
 
 class tx_engine : public sc_core::sc_module {
@@ -70,12 +72,16 @@ public:
     void post_response(tx_job&& job);
 
     // --- from the receive path (requester side) ---
-    // ACK (syndrome ACK) covering every request up to and including `psn`.
-    void on_ack(uint32_t qpn, uint32_t psn);
+    // ACK (syndrome ACK) covering every request up to and including `psn`. `from_wire`: an
+    // ACK packet (not one implied by a NAK or a READ response).
+    void on_ack(uint32_t qpn, uint32_t psn, bool from_wire = false);
     // NAK: the request at `psn` failed with the hsi::cqe_status given; the QP goes to error.
     void on_nak(uint32_t qpn, uint32_t psn, uint8_t status);
     // NAK PSN sequence error: the responder expects `psn`; go back N from there.
     void on_nak_sequence(uint32_t qpn, uint32_t psn);
+    // Selective NAK (rnic.transport.recovery selective_repeat, IRN): the responder expects
+    // `psn` and keeps what came after it; resend only the packet at `psn`.
+    void on_nak_selective(uint32_t qpn, uint32_t psn);
     // RNR NAK: no receive posted at the responder for `psn`; retry after `delay`.
     void on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay);
     // The outstanding READ whose response PSNs include `psn`.
@@ -86,6 +92,10 @@ public:
     void on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn, bool in_order);
     // The READ starting at `first_psn` received its last response packet.
     void on_read_done(uint32_t qpn, uint32_t first_psn);
+    // Selective repeat: the response at `psn` of the READ starting at `first_psn` was placed,
+    // in PSN order or past a gap. Responses past a gap are kept; each gap is re-issued once, as a
+    // READ of the missing PSNs only; the READ completes when every response is in.
+    void on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn);
     // The sink of the READ starting at `first_psn` no longer passes its key check (MR
     // deregistered or invalidated mid-transfer): the READ completes with `status` and the QP
     // goes to error.
@@ -153,6 +163,8 @@ public:
         uint64_t sched_skipped_window = 0;  // QPs passed over: congestion window full
         uint64_t sched_max_inflight =
             0;  // most unacknowledged SEND/WRITE bytes of a QP with a window
+        uint64_t selective_naks = 0;     // selective NAKs acted on (selective repeat only)
+        uint64_t tail_resends = 0;       // packets resent after an ACK showed a lost tail
     };
     const stats& get_stats() const { return m_stats; }
     // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and
@@ -193,6 +205,8 @@ private:
         std::vector<uint32_t> read_keys;  // READ: local keys of the sink (re-checked per packet)
         uint32_t resp_next = 0;           // READ: next response PSN expected
         bool resp_gap = false;            // READ: re-issued for a gap, no in-order response since
+        std::vector<uint8_t> resp_have;   // READ, selective repeat: responses placed, by index
+        uint32_t resp_asked = 0;          // ... and the end (index) of the last gap re-issued
         bool on_wire = false;             // a request with PSNs (not a local operation)
         bool sent = false;  // its last packet (the one with AckReq) went to the send path
         uint64_t flow_id = 0;
@@ -217,6 +231,14 @@ private:
         // unacknowledged PSN is the first outstanding request's.
         bool acked_any = false;
         uint32_t acked_psn = 0;
+        // Selective repeat: the last PSN handed to the send path, and the tail probe of the last
+        // selective resend: when the ACK that covers the resend stops short of `probe_psn`
+        // (the last PSN sent before it), the packets between were lost.
+        bool sent_any = false;
+        uint32_t sent_psn = 0;
+        bool probe = false;
+        uint32_t probe_from = 0;  // the resend's PSN
+        uint32_t probe_psn = 0;
         // The loss recovery episode in progress (see recovery_stats).
         bool episode_open = false;
         bool episode_timed_out = false;  // the timer fired during it
@@ -279,12 +301,23 @@ private:
     bool acknowledge_through(uint32_t qpn, qp_state& st, uint32_t psn);
     void end_episode(uint32_t qpn, qp_state& st, bool failed);
     recovery_stats& qp_recovery(uint32_t qpn) { return m_recovery_by_qp[qpn]; }
+    // Selective repeat: queues the packets from..to (PSNs) of the unfinished SEND/WRITE messages
+    // as resends of their own (never superseded).
+    void resend_range(qp_state& st, uint32_t from, uint32_t to);
     // Queues every unfinished message from `psn` on for retransmission (a READ that already
     // placed responses is re-issued from its first missing response). Resends of the QP still
     // queued are kept if the first of them starts at or before `psn` (they cover it), else
     // replaced. False if there is nothing to resend.
     bool go_back_n(uint32_t qpn, uint32_t psn);
+    // Packets first..last (indices in the message) of `o`'s message as a job of their own
+    // (selective repeat: the send path builds them as Middle/Last when they do not start the
+    // message), AckReq on its last packet.
+    tx_job slice_job(const outstanding& o, uint32_t first, uint32_t last) const;
+    bool selective() const { return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT; }
     void read_finished(uint32_t qpn, qp_state& st);
+    // Selective repeat: re-issues the READ `o` for its missing responses from resp_next up to
+    // the next one placed (or its end).
+    void reissue_read_gap(uint32_t qpn, qp_state& st, outstanding& o);
     void flush_outstanding(uint32_t qpn);
     bool in_error(uint32_t qpn) const;
     sc_core::sc_time timeout_of(const qp_context& qp) const;

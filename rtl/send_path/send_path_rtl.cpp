@@ -456,6 +456,17 @@ bool send_path_rtl::edge(uint64_t e) {
         if (!dv && desc_known) {
             const auto& de = m_in.descriptor(m_desc_seq);
             if (std::max(de.valid_edge, m_release_edge) <= e) {
+                if (!de.desc.starts_message || !de.desc.ends_message) {
+                    // The pins carry whole messages only (selective repeat's partial resends
+                    // are refused at config time: rnic.transport.recovery needs impl model).
+                    violation(e, "whole-message descriptor",
+                              "a descriptor of part of a message (PSN " +
+                                  std::to_string(de.desc.psn) +
+                                  ") has no pin form; selective_repeat needs impl \"model\"");
+                    if (m_stop_on_violation) {
+                        return false;
+                    }
+                }
                 dv = true;
                 m_core->set_desc(true, de.desc);
                 m_desc_shown = true;
