@@ -1489,10 +1489,10 @@ bool tx_engine::start_job(tx_lane& l) {
 }
 
 void tx_engine::count_sent(qp_state& st, uint32_t psn, uint32_t bytes) {
-    if (st.sent_any && psn_le(psn, st.sent_high)) {
+    if (st.counted_any && psn_le(psn, st.sent_high)) {
         return;  // a resend: the same bytes are still the unacknowledged ones
     }
-    st.sent_any = true;
+    st.counted_any = true;
     st.sent_high = psn;
     st.sent_total += bytes;
     st.sent_log.emplace_back(psn, st.sent_total);
@@ -1520,7 +1520,7 @@ uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed) {
             for (; fit < n; ++fit) {
                 const uint32_t k = l.next + fit;
                 const uint32_t psn = (d.psn + k) & PSN_MASK;
-                if (st.sent_any && psn_le(psn, st.sent_high)) {
+                if (st.counted_any && psn_le(psn, st.sent_high)) {
                     continue;  // resent bytes are in flight already
                 }
                 const uint64_t b = plan_packet(d, k).payload_len;

@@ -254,8 +254,8 @@ private:
         std::deque<std::pair<uint32_t, uint64_t>> sent_log;
         uint64_t sent_total = 0;
         uint64_t acked_total = 0;
-        bool sent_any = false;
-        uint32_t sent_high = 0;  // highest PSN sent
+        bool counted_any = false;  // sent_high is valid
+        uint32_t sent_high = 0;    // highest PSN counted
     };
     // Round-robin scheduler: a QP's requester (or responder) work in order, and the message
     // going out a turn at a time.

@@ -57,7 +57,8 @@ void latency_histogram::merge(const latency_histogram& o) {
 }
 
 nlohmann::json latency_histogram::to_json() const {
-    std::map<uint64_t, uint64_t> counts(m_counts.begin(), m_counts.end());
+    std::map<uint64_t, uint64_t> counts;
+    m_counts.for_each([&counts](uint64_t ps, uint64_t n) { counts[ps] += n; });
     if (m_run > 0) {
         counts[m_run_ps] += m_run;
     }
@@ -71,7 +72,7 @@ nlohmann::json latency_histogram::to_json() const {
 latency_histogram latency_histogram::from_json(const nlohmann::json& j) {
     latency_histogram h;
     for (const auto& e : j["counts"]) {
-        h.m_counts[e[0].get<uint64_t>()] += e[1].get<uint64_t>();
+        h.m_counts.add(e[0].get<uint64_t>(), e[1].get<uint64_t>());
     }
     h.m_samples = j["samples"].get<uint64_t>();
     h.m_sum_ps = j["sum_ps"].get<uint64_t>();
@@ -148,7 +149,8 @@ std::string get_string(const std::vector<uint8_t>& in, size_t& at) {
 }  // namespace
 
 void latency_histogram::save(std::vector<uint8_t>& out) const {
-    std::vector<std::pair<uint64_t, uint64_t>> counts(m_counts.begin(), m_counts.end());
+    std::vector<std::pair<uint64_t, uint64_t>> counts;
+    m_counts.for_each([&counts](uint64_t ps, uint64_t n) { counts.emplace_back(ps, n); });
     if (m_run > 0) {
         counts.emplace_back(m_run_ps, m_run);
     }
@@ -166,7 +168,7 @@ latency_histogram latency_histogram::load(const std::vector<uint8_t>& in, size_t
     const auto n = get<uint64_t>(in, at);
     for (uint64_t i = 0; i < n; ++i) {
         const auto ps = get<uint64_t>(in, at);
-        h.m_counts[ps] += get<uint64_t>(in, at);
+        h.m_counts.add(ps, get<uint64_t>(in, at));
     }
     h.m_samples = get<uint64_t>(in, at);
     h.m_sum_ps = get<uint64_t>(in, at);
