@@ -335,11 +335,11 @@ latency_histogram& timeline::histogram_of(const char* block, const char* stage) 
 
 void timeline::slice(const char* block, const char* stage, uint64_t flow_id,
                      const sc_core::sc_time& start, const sc_core::sc_time& end) {
-    if (m_file != nullptr) {
+    if (m_file != nullptr || m_spool) {
         slice(std::string(block), std::string(stage), flow_id, start, end, std::string());
         return;
     }
-    // As below, aggregate only.
+    // As below, aggregate only (no trace file, nothing spooled).
     ++m_slices;
     const auto start_ps =
         static_cast<uint64_t>(std::llround(static_cast<double>(start.value()) * m_ps_per_unit));

@@ -732,6 +732,12 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         simulation_loop(cfg, opts, *tb, waves.get()).run();
         end_value = sc_core::sc_time_stamp().value();
     }
+    // A run that ended by starvation or its time limit has not been stopped: stopping it now
+    // runs the blocks' end_of_simulation() (a Verilated send path closes its FST there), as
+    // sc_stop() at the end of the workload did. No event runs after this.
+    if (!stopped()) {
+        sc_core::sc_stop();
+    }
 
     for (auto& l : tb->links) {
         if (l) {
