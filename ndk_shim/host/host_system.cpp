@@ -81,21 +81,24 @@ bool in_thread() {
 }
 
 // Kernel virtual addresses travel on the wire (RETH VAs of registered buffers), so they must
-// not depend on the process: allocations are mapped at consecutive addresses of a fixed
-// region, in allocation order, one guard page apart. Same config, same addresses, same bytes
-// (whichever send path implementation or sanitizer allocates around them). If the kernel
-// cannot place a mapping there, it goes anywhere (still correct, no longer reproducible).
-uint64_t g_next_kernel_va = uint64_t{0x4000} << 32;
+// not depend on the process: each host maps its allocations at consecutive addresses of its own
+// fixed region (host_config::va_region), in allocation order, one guard page apart. Same
+// config, same addresses, same bytes (whichever send path implementation or sanitizer allocates
+// around them, and whichever other hosts the process simulates). If the kernel cannot place a
+// mapping there, it goes anywhere (still correct, no longer reproducible).
+constexpr uint64_t VA_BASE = uint64_t{0x4000} << 32;
+constexpr uint64_t VA_REGION_BYTES = uint64_t{16} << 30;
+uint64_t g_next_auto_region = 0;
 
-uint8_t* map_kernel_va(size_t bytes) {
-    void* hint = reinterpret_cast<void*>(static_cast<uintptr_t>(g_next_kernel_va));
+uint8_t* map_kernel_va(uint64_t& next_va, size_t bytes) {
+    void* hint = reinterpret_cast<void*>(static_cast<uintptr_t>(next_va));
     void* p = mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) {
         return nullptr;
     }
     if (p == hint) {
-        g_next_kernel_va += bytes + PAGE;
+        next_va += bytes + PAGE;
     }
     return static_cast<uint8_t*>(p);  // zero-filled
 }
@@ -108,6 +111,8 @@ host_system::host_system(sc_core::sc_module_name name, const host_config& cfg,
     , m_memory(memory)
     , m_ctx(ctx)
     , m_next_page(cfg.dram_base / PAGE)
+    , m_next_va(VA_BASE + (cfg.va_region == UINT64_MAX ? g_next_auto_region++ : cfg.va_region) *
+                              VA_REGION_BYTES)
     , m_rng(cfg.seed * 0x9E3779B97F4A7C15ull + 0x1234567ull)
     , m_isr(hsi::MSIX_VECTORS)
     , m_isr_queued(hsi::MSIX_VECTORS, false)
@@ -148,7 +153,7 @@ host_system::~host_system() {
 
 void* host_system::alloc(size_t bytes, bool contiguous) {
     const size_t n = std::max<size_t>(1, (bytes + PAGE - 1) / PAGE);
-    uint8_t* base = map_kernel_va(n * PAGE);
+    uint8_t* base = map_kernel_va(m_next_va, n * PAGE);
     if (base == nullptr) {
         SC_REPORT_ERROR(name(), "host memory allocation failed");
         return nullptr;

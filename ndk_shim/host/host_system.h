@@ -34,6 +34,11 @@ struct host_config {
     bool wqe_push = false;          // single-block WQEs go to REG_WQE_PUSH (no doorbell write)
     uint64_t dram_base = 0x100000000ull;  // first physical address handed out
     uint64_t seed = 1;                    // physical page scattering
+    // Which region of kernel virtual addresses this host's allocations take (16 GiB each): a
+    // scenario gives node i region i, so a node's addresses (RETH VAs on the wire) do not depend
+    // on which other hosts share the process (a partitioned run, testbench/distributed).
+    // UINT64_MAX: the next region in the order hosts are constructed.
+    uint64_t va_region = UINT64_MAX;
     // IPv4 stack (the adapter's interface and its neighbour resolution).
     uint32_t ipv4_prefix_length = 24;  // subnet of the adapter's address: 0..32
     uint32_t ipv4_gateway = 0;         // default gateway (host order); 0 = none
@@ -124,6 +129,7 @@ private:
     };
     std::map<uintptr_t, allocation> m_allocs;  // by base VA
     uint64_t m_next_page;
+    uint64_t m_next_va;  // where the next allocation is mapped (this host's region)
     uint64_t m_rng;
     std::vector<std::function<void()>> m_isr;
     std::vector<bool> m_isr_queued;  // an ISR run for this vector is already queued

@@ -7,8 +7,9 @@
 namespace rnic::scenario {
 
 namespace {
-ndk::host_config host_of(const scenario_config& cfg, const node_config& n) {
+ndk::host_config host_of(const scenario_config& cfg, size_t index, const node_config& n) {
     ndk::host_config h = cfg.host;
+    h.va_region = index;  // the node's own addresses, whichever rank simulates it
     if (n.prefix_length) {
         h.ipv4_prefix_length = *n.prefix_length;
     }
@@ -30,7 +31,7 @@ hw::nic_identity identity_of(size_t index, const node_config& n) {
 node::node(sc_core::sc_module_name name, size_t index, const scenario_config& cfg,
            fabric::eth_link& link, int side, hw::sim_context& ctx)
     : sc_module(name)
-    , m_host_cfg(host_of(cfg, cfg.topology.nodes[index]))
+    , m_host_cfg(host_of(cfg, index, cfg.topology.nodes[index]))
     , memory("memory", sc_core::sc_time(cfg.host.memory_latency_ns, sc_core::SC_NS))
     , pcie("pcie", cfg.rnic.pcie, "", ctx)
     , nic("nic", cfg.rnic, identity_of(index, cfg.topology.nodes[index]), link, side, ctx)
