@@ -52,8 +52,9 @@ dma_engine_config parse_dma_engine_config(config::reader r);
 // Requests of one clock cycle (the blocks' request lines sampled at the edge) are granted the
 // link by a fixed priority, the client's (dma_client order), then the requesting process's
 // name (timestep_arbiter), never in the order SystemC happens to run the requesters: who gets
-// the link first decides every later TLP's time. Every call is from an SC_THREAD and returns at
-// the grant (the edge at or after the call); the *_wait variants sleep through issue_cycles.
+// the link first decides every later TLP's time. A call from an SC_THREAD returns at the grant
+// (the edge at or after the call); the *_wait variants sleep through issue_cycles. A non-waiting
+// call from another arbiter's grant (a method, already in a fixed order) is issued at once.
 class dma_engine : public sc_core::sc_module {
 public:
     tlm_utils::simple_initiator_socket<dma_engine> dma_out{"dma_out"};
