@@ -191,3 +191,11 @@ TEST(KernelOrder, LossyWriteIndependentOfUnrelatedEvents) {
 TEST(KernelOrder, DcqcnIncastIndependentOfUnrelatedEvents) {
     expect_same_outputs("configs/fabric/incast_8to1_dcqcn.json", {"workload.messages=16"});
 }
+
+// Fails today (disabled, run it with --gtest_also_run_disabled_tests): a leaf-spine fabric with
+// PFC still depends on the kernel's order somewhere in the switch / pause path; the first
+// difference is stats.json blocks.leaf0.paused_ps (728004800 vs 727793440 ps), then switch
+// queue averages and peaks. Not localized yet.
+TEST(KernelOrder, DISABLED_PermutationIndependentOfUnrelatedEvents) {
+    expect_same_outputs("configs/fabric/permutation_4x4.json", {});
+}
