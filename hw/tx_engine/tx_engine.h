@@ -277,7 +277,7 @@ private:
     std::set<std::pair<sc_core::sc_time, uint32_t>> m_timers;  // (deadline, qpn)
     sc_core::sc_event m_timer_changed;  // an earlier deadline than m_timer_wake
     sc_core::sc_time m_timer_wake;      // the timer thread's own wake-up (zero: none)
-    sc_core::sc_event m_progress;  // an outstanding request completed
+    sc_core::sc_event m_progress;       // an outstanding request completed
     std::unordered_map<uint32_t, qp_state> m_qps;
     stats m_stats;
     recovery_stats m_recovery;
