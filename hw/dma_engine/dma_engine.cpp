@@ -53,7 +53,8 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
                        const clock_domain& clk, sim_context& ctx)
     : sc_module(name)
     , m_cfg(cfg)
-    , m_clk(clk) {
+    , m_clk(clk)
+    , m_arbiter(clk) {
     for (size_t i = 0; i < m_stats.size(); ++i) {
         const std::string c = to_string(static_cast<dma_client>(i));
         ctx.stats.add(this->name(), c + "_reads", m_stats[i].reads, "count", "DMA reads by " + c);
@@ -75,7 +76,33 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
 }
 
 sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uint64_t addr,
-                                       void* data, uint32_t len, dma_status* status) {
+                                       void* data, uint32_t len, dma_status* status,
+                                       const sc_core::sc_time& hold) {
+    // The link's time is reserved in grant order: two requests of one cycle (say a payload
+    // write and a CQE write) must not go in whichever order their processes ran.
+    sc_core::sc_time done;
+    dma_status st = dma_status::OK;
+    if (sc_core::sc_get_curr_simcontext()->get_curr_proc_info()->kind == sc_core::SC_METHOD_PROC_) {
+        // From another block's grant (the context cache's write-back of the line it evicts, in
+        // timestep_arbiter's settle method): that grant already runs in a fixed order, after
+        // every process of the instant; issued at once.
+        done = issue(cmd, addr, data, len, st);
+    } else {
+        m_arbiter.request(
+            static_cast<uint32_t>(who), [&] { done = issue(cmd, addr, data, len, st); }, hold);
+    }
+    if (st != dma_status::OK) {
+        ++m_stats[static_cast<int>(who)].errors;
+    }
+    if (status != nullptr) {
+        *status = st;
+    }
+    return done;
+}
+
+// At the grant (on the clock edge): the request reaches PCIe issue_cycles later.
+sc_core::sc_time dma_engine::issue(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
+                                   dma_status& st) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const sc_core::sc_time issue = m_clk.edge_at_or_after(now) + m_clk.cycles(m_cfg.issue_cycles);
     tlm::tlm_generic_payload& gp = m_gp;
@@ -91,18 +118,12 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
     sc_core::sc_time delay = issue - now;
     dma_out->b_transport(gp, delay);
     const tlm::tlm_response_status rs = gp.get_response_status();
-    dma_status st = dma_status::OK;
+    st = dma_status::OK;
     if (rs == tlm::TLM_ADDRESS_ERROR_RESPONSE) {
         st = dma_status::UNSUPPORTED_REQUEST;
     } else if (rs != tlm::TLM_OK_RESPONSE && rs != tlm::TLM_INCOMPLETE_RESPONSE) {
         // INCOMPLETE: a target that does not set a status (plain benches) counts as OK.
         st = dma_status::COMPLETER_ABORT;
-    }
-    if (st != dma_status::OK) {
-        ++m_stats[static_cast<int>(who)].errors;
-    }
-    if (status != nullptr) {
-        *status = st;
     }
     return now + delay;
 }
@@ -126,7 +147,12 @@ sc_core::sc_time dma_engine::write(dma_client who, uint64_t addr, const void* da
 dma_status dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint32_t len) {
     ++m_reads_in_flight;
     dma_status st = dma_status::OK;
-    const sc_core::sc_time done = read(who, addr, data, len, &st);
+    auto& s = m_stats[static_cast<int>(who)];
+    ++s.reads;
+    s.read_bytes += len;
+    // Nothing comes back before issue_cycles after the edge: sleep through them at once.
+    const sc_core::sc_time done = transport(who, tlm::TLM_READ_COMMAND, addr, data, len, &st,
+                                            m_clk.cycles(m_cfg.issue_cycles));
     m_clk.wait_until(done);
     --m_reads_in_flight;
     return st;
@@ -135,7 +161,11 @@ dma_status dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint
 dma_status dma_engine::write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len) {
     ++m_writes_in_flight;
     dma_status st = dma_status::OK;
-    m_clk.wait_until(write(who, addr, data, len, &st));
+    auto& s = m_stats[static_cast<int>(who)];
+    ++s.writes;
+    s.write_bytes += len;
+    m_clk.wait_until(transport(who, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, &st,
+                               m_clk.cycles(m_cfg.issue_cycles)));
     --m_writes_in_flight;
     return st;
 }

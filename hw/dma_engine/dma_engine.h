@@ -13,6 +13,7 @@
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
+#include "hw/common/timestep_arbiter.h"
 
 namespace rnic::hw {
 
@@ -48,6 +49,12 @@ dma_engine_config parse_dma_engine_config(config::reader r);
 // PCIe model then returns when the data is in (read) or the last TLP has left (posted write).
 // Reads copy the data at issue (the PCIe model accounts for writes still in flight). Callers
 // that pipeline use the returned times; simple callers use the *_wait variants.
+// Requests of one clock cycle (the blocks' request lines sampled at the edge) are granted the
+// link by a fixed priority, the client's (dma_client order), then the requesting process's
+// name (timestep_arbiter), never in the order SystemC happens to run the requesters: who gets
+// the link first decides every later TLP's time. A call from an SC_THREAD returns at the grant
+// (the edge at or after the call); the *_wait variants sleep through issue_cycles. A non-waiting
+// call from another arbiter's grant (a method, already in a fixed order) is issued at once.
 class dma_engine : public sc_core::sc_module {
 public:
     tlm_utils::simple_initiator_socket<dma_engine> dma_out{"dma_out"};
@@ -77,14 +84,19 @@ public:
     const client_stats& get_stats(dma_client c) const { return m_stats[static_cast<int>(c)]; }
 
 private:
+    // Arbitrates, then issues; `hold`: the caller waits at least that long after the edge anyway.
     sc_core::sc_time transport(dma_client who, tlm::tlm_command cmd, uint64_t addr, void* data,
-                               uint32_t len, dma_status* status);
+                               uint32_t len, dma_status* status,
+                               const sc_core::sc_time& hold = sc_core::SC_ZERO_TIME);
+    sc_core::sc_time issue(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
+                           dma_status& status);
 
     dma_engine_config m_cfg;
     const clock_domain& m_clk;
     // One payload for every request: b_transport does not yield, so no two requests share it
     // at once, and a member spares a construction and destruction per request.
     tlm::tlm_generic_payload m_gp;
+    timestep_arbiter m_arbiter;  // same-cycle requests: by client, then requesting process
     std::array<client_stats, static_cast<size_t>(dma_client::COUNT)> m_stats{};
     uint32_t m_reads_in_flight = 0;   // traced
     uint32_t m_writes_in_flight = 0;  // traced: write_wait() callers not yet done

@@ -210,7 +210,7 @@ void tx_engine::reset_qp(uint32_t qpn) {
     st.generation = generation;
     st.was_reset = true;
     st.reset_at = sc_core::sc_time_stamp();
-    m_timer_changed.notify(sc_core::SC_ZERO_TIME);
+    timers_changed();
     m_progress.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -730,7 +730,18 @@ void tx_engine::arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& de
     if (deadline != sc_core::SC_ZERO_TIME) {
         m_timers.insert({deadline, qpn});
     }
-    m_timer_changed.notify(sc_core::SC_ZERO_TIME);
+    timers_changed();
+}
+
+void tx_engine::timers_changed() {
+    // The timer thread wakes by itself at m_timer_wake: it needs waking only for an earlier
+    // deadline. A deadline that moved later or went away is found at that wake (and slept
+    // over): one pending timeout per engine, not one dead one per re-arm left in the kernel's
+    // event queue (a 67 ms ACK timeout re-armed per message made that queue thousands deep).
+    if (!m_timers.empty() &&
+        (m_timer_wake == sc_core::SC_ZERO_TIME || m_timers.begin()->first < m_timer_wake)) {
+        m_timer_changed.notify(sc_core::SC_ZERO_TIME);
+    }
 }
 
 void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
@@ -1008,12 +1019,14 @@ void tx_engine::on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay
 void tx_engine::timer_thread() {
     for (;;) {
         if (m_timers.empty()) {
+            m_timer_wake = sc_core::SC_ZERO_TIME;
             sc_core::wait(m_timer_changed);
             continue;
         }
         const auto [deadline, qpn] = *m_timers.begin();
         const sc_core::sc_time now = sc_core::sc_time_stamp();
         if (deadline > now) {
+            m_timer_wake = deadline;
             sc_core::wait(deadline - now, m_timer_changed);
             continue;
         }

@@ -289,6 +289,7 @@ private:
     void count_sent(qp_state& st, uint32_t psn, uint32_t bytes);
     void timer_thread();
     void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
+    void timers_changed();  // wakes the timer thread if the earliest deadline moved earlier
     void restart_timer(uint32_t qpn, qp_state& st);
     // A request (new or resent) of `job`'s QP went to the send path whole, its last packet (the
     // one with AckReq) included: the message now waits for a response; the timer starts if it
@@ -359,8 +360,9 @@ private:
     std::deque<tx_job> m_retransmits;  // go-back-N resends: after responses, before new work
     sc_core::sc_event m_retransmit_event;
     std::set<std::pair<sc_core::sc_time, uint32_t>> m_timers;  // (deadline, qpn)
-    sc_core::sc_event m_timer_changed;
-    sc_core::sc_event m_progress;  // an outstanding request completed
+    sc_core::sc_event m_timer_changed;  // an earlier deadline than m_timer_wake
+    sc_core::sc_time m_timer_wake;      // the timer thread's own wake-up (zero: none)
+    sc_core::sc_event m_progress;       // an outstanding request completed
     std::unordered_map<uint32_t, qp_state> m_qps;
     stats m_stats;
     recovery_stats m_recovery;

@@ -117,14 +117,16 @@ TEST(DmaEngine, IssueCyclesOnTheClockGridThenPcieTiming) {
     EXPECT_NEAR(to_ps(ta[0]), 4000 + 2 * 4000 + a.read_ps(64), 1.0);
     EXPECT_NEAR(to_ps(tz[0]), 4000 + z.read_ps(64), 1.0);
     EXPECT_NEAR(to_ps(tf[0]), 4000 + 5 * 4000 + f.read_ps(64), 1.0);
-    // Called at 10.001 us: next edge 10.004 us.
+    // Called at 10.001 us: next edge 10.004 us. The non-waiting call returns at the grant: the
+    // request line is sampled at that edge and arbitrated with the cycle's other requests.
     const double t1 = to_ps(ta[2]);
-    EXPECT_EQ(t1, 10001000.0);
+    EXPECT_EQ(t1, 10004000.0);
     EXPECT_NEAR(to_ps(ta[1]), 10004000 + 2 * 4000 + a.write_ps(512), 1.0);
     EXPECT_NEAR(to_ps(tz[1]), 10004000 + z.write_ps(512), 1.0);
     EXPECT_NEAR(to_ps(tf[1]), 10004000 + 5 * 4000 + f.write_ps(512), 1.0);
-    // The non-waiting calls took no simulated time.
+    // The non-waiting calls took no simulated time beyond the edge, whatever issue_cycles.
     EXPECT_EQ(ta[2], tz[2]);
+    EXPECT_EQ(ta[2], tf[2]);
 }
 
 // read_wait/write_wait: issue delay + PCIe timing, then resume on the NIC clock edge at or
@@ -226,6 +228,49 @@ TEST(DmaEngine, PipelinedReadsQueueOnTheLink) {
     ASSERT_EQ(done.size(), 2u);
     EXPECT_NEAR(to_ps(done[0]), 8000 + n.read_ps(256), 1.0);
     EXPECT_NEAR(to_ps(done[1] - done[0]), (20 + 256) * n.link.byte_ns() * 1000.0, 2.0);
+}
+
+// Writes asked for in the same cycle by different blocks reach the link in client order
+// (dma_client: RX_PAYLOAD before COMPLETION), then by requesting process name, whatever order
+// SystemC runs them in: the processes are spawned (and so first run) in the opposite order,
+// and the one of a later cycle comes after both.
+TEST(DmaEngine, SameCycleRequestsGrantedByClientThenProcessName) {
+    node n("n", dma_engine_config{});
+    std::vector<uint8_t> buf(512, 0x5A);
+    sc_time cqe, payload, payload2, late;
+    auto at = [](double t_ps) { sc_core::wait(ps(t_ps)); };
+    sc_core::sc_spawn(
+        [&] {
+            at(5000);
+            late = n.dma.write(dma_client::NETDMA, 0x5000, buf.data(), 512);
+        },
+        "a_late");
+    sc_core::sc_spawn(
+        [&] {
+            at(1000);
+            cqe = n.dma.write(dma_client::COMPLETION, 0x3000, buf.data(), 64);
+        },
+        "b_cqe");
+    sc_core::sc_spawn(
+        [&] {
+            at(2000);
+            payload2 = n.dma.write(dma_client::RX_PAYLOAD, 0x2000, buf.data(), 512);
+        },
+        "z_payload");
+    sc_core::sc_spawn(
+        [&] {
+            at(3000);
+            payload = n.dma.write(dma_client::RX_PAYLOAD, 0x1000, buf.data(), 512);
+        },
+        "y_payload");
+    sc_core::sc_start();
+    // All but `late` sampled at the 4 ns edge, issued 2 cycles later (12 ns), back to back.
+    const double issue = 4000 + 2 * 4000;
+    EXPECT_NEAR(to_ps(payload), issue + n.write_ps(512), 1.0);  // y_ before z_
+    EXPECT_NEAR(to_ps(payload2), issue + 2 * n.write_ps(512), 2.0);
+    EXPECT_NEAR(to_ps(cqe), issue + 2 * n.write_ps(512) + n.write_ps(64), 3.0);  // client order
+    // Sampled at 8 ns, issued at 16 ns: the link is still busy with the three above.
+    EXPECT_NEAR(to_ps(late), to_ps(cqe) + n.write_ps(512), 4.0);
 }
 
 }  // namespace
