@@ -738,8 +738,12 @@ void tx_engine::timers_changed() {
     // deadline. A deadline that moved later or went away is found at that wake (and slept
     // over): one pending timeout per engine, not one dead one per re-arm left in the kernel's
     // event queue (a 67 ms ACK timeout re-armed per message made that queue thousands deep).
-    if (!m_timers.empty() &&
-        (m_timer_wake == sc_core::SC_ZERO_TIME || m_timers.begin()->first < m_timer_wake)) {
+    // With no deadline left, a sleeping thread is woken once too, to wait untimed: a pending
+    // wake-up after the work is done would keep the kernel busy (a run ends by starvation).
+    const bool earlier = !m_timers.empty() && (m_timer_wake == sc_core::SC_ZERO_TIME ||
+                                               m_timers.begin()->first < m_timer_wake);
+    const bool none_left = m_timers.empty() && m_timer_wake != sc_core::SC_ZERO_TIME;
+    if (earlier || none_left) {
         m_timer_changed.notify(sc_core::SC_ZERO_TIME);
     }
 }

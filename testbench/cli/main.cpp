@@ -196,6 +196,15 @@ int srun_tasks_without_mpi() {
 // topology.partition gives the parts of a partitioned run: one per rank. False (and the error
 // printed, starting with the JSON path) when the rank count differs.
 bool partition_fits(const rnic::scenario::scenario_config& cfg, int ranks, bool print) {
+    if (ranks > 1 && cfg.rnic.send_path.impl != "model" && cfg.rnic.send_path.rtl.clock == "free") {
+        // A free-running RTL clock never runs out of events: its run ends with the workload's
+        // last role, an instant a rank cannot know before every rank has reached it.
+        if (print) {
+            std::cerr << "rnicsim: rnic.send_path.rtl.clock: \"free\" cannot be partitioned over "
+                      << ranks << " ranks (use \"gated\", or one process)\n";
+        }
+        return false;
+    }
     const size_t parts = cfg.topology.partition_parts;
     if (ranks <= 1 || parts == 0 || parts == static_cast<size_t>(ranks)) {
         return true;

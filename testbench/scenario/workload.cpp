@@ -849,8 +849,13 @@ void workload::role_done(role& r) {
     }
     teardown(ns);
     // The run ends when nothing is left to simulate (runner.cpp), not here: the end must not
-    // depend on which rank (testbench/distributed) saw the last role finish.
-    --m_nodes_left;
+    // depend on which rank (testbench/distributed) saw the last role finish. Except with an RTL
+    // send path on a free-running clock, which always has something left (an edge every cycle):
+    // that run ends with its last role (partitioned runs refuse the free clock).
+    if (--m_nodes_left == 0 && m_cfg.rnic.send_path.impl != "model" &&
+        m_cfg.rnic.send_path.rtl.clock == "free") {
+        sc_core::sc_stop();
+    }
 }
 
 // --------------------------------------------------------------------------------------------
