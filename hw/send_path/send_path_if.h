@@ -36,7 +36,7 @@ struct tx_descriptor {
     bool ack_req = true;     // AckReq on the descriptor's last packet (requests)
     uint32_t src_qpn = 0;    // for the UDP source port (entropy)
     uint32_t dest_qpn = 0;
-    uint32_t psn = 0;         // PSN of the first packet
+    uint32_t psn = 0;  // PSN of the first packet
     // Part of a SEND/WRITE message (selective repeat resends only the packets the responder
     // is missing, hw/tx_engine): the descriptor's packets are a run from the middle of a longer
     // message. Both true (the default) is a whole message, the only form before; the RTL send
@@ -45,13 +45,13 @@ struct tx_descriptor {
     bool ends_message = true;     // false: the last packet is a Middle (no ImmDt/IETH, no SE);
                                   // `length` is then a non-zero multiple of pmtu
     uint32_t message_length = 0;  // RETH DMA length of the whole message (0: `length`)
-    uint32_t pmtu = 1024;     // path MTU, bytes (256..4096)
-    uint32_t length = 0;      // payload bytes of the message (READ_REQUEST: bytes to read)
-    uint64_t remote_va = 0;   // RETH
-    uint32_t rkey = 0;        // RETH
-    uint32_t imm_or_key = 0;  // ImmDt or IETH
-    uint8_t syndrome = 0x1F;  // AETH (ACK, READ_RESPONSE)
-    uint32_t msn = 0;         // AETH
+    uint32_t pmtu = 1024;         // path MTU, bytes (256..4096)
+    uint32_t length = 0;          // payload bytes of the message (READ_REQUEST: bytes to read)
+    uint64_t remote_va = 0;       // RETH
+    uint32_t rkey = 0;            // RETH
+    uint32_t imm_or_key = 0;      // ImmDt or IETH
+    uint8_t syndrome = 0x1F;      // AETH (ACK, READ_RESPONSE)
+    uint32_t msn = 0;             // AETH
     std::array<uint8_t, 6> src_mac{};
     std::array<uint8_t, 6> dst_mac{};
     uint32_t src_ip = 0;

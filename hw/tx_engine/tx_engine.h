@@ -45,7 +45,7 @@ struct tx_job {
     // Sent in turns (round-robin scheduler): when its first turn's payload read started (the
     // timeline's payload_dma slice spans the whole message, as when it goes whole).
     sc_core::sc_time dma_start;
-    bool selective = false;     // a selective repeat resend of one packet: never superseded
+    bool selective = false;  // a selective repeat resend of one packet: never superseded
 };
 
 // Where the payload of an outstanding READ lands (for the receive path).
@@ -162,9 +162,9 @@ public:
         uint64_t sched_skipped_paced = 0;   // QPs passed over: rate limiter slot not due
         uint64_t sched_skipped_window = 0;  // QPs passed over: congestion window full
         uint64_t sched_max_inflight =
-            0;  // most unacknowledged SEND/WRITE bytes of a QP with a window
-        uint64_t selective_naks = 0;     // selective NAKs acted on (selective repeat only)
-        uint64_t tail_resends = 0;       // packets resent after an ACK showed a lost tail
+            0;                        // most unacknowledged SEND/WRITE bytes of a QP with a window
+        uint64_t selective_naks = 0;  // selective NAKs acted on (selective repeat only)
+        uint64_t tail_resends = 0;    // packets resent after an ACK showed a lost tail
     };
     const stats& get_stats() const { return m_stats; }
     // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and

@@ -28,7 +28,7 @@ struct tx_engine_config {
     uint32_t response_fifo_depth = 64;  // ACKs and READ responses waiting for the send path
     uint32_t max_outstanding = 1024;    // WQEs per QP sent and not yet completed
     tx_scheduler_config scheduler;
-    transport_config transport;         // rnic.transport (loss recovery), set by the NIC
+    transport_config transport;  // rnic.transport (loss recovery), set by the NIC
 };
 tx_engine_config parse_tx_engine_config(config::reader r);
 
