@@ -889,17 +889,22 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
         return;  // the RNR timer owns the retry of this PSN
     }
     ++m_stats.nak_sequence;
-    if (!st.episode_open) {
-        st.episode_open = true;
-        st.episode_timed_out = false;
-        st.episode_psn = psn;
-        ++m_recovery.nak_episodes;
-        ++qp_recovery(qpn).nak_episodes;
-    }
+    open_nak_episode(qpn, st, psn);
     if (m_ack_observer) {
         m_ack_observer(qpn, psn, true);  // congestion control: NAK event
     }
     go_back_n(qpn, psn);
+}
+
+void tx_engine::open_nak_episode(uint32_t qpn, qp_state& st, uint32_t psn) {
+    if (st.episode_open) {
+        return;  // one episode until `episode_psn` is acknowledged, however many NAKs it takes
+    }
+    st.episode_open = true;
+    st.episode_timed_out = false;
+    st.episode_psn = psn;
+    ++m_recovery.nak_episodes;
+    ++qp_recovery(qpn).nak_episodes;
 }
 
 void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
@@ -918,13 +923,7 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
         return;
     }
     ++m_stats.selective_naks;
-    if (!st.episode_open) {
-        st.episode_open = true;
-        st.episode_timed_out = false;
-        st.episode_psn = psn;
-        ++m_recovery.nak_episodes;
-        ++qp_recovery(qpn).nak_episodes;
-    }
+    open_nak_episode(qpn, st, psn);
     if (m_ack_observer) {
         m_ack_observer(qpn, psn, true);  // congestion control: NAK event
     }
@@ -1192,12 +1191,8 @@ void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn,
                 // must not each re-issue the READ. If the re-issued READ loses its first
                 // response too, the retransmission timer repairs it.
                 o.resp_gap = go_back_n(qpn, first_psn);
-                if (o.resp_gap && !st.episode_open) {
-                    st.episode_open = true;  // a gap in the responses: like a sequence NAK
-                    st.episode_timed_out = false;
-                    st.episode_psn = o.resp_next;
-                    ++m_recovery.nak_episodes;
-                    ++qp_recovery(qpn).nak_episodes;
+                if (o.resp_gap) {  // a gap in the responses: like a sequence NAK
+                    open_nak_episode(qpn, st, o.resp_next);
                 }
             }
             return;
@@ -1226,13 +1221,7 @@ void tx_engine::on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) {
             // Past a gap: kept; the missing responses are asked for once (a READ of them only).
             if (!o.resp_gap) {
                 reissue_read_gap(qpn, st, o);
-                if (!st.episode_open) {
-                    st.episode_open = true;  // a gap in the responses: like a sequence NAK
-                    st.episode_timed_out = false;
-                    st.episode_psn = o.resp_next;
-                    ++m_recovery.nak_episodes;
-                    ++qp_recovery(qpn).nak_episodes;
-                }
+                open_nak_episode(qpn, st, o.resp_next);  // a gap: like a sequence NAK
             }
             return;
         }

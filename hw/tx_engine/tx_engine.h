@@ -302,6 +302,8 @@ private:
     bool acknowledge_through(uint32_t qpn, qp_state& st, uint32_t psn);
     void end_episode(uint32_t qpn, qp_state& st, bool failed);
     recovery_stats& qp_recovery(uint32_t qpn) { return m_recovery_by_qp[qpn]; }
+    // A NAK (or a gap in READ responses) opens a recovery episode unless one is open.
+    void open_nak_episode(uint32_t qpn, qp_state& st, uint32_t psn);
     // Selective repeat: queues the packets from..to (PSNs) of the unfinished SEND/WRITE messages
     // as resends of their own (never superseded).
     void resend_range(qp_state& st, uint32_t from, uint32_t to);
