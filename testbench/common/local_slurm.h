@@ -32,6 +32,17 @@ namespace rnic::test_slurm {
 
 namespace fs = std::filesystem;
 
+// The repository (RNICSIM_SOURCE_DIR, else from this file's path) and the build folder
+// (RNICSIM_BINARY_DIR, else the test binary's folder).
+inline std::string source_dir() {
+    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
+    return d != nullptr ? d : fs::path(__FILE__).parent_path().parent_path().parent_path().string();
+}
+inline std::string binary_dir() {
+    const char* d = std::getenv("RNICSIM_BINARY_DIR");
+    return d != nullptr ? d : fs::read_symlink("/proc/self/exe").parent_path().string();
+}
+
 inline std::string read_file(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream s;

@@ -56,29 +56,6 @@ void latency_histogram::merge(const latency_histogram& o) {
     m_sum_ps += o.m_sum_ps;
 }
 
-nlohmann::json latency_histogram::to_json() const {
-    std::map<uint64_t, uint64_t> counts;
-    m_counts.for_each([&counts](uint64_t ps, uint64_t n) { counts[ps] += n; });
-    if (m_run > 0) {
-        counts[m_run_ps] += m_run;
-    }
-    nlohmann::json c = nlohmann::json::array();
-    for (const auto& [ps, n] : counts) {
-        c.push_back({ps, n});
-    }
-    return {{"counts", c}, {"samples", m_samples}, {"sum_ps", m_sum_ps}};
-}
-
-latency_histogram latency_histogram::from_json(const nlohmann::json& j) {
-    latency_histogram h;
-    for (const auto& e : j["counts"]) {
-        h.m_counts.add(e[0].get<uint64_t>(), e[1].get<uint64_t>());
-    }
-    h.m_samples = j["samples"].get<uint64_t>();
-    h.m_sum_ps = j["sum_ps"].get<uint64_t>();
-    return h;
-}
-
 nlohmann::json latency_histogram::summary() const {
     count_map counts = m_counts;
     if (m_run > 0) {
@@ -573,35 +550,6 @@ nlohmann::json timeline::block_stage_latency() const {
         j[e.block][e.stage] = e.h.summary();
     }
     return j;
-}
-
-nlohmann::json timeline::histograms() const {
-    nlohmann::json j = nlohmann::json::array();
-    for (const stage_entry& e : m_stages) {
-        j.push_back({e.block, e.stage, e.h.to_json()});
-    }
-    return j;
-}
-
-void timeline::merged_latency(const std::vector<nlohmann::json>& parts, nlohmann::json& stages,
-                              nlohmann::json& by_block) {
-    std::map<std::string, latency_histogram> per_stage;
-    std::map<std::pair<std::string, std::string>, latency_histogram> per_block;
-    for (const nlohmann::json& p : parts) {
-        for (const auto& e : p) {
-            const latency_histogram h = latency_histogram::from_json(e[2]);
-            per_stage[e[1].get<std::string>()].merge(h);
-            per_block[{e[0].get<std::string>(), e[1].get<std::string>()}].merge(h);
-        }
-    }
-    stages = nlohmann::json::object();
-    for (const auto& [stage, h] : per_stage) {
-        stages[stage] = h.summary();
-    }
-    by_block = nlohmann::json::object();
-    for (const auto& [key, h] : per_block) {
-        by_block[key.first][key.second] = h.summary();
-    }
 }
 
 }  // namespace rnic::output

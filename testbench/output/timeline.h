@@ -110,9 +110,6 @@ public:
     }
     void merge(const latency_histogram& o);
     uint64_t samples() const { return m_samples; }
-    // Exact form for another process to merge (partitioned runs): [[ps, count], ...], sum.
-    nlohmann::json to_json() const;
-    static latency_histogram from_json(const nlohmann::json& j);
     // {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}; percentiles are nearest rank (the
     // smallest duration with at least p% of the samples at or below it), as the workload's.
     nlohmann::json summary() const;
@@ -163,11 +160,6 @@ public:
     nlohmann::json stage_latency() const;
     // {"<block>": {"<stage>": {...}}}: the same per block (node0's receive vs node1's).
     nlohmann::json block_stage_latency() const;
-    // Partitioned runs (testbench/distributed): every (block, stage) histogram of this rank, and
-    // stage_latency() / block_stage_latency() of every rank's histograms together.
-    nlohmann::json histograms() const;
-    static void merged_latency(const std::vector<nlohmann::json>& parts, nlohmann::json& stages,
-                               nlohmann::json& by_block);
     uint64_t slices() const { return m_slices; }
     uint64_t events_written() const { return m_events; }
 

@@ -593,7 +593,6 @@ private:
 
 // What one rank (or the one process) contributes to the result: everything rank 0 merges.
 nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
-                         const distributed::partition* part, int rank, const output::timeline& tl,
                          std::vector<pcap_record>& pcap) {
     nlohmann::json j;
     nlohmann::json blocks = tb.ctx.stats.values();
@@ -625,7 +624,6 @@ nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
     }
     j["failures"] = fails;
     j["files"] = tb.ctx.outputs;
-    j["histograms"] = tl.histograms();
     j["cc"] = cc_rows(tb);
     nlohmann::json frames = nlohmann::json::array();
     for (auto& r : pcap) {
@@ -633,8 +631,6 @@ nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
     }
     pcap.clear();
     j["pcap"] = frames;
-    (void)part;
-    (void)rank;
     return j;
 }
 
@@ -767,10 +763,11 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     const double rank_wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    nlohmann::json mine = rank_part(*tb, cfg, part.get(), rank, *tl, pcap_records);
+    nlohmann::json mine = rank_part(*tb, cfg, pcap_records);
     mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s};
-    if (spool_trace && rank != 0) {
-        mine["trace"] = nlohmann::json::binary(tl->take_state());
+    if (rank != 0) {
+        // Its stage-latency histograms and, with the trace on, its spooled slices.
+        mine["timeline"] = nlohmann::json::binary(tl->take_state());
     }
     std::vector<nlohmann::json> parts;
 #ifdef RNICSIM_HAVE_MPI
@@ -797,7 +794,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     // Failures blocks recorded (hw::sim_context::fail) come first: they name the block.
     std::vector<std::string> block_failures;
-    std::vector<nlohmann::json> hist;
     std::vector<nlohmann::json> cc;
     std::vector<pcap_record> frames;
     r.blocks = nlohmann::json::object();
@@ -814,7 +810,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
             r.blocks[k] = v;
         }
         r.packets += p["packets"].get<uint64_t>();
-        hist.push_back(p["histograms"]);
         cc.push_back(p["cc"]);
         for (const auto& f : p["pcap"]) {
             frames.push_back({f[0].get<uint64_t>(), f[1].get<uint32_t>(), f[2].get<uint32_t>(),
@@ -833,13 +828,14 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     r.failures.insert(r.failures.begin(), block_failures.begin(), block_failures.end());
     r.simulated_ns =
         static_cast<uint64_t>(std::llround(to_ns(sc_core::sc_time::from_value(end_value))));
-    output::timeline::merged_latency(hist, r.stages, r.stages_by_block);
-    if (spool_trace) {
-        for (const auto& p : parts) {
-            if (p.contains("trace")) {
-                tl->merge_state(p["trace"].get_binary());
-            }
+    for (const auto& p : parts) {
+        if (p.contains("timeline")) {
+            tl->merge_state(p["timeline"].get_binary());
         }
+    }
+    r.stages = tl->stage_latency();
+    r.stages_by_block = tl->block_stage_latency();
+    if (spool_trace) {
         tl->close();
     }
     r.cc_csv = make_cc_csv(cc);

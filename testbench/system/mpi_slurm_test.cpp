@@ -17,15 +17,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace rnic::test_slurm;
 
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr ? d : fs::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-std::string binary_dir() {
-    const char* d = std::getenv("RNICSIM_BINARY_DIR");
-    return d != nullptr ? d : fs::read_symlink("/proc/self/exe").parent_path().string();
-}
-
 // The fabric incast, cut down, with the wire capture on.
 const char* const SCENARIO_SETS =
     " --set workload.messages=8 --set outputs.pcap=true --set outputs.trace=true";

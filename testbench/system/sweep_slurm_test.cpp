@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace rnic::test_slurm;
 
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr ? d : fs::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-std::string binary_dir() {
-    const char* d = std::getenv("RNICSIM_BINARY_DIR");
-    return d != nullptr ? d : fs::read_symlink("/proc/self/exe").parent_path().string();
-}
-
 std::vector<std::map<std::string, std::string>> read_csv(const fs::path& file) {
     std::vector<std::vector<std::string>> rows;
     std::istringstream in(read_file(file));
