@@ -7,6 +7,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "testbench/scenario/ndk_async_call.h"
 #include "testbench/scenario/pattern.h"
 
 #include <arpa/inet.h>
@@ -16,47 +17,6 @@
 namespace rnic::scenario {
 
 namespace {
-
-// One asynchronous NDK request. The provider either finishes it inline (any status but
-// STATUS_PENDING, no callback) or returns STATUS_PENDING and calls back exactly once, from the
-// host's DPC thread; the consumer thread sleeps on the event meanwhile (ndkpi.md 5).
-struct async_call {
-    sc_core::sc_event event;
-    bool done = false;
-    NTSTATUS status = STATUS_PENDING;
-    NDK_OBJECT_HEADER* object = nullptr;
-
-    static VOID on_create(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER* obj) {
-        auto* c = static_cast<async_call*>(ctx);
-        c->object = obj;
-        c->complete(st);
-    }
-    static VOID on_request(PVOID ctx, NTSTATUS st) { static_cast<async_call*>(ctx)->complete(st); }
-    static VOID on_close(PVOID ctx) { static_cast<async_call*>(ctx)->complete(STATUS_SUCCESS); }
-
-    void complete(NTSTATUS st) {
-        status = st;
-        done = true;
-        event.notify();
-    }
-    // `returned` is what the provider call returned; the final status of the request.
-    NTSTATUS wait(NTSTATUS returned) {
-        if (returned != STATUS_PENDING) {
-            return returned;
-        }
-        while (!done) {
-            sc_core::wait(event);
-        }
-        return status;
-    }
-};
-
-// The object of a create call: from the out-parameter when it finished inline, from the create
-// completion when it was pending (every NDK object starts with its NDK_OBJECT_HEADER).
-template <typename T>
-T* created(NTSTATUS returned, T* out, const async_call& c) {
-    return returned == STATUS_PENDING ? reinterpret_cast<T*>(c.object) : out;
-}
 
 SOCKADDR_IN sockaddr_of(uint32_t ip, uint16_t port) {
     SOCKADDR_IN a{};
@@ -334,7 +294,7 @@ void workload::setup_node(node_state& ns) {
         const NTSTATUS st =
             ns.adapter->Dispatch->NdkCreatePd(ns.adapter, async_call::on_create, &c, &pd);
         check(ns, c.wait(st), "NdkCreatePd");
-        ns.pd = created(st, pd, c);
+        ns.pd = c.created(st, pd);
     }
     for (role* r : ns.roles) {
         async_call c;
@@ -343,7 +303,7 @@ void workload::setup_node(node_state& ns) {
             ns.adapter->Dispatch->NdkCreateCq(ns.adapter, r->cq_depth, on_cq_notification, r,
                                               nullptr, async_call::on_create, &c, &cq);
         check(ns, c.wait(st), "NdkCreateCq");
-        r->cq = created(st, cq, c);
+        r->cq = c.created(st, cq);
     }
 
     // One buffer for all roles' rings, real process memory shared with the simulated DRAM,
@@ -364,7 +324,7 @@ void workload::setup_node(node_state& ns) {
         const NTSTATUS st =
             ns.pd->Dispatch->NdkCreateMr(ns.pd, FALSE, async_call::on_create, &c, &mr);
         check(ns, c.wait(st), "NdkCreateMr");
-        ns.mr = created(st, mr, c);
+        ns.mr = c.created(st, mr);
     }
     {
         async_call c;
@@ -383,7 +343,7 @@ void workload::setup_node(node_state& ns) {
                 ns.pd, r->cq, r->cq, reinterpret_cast<PVOID>(uintptr_t{q}), r->rq_depth,
                 r->sq_depth, 1, 1, m_w.inline_threshold, async_call::on_create, &c, &qp);
             check(ns, c.wait(st), "NdkCreateQp");
-            r->qps[q] = created(st, qp, c);
+            r->qps[q] = c.created(st, qp);
         }
     }
 
@@ -420,7 +380,7 @@ void workload::setup_node(node_state& ns) {
             const NTSTATUS st = ns.adapter->Dispatch->NdkCreateListener(
                 ns.adapter, on_connect_event, &ns, async_call::on_create, &c, &l);
             check(ns, c.wait(st), "NdkCreateListener");
-            ns.listener = created(st, l, c);
+            ns.listener = c.created(st, l);
         }
         {
             SOCKADDR_IN addr = sockaddr_of(nc.ip, PORT);
@@ -461,7 +421,7 @@ void workload::connect_all(role& r) {
                 const NTSTATUS st = ns.adapter->Dispatch->NdkCreateConnector(
                     ns.adapter, async_call::on_create, &c, &created_conn);
                 check(ns, c.wait(st), "NdkCreateConnector");
-                conn = created(st, created_conn, c);
+                conn = c.created(st, created_conn);
             }
             SOCKADDR_IN src = sockaddr_of(my_ip, 0);  // port 0: ephemeral
             SOCKADDR_IN dst = sockaddr_of(peer_ip, PORT);

@@ -25,6 +25,7 @@
 #include "ndk_shim/ndk_sim.h"
 #include "ndk_shim/ndkpi.h"
 #include "ndk_shim/ntstatus.h"
+#include "testbench/scenario/ndk_async_call.h"
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/pattern.h"
 #include "testbench/scenario/run_result.h"
@@ -307,38 +308,7 @@ inline void wait_ns(double ns) {
     sc_core::wait(sc_core::sc_time(ns, sc_core::SC_NS));
 }
 
-// One asynchronous NDK request (finished inline, or STATUS_PENDING and one callback).
-struct async_call {
-    sc_core::sc_event event;
-    bool done = false;
-    NTSTATUS status = STATUS_PENDING;
-    NDK_OBJECT_HEADER* object = nullptr;
-    static VOID on_create(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER* obj) {
-        auto* c = static_cast<async_call*>(ctx);
-        c->object = obj;
-        c->complete(st);
-    }
-    static VOID on_request(PVOID ctx, NTSTATUS st) { static_cast<async_call*>(ctx)->complete(st); }
-    static VOID on_close(PVOID ctx) { static_cast<async_call*>(ctx)->complete(STATUS_SUCCESS); }
-    void complete(NTSTATUS st) {
-        status = st;
-        done = true;
-        event.notify();
-    }
-    NTSTATUS wait(NTSTATUS returned) {
-        if (returned != STATUS_PENDING) {
-            return returned;
-        }
-        while (!done) {
-            sc_core::wait(event);
-        }
-        return status;
-    }
-    template <typename T>
-    T* created(NTSTATUS returned, T* out) const {
-        return returned == STATUS_PENDING ? reinterpret_cast<T*>(object) : out;
-    }
-};
+using scenario::async_call;
 
 // A registered buffer: real process memory shared with the node's simulated DRAM.
 // The allocation is `bytes` long; the MR covers [reg_off, reg_off + reg_len) of it (the rest
