@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "testbench/common/cli_run.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -32,31 +34,10 @@ namespace rnic::test_slurm {
 
 namespace fs = std::filesystem;
 
-// The repository (RNICSIM_SOURCE_DIR, else from this file's path) and the build folder
-// (RNICSIM_BINARY_DIR, else the test binary's folder).
-inline std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr ? d : fs::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-inline std::string binary_dir() {
-    const char* d = std::getenv("RNICSIM_BINARY_DIR");
-    return d != nullptr ? d : fs::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-inline std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-inline std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) {
-        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    return q + "'";
-}
+using rnic::testing::binary_dir;
+using rnic::testing::quote;
+using rnic::testing::read_file;
+using rnic::testing::source_dir;
 
 // A program of slurm-wlm or munge: on PATH, else in the sbin folders a non-login PATH lacks.
 inline std::string find_program(const std::string& name) {

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testbench/common/cli_run.h"
 #include "testbench/scenario/runner.h"
 #include "testbench/scenario/scenario_config.h"
 
@@ -28,13 +29,9 @@
 
 namespace {
 
+using rnic::testing::source_dir;
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr ? d : fs::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
 
 json read_json(const std::string& path) {
     std::ifstream in(path);

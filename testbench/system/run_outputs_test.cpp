@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testbench/common/cli_run.h"
 #include "testbench/common/scratch_dir.h"
 
 #include <stdlib.h>
@@ -18,65 +19,20 @@
 
 namespace {
 
+using rnic::testing::binary_dir;
+using rnic::testing::cli_result;
+using rnic::testing::quote;
+using rnic::testing::read_file;
+using rnic::testing::rnicsim;
+using rnic::testing::source_dir;
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// $RNICSIM_SOURCE_DIR / $RNICSIM_BINARY_DIR as ctest sets them; by hand, the tree this file is
-// in and the folder of this test executable (where rnicsim is built too).
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr
-               ? d
-               : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-std::string binary_dir() {
-    const char* d = std::getenv("RNICSIM_BINARY_DIR");
-    return d != nullptr ? d
-                        : std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) {
-        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    return q + "'";
-}
 
 // A temporary folder (testbench/common/scratch_dir.h), named for these tests.
 struct scratch : rnic::testing::scratch_dir {
     scratch()
         : scratch_dir("rnic_run_test") {}
 };
-
-struct cli_result {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
-
-cli_result rnicsim(const scratch& s, const std::vector<std::string>& args) {
-    const std::string bin = binary_dir() + "/rnicsim";
-    EXPECT_TRUE(fs::exists(bin)) << bin << " is not built (ninja rnicsim)";
-    std::string cmd = quote(bin);
-    for (const auto& a : args) {
-        cmd += " " + quote(a);
-    }
-    cmd += " >" + quote(s.dir + "/.stdout") + " 2>" + quote(s.dir + "/.stderr");
-    const int status = std::system(cmd.c_str());
-    cli_result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(s.dir + "/.stdout");
-    r.err = read_file(s.dir + "/.stderr");
-    return r;
-}
 
 std::string quickstart() {
     return source_dir() + "/configs/quickstart.json";

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testbench/common/cli_run.h"
 #include "testbench/common/scratch_dir.h"
 
 #include <sys/stat.h>
@@ -25,29 +26,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr ? d : fs::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-std::string binary_dir() {
-    const char* d = std::getenv("RNICSIM_BINARY_DIR");
-    return d != nullptr ? d : fs::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) {
-        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    return q + "'";
-}
+using rnic::testing::binary_dir;
+using rnic::testing::cli_result;
+using rnic::testing::quote;
+using rnic::testing::read_file;
+using rnic::testing::shell;
+using rnic::testing::source_dir;
+using cmd_result = cli_result;
 
 // A temporary folder (testbench/common/scratch_dir.h), named for these tests.
 struct scratch : rnic::testing::scratch_dir {
@@ -55,29 +40,14 @@ struct scratch : rnic::testing::scratch_dir {
         : scratch_dir("rnic_sweep_sys") {}
 };
 
-struct cmd_result {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
-
+// `program args...` with stdin closed (a sweep's sbatch or srun must not wait on the terminal).
 cmd_result run_cmd(const scratch& s, const std::string& program,
                    const std::vector<std::string>& args) {
     std::string cmd = quote(program);
     for (const auto& a : args) {
         cmd += " " + quote(a);
     }
-    const std::string out = s.path(".stdout");
-    const std::string err = s.path(".stderr");
-    cmd += " </dev/null >" + quote(out) + " 2>" + quote(err);
-    const int status = std::system(cmd.c_str());
-    cmd_result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(out);
-    r.err = read_file(err);
-    fs::remove(out);
-    fs::remove(err);
-    return r;
+    return shell(s, cmd + " </dev/null");
 }
 
 cmd_result rnicsim(const scratch& s, const std::vector<std::string>& args) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testbench/common/cli_run.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/run_report.h"
 #include "testbench/scenario/scenario_config.h"
@@ -20,51 +21,18 @@
 
 namespace {
 
+using rnic::testing::binary_dir;
+using rnic::testing::cli_result;
+using rnic::testing::quote;
+using rnic::testing::read_file;
+using rnic::testing::rnicsim;
+using rnic::testing::source_dir;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// $RNICSIM_SOURCE_DIR / $RNICSIM_BINARY_DIR as ctest sets them; by hand, the tree this file is
-// in and the folder of this test executable (where rnicsim is built too).
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr
-               ? d
-               : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-std::string binary_dir() {
-    const char* d = std::getenv("RNICSIM_BINARY_DIR");
-    return d != nullptr ? d
-                        : std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// Shell quoting for paths and arguments.
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) {
-        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    return q + "'";
-}
-
-struct scratch {
-    std::string dir;
-    scratch() {
-        std::string t = (fs::temp_directory_path() / "rnic_cli_test_XXXXXX").string();
-        dir = mkdtemp(t.data());
-    }
-    ~scratch() { fs::remove_all(dir); }
-    std::string write(const std::string& name, const std::string& text) const {
-        const std::string p = dir + "/" + name;
-        std::ofstream(p) << text;
-        return p;
-    }
+struct scratch : rnic::testing::scratch_dir {
+    scratch()
+        : scratch_dir("rnic_cli_test") {}
     std::vector<std::string> entries(const std::string& sub = "") const {
         std::vector<std::string> names;
         for (const auto& e : fs::directory_iterator(dir + (sub.empty() ? "" : "/" + sub))) {
@@ -74,33 +42,6 @@ struct scratch {
         return names;
     }
 };
-
-struct cli_result {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
-
-// Runs `rnicsim args...` with stdout and stderr captured in the scratch folder.
-cli_result rnicsim(const scratch& s, const std::vector<std::string>& args) {
-    const std::string bin = binary_dir() + "/rnicsim";
-    EXPECT_TRUE(fs::exists(bin)) << bin << " is not built (ninja rnicsim)";
-    std::string cmd = quote(bin);
-    for (const auto& a : args) {
-        cmd += " " + quote(a);
-    }
-    const std::string out = s.dir + "/.stdout";
-    const std::string err = s.dir + "/.stderr";
-    cmd += " >" + quote(out) + " 2>" + quote(err);
-    const int status = std::system(cmd.c_str());
-    cli_result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(out);
-    r.err = read_file(err);
-    fs::remove(out);
-    fs::remove(err);
-    return r;
-}
 
 std::string quickstart() {
     return source_dir() + "/configs/quickstart.json";

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/config_reader.h"
+#include "testbench/common/cli_run.h"
 #include "testbench/scenario/scenario_config.h"
 
 #include <stdlib.h>
@@ -23,6 +24,8 @@ using rnic::scenario::apply_override;
 using rnic::scenario::load_scenario;
 using rnic::scenario::parse_scenario;
 using rnic::scenario::scenario_config;
+using rnic::testing::source_dir;
+using scratch = rnic::testing::scratch_dir;
 
 // The errors parse_scenario reports for `doc` (empty when it parses).
 std::vector<std::string> errors_of(const json& doc) {
@@ -40,30 +43,6 @@ std::string error_of(const json& doc) {
     EXPECT_EQ(errs.size(), 1u) << doc.dump();
     return errs.empty() ? "" : errs.front();
 }
-
-// $RNICSIM_SOURCE_DIR as ctest sets it; by hand, the tree this file is in.
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr
-               ? d
-               : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-
-// A scratch folder removed at the end of the test.
-struct scratch {
-    std::string dir;
-    scratch() {
-        std::string t =
-            (std::filesystem::temp_directory_path() / "rnic_config_test_XXXXXX").string();
-        dir = mkdtemp(t.data());
-    }
-    ~scratch() { std::filesystem::remove_all(dir); }
-    std::string write(const std::string& name, const std::string& text) const {
-        const std::string p = dir + "/" + name;
-        std::ofstream(p) << text;
-        return p;
-    }
-};
 
 TEST(ScenarioConfig, EmptyDocumentGivesDocumentedDefaults) {
     const scenario_config c = parse_scenario(json::object());

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/config_reader.h"
+#include "testbench/common/cli_run.h"
 #include "testbench/sweep/results.h"
 #include "testbench/sweep/runner.h"
 #include "testbench/sweep/slurm.h"
@@ -28,24 +29,14 @@
 
 namespace {
 
+using rnic::testing::read_file;
+using rnic::testing::source_dir;
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace rnic::sweep;
 
-std::string source_dir() {
-    const char* d = std::getenv("RNICSIM_SOURCE_DIR");
-    return d != nullptr ? d : fs::path(__FILE__).parent_path().parent_path().parent_path().string();
-}
-
 std::string quickstart() {
     return source_dir() + "/configs/quickstart.json";
-}
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 struct scratch {
