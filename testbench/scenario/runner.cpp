@@ -16,8 +16,10 @@
 #include "hw/common/sim_context.h"
 #include "testbench/distributed/mpi_comm.h"
 #include "testbench/distributed/partition.h"
+#include "testbench/output/pcap_stream.h"
 #include "testbench/output/pcap_writer.h"
 #include "testbench/output/progress.h"
+#include "testbench/output/spool.h"
 #include "testbench/output/timeline.h"
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/workload.h"
@@ -200,16 +202,6 @@ std::string make_cc_csv(const std::vector<nlohmann::json>& parts) {
     }
     return out;
 }
-
-// One frame of wire.pcap: stamped (ps) when its first bit leaves the MAC. The file holds them in
-// a partition-independent order: time, then link, then direction, then the direction's order.
-struct pcap_record {
-    uint64_t ps = 0;
-    uint32_t link = 0;
-    uint32_t side = 0;
-    uint64_t seq = 0;
-    std::vector<uint8_t> data;
-};
 
 double to_ns(const sc_core::sc_time& t) {
     return t / sc_core::sc_time(1, sc_core::SC_NS);
@@ -592,8 +584,7 @@ private:
 #endif
 
 // What one rank (or the one process) contributes to the result: everything rank 0 merges.
-nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
-                         std::vector<pcap_record>& pcap) {
+nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg) {
     nlohmann::json j;
     nlohmann::json blocks = tb.ctx.stats.values();
     // A cut link's direction that the other rank sends in: its counters are that rank's.
@@ -625,12 +616,6 @@ nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
     j["failures"] = fails;
     j["files"] = tb.ctx.outputs;
     j["cc"] = cc_rows(tb);
-    nlohmann::json frames = nlohmann::json::array();
-    for (auto& r : pcap) {
-        frames.push_back({r.ps, r.link, r.side, r.seq, nlohmann::json::binary(std::move(r.data))});
-    }
-    pcap.clear();
-    j["pcap"] = frames;
     return j;
 }
 
@@ -676,14 +661,34 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
 
     // wire.pcap: stamped with the time the first bit leaves the sender's MAC, before fault
     // injection (a frame the link drops or corrupts is captured as sent). Picoseconds floor to
-    // ns. Kept in memory and written at the end in a partition-independent order (time, link,
-    // direction, the direction's order), the same for one process and for many ranks.
-    std::vector<pcap_record> pcap_records;
+    // ns. In a partition-independent order (time, link, direction, the direction's order), the
+    // same for one process and for many ranks: output::pcap_stream sorts each instant's frames
+    // as the next instant begins and hands them on, to the file (one process) or to the rank's
+    // spool, which rank 0 merges at the end (output::merge_spools). Memory: one instant's frames.
+    std::unique_ptr<output::pcap_writer> pcap_file;
+    std::unique_ptr<output::record_spool> pcap_spool;
+    std::unique_ptr<output::pcap_stream> pcap;
     if (!opts.pcap.empty()) {
+        output::pcap_stream::sink to;
+        if (distributed_run) {
+            pcap_spool = std::make_unique<output::record_spool>();
+            to = [s = pcap_spool.get(),
+                  b = std::vector<uint8_t>()](const output::pcap_stream::record& r) mutable {
+                b.clear();
+                output::pcap_stream::encode(r, b);
+                s->append(b.data(), b.size());
+            };
+        } else {
+            pcap_file = std::make_unique<output::pcap_writer>(opts.pcap);
+            to = [w = pcap_file.get()](const output::pcap_stream::record& r) {
+                w->write(r.ps / 1000, r.data.data(), r.data.size());
+            };
+        }
+        pcap = std::make_unique<output::pcap_stream>(std::move(to));
         const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
         // outputs.pcap_links: which directions of which links (empty: every one).
         const bool all = cfg.outputs.pcap_links.empty();
-        auto* records = &pcap_records;
+        auto* records = pcap.get();
         for (size_t i = 0; i < tb->links.size(); ++i) {
             if (!tb->links[i]) {
                 continue;
@@ -707,7 +712,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
                     }
                     const auto ps = static_cast<uint64_t>(
                         std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
-                    records->push_back({ps, li, static_cast<uint32_t>(s), (*seq)[s]++, f.data});
+                    records->add({ps, li, static_cast<uint32_t>(s), (*seq)[s]++, f.data});
                 });
         }
     }
@@ -763,7 +768,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     const double rank_wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    nlohmann::json mine = rank_part(*tb, cfg, pcap_records);
+    nlohmann::json mine = rank_part(*tb, cfg);
     mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s};
     if (rank != 0) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
@@ -780,6 +785,28 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (!distributed_run) {
         parts.push_back(std::move(mine));
     }
+    if (pcap) {
+        pcap->flush();  // the last instant
+        if (pcap_file) {
+            pcap_file->close();
+        }
+#ifdef RNICSIM_HAVE_MPI
+        if (pcap_spool) {
+            std::unique_ptr<output::pcap_writer> w;
+            if (rank == 0) {
+                w = std::make_unique<output::pcap_writer>(opts.pcap);
+            }
+            output::merge_spools(*opts.comm, *pcap_spool, output::pcap_stream::encoded_less,
+                                 [&w](const uint8_t* p, size_t len) {
+                                     const auto r = output::pcap_stream::decode(p, len);
+                                     w->write(r.ps / 1000, r.data.data(), r.data.size());
+                                 });
+            if (w) {
+                w->close();
+            }
+        }
+#endif
+    }
 
     run_result r;
     if (rank != 0) {
@@ -795,7 +822,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     // Failures blocks recorded (hw::sim_context::fail) come first: they name the block.
     std::vector<std::string> block_failures;
     std::vector<nlohmann::json> cc;
-    std::vector<pcap_record> frames;
     r.blocks = nlohmann::json::object();
     r.packets = 0;
     r.delta_cycles = 0;
@@ -811,10 +837,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         }
         r.packets += p["packets"].get<uint64_t>();
         cc.push_back(p["cc"]);
-        for (const auto& f : p["pcap"]) {
-            frames.push_back({f[0].get<uint64_t>(), f[1].get<uint32_t>(), f[2].get<uint32_t>(),
-                              f[3].get<uint64_t>(), f[4].get_binary()});
-        }
         const auto& sp = p["speed"];
         run_result::rank_speed rs;
         rs.rank = sp[0].get<int>();
@@ -839,16 +861,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         tl->close();
     }
     r.cc_csv = make_cc_csv(cc);
-    if (!opts.pcap.empty()) {
-        std::sort(frames.begin(), frames.end(), [](const pcap_record& a, const pcap_record& b) {
-            return std::tie(a.ps, a.link, a.side, a.seq) < std::tie(b.ps, b.link, b.side, b.seq);
-        });
-        output::pcap_writer w(opts.pcap);
-        for (const auto& f : frames) {
-            w.write(f.ps / 1000, f.data.data(), f.data.size());
-        }
-        w.close();
-    }
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return r;
 }
