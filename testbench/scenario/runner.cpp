@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <tuple>
@@ -58,16 +59,31 @@ struct testbench {
         ctx.rtl_fst_base = std::move(rtl_fst_base);
         const topology_config& t = cfg.topology;
         auto here = [&](const link_end& e) { return part == nullptr || part->rank_of(e) == rank; };
+        // waves.vcd's signals keyed by the block that registers them (partitioned runs).
+        auto* waves = dynamic_cast<output::waves*>(vcd);
+        auto unit = [waves](uint64_t kind, uint64_t i,
+                            std::function<uint64_t(const std::string&)> sub = {}) {
+            if (waves != nullptr) {
+                waves->begin_unit(kind << 40 | i, std::move(sub));
+            }
+        };
         for (const link_desc& l : t.links) {
             if (!here(l.a) && !here(l.b)) {
                 links.push_back(nullptr);
                 continue;
             }
+            unit(0, links.size());
             links.push_back(std::make_unique<fabric::eth_link>(l.name.c_str(), l.cfg, ctx));
             for (int side = 0; side < 2; ++side) {
                 const link_end& e = side == 0 ? l.a : l.b;
                 if (!here(e)) {
                     links.back()->set_remote(side, e.is_switch && t.sw.cut_through);
+                    if (waves != nullptr) {  // the other rank sends in this direction
+                        const std::string s = std::to_string(side) + ".";
+                        waves->disown(l.name + ".dir" + s);
+                        waves->disown(l.name + ".mac_tx" + s);
+                        waves->disown(l.name + ".mac_ctrl_tx" + s);
+                    }
                 }
             }
         }
@@ -76,6 +92,7 @@ struct testbench {
                 nodes.push_back(nullptr);
                 continue;
             }
+            unit(1, i);
             nodes.push_back(std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg,
                                                    *links[t.node_link[i]], t.node_side[i], ctx));
         }
@@ -85,6 +102,7 @@ struct testbench {
                 continue;
             }
             const switch_desc& d = t.switches[s];
+            unit(2, s);
             auto sw = std::make_unique<fabric::eth_switch>(d.name.c_str(), d.cfg, d.ports, ctx);
             for (uint32_t p = 0; p < d.ports; ++p) {
                 const auto& pi = t.ports[s][p];
@@ -101,29 +119,38 @@ struct testbench {
         for (auto& n : nodes) {
             ns.push_back(n.get());
         }
+        // The workload registers per node ("workload.node<i>.<signal>").
+        unit(3, 0, [](const std::string& name) -> uint64_t {
+            const size_t at = name.find(".node");
+            return at == std::string::npos ? 0 : std::strtoull(name.c_str() + at + 5, nullptr, 10);
+        });
         if (consumers) {
             consumers(ns);
         } else {
             load = std::make_unique<workload>("workload", cfg, std::move(ns), ctx);
         }
         if (vcd != nullptr) {
-            trace_qps(cfg, vcd);
+            trace_qps(cfg, vcd, waves);
         }
     }
 
     // The context state of the chosen QPs (outputs.waves_qps) on every node, as the NIC keeps
     // it in its QP context table: "<node>.nic.qp<N>.<field>". The table is sized at
     // elaboration, so a slot's fields can be traced before the driver creates the QP.
-    void trace_qps(const scenario_config& cfg, sc_core::sc_trace_file* vcd) {
+    void trace_qps(const scenario_config& cfg, sc_core::sc_trace_file* vcd, output::waves* waves) {
         std::vector<uint32_t> qpns = cfg.outputs.waves_qps;
         if (qpns.empty()) {
             for (uint32_t q = 1; q <= cfg.workload.qps + 1; ++q) {
                 qpns.push_back(q);
             }
         }
-        for (const auto& n : nodes) {
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            const auto& n = nodes[i];
             if (!n) {
                 continue;
+            }
+            if (waves != nullptr) {
+                waves->begin_unit(uint64_t{4} << 40 | i);
             }
             for (uint32_t q : qpns) {
                 hw::qp_context* c = n->nic.contexts().qp_slot(q);
@@ -437,6 +464,12 @@ public:
             if (m_lookahead == sc_core::sc_max_time() || end > m_limit || end < next) {
                 end = m_limit;
             }
+            if (on_waves_start && next >= waves_start) {
+                on_waves_start();  // every rank has simulated the events before the window
+                on_waves_start = nullptr;
+            } else if (on_waves_start) {
+                end = std::min(end, waves_start);  // and none at or after its start
+            }
             run_window(end);
             ++m_windows;
         }
@@ -447,6 +480,11 @@ public:
             sc_core::sc_start(m_end - sc_core::sc_time_stamp());
         }
     }
+
+    // waves.vcd: called between two windows once every rank has simulated the events before
+    // `waves_start` and none at or after it (where one process pauses to open the file).
+    std::function<void()> on_waves_start;
+    sc_core::sc_time waves_start;
 
     sc_core::sc_time end_time() const { return m_end; }
     uint64_t windows() const { return m_windows; }
@@ -643,8 +681,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     const bool spool_trace = distributed_run && !opts.trace.empty();
     auto tl = std::make_unique<output::timeline>(
         distributed_run && rank != 0 ? std::string() : opts.trace, spool_trace);
+    // waves.vcd: every rank records its blocks' signals (output::partitioned_waves).
     std::unique_ptr<output::waves> waves;
-    if (!opts.waves_vcd.empty() && !distributed_run) {
+    if (!opts.waves_vcd.empty()) {
         waves = std::make_unique<output::waves>();
     }
 
@@ -653,7 +692,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     // With waveforms on, an RTL send path also writes the RTL's own waveform next to waves.vcd
     // (rtl.fst for node 0, rtl.node1.fst for node 1): the model has no RTL signals to write.
     std::string rtl_fst_base;
-    if (waves) {
+    if (waves && !distributed_run) {
         rtl_fst_base = (std::filesystem::path(opts.waves_vcd).parent_path() / "rtl").string();
     }
     auto* tb =
@@ -721,8 +760,20 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     double wait_s = 0;
     uint64_t end_value = 0;
 #ifdef RNICSIM_HAVE_MPI
+    std::unique_ptr<output::partitioned_waves> pwaves;
     if (distributed_run) {
         window_loop loop(cfg, *tb, *part, *opts.comm);
+        if (waves) {
+            const double end_ps = cfg.outputs.waves_end_ns * 1e3;
+            pwaves = std::make_unique<output::partitioned_waves>(
+                *opts.comm, *waves, end_ps < 1.8e19 ? ns(cfg.outputs.waves_end_ns).value() : ~0ull);
+            if (cfg.outputs.waves_start_ns <= 0) {
+                pwaves->open(0);  // from time 0: before the first time step
+            } else {
+                loop.waves_start = ns(cfg.outputs.waves_start_ns);
+                loop.on_waves_start = [&] { pwaves->open(loop.waves_start.value()); };
+            }
+        }
         loop.run();
         windows = loop.windows();
         wait_s = loop.wait_s();
@@ -807,6 +858,11 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         }
 #endif
     }
+#ifdef RNICSIM_HAVE_MPI
+    if (pwaves) {
+        pwaves->finish(opts.waves_vcd);  // rank 0 writes the file
+    }
+#endif
 
     run_result r;
     if (rank != 0) {
