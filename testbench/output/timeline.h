@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,6 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/sim_context.h"
+#include "testbench/output/spool.h"
+
+namespace rnic::distributed {
+class mpi_comm;
+}
 
 namespace rnic::output {
 
@@ -155,13 +161,24 @@ public:
     // malformed state.
     std::vector<uint8_t> take_state();
     void merge_state(const std::vector<uint8_t>& state);
+#ifdef RNICSIM_HAVE_MPI
+    // Partitioned runs with the trace on: every rank calls this (collective) before close().
+    // A spooling timeline keeps its slices, one instant sorted at a time, in a temporary file
+    // (output::record_spool), not in memory; here rank 0 merges every rank's, in the order
+    // close() writes them in one process, and writes them.
+    void merge_spooled(const distributed::mpi_comm& comm);
+#endif
 
     // {"<stage>": {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}} over every slice.
     nlohmann::json stage_latency() const;
     // {"<block>": {"<stage>": {...}}}: the same per block (node0's receive vs node1's).
     nlohmann::json block_stage_latency() const;
-    uint64_t slices() const { return m_slices; }
-    uint64_t events_written() const { return m_events; }
+    uint64_t slices() const {
+        return m_slices;
+    }
+    uint64_t events_written() const {
+        return m_events;
+    }
 
 private:
     // The Chrome threads of one block ("node1.nic.recv_path"): slices are spread over lanes
@@ -204,6 +221,9 @@ private:
     };
     // Writes `slices` in (time filed, start, block) order, stable.
     void write_filed(std::vector<filed_slice>& slices);
+    static void sort_filed(std::vector<filed_slice>& slices);
+    void spool_filed();                          // m_filed, sorted, to m_spool_file
+    std::unique_ptr<record_spool> m_spool_file;  // spooling: every instant's slices but the last
     void write_one(const filed_slice& s);
     void emit_begin();
     void emit_end();

@@ -862,6 +862,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (pwaves) {
         pwaves->finish(opts.waves_vcd);  // rank 0 writes the file
     }
+    if (spool_trace) {
+        tl->merge_spooled(*opts.comm);  // rank 0 writes every rank's slices; close() ends the file
+    }
 #endif
 
     run_result r;

@@ -131,9 +131,10 @@ pcap_file read_pcap(const std::string& path) {
             ADD_FAILURE() << "a record runs past the end of " << path;
             break;
         }
-        f.records.emplace_back(sec * 1000000000u + nsec,
-                               std::vector<uint8_t>(b.begin() + static_cast<std::ptrdiff_t>(at),
-                                                    b.begin() + static_cast<std::ptrdiff_t>(at + incl)));
+        f.records.emplace_back(
+            sec * 1000000000u + nsec,
+            std::vector<uint8_t>(b.begin() + static_cast<std::ptrdiff_t>(at),
+                                 b.begin() + static_cast<std::ptrdiff_t>(at + incl)));
         at += incl;
     }
     EXPECT_EQ(at, b.size()) << "trailing bytes in " << path;
@@ -163,9 +164,8 @@ TEST(PcapStream, FileIsInTheOrderRuleAndHoldsOneInstantAtATime) {
     const capture c = make_capture(7, 20000, 6);
     const std::string path = temp_path("stream");
     pcap_writer w(path);
-    pcap_stream s([&w](const pcap_stream::record& r) {
-        w.write(r.ps / 1000, r.data.data(), r.data.size());
-    });
+    pcap_stream s(
+        [&w](const pcap_stream::record& r) { w.write(r.ps / 1000, r.data.data(), r.data.size()); });
     size_t held_max = 0;
     for (const auto& r : c.records) {
         s.add(r);
