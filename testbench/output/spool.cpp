@@ -142,6 +142,23 @@ void drain(record_spool& spool, const record_sink& sink) {
     }
 }
 
+void merge_local(const std::vector<record_spool*>& spools, const record_less& less,
+                 const record_sink& sink) {
+    std::vector<cursor> c(spools.size());
+    for (;;) {
+        for (size_t r = 0; r < c.size(); ++r) {
+            if (!c[r].done && c[r].empty()) {
+                c[r].buf.clear();
+                c[r].at = 0;
+                c[r].done = !spools[r]->read_chunk(c[r].buf, size_t{1} << 20);
+            }
+        }
+        if (merge_some(c, less, sink)) {
+            return;
+        }
+    }
+}
+
 #ifdef RNICSIM_HAVE_MPI
 void merge_spools(const distributed::mpi_comm& comm, record_spool& mine, const record_less& less,
                   const record_sink& sink, size_t chunk_bytes) {

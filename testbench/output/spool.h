@@ -54,6 +54,11 @@ using record_sink = std::function<void(const uint8_t* data, size_t len)>;
 // its own records, and by a single process).
 void drain(record_spool& spool, const record_sink& sink);
 
+// The merge of several spools in one process (rank 0's merge without MPI, and tests): `sink`
+// gets every record of every spool in `less` order (equal records: the earlier spool's first).
+void merge_local(const std::vector<record_spool*>& spools, const record_less& less,
+                 const record_sink& sink);
+
 #ifdef RNICSIM_HAVE_MPI
 // Every rank calls this, each with its spool (its records in `less` order). Rank 0's `sink` gets
 // every record of every rank, merged in `less` order (equal records: the lower rank's first);

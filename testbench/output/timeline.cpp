@@ -425,29 +425,47 @@ void timeline::spool_filed() {
     m_filed.clear();
 }
 
+void timeline::write_spooled(const uint8_t* p, size_t len) {
+    if (m_file == nullptr) {
+        return;  // rank 0 without a path: nothing to write
+    }
+    const std::vector<uint8_t> rec(p, p + len);
+    size_t at = 0;
+    filed_slice f;
+    f.at = get<uint64_t>(rec, at);
+    f.start_ps = get<uint64_t>(rec, at);
+    f.block = get_string(rec, at);
+    f.flow_id = get<uint64_t>(rec, at);
+    f.end_ps = get<uint64_t>(rec, at);
+    f.stage = get_string(rec, at);
+    f.args = get_string(rec, at);
+    write_one(f);  // its text goes out in ~1 MiB chunks (emit_end)
+}
+
+void timeline::merge_spooled(const std::vector<timeline*>& others) {
+    m_spool_merged = true;
+    std::vector<record_spool*> spools;
+    std::vector<timeline*> all = {this};
+    all.insert(all.end(), others.begin(), others.end());
+    for (timeline* t : all) {
+        if (t->m_spool) {
+            t->spool_filed();  // the last instant
+            spools.push_back(t->m_spool_file.get());
+        }
+    }
+    merge_local(spools, spooled_less,
+                [this](const uint8_t* p, size_t len) { write_spooled(p, len); });
+}
+
 #ifdef RNICSIM_HAVE_MPI
 void timeline::merge_spooled(const distributed::mpi_comm& comm) {
     if (!m_spool) {
         return;
     }
+    m_spool_merged = true;
     spool_filed();  // the last instant
-    std::vector<uint8_t> rec;
-    merge_spools(comm, *m_spool_file, spooled_less, [this, &rec](const uint8_t* p, size_t len) {
-        if (m_file == nullptr) {
-            return;  // rank 0 without a path: nothing to write
-        }
-        rec.assign(p, p + len);
-        size_t at = 0;
-        filed_slice f;
-        f.at = get<uint64_t>(rec, at);
-        f.start_ps = get<uint64_t>(rec, at);
-        f.block = get_string(rec, at);
-        f.flow_id = get<uint64_t>(rec, at);
-        f.end_ps = get<uint64_t>(rec, at);
-        f.stage = get_string(rec, at);
-        f.args = get_string(rec, at);
-        write_one(f);  // its text goes out in ~1 MiB chunks (emit_end)
-    });
+    merge_spools(comm, *m_spool_file, spooled_less,
+                 [this](const uint8_t* p, size_t len) { write_spooled(p, len); });
 }
 #endif
 
@@ -607,7 +625,10 @@ void timeline::close() {
     if (m_file == nullptr) {
         return;
     }
-    // The last instant's slices (live), or every rank's (spooled; merged in rank order).
+    if (m_spool && !m_spool_merged) {
+        merge_spooled(std::vector<timeline*>());  // this one's own slices
+    }
+    // The last instant's slices (live), or other ranks' held in memory (merge_state).
     write_filed(m_filed);
     // Doorbells no fetch followed (the QP had nothing left to fetch): per QP, no WQE.
     for (auto& [key, held] : m_held) {
