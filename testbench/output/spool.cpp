@@ -3,9 +3,12 @@
 #include "testbench/output/spool.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+
+#include <unistd.h>
 
 #ifdef RNICSIM_HAVE_MPI
 #include "testbench/distributed/mpi_comm.h"
@@ -69,9 +72,21 @@ bool merge_some(std::vector<cursor>& c, const record_less& less, const record_si
 }  // namespace
 
 record_spool::record_spool() {
-    m_file = std::tmpfile();
+    // In $TMPDIR (else /tmp), unlinked at once: the file goes with the process, however it ends.
+    const char* dir = std::getenv("TMPDIR");
+    std::string path =
+        std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/rnicsim-spool-XXXXXX";
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) {
+        fail(("cannot create a temporary file in " + path.substr(0, path.rfind('/'))).c_str(),
+             errno);
+    }
+    ::unlink(path.c_str());
+    m_file = ::fdopen(fd, "w+b");
     if (m_file == nullptr) {
-        fail("cannot create a temporary file", errno);
+        const int err = errno;
+        ::close(fd);
+        fail("cannot open a temporary file", err);
     }
     std::setvbuf(m_file, nullptr, _IOFBF, size_t{1} << 20);
 }

@@ -15,12 +15,12 @@ class mpi_comm;
 
 namespace rnic::output {
 
-// Length-prefixed records appended to an anonymous temporary file (std::tmpfile: on the rank's
-// own machine, removed when closed or when the process ends, also by a signal), then read back
-// once from the start, in chunks of whole records.
+// Length-prefixed records appended to an anonymous temporary file (in $TMPDIR, else /tmp, on the
+// rank's own machine; unlinked at creation, so it goes when the process ends, also by a
+// signal), then read back once from the start, in chunks of whole records.
 class record_spool {
 public:
-    // Throws std::runtime_error when no temporary file can be created.
+    // Throws std::runtime_error naming the folder when no temporary file can be created.
     record_spool();
     ~record_spool();
     record_spool(const record_spool&) = delete;

@@ -320,3 +320,18 @@ TEST(RecordSpool, GivesBackEveryRecordInOrderInWholeChunks) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RecordSpool, AnUnusableTmpdirIsANamedError) {
+    ::setenv("TMPDIR", "/nonexistent-rnicsim-tmp", 1);
+    try {
+        record_spool s;
+        FAIL() << "a spool in a missing folder";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("/nonexistent-rnicsim-tmp"), std::string::npos)
+            << e.what();
+    }
+}
+
+}  // namespace
