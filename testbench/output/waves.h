@@ -35,8 +35,10 @@ class record_spool;
 // cost several times the simulation on small-packet runs. When a block traces one of SystemC's
 // datatypes (sc_event, sc_time, sc_dt::*) the recorder replays every registration into
 // SystemC's VCD writer instead, and patches its header (fix_vcd_header). Both give the same
-// file layout: scopes per block, the initial values at the first time step of the window
-// ("#t" then $dumpvars), then "#t" blocks of changes.
+// file layout: scopes per block, the initial values at the window's start ("#t" then
+// $dumpvars: the values at the end of that instant, however many sc_start() calls it took),
+// then "#t" blocks of changes. In a partitioned run every rank records its own blocks and rank
+// 0 writes the same file (partitioned_waves, below).
 class waves : public sc_core::sc_trace_file {
 public:
     struct signal {
