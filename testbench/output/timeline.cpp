@@ -2,6 +2,10 @@
 // WQE timeline (Chrome trace events) and per-stage latency aggregation.
 #include "testbench/output/timeline.h"
 
+#ifdef RNICSIM_HAVE_MPI
+#include "testbench/distributed/mpi_comm.h"
+#endif
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -160,6 +164,9 @@ timeline::timeline(const std::string& trace_path, bool spool)
     : m_path(trace_path)
     , m_spool(spool)
     , m_ps_per_unit(sc_core::sc_get_time_resolution().to_seconds() * 1e12) {
+    if (spool) {
+        m_spool_file = std::make_unique<record_spool>();
+    }
     if (trace_path.empty()) {
         return;
     }
@@ -341,13 +348,17 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
     }
     // Held until the instant is over, then written in block order (partition-independent).
     const uint64_t at = sc_core::sc_time_stamp().value();
-    if (!m_spool && !m_filed.empty() && m_filed.front().at != at) {
-        write_filed(m_filed);
+    if (!m_filed.empty() && m_filed.front().at != at) {
+        if (m_spool) {
+            spool_filed();
+        } else {
+            write_filed(m_filed);
+        }
     }
     m_filed.push_back({at, block, stage, flow_id, start_ps, end_ps, args_json});
 }
 
-void timeline::write_filed(std::vector<filed_slice>& slices) {
+void timeline::sort_filed(std::vector<filed_slice>& slices) {
     std::stable_sort(slices.begin(), slices.end(), [](const filed_slice& a, const filed_slice& b) {
         if (a.at != b.at) {
             return a.at < b.at;
@@ -355,11 +366,108 @@ void timeline::write_filed(std::vector<filed_slice>& slices) {
         // Earlier-starting first, so a WQE's flow arrows run in the order its slices began.
         return a.start_ps != b.start_ps ? a.start_ps < b.start_ps : a.block < b.block;
     });
+}
+
+void timeline::write_filed(std::vector<filed_slice>& slices) {
+    sort_filed(slices);
     for (const filed_slice& f : slices) {
         write_one(f);
     }
     slices.clear();
 }
+
+namespace {
+
+// A spooled slice: the sort key (time filed, start, block) first.
+void encode_slice(std::vector<uint8_t>& out, uint64_t at, uint64_t start_ps,
+                  const std::string& block, uint64_t flow_id, uint64_t end_ps,
+                  const std::string& stage, const std::string& args) {
+    put<uint64_t>(out, at);
+    put<uint64_t>(out, start_ps);
+    put_string(out, block);
+    put<uint64_t>(out, flow_id);
+    put<uint64_t>(out, end_ps);
+    put_string(out, stage);
+    put_string(out, args);
+}
+
+// (time filed, start, block) of a spooled slice: the file's order (ties: the lower rank's first,
+// as the former in-memory merge appended the ranks' slices in rank order and sorted stably).
+bool spooled_less(const uint8_t* a, size_t alen, const uint8_t* b, size_t blen) {
+    uint64_t ka[2];
+    uint64_t kb[2];
+    std::memcpy(ka, a, 16);
+    std::memcpy(kb, b, 16);
+    if (ka[0] != kb[0] || ka[1] != kb[1]) {
+        return ka[0] != kb[0] ? ka[0] < kb[0] : ka[1] < kb[1];
+    }
+    uint32_t na;
+    uint32_t nb;
+    std::memcpy(&na, a + 16, 4);
+    std::memcpy(&nb, b + 16, 4);
+    if (alen < 20 + size_t{na} || blen < 20 + size_t{nb}) {
+        throw std::runtime_error("timeline: a spooled slice is truncated");
+    }
+    return std::string_view(reinterpret_cast<const char*>(a + 20), na) <
+           std::string_view(reinterpret_cast<const char*>(b + 20), nb);
+}
+
+}  // namespace
+
+void timeline::spool_filed() {
+    sort_filed(m_filed);
+    std::vector<uint8_t> rec;
+    for (const filed_slice& f : m_filed) {
+        rec.clear();
+        encode_slice(rec, f.at, f.start_ps, f.block, f.flow_id, f.end_ps, f.stage, f.args);
+        m_spool_file->append(rec.data(), rec.size());
+    }
+    m_filed.clear();
+}
+
+void timeline::write_spooled(const uint8_t* p, size_t len) {
+    if (m_file == nullptr) {
+        return;  // rank 0 without a path: nothing to write
+    }
+    const std::vector<uint8_t> rec(p, p + len);
+    size_t at = 0;
+    filed_slice f;
+    f.at = get<uint64_t>(rec, at);
+    f.start_ps = get<uint64_t>(rec, at);
+    f.block = get_string(rec, at);
+    f.flow_id = get<uint64_t>(rec, at);
+    f.end_ps = get<uint64_t>(rec, at);
+    f.stage = get_string(rec, at);
+    f.args = get_string(rec, at);
+    write_one(f);  // its text goes out in ~1 MiB chunks (emit_end)
+}
+
+void timeline::merge_spooled(const std::vector<timeline*>& others) {
+    m_spool_merged = true;
+    std::vector<record_spool*> spools;
+    std::vector<timeline*> all = {this};
+    all.insert(all.end(), others.begin(), others.end());
+    for (timeline* t : all) {
+        if (t->m_spool) {
+            t->spool_filed();  // the last instant
+            spools.push_back(t->m_spool_file.get());
+        }
+    }
+    merge_local(spools, spooled_less,
+                [this](const uint8_t* p, size_t len) { write_spooled(p, len); });
+}
+
+#ifdef RNICSIM_HAVE_MPI
+void timeline::merge_spooled(const distributed::mpi_comm& comm) {
+    if (!m_spool) {
+        return;
+    }
+    m_spool_merged = true;
+    spool_filed();  // the last instant
+    merge_spools(comm, *m_spool_file, spooled_less,
+                 [this](const uint8_t* p, size_t len) { write_spooled(p, len); });
+}
+#endif
 
 void timeline::write_one(const filed_slice& f) {
     const place p = place_slice(f.block, f.start_ps, f.end_ps);
@@ -374,6 +482,9 @@ void timeline::write_one(const filed_slice& f) {
 }
 
 std::vector<uint8_t> timeline::take_state() {
+    if (m_spool) {
+        spool_filed();  // the slices stay in the spool for merge_spooled()
+    }
     std::vector<uint8_t> out;
     put<uint64_t>(out, m_slices);
     put<uint64_t>(out, m_stages.size());
@@ -514,7 +625,10 @@ void timeline::close() {
     if (m_file == nullptr) {
         return;
     }
-    // The last instant's slices (live), or every rank's (spooled; merged in rank order).
+    if (m_spool && !m_spool_merged) {
+        merge_spooled(std::vector<timeline*>());  // this one's own slices
+    }
+    // The last instant's slices (live), or other ranks' held in memory (merge_state).
     write_filed(m_filed);
     // Doorbells no fetch followed (the QP had nothing left to fetch): per QP, no WQE.
     for (auto& [key, held] : m_held) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,6 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/common/sim_context.h"
+#include "testbench/output/spool.h"
+
+namespace rnic::distributed {
+class mpi_comm;
+}
 
 namespace rnic::output {
 
@@ -133,10 +139,10 @@ public:
     // processes ran: trace.json is the same for a single process and for any partition over MPI
     // ranks.
     //
-    // `spool` (partitioned runs, trace on): slices are kept in memory instead; a rank hands
-    // them and its stage latencies to rank 0 with take_state(), rank 0 adds every other rank's
-    // with merge_state(), and close() writes trace.json (when `trace_path` is given, rank 0's)
-    // in the same order as a single process.
+    // `spool` (partitioned runs, trace on): slices go to a temporary file instead; a rank
+    // hands its stage latencies to rank 0 with take_state(), rank 0 adds every other rank's
+    // with merge_state(), merge_spooled() writes every rank's slices (when `trace_path` is
+    // given, rank 0's) in the same order as a single process, and close() ends the file.
     explicit timeline(const std::string& trace_path = "", bool spool = false);
     ~timeline() override;
     timeline(const timeline&) = delete;
@@ -150,18 +156,31 @@ public:
     // Finishes and closes trace.json (idempotent). Throws std::runtime_error on a write error.
     void close();
 
-    // Partitioned runs: this rank's stage latencies and spooled slices as bytes (the slices
-    // are cleared), and rank 0's merge of another rank's. Throws std::runtime_error on a
-    // malformed state.
+    // Partitioned runs: this rank's stage latencies as bytes (and slices held in memory: none
+    // when spooling, they stay in the spool), and rank 0's merge of another rank's. Throws
+    // std::runtime_error on a malformed state.
     std::vector<uint8_t> take_state();
     void merge_state(const std::vector<uint8_t>& state);
+    // A spooling timeline keeps its slices, one instant sorted at a time, in a temporary file
+    // (output::record_spool), not in memory. Partitioned runs with the trace on: every rank
+    // calls merge_spooled(comm) (collective) before close(); rank 0 merges every rank's slices
+    // in the order close() writes them in one process, and writes them. The other form does
+    // the same in one process with the other ranks' timelines (tests).
+    void merge_spooled(const std::vector<timeline*>& others);
+#ifdef RNICSIM_HAVE_MPI
+    void merge_spooled(const distributed::mpi_comm& comm);
+#endif
 
     // {"<stage>": {"count", "avg_ns", "p50_ns", "p99_ns", "max_ns"}} over every slice.
     nlohmann::json stage_latency() const;
     // {"<block>": {"<stage>": {...}}}: the same per block (node0's receive vs node1's).
     nlohmann::json block_stage_latency() const;
-    uint64_t slices() const { return m_slices; }
-    uint64_t events_written() const { return m_events; }
+    uint64_t slices() const {
+        return m_slices;
+    }
+    uint64_t events_written() const {
+        return m_events;
+    }
 
 private:
     // The Chrome threads of one block ("node1.nic.recv_path"): slices are spread over lanes
@@ -204,6 +223,11 @@ private:
     };
     // Writes `slices` in (time filed, start, block) order, stable.
     void write_filed(std::vector<filed_slice>& slices);
+    static void sort_filed(std::vector<filed_slice>& slices);
+    void spool_filed();                                // m_filed, sorted, to m_spool_file
+    void write_spooled(const uint8_t* p, size_t len);  // one merged slice, to the file
+    std::unique_ptr<record_spool> m_spool_file;  // spooling: every instant's slices but the last
+    bool m_spool_merged = false;
     void write_one(const filed_slice& s);
     void emit_begin();
     void emit_end();

@@ -3,6 +3,7 @@
 // variables, SystemC's VCD writer for SystemC datatypes.
 #include "testbench/output/waves.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,7 +12,17 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "testbench/output/spool.h"
+
 #include <fmt/format.h>
+
+#ifdef RNICSIM_HAVE_MPI
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "testbench/distributed/mpi_comm.h"
+#endif
 
 namespace rnic::output {
 
@@ -124,11 +135,15 @@ void waves::scan(std::vector<watch<R>>& w, uint64_t now) {
         probe& p = m_probes[x.probe];
         const uint64_t value = sample(p);  // bits outside the traced width may have changed
         if (value != p.last) {
+            p.last = value;
+            if (m_spool != nullptr) {
+                spool_change(now, sizeof(R), m_global[x.probe], value);
+                continue;
+            }
             if (now != m_time_written) {
                 m_buf += fmt::format("#{}\n", now);
                 m_time_written = now;
             }
-            p.last = value;
             write_value(p, value);
         }
     }
@@ -271,38 +286,80 @@ void waves::flush() {
     m_buf.clear();
 }
 
-// The end of a time step: the first one of the window writes the header and every initial
-// value, the others the variables that changed since the last step.
-void waves::cycle(bool delta_cycle) {
-    if (delta_cycle || m_out == nullptr) {
-        return;
+void waves::snapshot() {
+    for (auto& p : m_probes) {
+        p.last = sample(p);
     }
-    const uint64_t now = sc_core::sc_time_stamp().value();
-    if (!m_dumped) {
+    auto seed = [](auto& watches) {
+        for (auto& x : watches) {
+            std::memcpy(&x.raw, x.where, sizeof x.raw);
+        }
+    };
+    seed(m_watch8);
+    seed(m_watch16);
+    seed(m_watch32);
+    seed(m_watch64);
+}
+
+void waves::dump() {
+    if (m_spool != nullptr) {
+        m_initial.clear();
+        for (size_t i = 0; i < m_probes.size(); ++i) {
+            if (m_global[i] != UINT32_MAX) {
+                m_initial.emplace_back(m_global[i], m_probes[i].last);
+            }
+        }
+    } else {
         write_header();
-        m_buf += fmt::format("#{}\n$dumpvars\n", now);
-        for (auto& p : m_probes) {
-            p.last = sample(p);
+        m_buf += fmt::format("#{}\n$dumpvars\n", m_dump_time);
+        for (const auto& p : m_probes) {
             write_value(p, p.last);
         }
         m_buf += "$end\n";
-        auto seed = [](auto& watches) {
-            for (auto& x : watches) {
-                std::memcpy(&x.raw, x.where, sizeof x.raw);
-            }
-        };
-        seed(m_watch8);
-        seed(m_watch16);
-        seed(m_watch32);
-        seed(m_watch64);
-        m_dumped = true;
-        m_time_written = now;
-    } else {
-        scan(m_watch8, now);
-        scan(m_watch16, now);
-        scan(m_watch32, now);
-        scan(m_watch64, now);
+        m_time_written = m_dump_time;
     }
+    m_dumped = true;
+}
+
+void waves::spool_change(uint64_t now, size_t bytes, uint32_t global, uint64_t value) {
+    m_rec.clear();
+    for (int i = 0; i < 8; ++i) {
+        m_rec.push_back(static_cast<uint8_t>(now >> (8 * i)));
+    }
+    m_rec.push_back(static_cast<uint8_t>(bytes));
+    for (int i = 0; i < 4; ++i) {
+        m_rec.push_back(static_cast<uint8_t>(global >> (8 * i)));
+    }
+    for (int i = 0; i < 8; ++i) {
+        m_rec.push_back(static_cast<uint8_t>(value >> (8 * i)));
+    }
+    m_spool->append(m_rec.data(), m_rec.size());
+}
+
+// The end of a time step. The initial values are those at the end of the window's first
+// instant, its start (all of that instant's time steps: sc_start(SC_ZERO_TIME) at time 0 ends
+// one after the first delta cycle), written once a later step begins; every later step writes
+// the variables that changed since the step before.
+void waves::cycle(bool delta_cycle) {
+    if (delta_cycle || (m_out == nullptr && m_spool == nullptr) || !m_open) {
+        return;
+    }
+    const uint64_t now = sc_core::sc_time_stamp().value();
+    if (now >= m_until) {
+        return;  // the window's end (one process closes the file there; a rank just stops)
+    }
+    m_cycled = true;
+    if (!m_dumped) {
+        if (now <= m_dump_time) {
+            snapshot();
+            return;
+        }
+        dump();
+    }
+    scan(m_watch8, now);
+    scan(m_watch16, now);
+    scan(m_watch32, now);
+    scan(m_watch64, now);
     if (m_buf.size() >= (size_t{1} << 16)) {
         flush();
     }
@@ -318,8 +375,52 @@ waves::~waves() {
 
 void waves::record(std::string name, std::string type, int width,
                    std::function<void(sc_core::sc_trace_file*)> replay) {
+    const uint64_t sub = m_sub ? m_sub(name) : 0;
+    m_keys.push_back({m_unit, sub, m_unit_seq[{m_unit, sub}]++});
+    m_owned.push_back(true);
     m_signals.push_back({std::move(name), std::move(type), width});
     m_replay.push_back(std::move(replay));
+}
+
+void waves::begin_unit(uint64_t unit, std::function<uint64_t(const std::string&)> sub) {
+    m_unit = unit;
+    m_sub = std::move(sub);
+}
+
+void waves::disown(const std::string& prefix) {
+    for (size_t i = 0; i < m_signals.size(); ++i) {
+        if (m_signals[i].name.compare(0, prefix.size(), prefix) == 0) {
+            m_owned[i] = false;
+        }
+    }
+}
+
+void waves::spool_to(record_spool* spool, std::vector<uint32_t> global, uint64_t until) {
+    m_spool = spool;
+    m_global = std::move(global);
+    m_until = until;
+    // Only this rank's signals are watched.
+    auto keep = [this](auto& watches) {
+        watches.erase(
+            std::remove_if(watches.begin(), watches.end(),
+                           [this](const auto& x) { return m_global[x.probe] == UINT32_MAX; }),
+            watches.end());
+    };
+    keep(m_watch8);
+    keep(m_watch16);
+    keep(m_watch32);
+    keep(m_watch64);
+}
+
+void waves::open_spool(uint64_t dump_time) {
+    if (m_opened) {
+        return;
+    }
+    m_dump_time = dump_time;
+    snapshot();
+    sc_core::sc_get_curr_simcontext()->add_trace_file(this);
+    m_open = true;
+    m_opened = true;
 }
 
 #define RNIC_WAVES_TRACE_A(tp)                                                  \
@@ -403,6 +504,8 @@ void waves::open(const std::string& path) {
         if (m_out == nullptr) {
             io_error(path, "cannot create");
         }
+        m_dump_time = sc_core::sc_time_stamp().value();
+        snapshot();
         sc_core::sc_get_curr_simcontext()->add_trace_file(this);
     } else {
         m_sc_file =
@@ -421,8 +524,18 @@ void waves::close() {
         return;
     }
     m_open = false;
+    if (m_spool != nullptr) {
+        sc_core::sc_get_curr_simcontext()->remove_trace_file(this);
+        if (!m_dumped && m_cycled) {
+            dump();
+        }
+        return;
+    }
     if (m_out != nullptr) {
         sc_core::sc_get_curr_simcontext()->remove_trace_file(this);
+        if (!m_dumped && m_cycled) {
+            dump();  // the window's first instant was its only one
+        }
         flush();
         const bool failed = m_write_failed || std::fclose(m_out) != 0;
         m_out = nullptr;
@@ -517,3 +630,213 @@ void fix_vcd_header(const std::string& path) {
 }
 
 }  // namespace rnic::output
+
+#ifdef RNICSIM_HAVE_MPI
+namespace rnic::output {
+
+namespace {
+
+// A spooled change: time (8 bytes), variable size (1), file index (4), value (8), little-endian.
+uint64_t le(const uint8_t* p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) {
+        v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    }
+    return v;
+}
+
+bool change_less(const uint8_t* a, size_t, const uint8_t* b, size_t) {
+    const uint64_t ka[3] = {le(a, 8), le(a + 8, 1), le(a + 9, 4)};
+    const uint64_t kb[3] = {le(b, 8), le(b + 8, 1), le(b + 9, 4)};
+    return std::lexicographical_compare(ka, ka + 3, kb, kb + 3);
+}
+
+}  // namespace
+
+partitioned_waves::partitioned_waves(const distributed::mpi_comm& comm, waves& w, uint64_t until)
+    : m_comm(comm)
+    , m_w(w)
+    , m_spool(std::make_unique<record_spool>()) {
+    if (!w.m_all_scalar) {
+        for (size_t i = 0; i < w.m_signals.size(); ++i) {
+            if (w.m_signals[i].type == "sc_dt" || w.m_signals[i].type == "event" ||
+                w.m_signals[i].type == "time") {
+                throw std::runtime_error(
+                    "outputs.waves: a partitioned run records scalar "
+                    "signals only; " +
+                    w.m_signals[i].name + " is a SystemC " + w.m_signals[i].type);
+            }
+        }
+        throw std::runtime_error("outputs.waves: a partitioned run records scalar signals only");
+    }
+    // This rank's signals: key, recorded here, and what the file's header needs.
+    nlohmann::json mine = nlohmann::json::array();
+    for (size_t i = 0; i < w.m_signals.size(); ++i) {
+        const auto& k = w.m_keys[i];
+        const auto& p = w.m_probes[i];
+        const auto& sg = w.m_signals[i];
+        mine.push_back({k.unit, k.sub, k.seq, w.m_owned[i], sg.name, sg.type, sg.width,
+                        static_cast<int>(p.k), p.bytes, p.width});
+    }
+    const auto all = comm.gather(nlohmann::json::to_cbor(mine));
+    const auto ranks = static_cast<size_t>(comm.size());
+    std::vector<distributed::bytes> out(ranks);
+    if (comm.rank() == 0) {
+        struct entry {
+            nlohmann::json desc;
+            int owner = -1;
+            std::vector<std::pair<size_t, size_t>> at;  // (rank, local index)
+        };
+        std::map<std::tuple<uint64_t, uint64_t, uint32_t>, entry> merged;
+        for (size_t r = 0; r < ranks; ++r) {
+            const auto list = nlohmann::json::from_cbor(all[r]);
+            for (size_t i = 0; i < list.size(); ++i) {
+                const auto& d = list[i];
+                entry& e =
+                    merged[{d[0].get<uint64_t>(), d[1].get<uint64_t>(), d[2].get<uint32_t>()}];
+                if (e.desc.is_null()) {
+                    e.desc = d;
+                } else if (e.desc[4] != d[4]) {
+                    throw std::runtime_error("waves.vcd: ranks disagree on a signal's place: " +
+                                             e.desc[4].get<std::string>() + " and " +
+                                             d[4].get<std::string>());
+                }
+                if (d[3].get<bool>()) {
+                    if (e.owner >= 0) {
+                        throw std::runtime_error(
+                            "waves.vcd: " + d[4].get<std::string>() + " is recorded by ranks " +
+                            std::to_string(e.owner) + " and " + std::to_string(r));
+                    }
+                    e.owner = static_cast<int>(r);
+                }
+                e.at.emplace_back(r, i);
+            }
+        }
+        m_merged = std::make_unique<waves>();
+        std::vector<std::vector<uint32_t>> index(ranks);
+        for (size_t r = 0; r < ranks; ++r) {
+            index[r].assign(nlohmann::json::from_cbor(all[r]).size(), UINT32_MAX);
+        }
+        for (const auto& [key, e] : merged) {
+            if (e.owner < 0) {
+                throw std::runtime_error("waves.vcd: no rank records " +
+                                         e.desc[4].get<std::string>());
+            }
+            const auto g = static_cast<uint32_t>(m_merged->m_probes.size());
+            m_merged->m_signals.push_back(
+                {e.desc[4].get<std::string>(), e.desc[5].get<std::string>(), e.desc[6].get<int>()});
+            waves::probe p;
+            p.k = static_cast<waves::probe::kind>(e.desc[7].get<int>());
+            p.bytes = e.desc[8].get<uint8_t>();
+            p.width = e.desc[9].get<int>();
+            p.id = vcd_id(g);
+            m_merged->m_probes.push_back(std::move(p));
+            for (const auto& [r, i] : e.at) {
+                if (static_cast<int>(r) == e.owner) {
+                    index[r][i] = g;
+                }
+            }
+        }
+        for (size_t r = 0; r < ranks; ++r) {
+            for (const uint32_t g : index[r]) {
+                for (int b = 0; b < 4; ++b) {
+                    out[r].push_back(static_cast<uint8_t>(g >> (8 * b)));
+                }
+            }
+        }
+    }
+    const auto in = comm.exchange(out);
+    std::vector<uint32_t> global(w.m_signals.size());
+    if (in[0].size() != 4 * global.size()) {
+        throw std::runtime_error("waves.vcd: rank 0 sent " + std::to_string(in[0].size() / 4) +
+                                 " signal indexes for " + std::to_string(global.size()));
+    }
+    uint32_t last = 0;
+    bool any = false;
+    for (size_t i = 0; i < global.size(); ++i) {
+        global[i] = static_cast<uint32_t>(le(in[0].data() + 4 * i, 4));
+        if (global[i] == UINT32_MAX) {
+            continue;
+        }
+        // This rank's changes go into its spool in registration order; the merge needs them in
+        // file order, which is the same order when registration follows the units.
+        if (any && global[i] <= last) {
+            throw std::runtime_error("waves.vcd: " + w.m_signals[i].name +
+                                     " was registered out of its unit order");
+        }
+        last = global[i];
+        any = true;
+    }
+    w.spool_to(m_spool.get(), std::move(global), until);
+}
+
+void partitioned_waves::open(uint64_t t) {
+    m_open_time = t;
+    m_w.open_spool(t);
+}
+
+void partitioned_waves::finish(const std::string& path) {
+    m_w.close();
+    if (m_w.m_opened && !m_w.m_dumped) {
+        m_w.dump();  // the values at the window's start: no time step of this rank after it
+    }
+    // Every rank's initial values, and whether its window saw a time step (the single process
+    // writes the file when its window saw one).
+    distributed::bytes mine;
+    mine.push_back(m_w.m_cycled ? 1 : 0);
+    for (const auto& [g, v] : m_w.m_initial) {
+        for (int b = 0; b < 4; ++b) {
+            mine.push_back(static_cast<uint8_t>(g >> (8 * b)));
+        }
+        for (int b = 0; b < 8; ++b) {
+            mine.push_back(static_cast<uint8_t>(v >> (8 * b)));
+        }
+    }
+    const auto all = m_comm.gather(mine);
+    waves* f = m_merged.get();
+    bool write = false;
+    if (m_comm.rank() == 0) {
+        for (const auto& b : all) {
+            write = write || (!b.empty() && b[0] != 0);
+        }
+    }
+    if (write) {
+        for (const auto& b : all) {
+            for (size_t at = 1; at + 12 <= b.size(); at += 12) {
+                f->m_probes.at(le(b.data() + at, 4)).last = le(b.data() + at + 4, 8);
+            }
+        }
+        f->m_path = path;
+        f->m_out = std::fopen(path.c_str(), "wb");
+        if (f->m_out == nullptr) {
+            io_error(path, "cannot create");
+        }
+        f->m_dump_time = m_open_time;
+        f->dump();
+    }
+    merge_spools(m_comm, *m_spool, change_less, [f, write](const uint8_t* p, size_t) {
+        if (!write) {
+            return;
+        }
+        const uint64_t t = le(p, 8);
+        if (t != f->m_time_written) {
+            f->m_buf += fmt::format("#{}\n", t);
+            f->m_time_written = t;
+        }
+        f->write_value(f->m_probes[le(p + 9, 4)], le(p + 13, 8));
+        if (f->m_buf.size() >= (size_t{1} << 16)) {
+            f->flush();
+        }
+    });
+    if (write) {
+        f->flush();
+        const bool failed = f->m_write_failed || std::fclose(f->m_out) != 0;
+        f->m_out = nullptr;
+        if (failed) {
+            io_error(path, "cannot write");
+        }
+    }
+}
+
+}  // namespace rnic::output
+#endif

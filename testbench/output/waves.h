@@ -6,12 +6,21 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <systemc>
 
+namespace rnic::distributed {
+class mpi_comm;
+}
+
 namespace rnic::output {
+
+class record_spool;
 
 // SystemC 2.3's sc_trace_file has no enable switch: a VCD file samples every traced variable at
 // every time step from the first one to its close, and traces can only be added before that
@@ -26,8 +35,10 @@ namespace rnic::output {
 // cost several times the simulation on small-packet runs. When a block traces one of SystemC's
 // datatypes (sc_event, sc_time, sc_dt::*) the recorder replays every registration into
 // SystemC's VCD writer instead, and patches its header (fix_vcd_header). Both give the same
-// file layout: scopes per block, the initial values at the first time step of the window
-// ("#t" then $dumpvars), then "#t" blocks of changes.
+// file layout: scopes per block, the initial values at the window's start ("#t" then
+// $dumpvars: the values at the end of that instant, however many sc_start() calls it took),
+// then "#t" blocks of changes. In a partitioned run every rank records its own blocks and rank
+// 0 writes the same file (partitioned_waves, below).
 class waves : public sc_core::sc_trace_file {
 public:
     struct signal {
@@ -44,6 +55,17 @@ public:
     // Every traced signal, in registration order.
     const std::vector<signal>& signals() const { return m_signals; }
 
+    // Partitioned runs (output::partitioned_waves): registrations from here on belong to
+    // `unit`, a partition-independent number of the block registering them (the testbench
+    // numbers its links, nodes, switches, ...); `sub`, when given, splits the unit by signal name
+    // (a block that registers for several nodes). Every rank registers a unit's signals in the
+    // same order, so (unit, sub, order within them) places a signal in the single process's
+    // registration order whichever rank registers it.
+    void begin_unit(uint64_t unit, std::function<uint64_t(const std::string&)> sub = {});
+    // Signals whose name starts with `prefix` are recorded by another rank (a cut link's
+    // direction that the other rank sends in).
+    void disown(const std::string& prefix);
+
     // Starts the window: `path` (must end in ".vcd") gets every recorded signal, sampled from
     // the next time step on. Call before sc_start() or while the simulation is paused.
     // Idempotent while open; a file that was closed is not reopened. Throws
@@ -55,6 +77,13 @@ public:
     void close();
     bool is_open() const { return m_open; }
     bool was_opened() const { return m_opened; }
+    // Partitioned runs: records this rank's value changes into `spool` instead of writing a
+    // file (open() then takes no path), only at time steps before `until` (ps; the window's end).
+    // `global` maps each signal to its index in the merged file (UINT32_MAX: another rank's).
+    void spool_to(record_spool* spool, std::vector<uint32_t> global, uint64_t until);
+    // Opens a spooling recorder whose initial values belong to `dump_time` (ps): the window's
+    // start, which a rank whose clock stands earlier has also simulated up to.
+    void open_spool(uint64_t dump_time);
 
     // sc_trace_file: recorded for open().
 #define RNIC_WAVES_TRACE_A(tp) void trace(const tp& object, const std::string& name) override;
@@ -99,6 +128,15 @@ protected:
     void cycle(bool delta_cycle) override;
 
 private:
+    friend class partitioned_waves;
+
+    // A signal's place in the single process's registration order (begin_unit()).
+    struct unit_key {
+        uint64_t unit = 0;
+        uint64_t sub = 0;
+        uint32_t seq = 0;
+    };
+
     // A variable the own writer samples: where it is and how to read it.
     struct probe {
         enum class kind : uint8_t { BOOL, UNSIGNED, SIGNED, REAL32, REAL64 };
@@ -129,6 +167,9 @@ private:
     void write_header();
     void write_value(const probe& p, uint64_t v);
     void flush();
+    void snapshot();  // every variable's value as the initial value ($dumpvars)
+    void dump();      // writes (or, spooling, keeps) the initial values
+    void spool_change(uint64_t now, size_t bytes, uint32_t global, uint64_t value);
 
     std::vector<signal> m_signals;
     std::vector<std::function<void(sc_core::sc_trace_file*)>> m_replay;
@@ -139,15 +180,57 @@ private:
     std::vector<watch<uint64_t>> m_watch64;
     bool m_all_scalar = true;  // else SystemC's writer (m_sc_file) writes the file
     sc_core::sc_trace_file* m_sc_file = nullptr;
-    std::FILE* m_out = nullptr;   // the own writer's file
-    std::string m_buf;            // pending output of the own writer
-    bool m_dumped = false;        // the initial values ($dumpvars) are written
-    uint64_t m_time_written = 0;  // the last "#t" written
+    std::FILE* m_out = nullptr;  // the own writer's file
+    std::string m_buf;           // pending output of the own writer
+    bool m_dumped = false;       // the initial values ($dumpvars) are written
+    bool m_cycled = false;       // a time step passed in the window
+    uint64_t m_dump_time = 0;    // time of the initial values: the window's start
+    // Partitioned runs.
+    std::vector<unit_key> m_keys;  // per signal
+    std::vector<bool> m_owned;     // per signal: recorded here
+    uint64_t m_unit = 0;
+    std::function<uint64_t(const std::string&)> m_sub;
+    std::map<std::pair<uint64_t, uint64_t>, uint32_t> m_unit_seq;
+    record_spool* m_spool = nullptr;
+    std::vector<uint32_t> m_global;  // per probe: index in the merged file
+    uint64_t m_until = ~uint64_t{0};
+    std::vector<uint8_t> m_rec;                            // one spooled record
+    std::vector<std::pair<uint32_t, uint64_t>> m_initial;  // spooled initial values (index, value)
+    uint64_t m_time_written = 0;                           // the last "#t" written
     std::string m_path;
     bool m_open = false;
     bool m_opened = false;
     bool m_write_failed = false;
 };
+
+#ifdef RNICSIM_HAVE_MPI
+// waves.vcd of a partitioned run (testbench/distributed): every rank records the signals of its
+// own blocks (a cut link's direction: the rank that sends in it) into a spool; rank 0 writes the
+// one file the single process writes: the same signals in the same order with the same
+// identifiers, the same initial values, and at each time the same changes in the same order
+// (by variable size, then registration order, as waves::cycle() scans them).
+class partitioned_waves {
+public:
+    // After elaboration, on every rank (collective): rank 0 merges every rank's signals into
+    // the single process's registration order (waves::begin_unit keys) and tells each rank
+    // the file index of the signals it records. `until` (ps): the window's end. Throws
+    // std::runtime_error when a signal is recorded by two ranks or by none, or is not a scalar.
+    partitioned_waves(const distributed::mpi_comm& comm, waves& w, uint64_t until);
+    // On every rank once every rank has simulated up to the window's start `t` (ps) and
+    // nothing after it.
+    void open(uint64_t t);
+    // After the run, on every rank (collective): rank 0 writes `path` (no file when the window
+    // never opened, as in one process). Throws std::runtime_error on an I/O error.
+    void finish(const std::string& path);
+
+private:
+    const distributed::mpi_comm& m_comm;
+    waves& m_w;
+    std::unique_ptr<record_spool> m_spool;
+    uint64_t m_open_time = 0;
+    std::unique_ptr<waves> m_merged;  // rank 0: every signal in file order, and the writer
+};
+#endif
 
 // Rewrites the header of a closed SystemC VCD file in place (see waves::close()). Exposed for
 // the tests. Throws std::runtime_error when the file cannot be read or written.

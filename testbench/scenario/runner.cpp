@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <tuple>
@@ -16,8 +17,10 @@
 #include "hw/common/sim_context.h"
 #include "testbench/distributed/mpi_comm.h"
 #include "testbench/distributed/partition.h"
+#include "testbench/output/pcap_stream.h"
 #include "testbench/output/pcap_writer.h"
 #include "testbench/output/progress.h"
+#include "testbench/output/spool.h"
 #include "testbench/output/timeline.h"
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/workload.h"
@@ -56,16 +59,31 @@ struct testbench {
         ctx.rtl_fst_base = std::move(rtl_fst_base);
         const topology_config& t = cfg.topology;
         auto here = [&](const link_end& e) { return part == nullptr || part->rank_of(e) == rank; };
+        // waves.vcd's signals keyed by the block that registers them (partitioned runs).
+        auto* waves = dynamic_cast<output::waves*>(vcd);
+        auto unit = [waves](uint64_t kind, uint64_t i,
+                            std::function<uint64_t(const std::string&)> sub = {}) {
+            if (waves != nullptr) {
+                waves->begin_unit(kind << 40 | i, std::move(sub));
+            }
+        };
         for (const link_desc& l : t.links) {
             if (!here(l.a) && !here(l.b)) {
                 links.push_back(nullptr);
                 continue;
             }
+            unit(0, links.size());
             links.push_back(std::make_unique<fabric::eth_link>(l.name.c_str(), l.cfg, ctx));
             for (int side = 0; side < 2; ++side) {
                 const link_end& e = side == 0 ? l.a : l.b;
                 if (!here(e)) {
                     links.back()->set_remote(side, e.is_switch && t.sw.cut_through);
+                    if (waves != nullptr) {  // the other rank sends in this direction
+                        const std::string s = std::to_string(side) + ".";
+                        waves->disown(l.name + ".dir" + s);
+                        waves->disown(l.name + ".mac_tx" + s);
+                        waves->disown(l.name + ".mac_ctrl_tx" + s);
+                    }
                 }
             }
         }
@@ -74,6 +92,7 @@ struct testbench {
                 nodes.push_back(nullptr);
                 continue;
             }
+            unit(1, i);
             nodes.push_back(std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg,
                                                    *links[t.node_link[i]], t.node_side[i], ctx));
         }
@@ -83,6 +102,7 @@ struct testbench {
                 continue;
             }
             const switch_desc& d = t.switches[s];
+            unit(2, s);
             auto sw = std::make_unique<fabric::eth_switch>(d.name.c_str(), d.cfg, d.ports, ctx);
             for (uint32_t p = 0; p < d.ports; ++p) {
                 const auto& pi = t.ports[s][p];
@@ -99,29 +119,38 @@ struct testbench {
         for (auto& n : nodes) {
             ns.push_back(n.get());
         }
+        // The workload registers per node ("workload.node<i>.<signal>").
+        unit(3, 0, [](const std::string& name) -> uint64_t {
+            const size_t at = name.find(".node");
+            return at == std::string::npos ? 0 : std::strtoull(name.c_str() + at + 5, nullptr, 10);
+        });
         if (consumers) {
             consumers(ns);
         } else {
             load = std::make_unique<workload>("workload", cfg, std::move(ns), ctx);
         }
         if (vcd != nullptr) {
-            trace_qps(cfg, vcd);
+            trace_qps(cfg, vcd, waves);
         }
     }
 
     // The context state of the chosen QPs (outputs.waves_qps) on every node, as the NIC keeps
     // it in its QP context table: "<node>.nic.qp<N>.<field>". The table is sized at
     // elaboration, so a slot's fields can be traced before the driver creates the QP.
-    void trace_qps(const scenario_config& cfg, sc_core::sc_trace_file* vcd) {
+    void trace_qps(const scenario_config& cfg, sc_core::sc_trace_file* vcd, output::waves* waves) {
         std::vector<uint32_t> qpns = cfg.outputs.waves_qps;
         if (qpns.empty()) {
             for (uint32_t q = 1; q <= cfg.workload.qps + 1; ++q) {
                 qpns.push_back(q);
             }
         }
-        for (const auto& n : nodes) {
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            const auto& n = nodes[i];
             if (!n) {
                 continue;
+            }
+            if (waves != nullptr) {
+                waves->begin_unit(uint64_t{4} << 40 | i);
             }
             for (uint32_t q : qpns) {
                 hw::qp_context* c = n->nic.contexts().qp_slot(q);
@@ -200,16 +229,6 @@ std::string make_cc_csv(const std::vector<nlohmann::json>& parts) {
     }
     return out;
 }
-
-// One frame of wire.pcap: stamped (ps) when its first bit leaves the MAC. The file holds them in
-// a partition-independent order: time, then link, then direction, then the direction's order.
-struct pcap_record {
-    uint64_t ps = 0;
-    uint32_t link = 0;
-    uint32_t side = 0;
-    uint64_t seq = 0;
-    std::vector<uint8_t> data;
-};
 
 double to_ns(const sc_core::sc_time& t) {
     return t / sc_core::sc_time(1, sc_core::SC_NS);
@@ -445,6 +464,12 @@ public:
             if (m_lookahead == sc_core::sc_max_time() || end > m_limit || end < next) {
                 end = m_limit;
             }
+            if (on_waves_start && next >= waves_start) {
+                on_waves_start();  // every rank has simulated the events before the window
+                on_waves_start = nullptr;
+            } else if (on_waves_start) {
+                end = std::min(end, waves_start);  // and none at or after its start
+            }
             run_window(end);
             ++m_windows;
         }
@@ -455,6 +480,11 @@ public:
             sc_core::sc_start(m_end - sc_core::sc_time_stamp());
         }
     }
+
+    // waves.vcd: called between two windows once every rank has simulated the events before
+    // `waves_start` and none at or after it (where one process pauses to open the file).
+    std::function<void()> on_waves_start;
+    sc_core::sc_time waves_start;
 
     sc_core::sc_time end_time() const { return m_end; }
     uint64_t windows() const { return m_windows; }
@@ -592,8 +622,7 @@ private:
 #endif
 
 // What one rank (or the one process) contributes to the result: everything rank 0 merges.
-nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
-                         std::vector<pcap_record>& pcap) {
+nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg) {
     nlohmann::json j;
     nlohmann::json blocks = tb.ctx.stats.values();
     // A cut link's direction that the other rank sends in: its counters are that rank's.
@@ -625,12 +654,6 @@ nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
     j["failures"] = fails;
     j["files"] = tb.ctx.outputs;
     j["cc"] = cc_rows(tb);
-    nlohmann::json frames = nlohmann::json::array();
-    for (auto& r : pcap) {
-        frames.push_back({r.ps, r.link, r.side, r.seq, nlohmann::json::binary(std::move(r.data))});
-    }
-    pcap.clear();
-    j["pcap"] = frames;
     return j;
 }
 
@@ -658,8 +681,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     const bool spool_trace = distributed_run && !opts.trace.empty();
     auto tl = std::make_unique<output::timeline>(
         distributed_run && rank != 0 ? std::string() : opts.trace, spool_trace);
+    // waves.vcd: every rank records its blocks' signals (output::partitioned_waves).
     std::unique_ptr<output::waves> waves;
-    if (!opts.waves_vcd.empty() && !distributed_run) {
+    if (!opts.waves_vcd.empty()) {
         waves = std::make_unique<output::waves>();
     }
 
@@ -668,7 +692,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     // With waveforms on, an RTL send path also writes the RTL's own waveform next to waves.vcd
     // (rtl.fst for node 0, rtl.node1.fst for node 1): the model has no RTL signals to write.
     std::string rtl_fst_base;
-    if (waves) {
+    if (waves && !distributed_run) {
         rtl_fst_base = (std::filesystem::path(opts.waves_vcd).parent_path() / "rtl").string();
     }
     auto* tb =
@@ -676,14 +700,34 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
 
     // wire.pcap: stamped with the time the first bit leaves the sender's MAC, before fault
     // injection (a frame the link drops or corrupts is captured as sent). Picoseconds floor to
-    // ns. Kept in memory and written at the end in a partition-independent order (time, link,
-    // direction, the direction's order), the same for one process and for many ranks.
-    std::vector<pcap_record> pcap_records;
+    // ns. In a partition-independent order (time, link, direction, the direction's order), the
+    // same for one process and for many ranks: output::pcap_stream sorts each instant's frames
+    // as the next instant begins and hands them on, to the file (one process) or to the rank's
+    // spool, which rank 0 merges at the end (output::merge_spools). Memory: one instant's frames.
+    std::unique_ptr<output::pcap_writer> pcap_file;
+    std::unique_ptr<output::record_spool> pcap_spool;
+    std::unique_ptr<output::pcap_stream> pcap;
     if (!opts.pcap.empty()) {
+        output::pcap_stream::sink to;
+        if (distributed_run) {
+            pcap_spool = std::make_unique<output::record_spool>();
+            to = [s = pcap_spool.get(),
+                  b = std::vector<uint8_t>()](const output::pcap_stream::record& r) mutable {
+                b.clear();
+                output::pcap_stream::encode(r, b);
+                s->append(b.data(), b.size());
+            };
+        } else {
+            pcap_file = std::make_unique<output::pcap_writer>(opts.pcap);
+            to = [w = pcap_file.get()](const output::pcap_stream::record& r) {
+                w->write(r.ps / 1000, r.data.data(), r.data.size());
+            };
+        }
+        pcap = std::make_unique<output::pcap_stream>(std::move(to));
         const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
         // outputs.pcap_links: which directions of which links (empty: every one).
         const bool all = cfg.outputs.pcap_links.empty();
-        auto* records = &pcap_records;
+        auto* records = pcap.get();
         for (size_t i = 0; i < tb->links.size(); ++i) {
             if (!tb->links[i]) {
                 continue;
@@ -707,7 +751,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
                     }
                     const auto ps = static_cast<uint64_t>(
                         std::llround(static_cast<double>(f.tx_start.value()) * ps_per_unit));
-                    records->push_back({ps, li, static_cast<uint32_t>(s), (*seq)[s]++, f.data});
+                    records->add({ps, li, static_cast<uint32_t>(s), (*seq)[s]++, f.data});
                 });
         }
     }
@@ -716,8 +760,20 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     double wait_s = 0;
     uint64_t end_value = 0;
 #ifdef RNICSIM_HAVE_MPI
+    std::unique_ptr<output::partitioned_waves> pwaves;
     if (distributed_run) {
         window_loop loop(cfg, *tb, *part, *opts.comm);
+        if (waves) {
+            const double end_ps = cfg.outputs.waves_end_ns * 1e3;
+            pwaves = std::make_unique<output::partitioned_waves>(
+                *opts.comm, *waves, end_ps < 1.8e19 ? ns(cfg.outputs.waves_end_ns).value() : ~0ull);
+            if (cfg.outputs.waves_start_ns <= 0) {
+                pwaves->open(0);  // from time 0: before the first time step
+            } else {
+                loop.waves_start = ns(cfg.outputs.waves_start_ns);
+                loop.on_waves_start = [&] { pwaves->open(loop.waves_start.value()); };
+            }
+        }
         loop.run();
         windows = loop.windows();
         wait_s = loop.wait_s();
@@ -763,7 +819,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     const double rank_wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    nlohmann::json mine = rank_part(*tb, cfg, pcap_records);
+    nlohmann::json mine = rank_part(*tb, cfg);
     mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s};
     if (rank != 0) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
@@ -780,6 +836,36 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (!distributed_run) {
         parts.push_back(std::move(mine));
     }
+    if (pcap) {
+        pcap->flush();  // the last instant
+        if (pcap_file) {
+            pcap_file->close();
+        }
+#ifdef RNICSIM_HAVE_MPI
+        if (pcap_spool) {
+            std::unique_ptr<output::pcap_writer> w;
+            if (rank == 0) {
+                w = std::make_unique<output::pcap_writer>(opts.pcap);
+            }
+            output::merge_spools(*opts.comm, *pcap_spool, output::pcap_stream::encoded_less,
+                                 [&w](const uint8_t* p, size_t len) {
+                                     const auto r = output::pcap_stream::decode(p, len);
+                                     w->write(r.ps / 1000, r.data.data(), r.data.size());
+                                 });
+            if (w) {
+                w->close();
+            }
+        }
+#endif
+    }
+#ifdef RNICSIM_HAVE_MPI
+    if (pwaves) {
+        pwaves->finish(opts.waves_vcd);  // rank 0 writes the file
+    }
+    if (spool_trace) {
+        tl->merge_spooled(*opts.comm);  // rank 0 writes every rank's slices; close() ends the file
+    }
+#endif
 
     run_result r;
     if (rank != 0) {
@@ -795,7 +881,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     // Failures blocks recorded (hw::sim_context::fail) come first: they name the block.
     std::vector<std::string> block_failures;
     std::vector<nlohmann::json> cc;
-    std::vector<pcap_record> frames;
     r.blocks = nlohmann::json::object();
     r.packets = 0;
     r.delta_cycles = 0;
@@ -811,10 +896,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         }
         r.packets += p["packets"].get<uint64_t>();
         cc.push_back(p["cc"]);
-        for (const auto& f : p["pcap"]) {
-            frames.push_back({f[0].get<uint64_t>(), f[1].get<uint32_t>(), f[2].get<uint32_t>(),
-                              f[3].get<uint64_t>(), f[4].get_binary()});
-        }
         const auto& sp = p["speed"];
         run_result::rank_speed rs;
         rs.rank = sp[0].get<int>();
@@ -839,16 +920,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         tl->close();
     }
     r.cc_csv = make_cc_csv(cc);
-    if (!opts.pcap.empty()) {
-        std::sort(frames.begin(), frames.end(), [](const pcap_record& a, const pcap_record& b) {
-            return std::tie(a.ps, a.link, a.side, a.seq) < std::tie(b.ps, b.link, b.side, b.seq);
-        });
-        output::pcap_writer w(opts.pcap);
-        for (const auto& f : frames) {
-            w.write(f.ps / 1000, f.data.data(), f.data.size());
-        }
-        w.close();
-    }
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return r;
 }

@@ -43,8 +43,9 @@ struct run_options {
     std::function<void(const std::vector<node*>&)> consumers;
     // A partitioned run (testbench/distributed, built with MPI): this rank simulates its part of
     // the topology (cfg.topology partitioned over comm->size() ranks), in windows synchronised
-    // with the others; rank 0's result (and its pcap) is what one process gives. Null: the whole
-    // topology in this process. Waveforms, trace.json and the progress bar are for one process.
+    // with the others; rank 0's result and files (wire.pcap, trace.json, waves.vcd) are what one
+    // process gives; every rank needs the same paths non-empty for the outputs that are on. Null:
+    // the whole topology in this process. The progress bar is for one process.
     distributed::mpi_comm* comm = nullptr;
 };
 

@@ -115,6 +115,7 @@ TEST(TimelineOrder, RanksSpooledAndMergedWriteTheSingleProcessTrace) {
         file(s.block.rfind("node0.", 0) == 0 ? rank0 : rank1, s);
     }
     rank0.merge_state(rank1.take_state());
+    rank0.merge_spooled({&rank1});  // the slices: each rank's spool, merged (MPI: every rank)
     rank0.close();
     EXPECT_EQ(read(d.path("one.json")), read(d.path("merged.json")));
     EXPECT_EQ(rank0.block_stage_latency(), single_stages);
