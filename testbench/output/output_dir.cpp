@@ -10,6 +10,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -30,6 +32,25 @@ void set_signal_staging(const std::string& path) {
     path.copy(g_staging, n);
     g_staging[n] = '\0';
 }
+// Holds SIGTERM, SIGINT and SIGHUP for this thread while it lives; one that arrives meanwhile
+// is delivered when it ends.
+class termination_signals_held {
+public:
+    termination_signals_held() {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGTERM);
+        sigaddset(&s, SIGINT);
+        sigaddset(&s, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &s, &m_old);
+    }
+    ~termination_signals_held() { pthread_sigmask(SIG_SETMASK, &m_old, nullptr); }
+    termination_signals_held(const termination_signals_held&) = delete;
+    termination_signals_held& operator=(const termination_signals_held&) = delete;
+
+private:
+    sigset_t m_old;
+};
 }  // namespace
 
 void output_dir::remove_staging_from_signal_handler() {
@@ -107,11 +128,16 @@ output_dir::output_dir(std::string dir)
         throw output_dir_error(parent.string() + ": cannot create: " + ec.message());
     }
     std::string templ = (parent / ("." + final_path.filename().string() + ".tmp-XXXXXX")).string();
-    if (mkdtemp(templ.data()) == nullptr) {
-        throw output_dir_error(templ + ": cannot create staging folder");
+    {
+        // A SIGTERM between mkdtemp and set_signal_staging would leave the folder behind (a
+        // partitioned run's ranks are ended by SIGTERM at any time): both happen with it held.
+        const termination_signals_held held;
+        if (mkdtemp(templ.data()) == nullptr) {
+            throw output_dir_error(templ + ": cannot create staging folder");
+        }
+        set_signal_staging(templ);
     }
     m_staging = templ;
-    set_signal_staging(m_staging);
     // mkdtemp makes the folder private (0700); the outputs get the usual umask permissions.
     const mode_t mask = umask(0);
     umask(mask);
@@ -119,11 +145,13 @@ output_dir::output_dir(std::string dir)
 }
 
 output_dir::~output_dir() {
-    set_signal_staging("");
+    // Removed before the signal handler forgets it: a SIGTERM in the middle of remove_all then
+    // removes the rest itself.
     if (!m_committed && !m_staging.empty()) {
         std::error_code ec;
         fs::remove_all(m_staging, ec);
     }
+    set_signal_staging("");
 }
 
 std::string output_dir::staged(const std::string& file) const {
@@ -151,8 +179,14 @@ void output_dir::commit() {
             throw output_dir_error(m_dir + ": cannot move the previous run aside: " + ec.message());
         }
     }
-    set_signal_staging("");  // from here on the folder is the run's outputs, not staging
-    fs::rename(m_staging, final_path, ec);
+    {
+        // The handler forgets the folder exactly when it becomes the run's outputs.
+        const termination_signals_held held;
+        fs::rename(m_staging, final_path, ec);
+        if (!ec) {
+            set_signal_staging("");
+        }
+    }
     if (ec) {
         if (!old.empty()) {
             std::error_code ignore;
