@@ -69,6 +69,60 @@ TEST(Dcqcn, AlphaUpdateAndRateDecreaseByHand) {
     EXPECT_EQ(*d.timer_at_ps, 314 * US + US / 2);
 }
 
+// A CNP inside the monitor period is not lost (NVIDIA, rpg_gd: "the flow rate is reduced at the
+// beginning of the next rate_reduce_monitor_period interval"; the HPCC ns-3 model's
+// CheckRateDecreaseMlx likewise): it is latched and the decrease comes when the period ends.
+// First CNP at 10 us: 50049 as above, timer 310 us. CNP at 12 us: no decrease, the QP's timer
+// moves to 14 us (10 + 4). TIMER at 14 us: alpha 1013 (as above: [10,11) CNP -> 1023, [11,12)
+// -> 1018, [12,13) CNP -> 1018, [13,14) -> 1013), R_C = 50049 - floor(50049 * 1013 / 2048) =
+// 25294, R_T stays 100000 (no timer increase came between), timer 14 + 300 us.
+// Before the latch, the CNP at 12 us was dropped and this QP kept 50049 until its next CNP.
+TEST(Dcqcn, CnpWithinMonitorPeriodDecreasesWhenThePeriodEnds) {
+    dcqcn a = make();
+    cc_qp_state s;
+    a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
+    cc_decision d = a.on_event(s, ev(cc_event_kind::CNP, 12 * US));
+    EXPECT_EQ(*d.rate_mbps, 50049u);
+    EXPECT_EQ(*d.timer_at_ps, 14 * US) << "the decrease is due when the monitor period ends";
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 14 * US));
+    EXPECT_EQ(*d.alpha, 1013u);
+    EXPECT_EQ(*d.rate_mbps, 25294u);
+    EXPECT_EQ(*d.target_mbps, LINE);
+    EXPECT_EQ(*d.timer_at_ps, 314 * US);
+    // Two CNPs in one period owe one decrease: the next timer is the increase timer.
+    a.on_event(s, ev(cc_event_kind::CNP, 15 * US));
+    d = a.on_event(s, ev(cc_event_kind::CNP, 16 * US));
+    EXPECT_EQ(*d.rate_mbps, 25294u);
+    EXPECT_EQ(*d.timer_at_ps, 18 * US);
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 18 * US));
+    EXPECT_LT(*d.rate_mbps, 25294u);
+    EXPECT_EQ(*d.timer_at_ps, 318 * US);
+}
+
+// With a monitor period longer than rp_time_reset (400 us against 300 us), the rate-increase
+// timer still fires while a decrease is latched, then the decrease comes at the period's end:
+// CNP at 10 us (50049), CNP at 20 us (latched, due 410 us); TIMER 310 us: fast recovery,
+// R_C = ceil((50049 + 100000) / 2) = 75025, next timer min(610, 410) = 410 us; TIMER 410 us: the
+// decrease, R_T clamped to 75025 (a timer increase came between, _ati 1), alpha recomputed here.
+TEST(Dcqcn, IncreaseTimerAndLatchedDecreaseShareTheQpTimer) {
+    dcqcn a = make({{"rp_rate_reduce_monitor_period", 400}, {"rp_threshold", 5}});
+    cc_qp_state s;
+    a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
+    EXPECT_EQ(*a.on_event(s, ev(cc_event_kind::CNP, 20 * US)).timer_at_ps, 310 * US);
+    cc_decision d = a.on_event(s, ev(cc_event_kind::TIMER, 310 * US));
+    EXPECT_EQ(*d.rate_mbps, 75025u);
+    EXPECT_EQ(*d.timer_at_ps, 410 * US);
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 410 * US));
+    uint32_t alpha = ((1023u * 1019u) >> 10) + 5u;  // [10,11): the first CNP
+    for (int p = 11; p < 410; ++p) {                // [20,21) had the second CNP
+        alpha = ((alpha * 1019u) >> 10) + (p == 20 ? 5u : 0u);
+    }
+    EXPECT_EQ(*d.alpha, alpha);
+    EXPECT_EQ(*d.target_mbps, 75025u);
+    EXPECT_EQ(*d.rate_mbps, std::max<uint64_t>(75025 - ((75025 * alpha) >> 11), 75025 / 2));
+    EXPECT_EQ(*d.timer_at_ps, 710 * US);
+}
+
 // rp_min_dec_fac bounds one decrease: 80 % keeps 80000 of 100000 (the formula gives 50049).
 TEST(Dcqcn, MinimumDecreaseFactor) {
     dcqcn a = make({{"rp_min_dec_fac", 80}});
