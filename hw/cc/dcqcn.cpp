@@ -93,9 +93,9 @@ cc_decision dcqcn::on_event(cc_qp_state& s, const cc_event& e) {
                 decrease(s, e.now_ps, false);
                 return decision(s);
             }
-            ++d.time_stage;
             d.timer_inc = 1;
             increase(s);
+            ++d.time_stage;  // after the increase: the stage that fired counts from 0
             if (d.limited) {
                 s.timer_at_ps = e.now_ps + uint64_t{m_cfg.rp_time_reset} * PS_PER_US;
                 if (d.dec_pending) {
@@ -113,8 +113,8 @@ cc_decision dcqcn::on_event(cc_qp_state& s, const cc_event& e) {
             }
             while (d.byte_count >= m_cfg.rp_byte_reset && d.limited) {
                 d.byte_count -= m_cfg.rp_byte_reset;
-                ++d.byte_stage;
                 increase(s);
+                ++d.byte_stage;
             }
             update_alpha(s, e.now_ps);
             return decision(s);
@@ -190,6 +190,10 @@ void dcqcn::decrease(cc_qp_state& s, uint64_t now, bool first) {
 void dcqcn::increase(cc_qp_state& s) {
     dcqcn_state& d = slice<dcqcn_state>(s);
     const uint32_t f = m_cfg.rp_threshold;
+    // The stages as they were before this event counted it (ConnectX: rpg_threshold is "the number
+    // of times rpByteStage or rpTimeStage can count before the RP rate control state machine
+    // advances states"; the DCQCN ns-3 models increment the stage after the increase): F events
+    // of fast recovery after a decrease, then additive, hyper once both stages passed F.
     const uint32_t t = d.time_stage;
     const uint32_t b = d.byte_stage;
     if (std::max(t, b) < f) {

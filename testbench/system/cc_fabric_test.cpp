@@ -95,52 +95,54 @@ double counter(const json& blocks, const std::string& block, const std::string& 
 // 1 ms window, from the first whole window that starts at least CONVERGENCE_NS after node 2's
 // first data packet, to the last whole window before the first flow's last data packet.
 //
-// Settings (configs/fabric/two_flows_dcqcn.json, every one an mlx5 parameter or a switch's ECN
+// Settings (configs/fabric/two_flows_dcqcn.json; every one an mlx5 parameter or a switch's ECN
 // threshold a user sets):
 // - The switch marks every ECT packet enqueued above 40 KB (DCTCP-style threshold: kmin 40000,
-//   kmax 40001), so a queue crossing marks the next packets of *both* QPs and node 0's
-//   notification point sends each QP a CNP within the same RTT: the two reaction points cut at
-//   the same instants, with the same alpha (both saw CNPs in the same alpha periods).
-// - rp_clamp_tgt_rate 1: every cut sets R_T = R_C, so neither flow recovers to a private old
-//   target (with ConnectX's rule, clamp only after a timer increase, the faster flow returns to
-//   its own higher target after every cut).
+//   kmax 40001; under the 64 KiB PFC XOFF of each ingress), so a queue crossing marks the next
+//   packets of *both* QPs and node 0's notification point sends each QP a CNP within the same
+//   RTT: the two reaction points cut at the same instants, with the same alpha (both saw CNPs in
+//   the same alpha periods), by the same factor.
+// - rp_time_reset 20 us: fast recovery (F = rp_threshold 5 timer events) takes 100 us, and a
+//   timer increase always comes between two cuts (at least 50 us apart), so ConnectX's target
+//   rule (rp_clamp_tgt_rate_ati 1) sets R_T = R_C at every cut: neither flow recovers to a
+//   private older target (rp_clamp_tgt_rate 1 gives the same run).
 // - Alpha: rp_dce_tcp_g 960 every rp_dce_tcp_rtt 55 us: alpha's time constant is
-//   55 us x 1024 / (1024 - 960) = 0.88 ms. rp_time_reset 20 us: fast recovery (F = rp_threshold
-//   5 steps) takes 100 us. The paper's other values: AI / HAI 200 / 1000 Mb/s, 10 MB byte
+//   55 us x 1024 / (1024 - 960) = 0.88 ms.
+// - The paper's other values (Zhu et al., SIGCOMM 2015): AI / HAI 200 / 1000 Mb/s, 10 MB byte
 //   counter, one decrease and one CNP per QP per 50 us.
 // Convergence time, from those dynamics: when node 2 joins, node 1 runs at line rate (its own
 // start-up cut, ~175 us into the run, has recovered), so both QPs are at line rate when the queue
 // crosses the threshold and both take their first cut in the same episode (alpha 1023/1024:
 // R_C = C/2, R_T = C): the shares are equal from that RTT on, and synchronized cuts by the same
-// factor with the same additive steps keep them equal. What takes time is the sum: while alpha is
-// still near its start value 1, each synchronized cut halves both rates and the link idles until
-// fast recovery; after one alpha time constant (0.88 ms) alpha reflects the current CNP rate
-// (cuts of a few %) and the link is >= 95% busy. CONVERGENCE_NS = 1 ms (one time constant and a
-// margin); the first window measured starts 1-2 ms after node 2's first data packet.
+// factor with the same recovery and additive steps keep them equal. What takes time is the sum:
+// while alpha is still near its start value 1, each synchronized cut halves both rates and the
+// link idles until fast recovery; after one alpha time constant (0.88 ms) alpha reflects the
+// current CNP rate (cuts of a few %) and the link is >= 95% busy. CONVERGENCE_NS = 1 ms (one time
+// constant and a margin); the first window measured starts 1-2 ms after node 2's first packet.
 //
 // The study (Gb/s per 1 ms window after the convergence time, node 1 / node 2; offsets 0, 0.6,
 // 1.2, 2.5, 7, 13.3, 29, 41.7 us; figures also in hw/cc/README.md, "Fabric results"):
 // - The settings of the last session (RED Kmin 20 KB, Kmax 50 KB, Pmax 1%, rp_clamp_tgt_rate 1,
-//   rp_time_reset 55, g 1016): worst window 11-21% off half depending on the phase (13.3 us:
-//   52.9/42.5, 53.8/40.7, 56.3/40.6, 58.4/39.3; 7 us: 42.5/55.5). A queue excursion marks one
-//   QP, its cut (alpha ~0.6: -30%) drains the queue before the other is marked: unsynchronized
-//   cuts make the share a random walk, and the restoring force of the equal timer-driven
-//   additive steps works on R / (AI per timer) = 50 Gb/s / (200 Mb/s per 55 us) = 13.7 ms, far
-//   slower than the 8 ms run. The example's former RED (5/50 KB, Pmax 20%, clamp 0): 13-28%.
+//   rp_time_reset 55, g 1016): worst window 8-17% off half depending on the phase (13.3 us:
+//   51.2/44.8, 54.8/41.7, 53.6/43.7). A queue excursion marks one QP, its cut (alpha ~0.6:
+//   -30%) drains the queue before the other is marked: unsynchronized cuts make the share a
+//   random walk, and the restoring force of the equal timer-driven additive steps works on
+//   R / (AI per timer) = 50 Gb/s / (200 Mb/s per 55 us) = 13.7 ms, slower than the 8 ms run.
+//   The example's former settings (RED 5/50 KB, Pmax 20%, clamp 0): 17-31%.
 // - ConnectX defaults (every key default): RED 5/50 KB Pmax 20%: worst 30-58% (68.3/22.0), 53
 //   PFC pauses per sender; threshold marking at 20 KB: one flow starves (2.3/75.6 Gb/s). The
 //   32 KB byte counter raises the rate in proportion to the rate (multiplicative increase), and
 //   alpha (1 us periods, floor arithmetic) is back to ~0 between CNPs, so cuts vanish: neither
 //   converges.
-// - Threshold marking with the paper's alpha (g 1016, 7 ms time constant): equal shares from the
-//   join on in every phase, but the link only 88-93% busy for 5 ms (45.0/42.8 ... 48.9/46.8):
-//   under 45 Gb/s. rp_time_reset 10 us: within 2%, but fast recovery in 50 us brings the queue
-//   to PFC's XOFF: ~100 pauses per sender (PFC shares the link, not DCQCN).
-// - These settings: worst 2.0% in every phase (49.1/49.1, 49.3/49.5, 49.4/49.7 ... 49.1/50.0),
-//   6-7 PFC pauses per sender (the start-ups), queue ~17 KB on average; 97 us: worst 2.5%;
-//   -150 us (node 2 joins while node 1 is still in fast recovery from its own start-up cut, so
-//   they start unequal and only the additive steps close the gap): 51.9/46.4 ... 51.5/47.6,
-//   worst 7.2%.
+// - One setting at a time from the chosen ones: RED 20/50 KB Pmax 1% instead of the threshold:
+//   worst 8.7-10.1% (54.5/44.9); the paper's g 1016 (7 ms): equal shares but the link ~93% busy,
+//   worst 6.7-7.3% (46.7/46.0 ...); rp_time_reset 10 us: worst 2.3-3.9% but fast recovery brings
+//   the queue to XOFF: 82-92 PFC pauses per sender (PFC shares the link, not DCQCN).
+// - The chosen settings: worst 1.7-1.8% in every phase (47.9/47.9, 49.1/49.1, 49.6/49.6 ...
+//   49.7/49.7), 6-7 PFC pauses per sender (the start-ups), queue ~17 KB on average; also 97 us:
+//   1.8%; -150 us (node 2 joins while node 1 is still in fast recovery from its own start-up cut,
+//   so they start unequal and only the additive steps close the gap): 51.8/46.4 ... 52.2/47.2,
+//   worst 7.3%.
 constexpr uint64_t WINDOW_NS = 1'000'000;
 constexpr uint64_t CONVERGENCE_NS = 1'000'000;
 constexpr uint64_t STEP_K = 40000;  // the threshold-marking queue length
@@ -163,7 +165,6 @@ json fair_dcqcn() {
                 {"rp_dce_tcp_g", 960},
                 {"rp_dce_tcp_rtt", 55},
                 {"rp_rate_reduce_monitor_period", 50},
-                {"rp_clamp_tgt_rate", 1},
                 {"np_min_time_between_cnps", 50}}}}}};
 }
 

@@ -146,13 +146,16 @@ TEST(Dcqcn, MinRateFloor) {
     }
 }
 
-// Fast recovery (rp_threshold 5: the first timer stages stay below it): R_C <- ceil((R_C+R_T)/2)
-// with R_T = line, from 50049: 75025, 87513, 93757, 96879; the timer re-arms every 300 us.
+// Fast recovery (rp_threshold 5: five timer events, stages 0..4 when they fire):
+// R_C <- ceil((R_C+R_T)/2) with R_T = line, from 50049: 75025, 87513, 93757, 96879, 98440; the
+// timer re-arms every 300 us. The sixth (stage 5 = F) is additive: R_T 100000 + 5, clamped to
+// the line, R_C ceil((98440 + 100000) / 2) = 99220. (Before 2026-11-26 the stage counted before
+// the check: 4 fast-recovery steps for F = 5, none for the default F = 1.)
 TEST(Dcqcn, FastRecoveryByTimer) {
-    dcqcn a = make({{"rp_threshold", 5}});
+    dcqcn a = make({{"rp_threshold", 5}, {"rp_ai_rate", 5}});
     cc_qp_state s;
     a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
-    const uint64_t want[] = {75025, 87513, 93757, 96879};
+    const uint64_t want[] = {75025, 87513, 93757, 96879, 98440, 99220};
     uint64_t t = 10 * US;
     for (uint64_t w : want) {
         t += 300 * US;
@@ -164,11 +167,13 @@ TEST(Dcqcn, FastRecoveryByTimer) {
 }
 
 // Additive and hyper increase through the timer and the byte counter (rp_threshold 1,
-// rp_byte_reset 1000, rp_rate_to_set_on_first_cnp 40000: R_C = R_T = 40000, no decrease):
-//   1000 B sent:  T0 B1 -> additive: R_T 40005, R_C ceil((40000+40005)/2) = 40003
-//   timer:        T1 B1 -> additive: R_T 40010, R_C 40007
-//   1000 B sent:  T1 B2 -> additive: R_T 40015, R_C 40011
-//   timer:        T2 B2 -> min(T,B) 2 > 1 -> hyper: R_T 40065, R_C 40038
+// rp_byte_reset 1000, rp_rate_to_set_on_first_cnp 40000: R_C = R_T = 40000, no decrease). The
+// stages T, BC as the event finds them (its own counts after it):
+//   1000 B sent:  T0 B0 -> fast recovery: R_C ceil((40000+40000)/2) = 40000, R_T 40000
+//   timer:        T0 B1 -> max 1 >= F, min 0 <= F: additive: R_T 40005, R_C ceil(80005/2) = 40003
+//   1000 B sent:  T1 B1 -> additive: R_T 40010, R_C ceil((40003+40010)/2) = 40007
+//   timer:        T1 B2 -> additive: R_T 40015, R_C ceil((40007+40015)/2) = 40011
+//   1000 B sent:  T2 B2 -> min(T,B) 2 > 1 -> hyper: R_T 40065, R_C ceil((40011+40065)/2) = 40038
 TEST(Dcqcn, AdditiveAndHyperIncreaseByTimerAndByteCounter) {
     dcqcn a = make({{"rp_byte_reset", 1000}, {"rp_rate_to_set_on_first_cnp", 40000}});
     cc_qp_state s;
@@ -178,15 +183,18 @@ TEST(Dcqcn, AdditiveAndHyperIncreaseByTimerAndByteCounter) {
     EXPECT_TRUE(a.wants_sent(s));
     EXPECT_FALSE(a.on_event(s, ev(cc_event_kind::SENT, 11 * US, 999)).rate_mbps.has_value());
     d = a.on_event(s, ev(cc_event_kind::SENT, 11 * US, 1));  // 1000 bytes now
+    EXPECT_EQ(*d.target_mbps, 40000u);
+    EXPECT_EQ(*d.rate_mbps, 40000u);
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 310 * US));
     EXPECT_EQ(*d.target_mbps, 40005u);
     EXPECT_EQ(*d.rate_mbps, 40003u);
-    d = a.on_event(s, ev(cc_event_kind::TIMER, 310 * US));
+    d = a.on_event(s, ev(cc_event_kind::SENT, 311 * US, 1000));
     EXPECT_EQ(*d.target_mbps, 40010u);
     EXPECT_EQ(*d.rate_mbps, 40007u);
-    d = a.on_event(s, ev(cc_event_kind::SENT, 311 * US, 1000));
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 610 * US));
     EXPECT_EQ(*d.target_mbps, 40015u);
     EXPECT_EQ(*d.rate_mbps, 40011u);
-    d = a.on_event(s, ev(cc_event_kind::TIMER, 610 * US));
+    d = a.on_event(s, ev(cc_event_kind::SENT, 611 * US, 1000));
     EXPECT_EQ(*d.target_mbps, 40065u);
     EXPECT_EQ(*d.rate_mbps, 40038u);
 }
