@@ -282,8 +282,8 @@ INSTANTIATE_TEST_SUITE_P(StartPhases, CcFabricTwoFlows,
 // paused ~7/8 of the time) and the port's queue sits at ~8 x XOFF. With DCQCN the senders are
 // cut to ~1/8 of the link after the first RTT; PFC fires in the start-up burst (8 x 100 Gb/s
 // for the first RTT, before any CNP is back) and at the odd overshoot only. Measured (the
-// same setup as configs/fabric/incast_8to1_dcqcn.json): 70 vs 512 pauses (7.3x), 1.55 vs
-// 19.95 ms paused (12.9x), average queue 40 KB vs 486 KB. The test asks for a factor of 5 on
+// same setup as configs/fabric/incast_8to1_dcqcn.json): 62 vs 513 pauses (8.3x), 1.51 vs
+// 20.02 ms paused (13.3x), average queue 44 KB vs 488 KB. The test asks for a factor of 5 on
 // both (the start-up burst alone is worth ~2 pauses per sender, so the factor cannot exceed
 // ~30 with this workload) and an average queue below Kmax.
 // Both runs through the CLI (one SystemC elaboration per process): stats.json and cc.csv.
