@@ -166,6 +166,30 @@ TEST(Dcqcn, FastRecoveryByTimer) {
     }
 }
 
+// Fast recovery lasts rp_threshold increase events: with rp_rate_to_set_on_first_cnp 40000 the
+// first CNP sets R_C = R_T = 40000 (no decrease), so fast recovery leaves both where they are
+// and the first additive step shows when it comes: timer events 1..5 (stages 0..4) keep R_T at
+// 40000, the sixth (stage 5 = F) makes it 40005 and R_C ceil((40000 + 40005) / 2) = 40003. The
+// default F = 1: one fast-recovery event, then additive. (Before the fix the F-th event was
+// already additive, and with F = 1 there was no fast recovery at all.)
+TEST(Dcqcn, FastRecoveryLastsRpThresholdEvents) {
+    for (const uint32_t f : {5u, 1u}) {
+        dcqcn a = make({{"rp_threshold", f}, {"rp_rate_to_set_on_first_cnp", 40000}});
+        cc_qp_state s;
+        a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
+        uint64_t t = 10 * US;
+        for (uint32_t i = 1; i <= f; ++i) {
+            t += 300 * US;
+            const cc_decision d = a.on_event(s, ev(cc_event_kind::TIMER, t));
+            EXPECT_EQ(*d.target_mbps, 40000u) << "F " << f << ", event " << i;
+            EXPECT_EQ(*d.rate_mbps, 40000u) << "F " << f << ", event " << i;
+        }
+        const cc_decision d = a.on_event(s, ev(cc_event_kind::TIMER, t + 300 * US));
+        EXPECT_EQ(*d.target_mbps, 40005u) << "F " << f;
+        EXPECT_EQ(*d.rate_mbps, 40003u) << "F " << f;
+    }
+}
+
 // Additive and hyper increase through the timer and the byte counter (rp_threshold 1,
 // rp_byte_reset 1000, rp_rate_to_set_on_first_cnp 40000: R_C = R_T = 40000, no decrease). The
 // stages T, BC as the event finds them (its own counts after it):
