@@ -87,11 +87,20 @@ cc_decision dcqcn::on_event(cc_qp_state& s, const cc_event& e) {
                 return {};
             }
             update_alpha(s, e.now_ps);
-            ++d.time_stage;
+            if (d.dec_pending && e.now_ps >= decrease_due(s)) {
+                // The monitor period of a latched CNP ended: the decrease it owes (which also
+                // restarts the rate-increase timer).
+                decrease(s, e.now_ps, false);
+                return decision(s);
+            }
             d.timer_inc = 1;
             increase(s);
+            ++d.time_stage;  // after the increase: the stage that fired counts from 0
             if (d.limited) {
                 s.timer_at_ps = e.now_ps + uint64_t{m_cfg.rp_time_reset} * PS_PER_US;
+                if (d.dec_pending) {
+                    s.timer_at_ps = std::min(s.timer_at_ps, decrease_due(s));
+                }
             }
             return decision(s);
         case cc_event_kind::SENT: {
@@ -104,8 +113,8 @@ cc_decision dcqcn::on_event(cc_qp_state& s, const cc_event& e) {
             }
             while (d.byte_count >= m_cfg.rp_byte_reset && d.limited) {
                 d.byte_count -= m_cfg.rp_byte_reset;
-                ++d.byte_stage;
                 increase(s);
+                ++d.byte_stage;
             }
             update_alpha(s, e.now_ps);
             return decision(s);
@@ -139,10 +148,25 @@ void dcqcn::on_cnp(cc_qp_state& s, uint64_t now) {
         update_alpha(s, now);
     }
     d.cnp_in_period = 1;
-    const uint64_t monitor = uint64_t{m_cfg.rp_rate_reduce_monitor_period} * PS_PER_US;
-    if (!first && now - d.last_decrease_ps < monitor) {
-        return;  // at most one decrease per monitor period; alpha still counts this CNP
+    if (!first && now < decrease_due(s)) {
+        // At most one decrease per monitor period; the CNP is not lost: it is latched and the
+        // decrease comes when the period ends (the timer wakes the QP then).
+        if (!d.dec_pending) {
+            d.dec_pending = 1;
+            s.timer_at_ps = std::min(s.timer_at_ps, decrease_due(s));
+        }
+        return;
     }
+    decrease(s, now, first);
+}
+
+uint64_t dcqcn::decrease_due(const cc_qp_state& s) const {
+    return slice<dcqcn_state>(s).last_decrease_ps +
+           uint64_t{m_cfg.rp_rate_reduce_monitor_period} * PS_PER_US;
+}
+
+void dcqcn::decrease(cc_qp_state& s, uint64_t now, bool first) {
+    dcqcn_state& d = slice<dcqcn_state>(s);
     // Rate decrease: R_T <- R_C (when clamping says so), R_C <- R_C (1 - alpha / 2^gd), kept
     // at or above rp_min_dec_fac % of R_C and rp_min_rate.
     if (first || m_cfg.rp_clamp_tgt_rate != 0 ||
@@ -159,12 +183,17 @@ void dcqcn::on_cnp(cc_qp_state& s, uint64_t now) {
     d.byte_stage = 0;
     d.byte_count = 0;
     d.timer_inc = 0;
+    d.dec_pending = 0;
     s.timer_at_ps = now + uint64_t{m_cfg.rp_time_reset} * PS_PER_US;
 }
 
 void dcqcn::increase(cc_qp_state& s) {
     dcqcn_state& d = slice<dcqcn_state>(s);
     const uint32_t f = m_cfg.rp_threshold;
+    // The stages as they were before this event counted it (ConnectX: rpg_threshold is "the number
+    // of times rpByteStage or rpTimeStage can count before the RP rate control state machine
+    // advances states"; the DCQCN ns-3 models increment the stage after the increase): F events
+    // of fast recovery after a decrease, then additive, hyper once both stages passed F.
     const uint32_t t = d.time_stage;
     const uint32_t b = d.byte_stage;
     if (std::max(t, b) < f) {
@@ -177,8 +206,9 @@ void dcqcn::increase(cc_qp_state& s) {
     s.target_mbps = std::min(s.target_mbps, m_line);
     // R_C <- (R_C + R_T) / 2, rounded up so that R_C reaches R_T.
     s.rate_mbps = std::min((s.rate_mbps + s.target_mbps + 1) / 2, m_line);
-    if (s.rate_mbps >= m_line) {
-        // Back at line rate: the QP leaves the rate limiter and its timers stop.
+    if (s.rate_mbps >= m_line && !d.dec_pending) {
+        // Back at line rate: the QP leaves the rate limiter and its timers stop (unless a
+        // latched CNP still owes its decrease).
         d.limited = 0;
         s.timer_at_ps = 0;
     }

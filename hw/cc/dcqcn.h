@@ -46,7 +46,7 @@ struct dcqcn_state {
     uint8_t limited;            // a CNP arrived and the rate is not back at line rate
     uint8_t cnp_in_period;      // a CNP arrived in the current alpha period
     uint8_t timer_inc;          // a timer increase happened since the last decrease
-    uint8_t pad;
+    uint8_t dec_pending;        // a CNP came within the monitor period: decrease at its end
 };
 
 class dcqcn : public cc_algorithm {
@@ -63,6 +63,8 @@ public:
 
 private:
     void on_cnp(cc_qp_state& s, uint64_t now);
+    void decrease(cc_qp_state& s, uint64_t now, bool first);
+    uint64_t decrease_due(const cc_qp_state& s) const;  // end of the current monitor period
     void increase(cc_qp_state& s);
     cc_decision decision(const cc_qp_state& s) const;
 

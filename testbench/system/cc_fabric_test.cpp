@@ -6,9 +6,10 @@
 // direction, counted here from the frames' IPv4 source), and the switch's and links' counters
 // (PFC pauses, queue occupancy, drops).
 //
-// DCQCN parameters (both tests, and configs/fabric/*_dcqcn.json): the paper's timers (Zhu et al.,
-// SIGCOMM 2015: 55 us rate timer and alpha period, 10 MB byte counter, F = 5, at most one
-// decrease per 50 us and one CNP per QP per 50 us), additive / hyper increase 200 / 1000 Mb/s
+// DCQCN parameters of the incast test (and configs/fabric/incast_8to1_dcqcn.json,
+// websearch_64_30_dcqcn.json; the two-flow tests have their own, see there): the paper's timers
+// (Zhu et al., SIGCOMM 2015: 55 us rate timer and alpha period, 10 MB byte counter, F = 5, at most
+// one decrease per 50 us and one CNP per QP per 50 us), additive / hyper increase 200 / 1000 Mb/s
 // for 100 Gb/s links. RED on priority 0: Kmin 5 KB, Kmax 50 KB, Pmax 0.2, below the 64 KiB PFC
 // XOFF of each ingress. (With ConnectX's defaults the rate is back near line rate within ~20 us
 // of each cut, the queue reaches XOFF anyway and PFC, not DCQCN, shares the link: pauses within
@@ -84,17 +85,89 @@ double counter(const json& blocks, const std::string& block, const std::string& 
     return blocks[block][name].get<double>();
 }
 
-// --- Two long flows through one bottleneck ---------------------------------------------------
+// --- Two long flows through one bottleneck -----------------------------------------------------
 //
-// Nodes 1 and 2 each WRITE one 50 MB message to node 0 through one switch; node 2 starts 500 us
-// after node 1, which by then runs alone at line rate. Convergence time 1 ms after node 2's
-// first packet: node 2 joins at line rate, the queue crosses Kmin within one RTT and both get
-// CNPs; each CNP-driven cut (at most one per 50 us per QP) multiplies a QP's rate by
-// (1 - alpha / 2), alpha starting at 1 (the first cut halves) and decaying by 1/128 per 55 us
-// without marks, while both gain the same additive steps (200 Mb/s per 55 us timer, hyper
-// 1000 Mb/s after 5 quiet periods). 1 ms is 20 decrease periods: the 2:1 start-up gap shrinks
-// by half or more per cut that hits the faster flow. After it, every 1 ms window until the first
-// flow ends is measured.
+// The issue's criterion: two long flows through one bottleneck each get within 10% of half the
+// link after a stated convergence time, and stay there, whatever the phase of the second flow's
+// start. Nodes 1 and 2 each WRITE one 50 MB message to node 0 through one switch; node 2 starts
+// 500 us + `offset` after node 1 (each offset its own test, so its own process). Measured on the
+// bottleneck link's wire.pcap (switch -> node 0): wire bytes of each source's data packets per
+// 1 ms window, from the first whole window that starts at least CONVERGENCE_NS after node 2's
+// first data packet, to the last whole window before the first flow's last data packet.
+//
+// Settings (configs/fabric/two_flows_dcqcn.json; every one an mlx5 parameter or a switch's ECN
+// threshold a user sets):
+// - The switch marks every ECT packet enqueued above 40 KB (DCTCP-style threshold: kmin 40000,
+//   kmax 40001; under the 64 KiB PFC XOFF of each ingress), so a queue crossing marks the next
+//   packets of *both* QPs and node 0's notification point sends each QP a CNP within the same
+//   RTT: the two reaction points cut at the same instants, with the same alpha (both saw CNPs in
+//   the same alpha periods), by the same factor.
+// - rp_time_reset 20 us: fast recovery (F = rp_threshold 5 timer events) takes 100 us, and a
+//   timer increase always comes between two cuts (at least 50 us apart), so ConnectX's target
+//   rule (rp_clamp_tgt_rate_ati 1) sets R_T = R_C at every cut: neither flow recovers to a
+//   private older target (rp_clamp_tgt_rate 1 gives the same run).
+// - Alpha: rp_dce_tcp_g 960 every rp_dce_tcp_rtt 55 us: alpha's time constant is
+//   55 us x 1024 / (1024 - 960) = 0.88 ms.
+// - The paper's other values (Zhu et al., SIGCOMM 2015): AI / HAI 200 / 1000 Mb/s, 10 MB byte
+//   counter, one decrease and one CNP per QP per 50 us.
+// Convergence time, from those dynamics: when node 2 joins, node 1 runs at line rate (its own
+// start-up cut, ~175 us into the run, has recovered), so both QPs are at line rate when the queue
+// crosses the threshold and both take their first cut in the same episode (alpha 1023/1024:
+// R_C = C/2, R_T = C): the shares are equal from that RTT on, and synchronized cuts by the same
+// factor with the same recovery and additive steps keep them equal. What takes time is the sum:
+// while alpha is still near its start value 1, each synchronized cut halves both rates and the
+// link idles until fast recovery; after one alpha time constant (0.88 ms) alpha reflects the
+// current CNP rate (cuts of a few %) and the link is >= 95% busy. CONVERGENCE_NS = 1 ms (one time
+// constant and a margin); the first window measured starts 1-2 ms after node 2's first packet.
+//
+// The study (Gb/s per 1 ms window after the convergence time, node 1 / node 2; offsets 0, 0.6,
+// 1.2, 2.5, 7, 13.3, 29, 41.7 us; figures also in hw/cc/README.md, "Fabric results"):
+// - The settings of the last session (RED Kmin 20 KB, Kmax 50 KB, Pmax 1%, rp_clamp_tgt_rate 1,
+//   rp_time_reset 55, g 1016): worst window 8-17% off half depending on the phase (13.3 us:
+//   51.2/44.8, 54.8/41.7, 53.6/43.7). A queue excursion marks one QP, its cut (alpha ~0.6:
+//   -30%) drains the queue before the other is marked: unsynchronized cuts make the share a
+//   random walk, and the restoring force of the equal timer-driven additive steps works on
+//   R / (AI per timer) = 50 Gb/s / (200 Mb/s per 55 us) = 13.7 ms, slower than the 8 ms run.
+//   The example's former settings (RED 5/50 KB, Pmax 20%, clamp 0): 17-31%.
+// - ConnectX defaults (every key default): RED 5/50 KB Pmax 20%: worst 30-58% (68.3/22.0), 53
+//   PFC pauses per sender; threshold marking at 20 KB: one flow starves (2.3/75.6 Gb/s). The
+//   32 KB byte counter raises the rate in proportion to the rate (multiplicative increase), and
+//   alpha (1 us periods, floor arithmetic) is back to ~0 between CNPs, so cuts vanish: neither
+//   converges.
+// - One setting at a time from the chosen ones: RED 20/50 KB Pmax 1% instead of the threshold:
+//   worst 8.7-10.1% (54.5/44.9); the paper's g 1016 (7 ms): equal shares but the link ~93% busy,
+//   worst 6.7-7.3% (46.7/46.0 ...); rp_time_reset 10 us: worst 2.3-3.9% but fast recovery brings
+//   the queue to XOFF: 82-92 PFC pauses per sender (PFC shares the link, not DCQCN).
+// - The chosen settings: worst 1.7-1.8% in every phase (47.9/47.9, 49.1/49.1, 49.6/49.6 ...
+//   49.7/49.7), 6-7 PFC pauses per sender (the start-ups), queue ~17 KB on average; also 97 us:
+//   1.8%; -150 us (node 2 joins while node 1 is still in fast recovery from its own start-up cut,
+//   so they start unequal and only the additive steps close the gap): 51.8/46.4 ... 52.2/47.2,
+//   worst 7.3%.
+constexpr uint64_t WINDOW_NS = 1'000'000;
+constexpr uint64_t CONVERGENCE_NS = 1'000'000;
+constexpr uint64_t STEP_K = 40000;  // the threshold-marking queue length
+
+json threshold_switch() {
+    json sw = red_switch(STEP_K, 1.0);
+    sw["kmax_bytes"][0] = STEP_K + 1;  // marks every ECT packet enqueued above 40 KB
+    return sw;
+}
+
+json fair_dcqcn() {
+    return {{"cc",
+             {{"algorithm", "dcqcn"},
+              {"dcqcn",
+               {{"rp_time_reset", 20},
+                {"rp_byte_reset", 10485760},
+                {"rp_threshold", 5},
+                {"rp_ai_rate", 200},
+                {"rp_hai_rate", 1000},
+                {"rp_dce_tcp_g", 960},
+                {"rp_dce_tcp_rtt", 55},
+                {"rp_rate_reduce_monitor_period", 50},
+                {"np_min_time_between_cnps", 50}}}}}};
+}
+
 struct two_flow_run {
     json stats;
     std::map<uint32_t, std::map<uint64_t, uint64_t>> wire_by_src;  // src IP -> window -> bytes
@@ -102,25 +175,17 @@ struct two_flow_run {
     uint64_t end_ns = 0;  // the earlier of the two flows' last data frame
 };
 
-constexpr uint64_t WINDOW_NS = 1'000'000;
-constexpr uint64_t CONVERGENCE_NS = 1'000'000;
-
-// `fair`: the settings of the fair-share study (TwoFlowsWithinTenPercentOfHalfTheLink).
-two_flow_run run_two_flows(const scratch& s, bool cc, bool fair = false) {
-    json rnic = dcqcn(cc);
-    if (fair) {
-        rnic["cc"]["dcqcn"]["rp_clamp_tgt_rate"] = 1;
-    }
+two_flow_run run_two_flows(const scratch& s, int64_t offset_ns) {
     const json doc = {
-        {"topology", fair ? star(3, red_switch(20000, 0.01)) : star(3)},
-        {"rnic", rnic},
+        {"topology", star(3, threshold_switch())},
+        {"rnic", fair_dcqcn()},
         {"workload",
          {{"pattern", "flows"},
           {"operation", "write"},
           {"time_limit_ms", 1000},
           {"flows",
            {{{"src", 1}, {"dst", 0}, {"bytes", 50'000'000}, {"start_ns", 0}},
-            {{"src", 2}, {"dst", 0}, {"bytes", 50'000'000}, {"start_ns", 500'000}}}}}},
+            {{"src", 2}, {"dst", 0}, {"bytes", 50'000'000}, {"start_ns", 500'000 + offset_ns}}}}}},
         // Only the bottleneck: the switch's port toward node 0 (link0, side b to side a).
         {"outputs", {{"pcap", true}, {"pcap_links", {"link0.dir1"}}}}};
     const std::string cfg = s.dir + "/two.json";
@@ -136,9 +201,11 @@ two_flow_run run_two_flows(const scratch& s, bool cc, bool fair = false) {
     const pcap_file p = read_pcap(out + "/wire.pcap");
     std::map<uint32_t, std::pair<uint64_t, uint64_t>> span;  // src IP -> first, last data ns
     for (const pcap_record& f : p.records) {
-        // RoCEv2 (IPv4, UDP 4791) data toward node 0: everything but ACKs / CNPs.
+        // RoCEv2 (IPv4, UDP 4791) RC SEND / WRITE packets toward node 0 (BTH opcodes 0x00-0x0B):
+        // not ACKs (0x11), CNPs (0x81) nor the CM's UD MADs (0x64), which node 2 sends at the
+        // start of the run, long before its flow.
         if (f.data.size() < 54 || be16(f.data, 12) != 0x0800 || f.data[23] != 17 ||
-            be16(f.data, 36) != 4791 || f.data[42] == 0x11 || f.data[42] == 0x81) {
+            be16(f.data, 36) != 4791 || f.data[42] > 0x0B) {
             continue;
         }
         const uint32_t src = (uint32_t{f.data[26]} << 24) | (uint32_t{f.data[27]} << 16) |
@@ -162,92 +229,50 @@ void expect_clean(const json& stats, uint64_t bytes) {
     EXPECT_EQ(counter(stats["blocks"], "sw0", "drops"), 0) << "lossless: nothing dropped";
 }
 
-// DCQCN, not PFC, shares the link: the queue stays between the RED thresholds (average below
-// Kmax; PFC XOFF is 64 KiB per ingress, 128 KiB for two) and the senders are hardly ever paused
-// (at most 5 each: the start-up bursts), where without congestion control PFC pauses each
-// sender ~680 times. Each flow gets at least 80% of half the link in every window after the
-// convergence time, and together they keep the link at least 85% busy.
-// DISABLED (2026-11-26, issue 15 left open): the fairness this asserts holds for one phase of
-// the flows' start, not for every phase. After the day's merges (a flow's initiator no longer
-// waits for its target's setup, DMA requests of one cycle granted in a fixed order) node 1
-// starts ~1.2 us earlier and the shares settle at 36-44 Gb/s against 50: DCQCN as configured
-// here does not converge from every start-up gap. Moving node 2's start by the same 1.2 us
-// makes it pass again. What is left: a study of the reaction point (alpha update and target
-// reset on cuts) so the shares converge whatever the phase.
-TEST(CcFabric, DISABLED_TwoFlowsShareTheBottleneckUnderDcqcn) {
+class CcFabricTwoFlows : public ::testing::TestWithParam<int64_t> {};
+
+// Each flow within 10% of half the link in every window from the convergence time on; DCQCN, not
+// PFC, shares the link: both QPs are cut by CNPs, the queue stays on average under the marking
+// threshold, and each sender is paused at most 16 times (the start-ups: node 1's first burst,
+// and node 2 joining at line rate beside node 1 until the first CNPs are back; measured 6-11)
+// where without congestion control PFC pauses each sender ~680 times.
+TEST_P(CcFabricTwoFlows, EachWithinTenPercentOfHalfTheLink) {
     scratch s;
-    const two_flow_run r = run_two_flows(s, true);
+    const two_flow_run r = run_two_flows(s, GetParam());
     ASSERT_FALSE(r.stats.is_null());
     expect_clean(r.stats, 100'000'000);
     const json& b = r.stats["blocks"];
-    EXPECT_GT(counter(b, "sw0.port0.q0", "ecn_marks"), 0);
     EXPECT_GT(counter(b, "node1.nic.np", "cnps_received"), 0);
     EXPECT_GT(counter(b, "node2.nic.np", "cnps_received"), 0);
-    EXPECT_LT(counter(b, "sw0.port0.q0", "avg_bytes"), KMAX);
-    EXPECT_LE(counter(b, "link1.dir0", "pfc_pauses"), 5);
-    EXPECT_LE(counter(b, "link2.dir0", "pfc_pauses"), 5);
+    EXPECT_LT(counter(b, "sw0.port0.q0", "avg_bytes"), STEP_K);
+    EXPECT_LE(counter(b, "link1.dir0", "pfc_pauses"), 16);
+    EXPECT_LE(counter(b, "link2.dir0", "pfc_pauses"), 16);
 
     const uint64_t from = (r.first_ns_of_second + CONVERGENCE_NS + WINDOW_NS - 1) / WINDOW_NS;
     const uint64_t to = r.end_ns / WINDOW_NS;  // exclusive: the last whole window
     ASSERT_GE(to, from + 4) << "at least 4 windows after convergence";
+    ASSERT_EQ(r.wire_by_src.size(), 2u);
     const double half_gbps = LINK_GBPS / 2;
     for (uint64_t w = from; w < to; ++w) {
-        double total = 0;
         for (const auto& [src, windows] : r.wire_by_src) {
             const auto it = windows.find(w);
             const double gbps = it == windows.end() ? 0 : it->second * 8.0 / WINDOW_NS;
-            total += gbps;
-            EXPECT_GE(gbps, 0.8 * half_gbps)
+            EXPECT_NEAR(gbps, half_gbps, 0.1 * half_gbps)
                 << "source " << std::hex << src << std::dec << ", window " << w << " ms";
         }
-        EXPECT_GE(total, 0.85 * LINK_GBPS) << "window " << w << " ms";
-        EXPECT_LE(total, LINK_GBPS * 1.001) << "window " << w << " ms";
     }
 }
 
-// The issue's criterion: each flow within 10% of half the link after the convergence time, and
-// staying there until the first flow ends.
-//
-// The study (1 ms windows, Gb/s, node 1 / node 2, every run of the two-flow setup above):
-// - The settings above (ConnectX's target-rate rule rp_clamp_tgt_rate 0 with _ati 1, RED Kmin
-//   5 KB, Pmax 20%): 40.9/47.0, 45.0/47.9, 42.8/47.7, 41.1/50.5, 45.9/45.6 ... The link is ~92%
-//   busy and the gap persists: with Pmax 20% both QPs get a CNP in every 50 us NP interval
-//   whatever their rates (at ~300 packets per interval a mark is certain), so both are cut by
-//   the same factor and the ratio is kept; and without a timer increase between two cuts the
-//   target rate is not clamped to the current rate, so fast recovery takes each flow back to
-//   its own old target: the faster flow stays faster.
-// - Faster cuts (np_min_time_between_cnps and rp_rate_reduce_monitor_period 4 us): worse,
-//   28/64 for 6 ms. Smaller increases (AI 50, HAI 250, timer 20 us): 50/44 for 7 ms.
-// - The DCQCN paper's marking (Pmax 1%): 39/54 to 47/50; with Kmax 200 KB: 57/38.
-// - rp_clamp_tgt_rate 1 (the paper's rule: every cut sets the target to the current rate, so
-//   the flows converge through their equal additive increases): 48.5/47.2 ... 44.7/50.5, the link
-//   ~95% busy (after each cut the 5 KB Kmin queue drains and the link idles).
-// - And RED Kmin 20 KB (a standing queue that keeps the link busy through a cut): 44.6/49.1,
-//   then 47.6/46.5, 47.6/48.3, 46.1/49.7, 48.3/48.2, 51.0/46.4, 51.8/46.2: within 10% (worst
-//   46.1 Gb/s, 7.8% under half) from 1 ms after node 2's first packet on. Kept here:
-//   rp_clamp_tgt_rate 1, Kmin 20 KB, Kmax 50 KB, Pmax 1%, the timers as above.
-// Convergence time: 1 ms after node 2's first packet (20 NP intervals of 50 us: node 2 joins at
-// line rate, both are cut within an RTT, and with the target clamped the 2:1 start-up gap is
-// closed by the additive steps, 200 Mb/s per 55 us each for the slower flow's target while the
-// faster one's is reset at each cut). One QP per node: the transmit scheduler does not take
-// part (fifo and round_robin give each flow its pacer's rate).
-// DISABLED with TwoFlowsShareTheBottleneckUnderDcqcn, for the same reason (see there).
-TEST(CcFabric, DISABLED_TwoFlowsWithinTenPercentOfHalfTheLink) {
-    scratch s;
-    const two_flow_run r = run_two_flows(s, true, true);
-    ASSERT_FALSE(r.stats.is_null());
-    expect_clean(r.stats, 100'000'000);
-    const uint64_t from = (r.first_ns_of_second + CONVERGENCE_NS + WINDOW_NS - 1) / WINDOW_NS;
-    const uint64_t to = r.end_ns / WINDOW_NS;
-    ASSERT_GE(to, from + 4);
-    for (uint64_t w = from; w < to; ++w) {
-        for (const auto& [src, windows] : r.wire_by_src) {
-            const auto it = windows.find(w);
-            const double gbps = it == windows.end() ? 0 : it->second * 8.0 / WINDOW_NS;
-            EXPECT_NEAR(gbps, LINK_GBPS / 2, 0.1 * LINK_GBPS / 2) << "window " << w << " ms";
-        }
-    }
-}
+// Node 2's start: 500 us + these offsets (ns) after node 1's; -150 us joins during node 1's own
+// fast recovery (the hardest phase found).
+INSTANTIATE_TEST_SUITE_P(StartPhases, CcFabricTwoFlows,
+                         ::testing::Values(0, 600, 1200, 2500, 7000, 13300, 29000, 41700, 97000,
+                                           -150000),
+                         [](const ::testing::TestParamInfo<int64_t>& i) {
+                             const int64_t v = i.param;
+                             return (v < 0 ? "minus_" : "plus_") + std::to_string(v < 0 ? -v : v) +
+                                    "ns";
+                         });
 
 // --- 8:1 incast ---------------------------------------------------------------------------------
 //
@@ -257,8 +282,8 @@ TEST(CcFabric, DISABLED_TwoFlowsWithinTenPercentOfHalfTheLink) {
 // paused ~7/8 of the time) and the port's queue sits at ~8 x XOFF. With DCQCN the senders are
 // cut to ~1/8 of the link after the first RTT; PFC fires in the start-up burst (8 x 100 Gb/s
 // for the first RTT, before any CNP is back) and at the odd overshoot only. Measured (the
-// same setup as configs/fabric/incast_8to1_dcqcn.json): 70 vs 512 pauses (7.3x), 1.55 vs
-// 19.95 ms paused (12.9x), average queue 40 KB vs 486 KB. The test asks for a factor of 5 on
+// same setup as configs/fabric/incast_8to1_dcqcn.json): 62 vs 513 pauses (8.3x), 1.51 vs
+// 20.02 ms paused (13.3x), average queue 44 KB vs 488 KB. The test asks for a factor of 5 on
 // both (the start-up burst alone is worth ~2 pauses per sender, so the factor cannot exceed
 // ~30 with this workload) and an average queue below Kmax.
 // Both runs through the CLI (one SystemC elaboration per process): stats.json and cc.csv.

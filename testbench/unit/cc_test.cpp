@@ -69,6 +69,60 @@ TEST(Dcqcn, AlphaUpdateAndRateDecreaseByHand) {
     EXPECT_EQ(*d.timer_at_ps, 314 * US + US / 2);
 }
 
+// A CNP inside the monitor period is not lost (NVIDIA, rpg_gd: "the flow rate is reduced at the
+// beginning of the next rate_reduce_monitor_period interval"; the HPCC ns-3 model's
+// CheckRateDecreaseMlx likewise): it is latched and the decrease comes when the period ends.
+// First CNP at 10 us: 50049 as above, timer 310 us. CNP at 12 us: no decrease, the QP's timer
+// moves to 14 us (10 + 4). TIMER at 14 us: alpha 1013 (as above: [10,11) CNP -> 1023, [11,12)
+// -> 1018, [12,13) CNP -> 1018, [13,14) -> 1013), R_C = 50049 - floor(50049 * 1013 / 2048) =
+// 25294, R_T stays 100000 (no timer increase came between), timer 14 + 300 us.
+// Before the latch, the CNP at 12 us was dropped and this QP kept 50049 until its next CNP.
+TEST(Dcqcn, CnpWithinMonitorPeriodDecreasesWhenThePeriodEnds) {
+    dcqcn a = make();
+    cc_qp_state s;
+    a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
+    cc_decision d = a.on_event(s, ev(cc_event_kind::CNP, 12 * US));
+    EXPECT_EQ(*d.rate_mbps, 50049u);
+    EXPECT_EQ(*d.timer_at_ps, 14 * US) << "the decrease is due when the monitor period ends";
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 14 * US));
+    EXPECT_EQ(*d.alpha, 1013u);
+    EXPECT_EQ(*d.rate_mbps, 25294u);
+    EXPECT_EQ(*d.target_mbps, LINE);
+    EXPECT_EQ(*d.timer_at_ps, 314 * US);
+    // Two CNPs in one period owe one decrease: the next timer is the increase timer.
+    a.on_event(s, ev(cc_event_kind::CNP, 15 * US));
+    d = a.on_event(s, ev(cc_event_kind::CNP, 16 * US));
+    EXPECT_EQ(*d.rate_mbps, 25294u);
+    EXPECT_EQ(*d.timer_at_ps, 18 * US);
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 18 * US));
+    EXPECT_LT(*d.rate_mbps, 25294u);
+    EXPECT_EQ(*d.timer_at_ps, 318 * US);
+}
+
+// With a monitor period longer than rp_time_reset (400 us against 300 us), the rate-increase
+// timer still fires while a decrease is latched, then the decrease comes at the period's end:
+// CNP at 10 us (50049), CNP at 20 us (latched, due 410 us); TIMER 310 us: fast recovery,
+// R_C = ceil((50049 + 100000) / 2) = 75025, next timer min(610, 410) = 410 us; TIMER 410 us: the
+// decrease, R_T clamped to 75025 (a timer increase came between, _ati 1), alpha recomputed here.
+TEST(Dcqcn, IncreaseTimerAndLatchedDecreaseShareTheQpTimer) {
+    dcqcn a = make({{"rp_rate_reduce_monitor_period", 400}, {"rp_threshold", 5}});
+    cc_qp_state s;
+    a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
+    EXPECT_EQ(*a.on_event(s, ev(cc_event_kind::CNP, 20 * US)).timer_at_ps, 310 * US);
+    cc_decision d = a.on_event(s, ev(cc_event_kind::TIMER, 310 * US));
+    EXPECT_EQ(*d.rate_mbps, 75025u);
+    EXPECT_EQ(*d.timer_at_ps, 410 * US);
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 410 * US));
+    uint32_t alpha = ((1023u * 1019u) >> 10) + 5u;  // [10,11): the first CNP
+    for (int p = 11; p < 410; ++p) {                // [20,21) had the second CNP
+        alpha = ((alpha * 1019u) >> 10) + (p == 20 ? 5u : 0u);
+    }
+    EXPECT_EQ(*d.alpha, alpha);
+    EXPECT_EQ(*d.target_mbps, 75025u);
+    EXPECT_EQ(*d.rate_mbps, std::max<uint64_t>(75025 - ((75025 * alpha) >> 11), 75025 / 2));
+    EXPECT_EQ(*d.timer_at_ps, 710 * US);
+}
+
 // rp_min_dec_fac bounds one decrease: 80 % keeps 80000 of 100000 (the formula gives 50049).
 TEST(Dcqcn, MinimumDecreaseFactor) {
     dcqcn a = make({{"rp_min_dec_fac", 80}});
@@ -92,13 +146,16 @@ TEST(Dcqcn, MinRateFloor) {
     }
 }
 
-// Fast recovery (rp_threshold 5: the first timer stages stay below it): R_C <- ceil((R_C+R_T)/2)
-// with R_T = line, from 50049: 75025, 87513, 93757, 96879; the timer re-arms every 300 us.
+// Fast recovery (rp_threshold 5: five timer events, stages 0..4 when they fire):
+// R_C <- ceil((R_C+R_T)/2) with R_T = line, from 50049: 75025, 87513, 93757, 96879, 98440; the
+// timer re-arms every 300 us. The sixth (stage 5 = F) is additive: R_T 100000 + 5, clamped to
+// the line, R_C ceil((98440 + 100000) / 2) = 99220. (Before 2026-11-26 the stage counted before
+// the check: 4 fast-recovery steps for F = 5, none for the default F = 1.)
 TEST(Dcqcn, FastRecoveryByTimer) {
-    dcqcn a = make({{"rp_threshold", 5}});
+    dcqcn a = make({{"rp_threshold", 5}, {"rp_ai_rate", 5}});
     cc_qp_state s;
     a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
-    const uint64_t want[] = {75025, 87513, 93757, 96879};
+    const uint64_t want[] = {75025, 87513, 93757, 96879, 98440, 99220};
     uint64_t t = 10 * US;
     for (uint64_t w : want) {
         t += 300 * US;
@@ -109,12 +166,38 @@ TEST(Dcqcn, FastRecoveryByTimer) {
     }
 }
 
+// Fast recovery lasts rp_threshold increase events: with rp_rate_to_set_on_first_cnp 40000 the
+// first CNP sets R_C = R_T = 40000 (no decrease), so fast recovery leaves both where they are
+// and the first additive step shows when it comes: timer events 1..5 (stages 0..4) keep R_T at
+// 40000, the sixth (stage 5 = F) makes it 40005 and R_C ceil((40000 + 40005) / 2) = 40003. The
+// default F = 1: one fast-recovery event, then additive. (Before the fix the F-th event was
+// already additive, and with F = 1 there was no fast recovery at all.)
+TEST(Dcqcn, FastRecoveryLastsRpThresholdEvents) {
+    for (const uint32_t f : {5u, 1u}) {
+        dcqcn a = make({{"rp_threshold", f}, {"rp_rate_to_set_on_first_cnp", 40000}});
+        cc_qp_state s;
+        a.on_event(s, ev(cc_event_kind::CNP, 10 * US));
+        uint64_t t = 10 * US;
+        for (uint32_t i = 1; i <= f; ++i) {
+            t += 300 * US;
+            const cc_decision d = a.on_event(s, ev(cc_event_kind::TIMER, t));
+            EXPECT_EQ(*d.target_mbps, 40000u) << "F " << f << ", event " << i;
+            EXPECT_EQ(*d.rate_mbps, 40000u) << "F " << f << ", event " << i;
+        }
+        const cc_decision d = a.on_event(s, ev(cc_event_kind::TIMER, t + 300 * US));
+        EXPECT_EQ(*d.target_mbps, 40005u) << "F " << f;
+        EXPECT_EQ(*d.rate_mbps, 40003u) << "F " << f;
+    }
+}
+
 // Additive and hyper increase through the timer and the byte counter (rp_threshold 1,
-// rp_byte_reset 1000, rp_rate_to_set_on_first_cnp 40000: R_C = R_T = 40000, no decrease):
-//   1000 B sent:  T0 B1 -> additive: R_T 40005, R_C ceil((40000+40005)/2) = 40003
-//   timer:        T1 B1 -> additive: R_T 40010, R_C 40007
-//   1000 B sent:  T1 B2 -> additive: R_T 40015, R_C 40011
-//   timer:        T2 B2 -> min(T,B) 2 > 1 -> hyper: R_T 40065, R_C 40038
+// rp_byte_reset 1000, rp_rate_to_set_on_first_cnp 40000: R_C = R_T = 40000, no decrease). The
+// stages T, BC as the event finds them (its own counts after it):
+//   1000 B sent:  T0 B0 -> fast recovery: R_C ceil((40000+40000)/2) = 40000, R_T 40000
+//   timer:        T0 B1 -> max 1 >= F, min 0 <= F: additive: R_T 40005, R_C ceil(80005/2) = 40003
+//   1000 B sent:  T1 B1 -> additive: R_T 40010, R_C ceil((40003+40010)/2) = 40007
+//   timer:        T1 B2 -> additive: R_T 40015, R_C ceil((40007+40015)/2) = 40011
+//   1000 B sent:  T2 B2 -> min(T,B) 2 > 1 -> hyper: R_T 40065, R_C ceil((40011+40065)/2) = 40038
 TEST(Dcqcn, AdditiveAndHyperIncreaseByTimerAndByteCounter) {
     dcqcn a = make({{"rp_byte_reset", 1000}, {"rp_rate_to_set_on_first_cnp", 40000}});
     cc_qp_state s;
@@ -124,15 +207,18 @@ TEST(Dcqcn, AdditiveAndHyperIncreaseByTimerAndByteCounter) {
     EXPECT_TRUE(a.wants_sent(s));
     EXPECT_FALSE(a.on_event(s, ev(cc_event_kind::SENT, 11 * US, 999)).rate_mbps.has_value());
     d = a.on_event(s, ev(cc_event_kind::SENT, 11 * US, 1));  // 1000 bytes now
+    EXPECT_EQ(*d.target_mbps, 40000u);
+    EXPECT_EQ(*d.rate_mbps, 40000u);
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 310 * US));
     EXPECT_EQ(*d.target_mbps, 40005u);
     EXPECT_EQ(*d.rate_mbps, 40003u);
-    d = a.on_event(s, ev(cc_event_kind::TIMER, 310 * US));
+    d = a.on_event(s, ev(cc_event_kind::SENT, 311 * US, 1000));
     EXPECT_EQ(*d.target_mbps, 40010u);
     EXPECT_EQ(*d.rate_mbps, 40007u);
-    d = a.on_event(s, ev(cc_event_kind::SENT, 311 * US, 1000));
+    d = a.on_event(s, ev(cc_event_kind::TIMER, 610 * US));
     EXPECT_EQ(*d.target_mbps, 40015u);
     EXPECT_EQ(*d.rate_mbps, 40011u);
-    d = a.on_event(s, ev(cc_event_kind::TIMER, 610 * US));
+    d = a.on_event(s, ev(cc_event_kind::SENT, 611 * US, 1000));
     EXPECT_EQ(*d.target_mbps, 40065u);
     EXPECT_EQ(*d.rate_mbps, 40038u);
 }
