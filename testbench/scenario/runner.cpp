@@ -16,6 +16,7 @@
 #include "hw/common/sim_context.h"
 #include "testbench/distributed/mpi_comm.h"
 #include "testbench/distributed/partition.h"
+#include "testbench/distributed/phase_tmp.h"
 #include "testbench/output/pcap_writer.h"
 #include "testbench/output/progress.h"
 #include "testbench/output/timeline.h"
@@ -387,6 +388,7 @@ private:
     sc_core::sc_time m_quantum{10, sc_core::SC_US};
 };
 
+double g_busy_tmp = 0;
 #ifdef RNICSIM_HAVE_MPI
 // The conservative window loop of a partitioned run (testbench/distributed/README.md). Every
 // rank simulates the window [start, start + lookahead) (events before its end), then the ranks
@@ -405,6 +407,11 @@ public:
         , m_part(part)
         , m_comm(comm) {
         m_lookahead = distributed::lookahead(cfg.topology, part);
+        for (size_t li = 0; li < tb.links.size(); ++li) {
+            if (tb.links[li] && (tb.links[li]->remote(0) || tb.links[li]->remote(1))) {
+                m_cut_links.push_back(li);
+            }
+        }
         m_limited = cfg.workload.time_limit_ms > 0;
         m_limit = m_limited ? sc_core::sc_time(cfg.workload.time_limit_ms, sc_core::SC_MS)
                             : sc_core::sc_max_time();
@@ -480,7 +487,11 @@ private:
         if (!sc_core::sc_pending_activity()) {
             return;
         }
+        timespec a, b;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
         sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+        g_busy_tmp += (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
     }
 
     // One round trip per window (mpi_comm::round): to every other rank, this rank's next
@@ -496,12 +507,8 @@ private:
                 b.push_back(static_cast<uint8_t>(v >> (8 * i)));
             }
         };
-        for (size_t li = 0; li < m_tb.links.size(); ++li) {
-            auto& l = m_tb.links[li];
-            if (!l) {
-                continue;
-            }
-            for (auto& o : l->take_outbox()) {
+        for (const size_t li : m_cut_links) {
+            for (auto& o : m_tb.links[li]->take_outbox()) {
                 next = std::min<uint64_t>(next, o.arrive.value());
                 const link_desc& d = t.links[li];
                 const int to = m_part.rank_of(o.from_side == 0 ? d.b : d.a);
@@ -580,6 +587,7 @@ private:
     const distributed::partition& m_part;
     distributed::mpi_comm& m_comm;
     sc_core::sc_time m_lookahead;
+    std::vector<size_t> m_cut_links;  // the links with an end on another rank: the only outboxes
     bool m_limited = false;
     sc_core::sc_time m_limit;
     bool m_starved = false;
@@ -712,6 +720,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         }
     }
 
+    phase_tmp("elaborated");
     uint64_t windows = 0;
     double wait_s = 0;
     uint64_t end_value = 0;
@@ -728,6 +737,8 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         simulation_loop(cfg, opts, *tb, waves.get()).run();
         end_value = sc_core::sc_time_stamp().value();
     }
+    phase_tmp("loop done");
+    if (std::getenv("RNICSIM_PHASES")) fprintf(stderr, "BUSY rank %d %.3f s\n", rank, g_busy_tmp);
     // A run that ended by starvation or its time limit has not been stopped: stopping it now
     // runs the blocks' end_of_simulation() (a Verilated send path closes its FST there), as
     // sc_stop() at the end of the workload did. No event runs after this.
@@ -769,6 +780,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
         mine["timeline"] = nlohmann::json::binary(tl->take_state());
     }
+    phase_tmp("part built");
     std::vector<nlohmann::json> parts;
 #ifdef RNICSIM_HAVE_MPI
     if (distributed_run) {
@@ -781,6 +793,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         parts.push_back(std::move(mine));
     }
 
+    phase_tmp("gathered");
     run_result r;
     if (rank != 0) {
         return r;  // rank 0 holds the run's result
@@ -838,6 +851,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (spool_trace) {
         tl->close();
     }
+    phase_tmp("merged");
     r.cc_csv = make_cc_csv(cc);
     if (!opts.pcap.empty()) {
         std::sort(frames.begin(), frames.end(), [](const pcap_record& a, const pcap_record& b) {
