@@ -142,7 +142,8 @@ int report(const rnic::scenario::scenario_config& cfg, const rnic::scenario::run
         for (const auto& k : r.ranks) {
             std::cerr << "rnicsim: rank " << k.rank << ": " << k.delta_cycles << " delta cycles, "
                       << k.windows << " windows, " << k.wall_s << " s wall, " << k.wait_s
-                      << " s in window collectives\n";
+                      << " s in window collectives, " << k.sim_cpu_s
+                      << " s CPU simulating windows\n";
         }
     }
     if (!r.passed()) {
@@ -551,5 +552,7 @@ int main(int argc, char** argv) {
     phase_tmp("main");
     // The SystemC banner would land in the middle of the summary on stdout.
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-    return sc_core::sc_elab_and_sim(argc, argv);
+    const int rc = sc_core::sc_elab_and_sim(argc, argv);
+    phase_tmp("sc_elab_and_sim returned");
+    return rc;
 }

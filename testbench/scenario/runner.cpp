@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <tuple>
@@ -388,8 +389,15 @@ private:
     sc_core::sc_time m_quantum{10, sc_core::SC_US};
 };
 
-double g_busy_tmp = 0;
+uint64_t g_sent_tmp = 0;
 #ifdef RNICSIM_HAVE_MPI
+// This thread's CPU time (user + system), seconds.
+double thread_cpu_s() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 // The conservative window loop of a partitioned run (testbench/distributed/README.md). Every
 // rank simulates the window [start, start + lookahead) (events before its end), then the ranks
 // exchange what crossed their cut links (frames, with their arrival time, and the workload's
@@ -466,6 +474,7 @@ public:
     sc_core::sc_time end_time() const { return m_end; }
     uint64_t windows() const { return m_windows; }
     double wait_s() const { return m_wait_s; }
+    double sim_cpu_s() const { return m_sim_cpu_s; }
 
 private:
     uint64_t local_next() const {
@@ -487,11 +496,9 @@ private:
         if (!sc_core::sc_pending_activity()) {
             return;
         }
-        timespec a, b;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+        const double cpu0 = thread_cpu_s();
         sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-        g_busy_tmp += (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
+        m_sim_cpu_s += thread_cpu_s() - cpu0;
     }
 
     // One round trip per window (mpi_comm::round): to every other rank, this rank's next
@@ -535,6 +542,7 @@ private:
                 put(b, c.message, 8);
             }
         }
+        for (const auto& b : out) g_sent_tmp += b.size();
         const uint64_t header[3] = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
         const auto round =
             timed([&] { return m_comm.round(std::vector<uint64_t>(header, header + 3), out); });
@@ -594,6 +602,7 @@ private:
     sc_core::sc_time m_end;
     uint64_t m_windows = 0;
     double m_wait_s = 0;
+    double m_sim_cpu_s = 0;  // CPU time of this thread inside the windows' sc_start
     bool m_stop = false;        // some rank stopped (a failure): the run ends
     bool m_unfinished = false;  // some rank's workload has not finished
 };
@@ -723,6 +732,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     phase_tmp("elaborated");
     uint64_t windows = 0;
     double wait_s = 0;
+    double sim_cpu_s = 0;
     uint64_t end_value = 0;
 #ifdef RNICSIM_HAVE_MPI
     if (distributed_run) {
@@ -730,6 +740,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         loop.run();
         windows = loop.windows();
         wait_s = loop.wait_s();
+        sim_cpu_s = loop.sim_cpu_s();
         end_value = loop.end_time().value();
     }
 #endif
@@ -738,7 +749,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         end_value = sc_core::sc_time_stamp().value();
     }
     phase_tmp("loop done");
-    if (std::getenv("RNICSIM_PHASES")) fprintf(stderr, "BUSY rank %d %.3f s\n", rank, g_busy_tmp);
+    if (std::getenv("RNICSIM_PHASES")) fprintf(stderr, "BUSY rank %d sent %llu bytes\n", rank, (unsigned long long)g_sent_tmp);
     // A run that ended by starvation or its time limit has not been stopped: stopping it now
     // runs the blocks' end_of_simulation() (a Verilated send path closes its FST there), as
     // sc_stop() at the end of the workload did. No event runs after this.
@@ -775,7 +786,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     const double rank_wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     nlohmann::json mine = rank_part(*tb, cfg, pcap_records);
-    mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s};
+    mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s, sim_cpu_s};
     if (rank != 0) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
         mine["timeline"] = nlohmann::json::binary(tl->take_state());
@@ -784,13 +795,16 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     std::vector<nlohmann::json> parts;
 #ifdef RNICSIM_HAVE_MPI
     if (distributed_run) {
-        for (const auto& b : opts.comm->gather(nlohmann::json::to_cbor(mine))) {
-            parts.push_back(nlohmann::json::from_cbor(b));
+        // Rank 0 keeps its own part as it is (no CBOR round trip) and decodes the others'.
+        const auto all = opts.comm->gather(rank == 0 ? distributed::bytes{}
+                                                     : nlohmann::json::to_cbor(mine));
+        for (size_t k = 1; k < all.size(); ++k) {
+            parts.push_back(nlohmann::json::from_cbor(all[k]));
         }
     }
 #endif
-    if (!distributed_run) {
-        parts.push_back(std::move(mine));
+    if (rank == 0) {
+        parts.insert(parts.begin(), std::move(mine));
     }
 
     phase_tmp("gathered");
@@ -835,6 +849,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         rs.windows = sp[2].get<uint64_t>();
         rs.wall_s = sp[3].get<double>();
         rs.wait_s = sp[4].get<double>();
+        rs.sim_cpu_s = sp[5].get<double>();
         r.delta_cycles += rs.delta_cycles;
         r.ranks.push_back(rs);
     }
