@@ -142,8 +142,7 @@ int report(const rnic::scenario::scenario_config& cfg, const rnic::scenario::run
         for (const auto& k : r.ranks) {
             std::cerr << "rnicsim: rank " << k.rank << ": " << k.delta_cycles << " delta cycles, "
                       << k.windows << " windows, " << k.wall_s << " s wall, " << k.wait_s
-                      << " s in window collectives, " << k.sim_cpu_s
-                      << " s CPU simulating windows\n";
+                      << " s in window collectives, " << k.cpu_s << " s CPU\n";
         }
     }
     if (!r.passed()) {

@@ -169,33 +169,35 @@ std::vector<bytes> mpi_comm::exchange(const std::vector<bytes>& out,
     return in;
 }
 
-mpi_comm::round_result mpi_comm::round(const std::vector<uint64_t>& header,
-                                       const std::vector<bytes>& out) const {
+void mpi_comm::round(const std::vector<uint64_t>& header, std::vector<bytes>& out,
+                     round_result& res) const {
     constexpr int TAG = 23;
     const auto n = static_cast<size_t>(m_size);
-    const size_t hbytes = header.size() * sizeof(uint64_t);
-    std::vector<bytes> msgs(n);
+    const size_t hbytes = header_bytes(header);
+    if (out.size() != n) {
+        throw std::logic_error("mpi_comm::round: one buffer per rank expected");
+    }
     std::vector<MPI_Request> reqs;
     reqs.reserve(n);
     for (size_t r = 0; r < n; ++r) {
         if (static_cast<int>(r) == m_rank) {
             continue;
         }
-        bytes& m = msgs[r];
-        m.resize(hbytes + out[r].size());
+        bytes& m = out[r];
+        if (m.size() < hbytes) {
+            throw std::logic_error("mpi_comm::round: no room for the header");
+        }
         std::memcpy(m.data(), header.data(), hbytes);
-        std::copy(out[r].begin(), out[r].end(), m.begin() + static_cast<std::ptrdiff_t>(hbytes));
         reqs.emplace_back();
         check(MPI_Isend(m.data(), static_cast<int>(m.size()), MPI_BYTE, static_cast<int>(r), TAG,
                         MPI_COMM_WORLD, &reqs.back()),
               "MPI_Isend(window)");
     }
-    round_result res;
     res.headers.resize(header.size() * n);
     res.in.resize(n);
     std::copy(header.begin(), header.end(),
               res.headers.begin() + static_cast<std::ptrdiff_t>(header.size()) * m_rank);
-    bytes buf;
+    res.in[static_cast<size_t>(m_rank)].clear();
     for (size_t r = 0; r < n; ++r) {
         if (static_cast<int>(r) == m_rank) {
             continue;
@@ -204,6 +206,7 @@ mpi_comm::round_result mpi_comm::round(const std::vector<uint64_t>& header,
         check(MPI_Probe(static_cast<int>(r), TAG, MPI_COMM_WORLD, &st), "MPI_Probe(window)");
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
+        bytes& buf = res.in[r];
         buf.resize(static_cast<size_t>(count));
         check(MPI_Recv(buf.data(), count, MPI_BYTE, static_cast<int>(r), TAG, MPI_COMM_WORLD,
                        MPI_STATUS_IGNORE),
@@ -213,11 +216,9 @@ mpi_comm::round_result mpi_comm::round(const std::vector<uint64_t>& header,
                                      ": short window message from rank " + std::to_string(r));
         }
         std::memcpy(res.headers.data() + header.size() * r, buf.data(), hbytes);
-        res.in[r].assign(buf.begin() + static_cast<std::ptrdiff_t>(hbytes), buf.end());
     }
     check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
           "MPI_Waitall(window)");
-    return res;
 }
 
 std::vector<bytes> mpi_comm::gather(const bytes& mine) const {

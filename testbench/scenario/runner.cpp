@@ -7,12 +7,13 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <tuple>
 
 #include <systemc>
+
+#include <sys/resource.h>
 
 #include "hw/common/sim_context.h"
 #include "testbench/distributed/mpi_comm.h"
@@ -391,12 +392,6 @@ private:
 
 uint64_t g_sent_tmp = 0;
 #ifdef RNICSIM_HAVE_MPI
-// This thread's CPU time (user + system), seconds.
-double thread_cpu_s() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
 
 // The conservative window loop of a partitioned run (testbench/distributed/README.md). Every
 // rank simulates the window [start, start + lookahead) (events before its end), then the ranks
@@ -474,7 +469,6 @@ public:
     sc_core::sc_time end_time() const { return m_end; }
     uint64_t windows() const { return m_windows; }
     double wait_s() const { return m_wait_s; }
-    double sim_cpu_s() const { return m_sim_cpu_s; }
 
 private:
     uint64_t local_next() const {
@@ -496,9 +490,7 @@ private:
         if (!sc_core::sc_pending_activity()) {
             return;
         }
-        const double cpu0 = thread_cpu_s();
         sc_core::sc_start(end - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
-        m_sim_cpu_s += thread_cpu_s() - cpu0;
     }
 
     // One round trip per window (mpi_comm::round): to every other rank, this rank's next
@@ -506,7 +498,12 @@ private:
     // and checks for that rank. Returns the earliest next activity of all ranks.
     uint64_t exchange() {
         const auto ranks = static_cast<size_t>(m_comm.size());
-        std::vector<distributed::bytes> out(ranks);
+        std::vector<distributed::bytes>& out = m_out;  // buffers kept from window to window
+        out.resize(ranks);
+        const size_t hbytes = distributed::mpi_comm::header_bytes(m_header);
+        for (auto& b : out) {
+            b.assign(hbytes, 0);  // room for the header (mpi_comm::round writes it)
+        }
         const topology_config& t = m_cfg.topology;
         uint64_t next = local_next();
         auto put = [](distributed::bytes& b, uint64_t v, int n) {
@@ -543,9 +540,12 @@ private:
             }
         }
         for (const auto& b : out) g_sent_tmp += b.size();
-        const uint64_t header[3] = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
-        const auto round =
-            timed([&] { return m_comm.round(std::vector<uint64_t>(header, header + 3), out); });
+        m_header = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
+        timed([&] {
+            m_comm.round(m_header, out, m_round);
+            return 0;
+        });
+        const auto& round = m_round;
         uint64_t global_next = ~uint64_t{0};
         m_unfinished = false;
         for (size_t r = 0; r < ranks; ++r) {
@@ -555,7 +555,7 @@ private:
         }
         const std::vector<distributed::bytes>& in = round.in;
         for (const auto& b : in) {
-            size_t at = 0;
+            size_t at = std::min(hbytes, b.size());  // the payload: after the header
             auto get = [&](int n) {
                 uint64_t v = 0;
                 for (int i = 0; i < n; ++i) {
@@ -596,13 +596,15 @@ private:
     distributed::mpi_comm& m_comm;
     sc_core::sc_time m_lookahead;
     std::vector<size_t> m_cut_links;  // the links with an end on another rank: the only outboxes
+    std::vector<uint64_t> m_header = std::vector<uint64_t>(3);  // next, stopped, unfinished
+    std::vector<distributed::bytes> m_out;                      // per rank, reused every window
+    distributed::mpi_comm::round_result m_round;
     bool m_limited = false;
     sc_core::sc_time m_limit;
     bool m_starved = false;
     sc_core::sc_time m_end;
     uint64_t m_windows = 0;
     double m_wait_s = 0;
-    double m_sim_cpu_s = 0;  // CPU time of this thread inside the windows' sc_start
     bool m_stop = false;        // some rank stopped (a failure): the run ends
     bool m_unfinished = false;  // some rank's workload has not finished
 };
@@ -732,7 +734,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     phase_tmp("elaborated");
     uint64_t windows = 0;
     double wait_s = 0;
-    double sim_cpu_s = 0;
     uint64_t end_value = 0;
 #ifdef RNICSIM_HAVE_MPI
     if (distributed_run) {
@@ -740,7 +741,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         loop.run();
         windows = loop.windows();
         wait_s = loop.wait_s();
-        sim_cpu_s = loop.sim_cpu_s();
         end_value = loop.end_time().value();
     }
 #endif
@@ -785,8 +785,12 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     const double rank_wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const double cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
     nlohmann::json mine = rank_part(*tb, cfg, pcap_records);
-    mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s, sim_cpu_s};
+    mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s, cpu_s};
     if (rank != 0) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
         mine["timeline"] = nlohmann::json::binary(tl->take_state());
@@ -849,7 +853,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         rs.windows = sp[2].get<uint64_t>();
         rs.wall_s = sp[3].get<double>();
         rs.wait_s = sp[4].get<double>();
-        rs.sim_cpu_s = sp[5].get<double>();
+        rs.cpu_s = sp[5].get<double>();
         r.delta_cycles += rs.delta_cycles;
         r.ranks.push_back(rs);
     }
