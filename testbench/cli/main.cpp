@@ -22,7 +22,6 @@
 
 #include "hw/common/config_reader.h"
 #include "testbench/distributed/mpi_comm.h"
-#include "testbench/distributed/phase_tmp.h"
 #include "testbench/output/flows_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/progress.h"
@@ -250,14 +249,18 @@ int launch_mpirun(const options& o, int argc, char** argv) {
     // busy-polling, or a rank that shares a core with another (oversubscribed, or a busy
     // machine) starves it (measured: incast 8:1, 2 ranks on a loaded 2-core machine, 14.9 s
     // busy-polling, 1.3 s yielding). OMPI_MCA_mpi_yield_when_idle in the environment wins.
-    // Start-up: every rank is on this machine, so Open MPI's own shared-memory transport
-    // (pml ob1 over btl vader; tcp kept for a launch that spans an allocation's hosts) does:
-    // measured MPI_Init 0.25 s with the default UCX pml, 0.05 s with ob1, the same round trip.
-    // hwloc's OpenGL discovery (which probes ten X displays per process) is skipped. Each of
-    // these, set in the environment (OMPI_MCA_<name>, HWLOC_COMPONENTS), wins.
-    for (const auto& [name, value] : {std::pair<const char*, const char*>{"mpi_yield_when_idle", "1"},
-                                      {"pml", "ob1"},
-                                      {"btl", "self,vader,tcp"}}) {
+    // Start-up (testbench/distributed/README.md "Speed"): the ranks share this machine, so Open
+    // MPI's own transports serve (pml ob1 over btl vader, shared memory; tcp for a launch that
+    // spans an allocation's hosts): MPI_Init took 0.25 s with the default UCX pml, 0.05 s with
+    // ob1, for the same window round trip. A window's frames (a few KB) go eagerly up to 32 KB
+    // (vader's default, 4 KB, adds a rendezvous round trip above it; measured 2 % of the run).
+    // hwloc's OpenGL discovery, which probes ten X displays in every process, is skipped.
+    // Each, set in the environment (OMPI_MCA_<name>, HWLOC_COMPONENTS), wins.
+    for (const auto& [name, value] :
+         {std::pair<const char*, const char*>{"mpi_yield_when_idle", "1"},
+          {"pml", "ob1"},
+          {"btl", "self,vader,tcp"},
+          {"btl_vader_eager_limit", "32768"}}) {
         if (std::getenv(("OMPI_MCA_" + std::string(name)).c_str()) == nullptr) {
             args.insert(args.end(), {"--mca", name, value});
         }
@@ -283,7 +286,6 @@ int launch_mpirun(const options& o, int argc, char** argv) {
     }
     cargs.push_back(nullptr);
     std::cout << std::flush;
-    phase_tmp("exec");
     execv(cargs[0], cargs.data());
     std::cerr << "rnicsim: --ranks: cannot start " << RNICSIM_MPIEXEC << ": "
               << std::strerror(errno) << "\n";
@@ -320,9 +322,7 @@ int run_rank(const options& o, rnic::distributed::mpi_comm& comm);
 // gone): this rank says so and exits without MPI_Finalize, so the launcher ends the others.
 int run_rank(const options& o, int argc, char** argv) {
     try {
-        phase_tmp("before MPI_Init");
         rnic::distributed::mpi_comm comm(&argc, &argv);
-        phase_tmp("after MPI_Init");
         return run_rank(o, comm);
     } catch (const std::exception& e) {
         std::cerr << (g_rank_line[0] != '\0' ? g_rank_line : "rnicsim: ")
@@ -391,14 +391,11 @@ int run_rank(const options& o, rnic::distributed::mpi_comm& comm) {
     rnic::scenario::run_result r;
     std::string summary;
     bool failed = false;
-    phase_tmp("loaded");
     try {
         r = rnic::scenario::run_scenario(cfg, opts);
-        phase_tmp("run_scenario returned");
         if (rank == 0) {
             summary = write_outputs(*dir, cfg, r);
         }
-        phase_tmp("outputs written");
     } catch (const std::exception& e) {
         // A model error, or a collective that failed because a peer is gone: the other ranks
         // cannot finish without this one.
@@ -426,7 +423,6 @@ int run_rank(const options& o, rnic::distributed::mpi_comm& comm) {
         std::cerr << "rnicsim: " << e.what() << "\n";
         return EXIT_RUN_FAILED;
     }
-    phase_tmp("committed");
     return report(cfg, r, summary);
 }
 
@@ -548,10 +544,7 @@ int sc_main(int argc, char** argv) {
 // kernel virtual addresses (which RDMA puts in WQEs and on the wire as RETH VAs) come from a
 // fixed region allocated in order (ndk_shim/host), not from wherever malloc puts things.
 int main(int argc, char** argv) {
-    phase_tmp("main");
     // The SystemC banner would land in the middle of the summary on stdout.
     setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-    const int rc = sc_core::sc_elab_and_sim(argc, argv);
-    phase_tmp("sc_elab_and_sim returned");
-    return rc;
+    return sc_core::sc_elab_and_sim(argc, argv);
 }

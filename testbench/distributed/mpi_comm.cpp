@@ -10,8 +10,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "testbench/distributed/phase_tmp.h"
-
 #include <mpi.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -85,9 +83,7 @@ mpi_comm::~mpi_comm() {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) {
-        phase_tmp("finalize");
         MPI_Finalize();
-        phase_tmp("finalized");
     }
 }
 

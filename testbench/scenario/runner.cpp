@@ -13,12 +13,9 @@
 
 #include <systemc>
 
-#include <sys/resource.h>
-
 #include "hw/common/sim_context.h"
 #include "testbench/distributed/mpi_comm.h"
 #include "testbench/distributed/partition.h"
-#include "testbench/distributed/phase_tmp.h"
 #include "testbench/output/pcap_writer.h"
 #include "testbench/output/progress.h"
 #include "testbench/output/timeline.h"
@@ -28,6 +25,7 @@
 #include "tlm/switch/eth_switch.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 namespace rnic::scenario {
 
@@ -390,9 +388,7 @@ private:
     sc_core::sc_time m_quantum{10, sc_core::SC_US};
 };
 
-uint64_t g_sent_tmp = 0;
 #ifdef RNICSIM_HAVE_MPI
-
 // The conservative window loop of a partitioned run (testbench/distributed/README.md). Every
 // rank simulates the window [start, start + lookahead) (events before its end), then the ranks
 // exchange what crossed their cut links (frames, with their arrival time, and the workload's
@@ -539,7 +535,6 @@ private:
                 put(b, c.message, 8);
             }
         }
-        for (const auto& b : out) g_sent_tmp += b.size();
         m_header = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
         timed([&] {
             m_comm.round(m_header, out, m_round);
@@ -731,7 +726,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         }
     }
 
-    phase_tmp("elaborated");
     uint64_t windows = 0;
     double wait_s = 0;
     uint64_t end_value = 0;
@@ -748,8 +742,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         simulation_loop(cfg, opts, *tb, waves.get()).run();
         end_value = sc_core::sc_time_stamp().value();
     }
-    phase_tmp("loop done");
-    if (std::getenv("RNICSIM_PHASES")) fprintf(stderr, "BUSY rank %d sent %llu bytes\n", rank, (unsigned long long)g_sent_tmp);
     // A run that ended by starvation or its time limit has not been stopped: stopping it now
     // runs the blocks' end_of_simulation() (a Verilated send path closes its FST there), as
     // sc_stop() at the end of the workload did. No event runs after this.
@@ -787,21 +779,21 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
-    const double cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+    const double cpu_s =
+        static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
     nlohmann::json mine = rank_part(*tb, cfg, pcap_records);
     mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s, cpu_s};
     if (rank != 0) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
         mine["timeline"] = nlohmann::json::binary(tl->take_state());
     }
-    phase_tmp("part built");
     std::vector<nlohmann::json> parts;
 #ifdef RNICSIM_HAVE_MPI
     if (distributed_run) {
         // Rank 0 keeps its own part as it is (no CBOR round trip) and decodes the others'.
-        const auto all = opts.comm->gather(rank == 0 ? distributed::bytes{}
-                                                     : nlohmann::json::to_cbor(mine));
+        const auto all =
+            opts.comm->gather(rank == 0 ? distributed::bytes{} : nlohmann::json::to_cbor(mine));
         for (size_t k = 1; k < all.size(); ++k) {
             parts.push_back(nlohmann::json::from_cbor(all[k]));
         }
@@ -811,7 +803,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         parts.insert(parts.begin(), std::move(mine));
     }
 
-    phase_tmp("gathered");
     run_result r;
     if (rank != 0) {
         return r;  // rank 0 holds the run's result
@@ -870,7 +861,6 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (spool_trace) {
         tl->close();
     }
-    phase_tmp("merged");
     r.cc_csv = make_cc_csv(cc);
     if (!opts.pcap.empty()) {
         std::sort(frames.begin(), frames.end(), [](const pcap_record& a, const pcap_record& b) {
