@@ -254,8 +254,9 @@ int launch_mpirun(const options& o, int argc, char** argv) {
     // spans an allocation's hosts): MPI_Init took 0.25 s with the default UCX pml, 0.05 s with
     // ob1, for the same window round trip. A window's frames (a few KB) go eagerly up to 32 KB
     // (vader's default, 4 KB, adds a rendezvous round trip above it; measured 2 % of the run).
-    // hwloc's OpenGL discovery, which probes ten X displays in every process, is skipped.
-    // Each, set in the environment (OMPI_MCA_<name>, HWLOC_COMPONENTS), wins.
+    // hwloc discovers no I/O devices (ten X displays probed for OpenGL, the PCI bus; 30 ms of
+    // the run): shared memory and TCP need only the cores. Each, set in the environment
+    // (OMPI_MCA_<name>, HWLOC_COMPONENTS), wins.
     for (const auto& [name, value] :
          {std::pair<const char*, const char*>{"mpi_yield_when_idle", "1"},
           {"pml", "ob1"},
@@ -266,7 +267,8 @@ int launch_mpirun(const options& o, int argc, char** argv) {
         }
     }
     if (std::getenv("HWLOC_COMPONENTS") == nullptr) {
-        setenv("HWLOC_COMPONENTS", "-gl", 1);  // mpirun and the ranks inherit it
+        // mpirun and the ranks inherit it
+        setenv("HWLOC_COMPONENTS", "-gl,-opencl,-pci,-linuxio", 1);
     }
     if (geteuid() == 0) {
         args.emplace_back("--allow-run-as-root");  // containers and CI run as root
