@@ -653,7 +653,7 @@ nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg,
 run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     const auto wall_start = std::chrono::steady_clock::now();
     int rank = 0;
-    int ranks = 1;
+    [[maybe_unused]] int ranks = 1;  // used by partitioned runs (MPI builds) only
     std::unique_ptr<distributed::partition> part;
 #ifdef RNICSIM_HAVE_MPI
     if (opts.comm != nullptr && opts.comm->size() > 1) {
