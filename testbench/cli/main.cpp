@@ -141,7 +141,7 @@ int report(const rnic::scenario::scenario_config& cfg, const rnic::scenario::run
         for (const auto& k : r.ranks) {
             std::cerr << "rnicsim: rank " << k.rank << ": " << k.delta_cycles << " delta cycles, "
                       << k.windows << " windows, " << k.wall_s << " s wall, " << k.wait_s
-                      << " s in window collectives\n";
+                      << " s in window collectives, " << k.cpu_s << " s CPU\n";
         }
     }
     if (!r.passed()) {
@@ -249,8 +249,26 @@ int launch_mpirun(const options& o, int argc, char** argv) {
     // busy-polling, or a rank that shares a core with another (oversubscribed, or a busy
     // machine) starves it (measured: incast 8:1, 2 ranks on a loaded 2-core machine, 14.9 s
     // busy-polling, 1.3 s yielding). OMPI_MCA_mpi_yield_when_idle in the environment wins.
-    if (std::getenv("OMPI_MCA_mpi_yield_when_idle") == nullptr) {
-        args.insert(args.end(), {"--mca", "mpi_yield_when_idle", "1"});
+    // Start-up (testbench/distributed/README.md "Speed"): the ranks share this machine, so Open
+    // MPI's own transports serve (pml ob1 over btl vader, shared memory; tcp for a launch that
+    // spans an allocation's hosts): MPI_Init took 0.25 s with the default UCX pml, 0.05 s with
+    // ob1, for the same window round trip. A window's frames (a few KB) go eagerly up to 32 KB
+    // (vader's default, 4 KB, adds a rendezvous round trip above it; measured 2 % of the run).
+    // hwloc discovers no I/O devices (ten X displays probed for OpenGL, the PCI bus; 30 ms of
+    // the run): shared memory and TCP need only the cores. Each, set in the environment
+    // (OMPI_MCA_<name>, HWLOC_COMPONENTS), wins.
+    for (const auto& [name, value] :
+         {std::pair<const char*, const char*>{"mpi_yield_when_idle", "1"},
+          {"pml", "ob1"},
+          {"btl", "self,vader,tcp"},
+          {"btl_vader_eager_limit", "32768"}}) {
+        if (std::getenv(("OMPI_MCA_" + std::string(name)).c_str()) == nullptr) {
+            args.insert(args.end(), {"--mca", name, value});
+        }
+    }
+    if (std::getenv("HWLOC_COMPONENTS") == nullptr) {
+        // mpirun and the ranks inherit it
+        setenv("HWLOC_COMPONENTS", "-gl,-opencl,-pci,-linuxio", 1);
     }
     if (geteuid() == 0) {
         args.emplace_back("--allow-run-as-root");  // containers and CI run as root

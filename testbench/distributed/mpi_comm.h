@@ -7,6 +7,7 @@
 
 #ifdef RNICSIM_HAVE_MPI
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -49,14 +50,22 @@ public:
                                 const std::vector<uint64_t>& in_sizes) const;
 
     // One round of the window loop, point to point: `header` (the same length on every rank)
-    // and out[r] go to every other rank r in one message; returns every rank's header (in rank
-    // order, this rank's own included) and in[r], the bytes rank r sent here. One message each
-    // way per pair of ranks: a single round trip, where allgather + exchange take two.
+    // and a payload go to every other rank r in one message, out[r] as it is: its first
+    // header_bytes(header) bytes are room for the header (round writes it there), the payload
+    // follows. Fills res.headers with every rank's header (in rank order, this rank's own
+    // included) and res.in[r] with the message rank r sent here (its payload from byte
+    // header_bytes on; empty for this rank). One message each way per pair of ranks: a single
+    // round trip, where allgather + exchange take two. `out` and `res` keep their buffers from
+    // round to round (no allocation once they have grown).
     struct round_result {
         std::vector<uint64_t> headers;
         std::vector<bytes> in;
     };
-    round_result round(const std::vector<uint64_t>& header, const std::vector<bytes>& out) const;
+    static std::size_t header_bytes(const std::vector<uint64_t>& header) {
+        return header.size() * sizeof(uint64_t);
+    }
+    void round(const std::vector<uint64_t>& header, std::vector<bytes>& out,
+               round_result& res) const;
 
     // Gather to rank 0: on rank 0 every rank's buffer in rank order; empty elsewhere.
     std::vector<bytes> gather(const bytes& mine) const;

@@ -61,28 +61,56 @@ partition automatic_partition(const scenario::topology_config& t, int ranks) {
         // and host links are cut too.
         uf = union_find(switches + nodes);
     }
+    // Expected work: a node (its NIC and host) weighs NODE_WEIGHT, a switch PORT_WEIGHT per
+    // port (measured on configs/fabric/websearch_64_30.json: a spine's 8 ports cost about 2.5
+    // nodes' delta cycles).
+    constexpr uint64_t NODE_WEIGHT = 10;
+    constexpr uint64_t PORT_WEIGHT = 3;
     std::vector<uint64_t> weight(switches + nodes, 0);
+    std::vector<bool> hosted(switches + nodes, false);
     for (size_t n = 0; n < nodes; ++n) {
-        ++weight[uf.find(switches + n)];
+        weight[uf.find(switches + n)] += NODE_WEIGHT;
+        hosted[uf.find(switches + n)] = true;
     }
-    uint64_t total = 0;
+    for (size_t s = 0; s < switches; ++s) {
+        weight[uf.find(s)] += PORT_WEIGHT * std::max<uint64_t>(t.switches[s].ports, 1);
+    }
+    uint64_t hosted_total = 0;
     std::vector<size_t> groups;
     for (size_t e = 0; e < switches + nodes; ++e) {
         if (uf.find(e) == e) {
             groups.push_back(e);
-            weight[e] = std::max<uint64_t>(weight[e], 1);
-            total += weight[e];
+            hosted_total += hosted[e] ? weight[e] : 0;
         }
     }
-    // A group goes to the rank its middle falls in when the groups are laid end to end over
-    // the ranks' equal shares of the total weight.
+    // Groups with nodes (a leaf and its hosts) go to ranks in order, contiguously: a group goes
+    // to the rank its middle falls in when these groups are laid end to end over the ranks'
+    // equal shares of their total weight.
     std::vector<int> group_rank(switches + nodes, 0);
+    std::vector<uint64_t> load(static_cast<size_t>(ranks), 0);
     uint64_t acc = 0;
     for (size_t g : groups) {
+        if (!hosted[g]) {
+            continue;
+        }
         const uint64_t mid2 = 2 * acc + weight[g];  // twice the middle
-        group_rank[g] = static_cast<int>(std::min<uint64_t>(
-            static_cast<uint64_t>(ranks) - 1, mid2 * static_cast<uint64_t>(ranks) / (2 * total)));
+        const int r = static_cast<int>(
+            std::min<uint64_t>(static_cast<uint64_t>(ranks) - 1,
+                               mid2 * static_cast<uint64_t>(ranks) / (2 * hosted_total)));
+        group_rank[g] = r;
+        load[static_cast<size_t>(r)] += weight[g];
         acc += weight[g];
+    }
+    // Switches without nodes (spines) then even the load out: each, in order, to the rank with
+    // the least weight so far (the lowest such rank on a tie).
+    for (size_t g : groups) {
+        if (hosted[g]) {
+            continue;
+        }
+        const auto r =
+            static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        group_rank[g] = static_cast<int>(r);
+        load[r] += weight[g];
     }
     for (size_t s = 0; s < switches; ++s) {
         p.switch_rank[s] = group_rank[uf.find(s)];

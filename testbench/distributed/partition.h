@@ -24,11 +24,12 @@ struct partition {
 };
 
 // Automatic: every switch with the nodes cabled to it (a leaf and its hosts), and nodes cabled
-// to each other, are one group, never split; groups are given to ranks in order of their lowest
-// switch (else node) index, contiguously, balanced by node count (a switch without nodes counts
-// as one): a group goes to the rank whose equal share of the total holds the group's middle. With
-// fewer such groups than ranks (a star), every node and switch is a group of its own. Depends on
-// the topology and the rank count alone.
+// to each other, are one group, never split (with fewer groups than ranks, a star, every node
+// and switch is a group of its own). Weights estimate the work: a node 10, a switch 3 per port.
+// Groups with nodes go to ranks in order of their lowest switch (else node) index, contiguously,
+// balanced by weight: a group goes to the rank whose equal share of their total holds the
+// group's middle. Groups without nodes (spines) then go, in index order, each to the rank
+// with the least weight so far. Depends on the topology and the rank count alone.
 partition automatic_partition(const scenario::topology_config& t, int ranks);
 
 // The partition of a run on `ranks` ranks: topology.partition when given (its part count must

@@ -158,6 +158,30 @@ TEST(Partition, AutomaticKeepsLeavesWholeAndBalancesNodes) {
     }
 }
 
+TEST(Partition, AutomaticSpreadsSpinesOverTheRanks) {
+    // 8 leaves of 8 hosts and 4 spines (the web-search fabric). Weights: a leaf with its hosts
+    // 8 x 10 + 12 ports x 3 = 116, a spine 8 x 3 = 24. On 2 ranks 4 leaves each, so the spines
+    // go 2 and 2 (all four on one rank made it the slower by ~25 % of delta cycles). On 3 ranks
+    // the leaves go 3, 2, 3 (348, 232, 348) and every spine to the middle rank (256 .. 328, still
+    // the lightest). On 4 ranks, 2 leaves and one spine each.
+    const auto cfg = load(R"({"leaf_spine": {"leaves": 8, "spines": 4, "hosts_per_leaf": 8}})");
+    const auto& t = cfg.topology;
+    auto spines_of = [&](const rnic::distributed::partition& p, int ranks) {
+        std::vector<int> n(static_cast<size_t>(ranks), 0);
+        for (size_t s = 0; s < t.switches.size(); ++s) {
+            if (t.switches[s].name.rfind("spine", 0) == 0) {
+                ++n[static_cast<size_t>(p.switch_rank[s])];
+            }
+        }
+        return n;
+    };
+    EXPECT_EQ(spines_of(rnic::distributed::automatic_partition(t, 2), 2), (std::vector<int>{2, 2}));
+    EXPECT_EQ(spines_of(rnic::distributed::automatic_partition(t, 3), 3),
+              (std::vector<int>{0, 4, 0}));
+    EXPECT_EQ(spines_of(rnic::distributed::automatic_partition(t, 4), 4),
+              (std::vector<int>{1, 1, 1, 1}));
+}
+
 TEST(Partition, LookaheadIsTheShortestCutLinkLatency) {
     // Propagation + 72 bytes (the 84-byte minimum slot without the 12-byte gap) at the line rate.
     const auto cfg = load(

@@ -53,6 +53,7 @@ nlohmann::json make_speed_json(const scenario::run_result& r) {
                              {"windows", k.windows},
                              {"wall_s", k.wall_s},
                              {"wait_s", k.wait_s},
+                             {"cpu_s", k.cpu_s},
                              {"wait_fraction", k.wall_s > 0 ? k.wait_s / k.wall_s : 0.0}});
         }
         j["ranks"] = std::move(ranks);

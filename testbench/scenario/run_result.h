@@ -76,6 +76,9 @@ struct run_result {
         uint64_t windows = 0;       // synchronisation windows (0: a single process)
         double wall_s = 0;          // elaboration + simulation
         double wait_s = 0;          // time spent in the window collectives (waiting for peers)
+        // CPU time (user + system) of this rank's process up to the end of its part, waiting
+        // included (a rank polls while it waits, yielding the core to any other program).
+        double cpu_s = 0;
     };
     std::vector<rank_speed> ranks;
 

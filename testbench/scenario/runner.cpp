@@ -28,6 +28,7 @@
 #include "tlm/switch/eth_switch.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 namespace rnic::scenario {
 
@@ -424,6 +425,11 @@ public:
         , m_part(part)
         , m_comm(comm) {
         m_lookahead = distributed::lookahead(cfg.topology, part);
+        for (size_t li = 0; li < tb.links.size(); ++li) {
+            if (tb.links[li] && (tb.links[li]->remote(0) || tb.links[li]->remote(1))) {
+                m_cut_links.push_back(li);
+            }
+        }
         m_limited = cfg.workload.time_limit_ms > 0;
         m_limit = m_limited ? sc_core::sc_time(cfg.workload.time_limit_ms, sc_core::SC_MS)
                             : sc_core::sc_max_time();
@@ -518,7 +524,12 @@ private:
     // and checks for that rank. Returns the earliest next activity of all ranks.
     uint64_t exchange() {
         const auto ranks = static_cast<size_t>(m_comm.size());
-        std::vector<distributed::bytes> out(ranks);
+        std::vector<distributed::bytes>& out = m_out;  // buffers kept from window to window
+        out.resize(ranks);
+        const size_t hbytes = distributed::mpi_comm::header_bytes(m_header);
+        for (auto& b : out) {
+            b.assign(hbytes, 0);  // room for the header (mpi_comm::round writes it)
+        }
         const topology_config& t = m_cfg.topology;
         uint64_t next = local_next();
         auto put = [](distributed::bytes& b, uint64_t v, int n) {
@@ -526,12 +537,8 @@ private:
                 b.push_back(static_cast<uint8_t>(v >> (8 * i)));
             }
         };
-        for (size_t li = 0; li < m_tb.links.size(); ++li) {
-            auto& l = m_tb.links[li];
-            if (!l) {
-                continue;
-            }
-            for (auto& o : l->take_outbox()) {
+        for (const size_t li : m_cut_links) {
+            for (auto& o : m_tb.links[li]->take_outbox()) {
                 next = std::min<uint64_t>(next, o.arrive.value());
                 const link_desc& d = t.links[li];
                 const int to = m_part.rank_of(o.from_side == 0 ? d.b : d.a);
@@ -558,9 +565,12 @@ private:
                 put(b, c.message, 8);
             }
         }
-        const uint64_t header[3] = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
-        const auto round =
-            timed([&] { return m_comm.round(std::vector<uint64_t>(header, header + 3), out); });
+        m_header = {next, stopped() ? 1u : 0u, workload_finished(m_tb) ? 0u : 1u};
+        timed([&] {
+            m_comm.round(m_header, out, m_round);
+            return 0;
+        });
+        const auto& round = m_round;
         uint64_t global_next = ~uint64_t{0};
         m_unfinished = false;
         for (size_t r = 0; r < ranks; ++r) {
@@ -570,7 +580,7 @@ private:
         }
         const std::vector<distributed::bytes>& in = round.in;
         for (const auto& b : in) {
-            size_t at = 0;
+            size_t at = std::min(hbytes, b.size());  // the payload: after the header
             auto get = [&](int n) {
                 uint64_t v = 0;
                 for (int i = 0; i < n; ++i) {
@@ -610,6 +620,10 @@ private:
     const distributed::partition& m_part;
     distributed::mpi_comm& m_comm;
     sc_core::sc_time m_lookahead;
+    std::vector<size_t> m_cut_links;  // the links with an end on another rank: the only outboxes
+    std::vector<uint64_t> m_header = std::vector<uint64_t>(3);  // next, stopped, unfinished
+    std::vector<distributed::bytes> m_out;                      // per rank, reused every window
+    distributed::mpi_comm::round_result m_round;
     bool m_limited = false;
     sc_core::sc_time m_limit;
     bool m_starved = false;
@@ -662,7 +676,7 @@ nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg) {
 run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     const auto wall_start = std::chrono::steady_clock::now();
     int rank = 0;
-    int ranks = 1;
+    [[maybe_unused]] int ranks = 1;  // used by partitioned runs (MPI builds) only
     std::unique_ptr<distributed::partition> part;
 #ifdef RNICSIM_HAVE_MPI
     if (opts.comm != nullptr && opts.comm->size() > 1) {
@@ -819,8 +833,13 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     const double rank_wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const double cpu_s =
+        static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
     nlohmann::json mine = rank_part(*tb, cfg);
-    mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s};
+    mine["speed"] = {rank, sc_core::sc_delta_count(), windows, rank_wall, wait_s, cpu_s};
     if (rank != 0) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
         mine["timeline"] = nlohmann::json::binary(tl->take_state());
@@ -828,13 +847,16 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     std::vector<nlohmann::json> parts;
 #ifdef RNICSIM_HAVE_MPI
     if (distributed_run) {
-        for (const auto& b : opts.comm->gather(nlohmann::json::to_cbor(mine))) {
-            parts.push_back(nlohmann::json::from_cbor(b));
+        // Rank 0 keeps its own part as it is (no CBOR round trip) and decodes the others'.
+        const auto all =
+            opts.comm->gather(rank == 0 ? distributed::bytes{} : nlohmann::json::to_cbor(mine));
+        for (size_t k = 1; k < all.size(); ++k) {
+            parts.push_back(nlohmann::json::from_cbor(all[k]));
         }
     }
 #endif
-    if (!distributed_run) {
-        parts.push_back(std::move(mine));
+    if (rank == 0) {
+        parts.insert(parts.begin(), std::move(mine));
     }
     if (pcap) {
         pcap->flush();  // the last instant
@@ -903,6 +925,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         rs.windows = sp[2].get<uint64_t>();
         rs.wall_s = sp[3].get<double>();
         rs.wait_s = sp[4].get<double>();
+        rs.cpu_s = sp[5].get<double>();
         r.delta_cycles += rs.delta_cycles;
         r.ranks.push_back(rs);
     }
