@@ -38,14 +38,14 @@ struct tx_descriptor {
     bool ack_req = true;
     uint32_t src_qpn = 0;  // for the UDP source port (entropy)
     uint32_t dest_qpn = 0;
-    uint32_t psn = 0;  // PSN of the message's first packet
-    uint32_t pmtu = 1024;         // path MTU, bytes (256..4096)
-    uint32_t length = 0;          // payload bytes of the message (READ_REQUEST: bytes to read)
-    uint64_t remote_va = 0;       // RETH
-    uint32_t rkey = 0;            // RETH
-    uint32_t imm_or_key = 0;      // ImmDt or IETH
-    uint8_t syndrome = 0x1F;      // AETH (ACK, READ_RESPONSE)
-    uint32_t msn = 0;             // AETH
+    uint32_t psn = 0;         // PSN of the message's first packet
+    uint32_t pmtu = 1024;     // path MTU, bytes (256..4096)
+    uint32_t length = 0;      // payload bytes of the message (READ_REQUEST: bytes to read)
+    uint64_t remote_va = 0;   // RETH
+    uint32_t rkey = 0;        // RETH
+    uint32_t imm_or_key = 0;  // ImmDt or IETH
+    uint8_t syndrome = 0x1F;  // AETH (ACK, READ_RESPONSE)
+    uint32_t msn = 0;         // AETH
     std::array<uint8_t, 6> src_mac{};
     std::array<uint8_t, 6> dst_mac{};
     uint32_t src_ip = 0;

@@ -380,7 +380,7 @@ private:
     egress_stomp m_stomp;
     context_cache* m_cache = nullptr;
     std::function<void(uint32_t)> m_error_listener;
-    pacer* m_pacer = nullptr;  // congestion control's rate limiter (null: off)
+    pacer* m_pacer = nullptr;          // congestion control's rate limiter (null: off)
     uint32_t m_ack_segment_bytes = 0;  // set_ack_segment_bytes
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
     // Round-robin scheduler state.

@@ -120,8 +120,8 @@ TEST(TimelySegments, OneRttSamplePerSegment) {
         const uint64_t per = std::max<uint64_t>(1, seg / P);
         return M * static_cast<uint64_t>(std::ceil(static_cast<double>(packets) / per));
     };
-    for (const uint64_t seg : {uint64_t{0}, uint64_t{16384}, uint64_t{20000}, uint64_t{65536},
-                               uint64_t{300}}) {
+    for (const uint64_t seg :
+         {uint64_t{0}, uint64_t{16384}, uint64_t{20000}, uint64_t{65536}, uint64_t{300}}) {
         SCOPED_TRACE("segment_bytes " + std::to_string(seg));
         const run r = run_cli(s, "seg" + std::to_string(seg),
                               quickstart_run({"rnic.cc.algorithm=timely",
@@ -146,19 +146,18 @@ TEST(TimelySegments, OneRttSamplePerSegment) {
 // pins carry whole messages) refuses segments at config time.
 TEST(TimelySegments, ConfigErrors) {
     scratch s;
-    const run small = run_cli(s, "small",
-                              quickstart_run({"rnic.cc.algorithm=timely",
-                                              "rnic.cc.timely.segment_bytes=100"}));
+    const run small =
+        run_cli(s, "small",
+                quickstart_run({"rnic.cc.algorithm=timely", "rnic.cc.timely.segment_bytes=100"}));
     EXPECT_EQ(small.exit_code, 2);
     EXPECT_NE(small.err.find("rnic.cc.timely.segment_bytes"), std::string::npos) << small.err;
-    const run typed = run_cli(s, "typed",
-                              quickstart_run({"rnic.cc.algorithm=timely",
-                                              "rnic.cc.timely.segment_bytes=\"64k\""}));
+    const run typed = run_cli(
+        s, "typed",
+        quickstart_run({"rnic.cc.algorithm=timely", "rnic.cc.timely.segment_bytes=\"64k\""}));
     EXPECT_EQ(typed.exit_code, 2);
     EXPECT_NE(typed.err.find("rnic.cc.timely.segment_bytes"), std::string::npos) << typed.err;
-    const run rtl = run_cli(s, "rtl",
-                            quickstart_run({"rnic.cc.algorithm=timely",
-                                            "rnic.send_path.impl=\"lockstep\""}));
+    const run rtl = run_cli(
+        s, "rtl", quickstart_run({"rnic.cc.algorithm=timely", "rnic.send_path.impl=\"lockstep\""}));
     EXPECT_EQ(rtl.exit_code, 2);
     EXPECT_NE(rtl.err.find("rnic.cc.timely.segment_bytes"), std::string::npos) << rtl.err;
     EXPECT_FALSE(fs::exists(rtl.out + "/stats.json")) << "nothing written";
