@@ -210,6 +210,35 @@ def run_one(rnicsim, scenario, args):
             if r[6] is not None:
                 return {"scenario": name, "error": "with outputs.%s: %s" % (o, r[6])}
             row["cost_" + o] = round(r[3] / cpu, 2) if cpu > 0 else None
+    # What congestion control costs the simulator: the same scenario with each algorithm of
+    # --cc (rnic.cc.algorithm), per packet (instructions under --callgrind, else CPU time) and
+    # as a ratio to "none".
+    if args.cc:
+        cost = {}
+        for alg in args.cc:
+            cc_sets = sets + ["rnic.cc.algorithm=" + alg]
+            if args.callgrind:
+                r = execute(rnicsim, scenario, cc_sets, callgrind=True)
+            else:
+                r = best_of(rnicsim, scenario, cc_sets, args.repeat)
+            if r[6] is not None:
+                return {"scenario": name, "error": "with rnic.cc.algorithm=%s: %s" % (alg, r[6])}
+            n = r[0].get("sim", {}).get("packets", 0)
+            c = {"packets": n}
+            if not args.callgrind:  # under valgrind the CPU time is valgrind's
+                c["cpu_us_per_packet"] = round(r[3] * 1e6 / n, 3) if n else None
+            else:
+                c["instructions"] = r[5]
+                c["instructions_per_packet"] = per(r[5], n)
+            cost[alg] = c
+        base = cost.get("none")
+        key = "instructions_per_packet" if args.callgrind else "cpu_us_per_packet"
+        for alg, c in cost.items():
+            if base and base.get(key) and c.get(key) is not None:
+                c["per_packet_vs_none"] = round(c[key] / base[key], 4)
+            if base and args.callgrind and base.get("instructions"):
+                c["instructions_vs_none"] = round(c["instructions"] / base["instructions"], 4)
+        row["cc_cost"] = cost
     if args.callgrind:
         _, _, _, _, _, instructions, error = execute(rnicsim, scenario, sets, callgrind=True)
         if error is not None:
@@ -301,6 +330,16 @@ def markdown(rows, configs, args):
                  if row.get("cost_" + o) is not None]
         if costs:
             sim.append("CPU with " + ", ".join(costs))
+        if row.get("cc_cost"):
+            unit = "instructions" if args.callgrind else "CPU us"
+            key = "instructions_per_packet" if args.callgrind else "cpu_us_per_packet"
+            cells = []
+            for alg, c in row["cc_cost"].items():
+                v = c.get(key)
+                cells.append("%s %s%s" % (alg, thousands(v) if args.callgrind else v,
+                                          " (%+.1f%%)" % (100 * (c["per_packet_vs_none"] - 1))
+                                          if alg != "none" and "per_packet_vs_none" in c else ""))
+            sim.append("%s / packet with rnic.cc.algorithm " % unit + ", ".join(cells))
         lines.append("| %s | %s | %s | %s | %s | %.0f MB |" % (
             name, describe(cfg), ", ".join(x for x in sim if x),
             "" if idle else thousands(row.get("packets_per_cpu_s")),
@@ -318,6 +357,9 @@ def markdown(rows, configs, args):
     flags = "".join(" --repeat %d" % args.repeat if args.repeat > 1 else "")
     flags += " --callgrind" if args.callgrind else ""
     flags += " --outputs" if args.outputs else ""
+    flags += " --cc" if args.cc else ""
+    flags += (" --cc-algorithms " + ",".join(args.cc)
+              if args.cc and args.cc != ["none", "dcqcn", "timely"] else "")
     flags += "".join(" --set " + x for x in args.set)
     lines.append("")
     lines.append("`scripts/bench --markdown%s` at commit %s on %s (%d CPUs, load average %.1f "
@@ -337,12 +379,20 @@ def main():
                          "one's cost (cost_waves ...: CPU time with it / without)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run each configuration N times and keep the one with the least CPU time")
+    ap.add_argument("--cc", action="store_true",
+                    help="also run each scenario with each congestion-control algorithm of "
+                         "--cc-algorithms (rnic.cc.algorithm) and report what it costs: "
+                         "cc_cost.<alg>.{instructions_per_packet (with --callgrind), "
+                         "cpu_us_per_packet, per_packet_vs_none}")
+    ap.add_argument("--cc-algorithms", default="none,dcqcn,timely", metavar="ALG,...",
+                    help="the algorithms --cc runs (default none,dcqcn,timely)")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="override a config value of every scenario (as rnicsim run --set)")
     ap.add_argument("--markdown", action="store_true",
                     help="print README's benchmark table (the JSON lines go to stderr)")
     ap.add_argument("scenarios", nargs="*")
     args = ap.parse_args()
+    args.cc = [a for a in args.cc_algorithms.split(",") if a] if args.cc else []
     # The commit of the tree at the start (what scripts/bench just built), for --markdown.
     commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -68,6 +68,11 @@ public:
     virtual bool wants_sent(const cc_qp_state& s) const { return false; }
     // ACK/NAK events need a send timestamp per packet (RTT): only delay-based algorithms.
     virtual bool wants_acks() const { return false; }
+    // Non-zero: SEND/WRITE messages longer than this go out as segments of about this many
+    // bytes (whole path-MTU packets), each asking for an ACK on its last packet, so that the
+    // algorithm gets an RTT sample per segment, not one per message (TIMELY's segment_bytes;
+    // hw/tx_engine/README.md, "Congestion control").
+    virtual uint32_t ack_segment_bytes() const { return 0; }
     // Non-null: the receive path's notification point turns CE marks into CNPs with these.
     virtual const np_params* notification_point() const { return nullptr; }
 };

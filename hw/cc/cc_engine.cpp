@@ -29,6 +29,10 @@ cc_engine::cc_engine(sc_core::sc_module_name name, std::unique_ptr<cc_algorithm>
     s.add(b, "timer_events", m_stats.timer_events, "count", "per-QP timer expiries");
     s.add(b, "rate_changes", m_stats.rate_changes, "count", "decisions that changed a QP's rate");
     s.add(b, "sent_events", m_stats.sent_events, "count", "packet-sent events (byte counting)");
+    if (m_algo->wants_acks()) {
+        s.add(b, "rtt_samples", m_stats.rtt_samples, "count",
+              "ACK/NAK events with an RTT (newest stamped packet the ACK covers -> ACK)");
+    }
     m_pacer.set_listener(
         [this](uint32_t qpn, uint32_t psn, uint32_t bytes) { on_sent(qpn, psn, bytes); });
 }
@@ -81,6 +85,7 @@ void cc_engine::on_ack(uint32_t qpn, uint32_t psn, bool nak) {
     ev.kind = nak ? cc_event_kind::NAK : cc_event_kind::ACK;
     ev.now_ps = now_ps();
     ev.rtt_ps = sent == 0 ? 0 : ev.now_ps - sent;
+    m_stats.rtt_samples += sent == 0 ? 0 : 1;
     m_queue.push_back({qpn, ev});
     m_wake.notify(sc_core::SC_ZERO_TIME);
 }

@@ -63,6 +63,7 @@ public:
         uint64_t timer_events = 0;  // of which timer expiries
         uint64_t rate_changes = 0;  // decisions that changed a QP's rate
         uint64_t sent_events = 0;   // SENT events given to the algorithm
+        uint64_t rtt_samples = 0;   // ACK/NAK events carrying an RTT (delay-based algorithms)
     };
     const stats& get_stats() const { return m_stats; }
 

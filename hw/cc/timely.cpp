@@ -17,6 +17,11 @@ timely_config parse_timely_config(config::reader r) {
     r.get("min_rtt_us", c.min_rtt_us, 0.001, 1e6);
     r.get("hai_threshold", c.hai_threshold, 1u, 1000u);
     r.get("min_rate_mbps", c.min_rate_mbps, 1.0, 1.6e6);
+    r.get("segment_bytes", c.segment_bytes, 0u, 0x80000000u);
+    if (c.segment_bytes != 0 && c.segment_bytes < 256) {
+        r.error("segment_bytes",
+                "must be 0 (one RTT sample per message) or at least 256 (one packet)");
+    }
     if (c.t_high_us <= c.t_low_us) {
         r.error("t_high_us", "must be greater than t_low_us");
     }

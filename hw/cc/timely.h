@@ -22,6 +22,10 @@ struct timely_config {
     double min_rtt_us = 20;      // normalises the gradient
     uint32_t hai_threshold = 5;  // N: after N negative gradients in a row, increase by N delta
     double min_rate_mbps = 10;   // floor of the rate
+    // One RTT sample per segment of this many bytes of a message (the paper's 16-64 KB
+    // segments; 64 KiB, the segment its authors' reference code gives T_low for); 0: one per
+    // message (the ACK of its last packet).
+    uint32_t segment_bytes = 65536;
 };
 timely_config parse_timely_config(config::reader r);
 
@@ -39,6 +43,7 @@ public:
     const char* name() const override { return "timely"; }
     cc_decision on_event(cc_qp_state& s, const cc_event& e) override;
     bool wants_acks() const override { return true; }
+    uint32_t ack_segment_bytes() const override { return m_cfg.segment_bytes; }
 
 private:
     timely_config m_cfg;

@@ -89,6 +89,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
                                                *m_pacer, env.line_rate_mbps, ctx);
         m_cc->set_context_cache(&m_context_cache);
         m_tx_engine.set_pacer(m_pacer.get());
+        m_tx_engine.set_ack_segment_bytes(m_cc->algorithm().ack_segment_bytes());
         m_tx_engine.set_ack_observer(
             [this](uint32_t qpn, uint32_t psn, bool nak) { m_cc->on_ack(qpn, psn, nak); });
         if (const cc::np_params* np = m_cc->algorithm().notification_point()) {

@@ -38,6 +38,15 @@ nic_config parse_nic_config(config::reader r) {
                     "\" needs rnic.send_path.impl \"model\" (the RTL send path's descriptor pins "
                     "carry whole messages only; rtl/send_path/CONTRACT.md)");
     }
+    if (c.cc.factory && c.send_path.impl != "model" &&
+        c.cc.factory(cc::cc_env{})->ack_segment_bytes() != 0) {
+        // Segments that ask for an ACK mid-message (tx_descriptor::first_packet) have no form
+        // on the RTL send path's descriptor pins.
+        r.error("cc." + c.cc.algorithm + ".segment_bytes",
+                "an RTT sample per segment needs rnic.send_path.impl \"model\" (the RTL send "
+                "path's descriptor pins carry whole messages only; rtl/send_path/CONTRACT.md); "
+                "set it to 0 for one sample per message");
+    }
     r.finish();
     return c;
 }

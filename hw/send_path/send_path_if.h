@@ -33,44 +33,37 @@ struct tx_descriptor {
     bool with_imm = false;   // SEND/WRITE: ImmDt on the last packet
     bool with_inv = false;   // SEND: IETH on the last packet
     bool solicited = false;  // SE bit on the last packet
-    bool ack_req = true;     // AckReq on the descriptor's last packet (requests)
-    uint32_t src_qpn = 0;    // for the UDP source port (entropy)
+    // AckReq on the descriptor's last packet (requests): the message's last for a whole
+    // message, the segment's last for a segment (first_packet / packets below).
+    bool ack_req = true;
+    uint32_t src_qpn = 0;  // for the UDP source port (entropy)
     uint32_t dest_qpn = 0;
-    uint32_t psn = 0;  // PSN of the first packet
-    // Part of a SEND/WRITE message (selective repeat resends only the packets the responder
-    // is missing, hw/tx_engine): the descriptor's packets are a run from the middle of a longer
-    // message. Both true (the default) is a whole message, the only form before; the RTL send
-    // path takes only that form (rtl/send_path/CONTRACT.md).
-    bool starts_message = true;   // false: the first packet is a Middle or Last (no RETH)
-    bool ends_message = true;     // false: the last packet is a Middle (no ImmDt/IETH, no SE);
-                                  // `length` is then a non-zero multiple of pmtu
-    uint32_t message_length = 0;  // RETH DMA length of the whole message (0: `length`)
-    uint32_t pmtu = 1024;         // path MTU, bytes (256..4096)
-    uint32_t length = 0;          // payload bytes of the message (READ_REQUEST: bytes to read)
-    uint64_t remote_va = 0;       // RETH
-    uint32_t rkey = 0;            // RETH
-    uint32_t imm_or_key = 0;      // ImmDt or IETH
-    uint8_t syndrome = 0x1F;      // AETH (ACK, READ_RESPONSE)
-    uint32_t msn = 0;             // AETH
+    uint32_t psn = 0;         // PSN of the message's first packet
+    uint32_t pmtu = 1024;     // path MTU, bytes (256..4096)
+    uint32_t length = 0;      // payload bytes of the message (READ_REQUEST: bytes to read)
+    uint64_t remote_va = 0;   // RETH
+    uint32_t rkey = 0;        // RETH
+    uint32_t imm_or_key = 0;  // ImmDt or IETH
+    uint8_t syndrome = 0x1F;  // AETH (ACK, READ_RESPONSE)
+    uint32_t msn = 0;         // AETH
     std::array<uint8_t, 6> src_mac{};
     std::array<uint8_t, 6> dst_mac{};
     uint32_t src_ip = 0;
     uint32_t dst_ip = 0;
     uint64_t flow_id = 0;  // WQE id for the timeline trace
-    // Segment of the message (the transmit scheduler interleaves QPs at packet granularity,
-    // rnic.tx_engine.scheduler): this descriptor builds packets first_packet ..
-    // first_packet + packets - 1 of the message (packets 0: through its last packet); psn,
-    // length, remote_va stay the message's, so opcodes, PSNs and headers are those of the
-    // whole message's packets (First / RETH only on packet 0, Last / ImmDt / AckReq only on its
-    // last). The payload stream carries only the segment's bytes. 0 / 0 (the default) is the
-    // whole message. Model only: the RTL send path's pins carry whole messages
+    // A segment of the message: this descriptor builds packets first_packet .. first_packet +
+    // packets - 1 of it (packets 0: through its last packet). One form for every partial
+    // message: the round-robin transmit scheduler's turns (rnic.tx_engine.scheduler), selective
+    // repeat's resends of the packets a responder is missing, and the ACK-requesting segments
+    // of congestion control (hw/tx_engine). psn, length, remote_va and the flags stay the
+    // message's, so every frame is the one the whole message would have: First / Only and RETH
+    // (DMA length = length) only on packet 0, Last / Only, ImmDt / IETH and SE only on the
+    // message's last packet; AckReq (when ack_req) on the descriptor's last packet, wherever it
+    // is in the message. The payload stream carries only the segment's bytes. 0 / 0 (the
+    // default) is the whole message. Model only: the RTL send path's pins carry whole messages
     // (rtl/send_path/CONTRACT.md); the RTL wrapper fails a run that gives it a segment.
     uint32_t first_packet = 0;
     uint32_t packets = 0;
-    // A request segment: AckReq on its last packet too (the scheduler asks the responder for an
-    // ACK when a congestion window holds the rest of the message; the responder ACKs any packet
-    // with AckReq, IBA 9.7.6.1.3). Model only, like segments.
-    bool ack_req_segment = false;
 };
 
 // Payload of the current message, in order, as the DMA engine delivers it. `ready` is the time

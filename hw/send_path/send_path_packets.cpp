@@ -38,6 +38,19 @@ uint64_t segment_payload_bytes(const tx_descriptor& d) {
     return to > from ? to - from : 0;
 }
 
+uint32_t segment_first_psn(const tx_descriptor& d) {
+    return (d.psn + d.first_packet) & roce::PSN_MASK;
+}
+
+uint32_t segment_packets(const tx_descriptor& d) {
+    const uint32_t end = segment_end(d);
+    return end > d.first_packet ? end - d.first_packet : 0;
+}
+
+bool is_segment(const tx_descriptor& d) {
+    return d.first_packet != 0 || segment_end(d) != packet_count(d);
+}
+
 bool continues_segment(const tx_descriptor& prev, const tx_descriptor& d) {
     return d.first_packet != 0 && d.first_packet == segment_end(prev) &&
            prev.src_qpn == d.src_qpn && prev.psn == d.psn && prev.kind == d.kind;
@@ -84,13 +97,13 @@ packet_plan plan_packet(const tx_descriptor& d, uint32_t index) {
     packet_plan p;
     const uint32_t n = packet_count(d);
     p.index = index;
-    p.end = index + 1 == n;
-    p.first = index == 0 && d.starts_message;
-    p.last = p.end && d.ends_message;
+    p.first = index == 0;
+    p.last = index + 1 == n;
+    p.end = index + 1 == segment_end(d);
     p.psn = (d.psn + index) & roce::PSN_MASK;
     if (carries_payload(d)) {
         p.payload_offset = index * d.pmtu;
-        p.payload_len = p.end ? d.length - p.payload_offset : d.pmtu;
+        p.payload_len = p.last ? d.length - p.payload_offset : d.pmtu;
     }
     p.opcode = choose_opcode(d, p.first, p.last);
     p.header_bytes = static_cast<uint32_t>(roce::header_bytes(p.opcode));
@@ -115,17 +128,15 @@ roce::frame_header make_frame_header(const tx_descriptor& d, const packet_plan& 
     const bool request =
         d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_REQUEST;
     h.bth_.opcode = p.opcode;
-    // SE only on the last packet of a SEND/WRITE; AckReq only on the descriptor's last packet
-    // of a request (the message's last, or the last of a resent run).
+    // SE only on the message's last packet of a SEND/WRITE; AckReq only on the descriptor's
+    // last packet of a request (the message's last, or a segment's last: tx_descriptor).
     h.bth_.se = p.last && d.solicited && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE);
-    // A segment may ask for an ACK at its own end (tx_descriptor::ack_req_segment).
-    const bool segment_last = d.ack_req_segment && p.index + 1 == segment_end(d);
-    h.bth_.ack_req = (p.end || segment_last) && d.ack_req && request;
+    h.bth_.ack_req = p.end && d.ack_req && request;
     h.bth_.dest_qp = d.dest_qpn & roce::QPN_MASK;
     h.bth_.psn = p.psn;
     h.reth_.va = d.remote_va;
     h.reth_.rkey = d.rkey;
-    h.reth_.dma_length = d.message_length != 0 ? d.message_length : d.length;
+    h.reth_.dma_length = d.length;
     h.aeth_.syndrome = d.syndrome;
     h.aeth_.msn = d.msn & 0xFFFFFF;
     h.immdt = d.imm_or_key;
@@ -156,19 +167,6 @@ std::string check_descriptor(const tx_descriptor& d) {
                    std::to_string(d.packets) + " outside the " + std::to_string(n) + "-packet " +
                    to_string(d.kind) + " message";
         }
-    }
-    const bool partial = !d.starts_message || !d.ends_message;
-    if (partial && d.kind != tx_kind::SEND && d.kind != tx_kind::WRITE) {
-        return std::string("part of a message (starts_message/ends_message false) on ") +
-               to_string(d.kind);
-    }
-    if (!d.ends_message && (d.length == 0 || d.length % d.pmtu != 0)) {
-        return "ends_message false needs a length that is a non-zero multiple of pmtu, not " +
-               std::to_string(d.length);
-    }
-    if (d.message_length != 0 && d.message_length < d.length) {
-        return "message_length " + std::to_string(d.message_length) + " is below length " +
-               std::to_string(d.length);
     }
     return {};
 }

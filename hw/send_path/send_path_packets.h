@@ -23,7 +23,8 @@ struct packet_plan {
     uint32_t payload_len = 0;
     bool first = false;         // the message's first packet (First/Only opcode)
     bool last = false;          // the message's last packet (Last/Only opcode)
-    bool end = false;           // the descriptor's last packet (== last for a whole message)
+    bool end = false;           // the descriptor's last packet (== last for a whole message;
+                                // AckReq goes here)
     uint32_t header_bytes = 0;  // Ethernet .. last extension header
     uint32_t frame_bytes = 0;   // headers + payload + pad + ICRC (no FCS)
     uint32_t beats = 0;         // output beats: ceil(frame_bytes / 64)
@@ -54,6 +55,11 @@ uint32_t segment_end(const tx_descriptor& d);
 uint64_t segment_payload_bytes(const tx_descriptor& d);
 // `d` is a segment that continues `prev`'s message at the packet after prev's last.
 bool continues_segment(const tx_descriptor& prev, const tx_descriptor& d);
+// PSN of the descriptor's first packet (psn + first_packet) and its number of packets.
+uint32_t segment_first_psn(const tx_descriptor& d);
+uint32_t segment_packets(const tx_descriptor& d);
+// The descriptor holds packets of its message but not all of them.
+bool is_segment(const tx_descriptor& d);
 // Packet `index` (< packet_count(d)) of the message.
 packet_plan plan_packet(const tx_descriptor& d, uint32_t index);
 // UDP source port (flow entropy): 0xC000 | 14-bit fold of src_qpn ^ dest_qpn.

@@ -852,7 +852,7 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
             const uint32_t k = (psn - o.first_psn) & PSN_MASK;
             tx_job j = slice_job(o, k, (o.last_psn - o.first_psn) & PSN_MASK);
             j.resend_epoch = st.resend_epoch;
-            st.queued_resends.push_back(j.desc.psn);
+            st.queued_resends.push_back(segment_first_psn(j.desc));
             m_retransmits.push_back(std::move(j));
             ++m_stats.retransmits;
             continue;
@@ -964,13 +964,13 @@ tx_job tx_engine::slice_job(const outstanding& o, uint32_t first, uint32_t last)
     if (first == 0 && last + 1 >= n) {
         return j;  // the whole message
     }
+    // A segment of the message (tx_descriptor::first_packet): psn, length and RETH stay the
+    // message's; the job's data (inline bytes or gather list) is cut to the segment's bytes,
+    // the payload stream its descriptor takes.
     const uint64_t from = static_cast<uint64_t>(first) * d.pmtu;
     const uint64_t to = std::min<uint64_t>(d.length, static_cast<uint64_t>(last + 1) * d.pmtu);
-    d.psn = (o.first_psn + first) & PSN_MASK;
-    d.starts_message = first == 0;
-    d.ends_message = last + 1 >= n;
-    d.message_length = d.length;  // RETH DMA length, when the run starts the message
-    d.length = static_cast<uint32_t>(to - from);
+    d.first_packet = first;
+    d.packets = std::min(last + 1, n) - first;
     d.ack_req = true;  // the responder answers the resend (IBA allows AckReq on any packet)
     if (!j.inline_data.empty()) {
         j.inline_data.assign(o.job.inline_data.begin() + static_cast<std::ptrdiff_t>(from),
@@ -1097,11 +1097,13 @@ void tx_engine::request_sent(const tx_job& job) {
     qp_state& st = it->second;
     if (selective()) {
         const bool read = job.desc.kind == tx_kind::READ_REQUEST;
-        const uint32_t last = (job.desc.psn + packets_of(job.desc.length, job.desc.pmtu) - 1) &
-                              PSN_MASK;  // a READ request takes the PSNs of its responses
+        // A READ request takes the PSNs of its responses; a segment ends at its last packet.
+        const uint32_t end =
+            read ? packets_of(job.desc.length, job.desc.pmtu) : segment_end(job.desc);
+        const uint32_t last = (job.desc.psn + end - 1) & PSN_MASK;
         if (job.selective && !read && st.sent_any) {
             st.probe = true;  // its ACK shows whether what was sent before it arrived
-            st.probe_from = job.desc.psn;
+            st.probe_from = segment_first_psn(job.desc);
             st.probe_psn = st.sent_psn;
         }
         if (!st.sent_any || psn_le(st.sent_psn, last)) {
@@ -1354,8 +1356,8 @@ void tx_engine::transmit_thread() {
                 ++m_stats.dropped_in_error;
             } else {
                 const bool request = job.desc.kind == tx_kind::READ_REQUEST;
-                const uint64_t packets = request ? 1 : packets_of(job.desc.length, job.desc.pmtu);
-                const uint64_t bytes = request ? 0 : job.desc.length;
+                const uint64_t packets = request ? 1 : segment_packets(job.desc);
+                const uint64_t bytes = request ? 0 : segment_payload_bytes(job.desc);
                 recovery_stats& q = qp_recovery(job.desc.src_qpn);
                 m_recovery.retransmitted_packets += packets;
                 m_recovery.retransmitted_bytes += bytes;
@@ -1454,8 +1456,8 @@ bool tx_engine::start_job(tx_lane& l) {
                 continue;
             }
             const bool request = job.desc.kind == tx_kind::READ_REQUEST;
-            const uint64_t packets = request ? 1 : packets_of(job.desc.length, job.desc.pmtu);
-            const uint64_t bytes = request ? 0 : job.desc.length;
+            const uint64_t packets = request ? 1 : segment_packets(job.desc);
+            const uint64_t bytes = request ? 0 : segment_payload_bytes(job.desc);
             recovery_stats& q = qp_recovery(job.desc.src_qpn);
             m_recovery.retransmitted_packets += packets;
             m_recovery.retransmitted_bytes += bytes;
@@ -1488,8 +1490,8 @@ bool tx_engine::start_job(tx_lane& l) {
             return false;
         }
         l.active = true;
-        l.next = 0;
-        l.end = packet_count(l.cur.desc);
+        l.next = l.cur.desc.first_packet;  // a segment (selective repeat) from its first packet
+        l.end = segment_end(l.cur.desc);
     }
     return true;
 }
@@ -1510,6 +1512,9 @@ uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed) {
     uint32_t n = std::min(left, m_cfg.scheduler.burst_packets);
     if (d.kind == tx_kind::ACK) {
         return 1;
+    }
+    if (const uint32_t per = ack_segment_packets(d); per != 0) {
+        n = std::min(n, per - l.next % per);  // a turn ends at a congestion-control segment's end
     }
     // Congestion window (hw/cc: the algorithm's window_bytes in the QPC's congestion-control
     // slice): a new SEND/WRITE packet goes only if the QP's unacknowledged bytes stay within it
@@ -1562,11 +1567,16 @@ void tx_engine::send_turn(tx_lane& l, uint32_t packets, bool windowed) {
     tx_job& job = l.cur;
     const tx_descriptor& d = job.desc;
     const uint32_t first = l.next;
-    const bool whole = first == 0 && packets == l.end;
+    const bool whole = first == d.first_packet && first + packets == l.end;
     ++m_stats.sched_turns;
     // Under a window the responder is asked to ACK every turn (AckReq on its last packet): it
     // ACKs only packets that ask, and the window opens only with ACKs.
-    const bool ok = send_packets(job, first, whole ? 0 : packets, true, windowed);
+    // A congestion-control segment ending with this turn asks for its ACK too (turn_size does
+    // not let a turn cross a segment boundary).
+    const uint32_t per = ack_segment_packets(d);
+    const bool segment_end_here = per != 0 && (first + packets) % per == 0;
+    const bool ok =
+        send_packets(job, first, whole ? 0 : packets, true, windowed || segment_end_here);
     l.next += packets;
     if (ok && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE)) {
         auto it = m_qps.find(d.src_qpn);
@@ -1623,7 +1633,7 @@ void tx_engine::scheduler_thread() {
                 const auto q = m_qps.find(r.desc.src_qpn);
                 if (q != m_qps.end() && r.generation == q->second.generation &&
                     r.resend_epoch == q->second.resend_epoch &&
-                    psn_le(r.desc.psn, l.cur.desc.psn)) {
+                    psn_le(segment_first_psn(r.desc), segment_first_psn(l.cur.desc))) {
                     l.active = false;
                     l.cur = tx_job{};
                 }
@@ -1688,19 +1698,48 @@ void tx_engine::scheduler_thread() {
     }
 }
 
+uint32_t tx_engine::ack_segment_packets(const tx_descriptor& d) const {
+    if (m_ack_segment_bytes == 0 || (d.kind != tx_kind::SEND && d.kind != tx_kind::WRITE)) {
+        return 0;
+    }
+    return std::max<uint32_t>(1, m_ack_segment_bytes / d.pmtu);
+}
+
 void tx_engine::send_job(tx_job& job) {
-    send_packets(job, 0, 0, false);
+    const uint32_t per = ack_segment_packets(job.desc);
+    const uint32_t end = segment_end(job.desc);
+    uint32_t first = job.desc.first_packet;
+    if (per == 0 || first / per == (end - 1) / per) {
+        send_packets(job, 0, 0, false);  // as built: no segment boundary inside
+        return;
+    }
+    // Congestion-control segments: boundaries at multiples of `per` packets of the message,
+    // each segment's last packet asks for an ACK (the NIC's RTT sample per segment). The send
+    // path times a segment that continues the previous one as the message's next packet.
+    while (first < end) {
+        const uint32_t to = std::min(end, (first / per + 1) * per);
+        if (!send_packets(job, first, to - first, false, true)) {
+            return;
+        }
+        first = to;
+    }
 }
 
 bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled,
                              bool ack_at_end) {
-    // A turn of the round-robin scheduler hands a segment (packets first .. first + count - 1)
-    // on its own descriptor; count 0 is the whole message with its descriptor as built.
+    // A part of the job (a scheduler turn, a congestion-control segment) goes on its own
+    // descriptor, a segment of the message (tx_descriptor::first_packet): packets first ..
+    // first + count - 1, AckReq on its last when it ends the job or `ack_at_end`. count 0 is
+    // the job as built (a whole message, or selective repeat's segment). The job's data holds
+    // the bytes of its own packets, from packet `base` on.
+    const uint32_t base = job.desc.first_packet;
     tx_descriptor seg = job.desc;
     if (count != 0) {
         seg.first_packet = first;
         seg.packets = count;
-        seg.ack_req_segment = ack_at_end;
+        seg.ack_req = job.desc.ack_req && (ack_at_end || first + count >= segment_end(job.desc));
+    } else {
+        first = base;
     }
     const tx_descriptor& d = seg;
     const uint32_t end = segment_end(d);
@@ -1739,7 +1778,7 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
             m_stats.inline_bytes += job.inline_data.size();
             m_send_path.put_payload({std::move(job.inline_data), sc_core::sc_time_stamp()});
         } else {
-            const uint64_t from = uint64_t{first} * d.pmtu;
+            const uint64_t from = uint64_t{first - base} * d.pmtu;
             const uint64_t n = segment_payload_bytes(d);
             m_stats.inline_bytes += n;
             const auto at = job.inline_data.begin() + static_cast<std::ptrdiff_t>(from);
@@ -1751,13 +1790,13 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
     // Payload reads, one per path-MTU chunk so the first packet can start as soon as its
     // bytes are in; the send path's payload FIFO back-pressures the next read. The source keys
     // are checked again before every later chunk (one per packet; more when a packet spans
-    // scatter entries): once a key fails, nothing more is read from host memory. A segment
-    // reads only its packets' bytes [seg_from, seg_to) of the message.
-    const uint64_t seg_from = uint64_t{first} * d.pmtu;
+    // scatter entries): once a key fails, nothing more is read from host memory. A part of the
+    // job reads only its packets' bytes [seg_from, seg_to) of the job's data.
+    const uint64_t seg_from = uint64_t{first - base} * d.pmtu;
     const uint64_t seg_to = seg_from + segment_payload_bytes(d);
     const sc_core::sc_time dma_start = sc_core::sc_time_stamp();
     sc_core::sc_time last_ready = dma_start;
-    uint64_t offset = 0;  // of the scatter entry's start within the message
+    uint64_t offset = 0;  // of the scatter entry's start within the job's data
     bool faulted = false;
     uint32_t fault_psn = 0;
     for (const dma_segment& seg : job.segments) {
@@ -1771,7 +1810,7 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
         uint32_t done = 0;
         while (done < seg.len) {
             uint32_t n = std::min(seg.len - done, d.pmtu);
-            uint64_t at = offset;  // message offset of this chunk
+            uint64_t at = offset;  // offset of this chunk in the job's data
             if (at < seg_from) {   // a segment starting inside the chunk
                 const auto skip = static_cast<uint32_t>(std::min<uint64_t>(seg_from - at, n));
                 done += skip;
@@ -1788,18 +1827,19 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
             n = static_cast<uint32_t>(std::min<uint64_t>(n, seg_to - at));
             if (m_pacer != nullptr) {  // congestion control: slots of the packets starting here
                 for (uint64_t k = (at + d.pmtu - 1) / d.pmtu; k * d.pmtu < at + n; ++k) {
-                    if (k != first) {
+                    const auto index = static_cast<uint32_t>(base + k);  // in the message
+                    if (index != first) {
                         if (scheduled) {
-                            m_pacer->pass(d, static_cast<uint32_t>(k));
+                            m_pacer->pass(d, index);
                         } else {
-                            m_pacer->pace(d, static_cast<uint32_t>(k));
+                            m_pacer->pace(d, index);
                         }
                     }
                 }
             }
             if (!faulted && at != seg_from && !source_keys_live(job)) {
                 faulted = true;
-                const auto first_bad = static_cast<uint32_t>(at / d.pmtu);
+                const auto first_bad = static_cast<uint32_t>(base + at / d.pmtu);
                 fault_psn = (d.psn + first_bad) & PSN_MASK;
                 m_stomp.add(d.dest_qpn, fault_psn, end - first_bad);
             }
@@ -1828,10 +1868,10 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
         // last turn's.
         if (count == 0) {
             m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, dma_start, last_ready);
-        } else if (first == 0) {
+        } else if (first == base) {
             job.dma_start = dma_start;
         }
-        if (count != 0 && end == packet_count(d)) {
+        if (count != 0 && end == segment_end(job.desc)) {
             m_ctx.tracer->slice(name(), "payload_dma", d.flow_id, job.dma_start, last_ready);
         }
     }

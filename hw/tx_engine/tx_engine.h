@@ -131,6 +131,11 @@ public:
     void set_ack_observer(std::function<void(uint32_t qpn, uint32_t psn, bool nak)> fn) {
         m_ack_observer = std::move(fn);
     }
+    // Congestion control that wants an RTT sample per segment of a message (TIMELY's
+    // segment_bytes; 0: off): a SEND or WRITE longer than max(1, bytes / pmtu) packets goes to
+    // the send path as segments of that many packets (from the message's start), each asking
+    // for an ACK on its last packet (tx_descriptor::first_packet; README "Congestion control").
+    void set_ack_segment_bytes(uint32_t bytes) { m_ack_segment_bytes = bytes; }
 
     struct stats {
         uint64_t wqes = 0;
@@ -265,8 +270,8 @@ private:
         tx_job cur;                  // the message going out
         bool active = false;
         bool resend = false;  // cur is a go-back-N resend
-        uint32_t next = 0;    // its next packet
-        uint32_t end = 0;     // its packet count
+        uint32_t next = 0;    // its next packet (index in the message)
+        uint32_t end = 0;     // one past its last packet (a segment ends before the message)
         bool in_ring = false;
     };
 
@@ -331,11 +336,14 @@ private:
     void complete_now(const wqe_item& w, uint8_t opcode, uint8_t status);
     void push_cqe(uint32_t qpn, const outstanding& o);
     void send_job(tx_job& job);
-    // Packets first .. first + count - 1 of `job`'s message (count 0: the whole message, the
-    // descriptor as it is). `scheduled`: the round-robin scheduler booked the first packet's
-    // rate-limiter slot; the others are passed without waiting. False if a source key failed
-    // (the job is over).
-    // `ack_at_end`: AckReq on the segment's last packet (a congestion window is in force).
+    // Packets per congestion-control segment of `d` (set_ack_segment_bytes), 0: none.
+    uint32_t ack_segment_packets(const tx_descriptor& d) const;
+    // Packets first .. first + count - 1 of `job`'s message (count 0: the job's descriptor as
+    // it is: the whole message, or a selective-repeat segment). `scheduled`: the round-robin
+    // scheduler booked the first packet's rate-limiter slot; the others are passed without
+    // waiting. False if a source key failed (the job is over). `ack_at_end`: AckReq on the
+    // part's last packet (a congestion window is in force, or a congestion-control segment
+    // ends there); the job's last packet has it anyway.
     bool send_packets(tx_job& job, uint32_t first, uint32_t count, bool scheduled,
                       bool ack_at_end = false);
     // The job's source keys still name valid regions of its PD (through the MPT; the lookup is
@@ -372,7 +380,8 @@ private:
     egress_stomp m_stomp;
     context_cache* m_cache = nullptr;
     std::function<void(uint32_t)> m_error_listener;
-    pacer* m_pacer = nullptr;  // congestion control's rate limiter (null: off)
+    pacer* m_pacer = nullptr;          // congestion control's rate limiter (null: off)
+    uint32_t m_ack_segment_bytes = 0;  // set_ack_segment_bytes
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
     // Round-robin scheduler state.
     bool m_round_robin = false;

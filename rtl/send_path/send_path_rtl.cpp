@@ -145,6 +145,16 @@ void send_path_rtl::dump_waveform_window() {
                         sc_core::SC_LOW);
 }
 
+std::string send_path_rtl::segment_refusal(const hw::tx_descriptor& d) const {
+    return std::string(name()) + ": a descriptor of packets " + std::to_string(d.first_packet) +
+           " .. " + std::to_string(hw::segment_end(d) - 1) + " of a " +
+           std::to_string(hw::packet_count(d)) + "-packet " + hw::to_string(d.kind) +
+           " message (PSN " + std::to_string(d.psn) +
+           ") has no form on the RTL send path's descriptor pins, which carry whole messages "
+           "(rtl/send_path/CONTRACT.md); round_robin, selective_repeat and TIMELY's "
+           "segment_bytes need rnic.send_path.impl \"model\"";
+}
+
 void send_path_rtl::reset(uint32_t cycles) {
     const uint64_t r = hw::edge_after(m_clk, sc_core::sc_time_stamp());
     // Beats of the unfinished frame that crossed before the reset edge did leave; beats the
@@ -456,13 +466,10 @@ bool send_path_rtl::edge(uint64_t e) {
         if (!dv && desc_known) {
             const auto& de = m_in.descriptor(m_desc_seq);
             if (std::max(de.valid_edge, m_release_edge) <= e) {
-                if (!de.desc.starts_message || !de.desc.ends_message) {
-                    // The pins carry whole messages only (selective repeat's partial resends
-                    // are refused at config time: rnic.transport.recovery needs impl model).
-                    violation(e, "whole-message descriptor",
-                              "a descriptor of part of a message (PSN " +
-                                  std::to_string(de.desc.psn) +
-                                  ") has no pin form; selective_repeat needs impl \"model\"");
+                if (hw::is_segment(de.desc)) {
+                    // The pins carry whole messages only (a descriptor mirrored by lockstep
+                    // bypasses put_descriptor's check).
+                    violation(e, "whole-message descriptor", segment_refusal(de.desc));
                     if (m_stop_on_violation) {
                         return false;
                     }

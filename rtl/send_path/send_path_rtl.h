@@ -17,6 +17,7 @@
 #include "hw/common/sim_context.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/send_path/send_path_io.h"
+#include "hw/send_path/send_path_packets.h"
 #include "rtl/send_path/send_path_core.h"
 
 namespace rnic::rtl {
@@ -38,17 +39,18 @@ public:
     ~send_path_rtl() override;
 
     void put_descriptor(const hw::tx_descriptor& d) override {
-        if (d.first_packet != 0 || d.packets != 0) {
-            // The pins carry whole messages (CONTRACT.md); config validation refuses a packet
-            // scheduler with this send path, so this is a wiring error.
-            m_ctx->fail(std::string(name()) + ": a message segment (packets from " +
-                        std::to_string(d.first_packet) +
-                        ") cannot be driven on the RTL send path's descriptor pins");
+        if (hw::is_segment(d)) {
+            // The pins carry whole messages (CONTRACT.md); config validation refuses every
+            // source of segments (round_robin, selective_repeat, TIMELY's segment_bytes) with
+            // this send path, so this is a wiring error.
+            m_ctx->fail(segment_refusal(d));
             return;
         }
         m_in.put_descriptor(d);
     }
     void put_payload(hw::payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
+    // Why descriptor `d` (a segment) cannot go on the pins: the one message both refusals give.
+    std::string segment_refusal(const hw::tx_descriptor& d) const;
     void reset(uint32_t cycles = 2) override;
     void set_beat_observer(hw::beat_observer fn) override { m_observer = std::move(fn); }
     const hw::send_path_stats& get_stats() const override { return m_stats; }

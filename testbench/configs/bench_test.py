@@ -9,6 +9,9 @@ Runs scripts/bench.py (what scripts/bench execs after setup and build) on tiny s
                  with --markdown (the table says FAILED for it);
   failed_exit_0  a stand-in rnicsim that exits 0 but writes stats.json with result.passed false:
                  still an error row and exit 1 (the verdict counts, not only the exit code).
+  cc             --cc: the cost of congestion control, one entry per algorithm (none, dcqcn,
+                 timely: packets, CPU us per packet, the ratio to none, which is 1 for none);
+                 an algorithm that does not exist makes the row an error and the exit 1.
 Usage: bench_test.py --rnicsim BUILD/rnicsim --root SOURCE_DIR CASE
 """
 import argparse
@@ -59,7 +62,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rnicsim", required=True)
     ap.add_argument("--root", required=True)
-    ap.add_argument("case", choices=["passing", "failing", "failed_exit_0"])
+    ap.add_argument("case", choices=["passing", "failing", "failed_exit_0", "cc"])
     a = ap.parse_args()
     quickstart = os.path.join(a.root, "configs", "quickstart.json")
     with tempfile.TemporaryDirectory(prefix="rnicsim-bench-test-") as tmp:
@@ -95,6 +98,27 @@ def main():
             check(len(line) == 1 and "**FAILED**" in line[0] and "Gb/s" not in line[0] and
                   line[0].rstrip().endswith("| | | |"),
                   "markdown row of the failed run: %s" % line)
+        elif a.case == "cc":
+            r = bench(a.root, a.rnicsim, SMALL + ["--cc", quickstart])
+            check(r.returncode == 0, "--cc: exit %d, not 0" % r.returncode)
+            out = rows(r.stdout)
+            cost = out[0].get("cc_cost", {}) if len(out) == 1 else {}
+            check(sorted(cost) == ["dcqcn", "none", "timely"], "--cc entries: %s" % sorted(cost))
+            for alg, c in cost.items():
+                check(c.get("packets", 0) > 0 and c.get("cpu_us_per_packet", 0) > 0,
+                      "--cc %s: no packets or CPU per packet: %s" % (alg, c))
+                check(c.get("per_packet_vs_none", 0) > 0, "--cc %s: no ratio: %s" % (alg, c))
+            if "none" in cost:
+                check(cost["none"].get("per_packet_vs_none") == 1.0, "none against none != 1")
+            r = bench(a.root, a.rnicsim, SMALL + ["--cc", "--markdown", quickstart])
+            check(r.returncode == 0 and "rnic.cc.algorithm none" in r.stdout,
+                  "--cc --markdown: no cost cell in the table")
+            r = bench(a.root, a.rnicsim,
+                      SMALL + ["--cc", "--cc-algorithms", "none,no_such_cc", quickstart])
+            check(r.returncode == 1, "--cc with an unknown algorithm: exit %d" % r.returncode)
+            out = rows(r.stdout)
+            check(len(out) == 1 and "no_such_cc" in out[0].get("error", ""),
+                  "--cc with an unknown algorithm: no error row naming it: %s" % out)
         else:
             # A stand-in simulator: `run` writes a stats.json that says FAILED, then exits 0.
             fake = os.path.join(tmp, "fake_rnicsim")

@@ -617,15 +617,16 @@ TEST(SendPath, DscpGoesIntoTheTosWithEct0) {
 namespace {
 
 // Puts message `d` as segments of `sizes` packets each (tx_descriptor::first_packet / packets),
-// each followed by its bytes only.
+// each followed by its bytes only. AckReq (ack_req) on the segment that ends the message, and
+// on every segment with `ack_each` (as the scheduler's turns under a window).
 void put_segments(send_path_if& sp, const tx_descriptor& d, const std::vector<uint8_t>& payload,
-                  const std::vector<uint32_t>& sizes, bool ack_req_segment = false) {
+                  const std::vector<uint32_t>& sizes, bool ack_each = false) {
     uint32_t first = 0;
     for (const uint32_t n : sizes) {
         tx_descriptor s = d;
         s.first_packet = first;
         s.packets = n;
-        s.ack_req_segment = ack_req_segment;
+        s.ack_req = d.ack_req && (ack_each || first + n >= packet_count(d));
         const size_t from = static_cast<size_t>(first) * d.pmtu;
         const size_t to = std::min(payload.size(), static_cast<size_t>(first + n) * d.pmtu);
         sp.put_descriptor(s);
