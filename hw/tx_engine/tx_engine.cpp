@@ -182,6 +182,15 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     }
 }
 
+void tx_engine::set_pacer(pacer* p) {
+    m_pacer = p;
+    if (p != nullptr && !m_round_robin) {
+        m_ctx.stats.add(this->name(), "paced_bypasses", m_stats.paced_bypasses, "count",
+                        "responses (ACK/NAKs, READ responses) sent while a rate-limited job "
+                        "waited for its slot (fifo)");
+    }
+}
+
 void tx_engine::post_response(tx_job&& job) {
     job.generation = generation_of(job.desc.src_qpn);
     m_responses.put(std::move(job));
@@ -1327,17 +1336,9 @@ void tx_engine::transmit_thread() {
         // then retransmissions, which must precede newer requests.
         if (!m_responses.empty()) {
             tx_job job = m_responses.get();
-            if (job.generation != generation_of(job.desc.src_qpn)) {
-                ++m_stats.dropped_stale;  // the responder QP was reset or destroyed since
-                continue;
+            if (response_live(job)) {
+                send_fifo(job);
             }
-            // ACKs and NAKs always go (the NAK that put the QP in error among them); READ
-            // responses of a QP in error are dropped.
-            if (job.desc.kind == tx_kind::READ_RESPONSE && in_error(job.desc.src_qpn)) {
-                ++m_stats.dropped_in_error;
-                continue;
-            }
-            send_job(job);
         } else if (!m_retransmits.empty()) {
             tx_job job = std::move(m_retransmits.front());
             m_retransmits.pop_front();
@@ -1363,7 +1364,7 @@ void tx_engine::transmit_thread() {
                 m_recovery.retransmitted_bytes += bytes;
                 q.retransmitted_packets += packets;
                 q.retransmitted_bytes += bytes;
-                send_job(job);
+                send_fifo(job);
                 request_sent(job);
             }
         } else {
@@ -1374,9 +1375,89 @@ void tx_engine::transmit_thread() {
             } else if (in_error(job.desc.src_qpn)) {
                 ++m_stats.dropped_in_error;
             } else {
-                send_job(job);
+                send_fifo(job);
                 request_sent(job);
             }
+        }
+    }
+}
+
+bool tx_engine::response_live(const tx_job& job) {
+    if (job.generation != generation_of(job.desc.src_qpn)) {
+        ++m_stats.dropped_stale;  // the responder QP was reset or destroyed since
+        return false;
+    }
+    // ACKs and NAKs always go (the NAK that put the QP in error among them); READ responses of
+    // a QP in error are dropped.
+    if (job.desc.kind == tx_kind::READ_RESPONSE && in_error(job.desc.src_qpn)) {
+        ++m_stats.dropped_in_error;
+        return false;
+    }
+    return true;
+}
+
+// fifo with congestion control (README, "Timing"): every job but an ACK goes one packet per
+// descriptor (a segment of its message, which the send path times as the message's next packet
+// when nothing came between: a QP at line rate goes as with one descriptor), each after its
+// rate limiter slot. A rate cut can come mid-message (the first CNP), so the split cannot wait
+// for the QP to be limited. While a packet's slot is not due the engine does not sit in the
+// pacer but serves the responder traffic queued behind (ACK/NAKs, READ responses of QPs at line
+// rate), which the QP's rate limiter does not gate. Without congestion control this is send_job:
+// fifo stays one message at a time for requester data.
+void tx_engine::send_fifo(tx_job& job) {
+    if (m_pacer == nullptr || job.desc.kind == tx_kind::ACK) {
+        send_job(job);
+        return;
+    }
+    const uint32_t per = ack_segment_packets(job.desc);
+    const uint32_t end = segment_end(job.desc);
+    const bool single = end - job.desc.first_packet == 1;
+    for (uint32_t p = job.desc.first_packet; p < end; ++p) {
+        await_slot(job, p);
+        const bool ok = single ? send_packets(job, 0, 0, true)
+                               : send_packets(job, p, 1, true, per != 0 && (p + 1) % per == 0);
+        if (!ok) {
+            return;  // a source key failed: the job is over
+        }
+    }
+}
+
+void tx_engine::await_slot(const tx_job& job, uint32_t index) {
+    for (;;) {
+        serve_bypassing(job);
+        const uint64_t slot_ps = m_pacer->try_pace(job.desc, index);
+        if (slot_ps == 0) {
+            return;  // booked (or the QP is at line rate now)
+        }
+        // Sleep until the first edge at or after the slot, new responder traffic, or a rate
+        // change (which may move the slot).
+        sc_core::sc_event_or_list ev;
+        ev |= m_responses.written_event();
+        ev |= m_pacer->rate_changed_event();
+        const sc_core::sc_time at =
+            m_clk.edge_at_or_after(sc_core::sc_time(static_cast<double>(slot_ps), sc_core::SC_PS));
+        m_pacer->watch(true);
+        sc_core::wait(at - sc_core::sc_time_stamp(), ev);
+        m_pacer->watch(false);
+    }
+}
+
+void tx_engine::serve_bypassing(const tx_job& cur) {
+    while (!m_responses.empty()) {
+        const tx_job& head = m_responses.front();
+        const uint32_t qpn = head.desc.src_qpn;
+        // Responder order: nothing of the QP whose READ response waits overtakes it; a READ
+        // response that is rate limited itself waits its turn (and holds what is behind it).
+        if (cur.desc.kind == tx_kind::READ_RESPONSE && qpn == cur.desc.src_qpn) {
+            return;
+        }
+        if (head.desc.kind != tx_kind::ACK && m_pacer->limited(qpn)) {
+            return;
+        }
+        tx_job job = m_responses.get();
+        if (response_live(job)) {
+            ++m_stats.paced_bypasses;
+            send_job(job);
         }
     }
 }

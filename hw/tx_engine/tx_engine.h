@@ -127,7 +127,8 @@ public:
     // Congestion control (hw/cc), when on: every request / READ-response packet waits for its
     // slot in the rate limiter before it goes to the send path, and ACKs (with the PSN they
     // cover; NAKs flagged) are reported for the NIC-measured RTT.
-    void set_pacer(pacer* p) { m_pacer = p; }
+    // Congestion control's rate limiter (with fifo, also registers `paced_bypasses`).
+    void set_pacer(pacer* p);
     void set_ack_observer(std::function<void(uint32_t qpn, uint32_t psn, bool nak)> fn) {
         m_ack_observer = std::move(fn);
     }
@@ -168,6 +169,8 @@ public:
         uint64_t sched_skipped_window = 0;  // QPs passed over: congestion window full
         uint64_t sched_max_inflight =
             0;                        // most unacknowledged SEND/WRITE bytes of a QP with a window
+        uint64_t paced_bypasses = 0;  // fifo + congestion control: responses sent while a
+                                      // rate-limited job waited for its slot
         uint64_t selective_naks = 0;  // selective NAKs acted on (selective repeat only)
         uint64_t tail_resends = 0;    // packets resent after an ACK showed a lost tail
     };
@@ -336,6 +339,18 @@ private:
     void complete_now(const wqe_item& w, uint8_t opcode, uint8_t status);
     void push_cqe(uint32_t qpn, const outstanding& o);
     void send_job(tx_job& job);
+    // fifo: send_job, except that with congestion control a job goes packet by packet and the
+    // responder traffic queued behind it goes while it waits for a slot (README, "Timing").
+    void send_fifo(tx_job& job);
+    // fifo: waits for packet `index` of `job`'s rate limiter slot (and books it), serving the
+    // responder traffic that may bypass it meanwhile.
+    void await_slot(const tx_job& job, uint32_t index);
+    // fifo: sends the responses at the head of the queue that may pass `cur`, which waits for
+    // its rate limiter: ACK/NAKs and READ responses of QPs at line rate, none of cur's own QP
+    // if cur is a READ response (responder order).
+    void serve_bypassing(const tx_job& cur);
+    // A response taken from the queue still goes (false: dropped, counted).
+    bool response_live(const tx_job& job);
     // Packets per congestion-control segment of `d` (set_ack_segment_bytes), 0: none.
     uint32_t ack_segment_packets(const tx_descriptor& d) const;
     // Packets first .. first + count - 1 of `job`'s message (count 0: the job's descriptor as
