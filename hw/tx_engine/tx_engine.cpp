@@ -186,8 +186,8 @@ void tx_engine::set_pacer(pacer* p) {
     m_pacer = p;
     if (p != nullptr && !m_round_robin) {
         m_ctx.stats.add(this->name(), "paced_bypasses", m_stats.paced_bypasses, "count",
-                        "responses (ACK/NAKs, READ responses) sent while a rate-limited job "
-                        "waited for its slot (fifo)");
+                        "ACK/NAKs, READ responses and requester jobs of QPs at line rate sent "
+                        "while a rate-limited job waited for its slot (fifo)");
     }
 }
 
@@ -1342,44 +1342,58 @@ void tx_engine::transmit_thread() {
         } else if (!m_retransmits.empty()) {
             tx_job job = std::move(m_retransmits.front());
             m_retransmits.pop_front();
-            auto it = m_qps.find(job.desc.src_qpn);
-            if (it == m_qps.end() || it->second.generation != job.generation) {
-                ++m_stats.dropped_stale;  // queued before the QP was reset or destroyed
-                continue;
-            }
-            if (!job.selective && job.resend_epoch != it->second.resend_epoch) {
-                continue;  // superseded by a newer go-back-N of the QP (counted there)
-            }
-            if (!job.selective && !it->second.queued_resends.empty()) {
-                it->second.queued_resends.pop_front();
-            }
-            if (in_error(job.desc.src_qpn)) {
-                ++m_stats.dropped_in_error;
-            } else {
-                const bool request = job.desc.kind == tx_kind::READ_REQUEST;
-                const uint64_t packets = request ? 1 : segment_packets(job.desc);
-                const uint64_t bytes = request ? 0 : segment_payload_bytes(job.desc);
-                recovery_stats& q = qp_recovery(job.desc.src_qpn);
-                m_recovery.retransmitted_packets += packets;
-                m_recovery.retransmitted_bytes += bytes;
-                q.retransmitted_packets += packets;
-                q.retransmitted_bytes += bytes;
+            if (resend_live(job)) {
                 send_fifo(job);
                 request_sent(job);
             }
         } else {
             tx_job job = m_requests.get();
-            // Requests queued before their QP failed were flushed already: not sent.
-            if (job.generation != generation_of(job.desc.src_qpn)) {
-                ++m_stats.dropped_stale;
-            } else if (in_error(job.desc.src_qpn)) {
-                ++m_stats.dropped_in_error;
-            } else {
+            if (request_live(job)) {
                 send_fifo(job);
                 request_sent(job);
             }
         }
     }
+}
+
+bool tx_engine::resend_live(const tx_job& job) {
+    auto it = m_qps.find(job.desc.src_qpn);
+    if (it == m_qps.end() || it->second.generation != job.generation) {
+        ++m_stats.dropped_stale;  // queued before the QP was reset or destroyed
+        return false;
+    }
+    if (!job.selective && job.resend_epoch != it->second.resend_epoch) {
+        return false;  // superseded by a newer go-back-N of the QP (counted there)
+    }
+    if (!job.selective && !it->second.queued_resends.empty()) {
+        it->second.queued_resends.pop_front();
+    }
+    if (in_error(job.desc.src_qpn)) {
+        ++m_stats.dropped_in_error;
+        return false;
+    }
+    const bool request = job.desc.kind == tx_kind::READ_REQUEST;
+    const uint64_t packets = request ? 1 : segment_packets(job.desc);
+    const uint64_t bytes = request ? 0 : segment_payload_bytes(job.desc);
+    recovery_stats& q = qp_recovery(job.desc.src_qpn);
+    m_recovery.retransmitted_packets += packets;
+    m_recovery.retransmitted_bytes += bytes;
+    q.retransmitted_packets += packets;
+    q.retransmitted_bytes += bytes;
+    return true;
+}
+
+bool tx_engine::request_live(const tx_job& job) {
+    // Requests queued before their QP failed were flushed already: not sent.
+    if (job.generation != generation_of(job.desc.src_qpn)) {
+        ++m_stats.dropped_stale;
+        return false;
+    }
+    if (in_error(job.desc.src_qpn)) {
+        ++m_stats.dropped_in_error;
+        return false;
+    }
+    return true;
 }
 
 bool tx_engine::response_live(const tx_job& job) {
@@ -1401,9 +1415,10 @@ bool tx_engine::response_live(const tx_job& job) {
 // when nothing came between: a QP at line rate goes as with one descriptor), each after its
 // rate limiter slot. A rate cut can come mid-message (the first CNP), so the split cannot wait
 // for the QP to be limited. While a packet's slot is not due the engine does not sit in the
-// pacer but serves the responder traffic queued behind (ACK/NAKs, READ responses of QPs at line
-// rate), which the QP's rate limiter does not gate. Without congestion control this is send_job:
-// fifo stays one message at a time for requester data.
+// pacer but serves what the QP's rate limiter does not gate (await_slot): the responder traffic
+// queued behind (ACK/NAKs, READ responses of QPs at line rate), then the next requester job if
+// it is of another QP at line rate. Without congestion control this is send_job: fifo stays
+// one message at a time for requester data.
 void tx_engine::send_fifo(tx_job& job) {
     if (m_pacer == nullptr || job.desc.kind == tx_kind::ACK) {
         send_job(job);
@@ -1429,17 +1444,53 @@ void tx_engine::await_slot(const tx_job& job, uint32_t index) {
         if (slot_ps == 0) {
             return;  // booked (or the QP is at line rate now)
         }
-        // Sleep until the first edge at or after the slot, new responder traffic, or a rate
-        // change (which may move the slot).
+        if (m_bypass_depth == 0 && bypass_request(job)) {
+            continue;  // a request of another QP went; the slot may be due now
+        }
+        // Sleep until the first edge at or after the slot, new work, or a rate change (which
+        // may move the slot).
         sc_core::sc_event_or_list ev;
         ev |= m_responses.written_event();
         ev |= m_pacer->rate_changed_event();
+        if (m_bypass_depth == 0) {
+            ev |= m_requests.written_event();
+            ev |= m_retransmit_event;
+        }
         const sc_core::sc_time at =
             m_clk.edge_at_or_after(sc_core::sc_time(static_cast<double>(slot_ps), sc_core::SC_PS));
         m_pacer->watch(true);
         sc_core::wait(at - sc_core::sc_time_stamp(), ev);
         m_pacer->watch(false);
     }
+}
+
+bool tx_engine::bypass_request(const tx_job& cur) {
+    // The next requester job in fifo order (resends first), if its QP is not the waiting job's
+    // and is at line rate; anything else stays behind the waiting job.
+    const bool resend = !m_retransmits.empty();
+    if (!resend && m_requests.empty()) {
+        return false;
+    }
+    const tx_job& head = resend ? m_retransmits.front() : m_requests.front();
+    const uint32_t qpn = head.desc.src_qpn;
+    if (qpn == cur.desc.src_qpn || m_pacer->limited(qpn)) {
+        return false;
+    }
+    tx_job job;
+    if (resend) {
+        job = std::move(m_retransmits.front());
+        m_retransmits.pop_front();
+    } else {
+        job = m_requests.get();
+    }
+    if (resend ? resend_live(job) : request_live(job)) {
+        ++m_stats.paced_bypasses;
+        ++m_bypass_depth;
+        send_fifo(job);
+        --m_bypass_depth;
+        request_sent(job);
+    }
+    return true;
 }
 
 void tx_engine::serve_bypassing(const tx_job& cur) {

@@ -169,8 +169,8 @@ public:
         uint64_t sched_skipped_window = 0;  // QPs passed over: congestion window full
         uint64_t sched_max_inflight =
             0;                        // most unacknowledged SEND/WRITE bytes of a QP with a window
-        uint64_t paced_bypasses = 0;  // fifo + congestion control: responses sent while a
-                                      // rate-limited job waited for its slot
+        uint64_t paced_bypasses = 0;  // fifo + congestion control: responses / requester jobs
+                                      // sent while a rate-limited job waited for its slot
         uint64_t selective_naks = 0;  // selective NAKs acted on (selective repeat only)
         uint64_t tail_resends = 0;    // packets resent after an ACK showed a lost tail
     };
@@ -351,6 +351,13 @@ private:
     void serve_bypassing(const tx_job& cur);
     // A response taken from the queue still goes (false: dropped, counted).
     bool response_live(const tx_job& job);
+    // A go-back-N resend / new request taken from its queue still goes (false: dropped,
+    // counted; a resend's retransmission counters are counted here).
+    bool resend_live(const tx_job& job);
+    bool request_live(const tx_job& job);
+    // fifo: while `cur` waits for its slot (and no other job is bypassing it), sends the next
+    // requester job whole if its QP is another one at line rate. False: nothing taken.
+    bool bypass_request(const tx_job& cur);
     // Packets per congestion-control segment of `d` (set_ack_segment_bytes), 0: none.
     uint32_t ack_segment_packets(const tx_descriptor& d) const;
     // Packets first .. first + count - 1 of `job`'s message (count 0: the job's descriptor as
@@ -397,6 +404,7 @@ private:
     std::function<void(uint32_t)> m_error_listener;
     pacer* m_pacer = nullptr;          // congestion control's rate limiter (null: off)
     uint32_t m_ack_segment_bytes = 0;  // set_ack_segment_bytes
+    uint32_t m_bypass_depth = 0;       // fifo: a requester job is bypassing a paced one
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
     // Round-robin scheduler state.
     bool m_round_robin = false;
