@@ -1577,10 +1577,11 @@ bool tx_engine::start_job(tx_lane& l) {
                 ++m_stats.dropped_stale;
                 continue;
             }
-            if (job.resend_epoch != it->second.resend_epoch) {
+            // A selective resend is never superseded and has no queued_resends entry.
+            if (!job.selective && job.resend_epoch != it->second.resend_epoch) {
                 continue;  // superseded by a newer go-back-N of the QP (counted there)
             }
-            if (!it->second.queued_resends.empty()) {
+            if (!job.selective && !it->second.queued_resends.empty()) {
                 it->second.queued_resends.pop_front();
             }
             if (in_error(job.desc.src_qpn)) {
@@ -1755,12 +1756,15 @@ void tx_engine::scheduler_thread() {
             const uint32_t key = m_ring.front();
             m_ring.pop_front();
             tx_lane& l = m_lanes[key];
-            if (l.active && !l.resends.empty()) {
+            if (l.active && !l.resends.empty() && !l.resends.front().selective) {
                 // A go-back-N that arrived while this message was going out and goes back to
                 // it or before: its resends carry the message again from its first packet (it
                 // is unfinished), so the rest of this copy is not sent (the responder would
                 // drop it as out of sequence) and the resends go now. This also frees a
-                // message held by a full window that only the resends can open.
+                // message held by a full window that only the resends can open. Not for a
+                // selective resend (selective repeat): it carries only the packet its NAK asked
+                // for, never the rest of this message, which the responder keeps taking (it
+                // places packets past a gap): this copy goes on to its end, then the resend.
                 const tx_job& r = l.resends.front();
                 const auto q = m_qps.find(r.desc.src_qpn);
                 if (q != m_qps.end() && r.generation == q->second.generation &&

@@ -281,6 +281,30 @@ TEST(TransportSelective, FewerResendsThanGoBackNAtOnePercentLoss) {
               << " resent, " << gbn_goodput << " Gb/s\n";
 }
 
+// --- selective repeat with the round-robin scheduler ------------------------------------------
+
+// configs/bench/write_64k_loss.json (16 QPs x 64 KiB WRITEs, 1 % drop and 1 % reordering both
+// ways) with selective repeat and round-robin turns of 4 packets. A selective NAK's resend that
+// reaches a lane while the lane is sending a later message must go after that message's copy,
+// not replace it: the resend carries one packet, never the rest of the message. Before, the
+// scheduler ended the copy there as for a go-back-N, the message's tail never went out, no
+// AckReq was sent for it, so no timer ran: "completed 1018 of 1024", stuck to the time limit.
+// Every message must arrive intact and complete, and no recovery may fail.
+TEST(TransportSelective, RoundRobinTurnsKeepAMessageASelectiveResendInterrupts) {
+    const std::vector<std::string> overrides = {
+        "workload.messages=1024", "workload.time_limit_ms=200",
+        "rnic.transport.recovery=selective_repeat", "rnic.tx_engine.scheduler.policy=round_robin",
+        "rnic.tx_engine.scheduler.burst_packets=4"};
+    const scenario::scenario_config cfg =
+        scenario::load_scenario(source_dir() + "/configs/bench/write_64k_loss.json", overrides);
+    const scenario::run_result r = scenario::run_scenario(cfg);
+    expect_clean_run(r, cfg.workload);
+    const std::string tx = "node0.nic.tx_engine";
+    EXPECT_GT(counter(r, tx, "selective_naks"), 0u);
+    EXPECT_EQ(counter(r, "node1.nic.recv_path", "messages"), cfg.workload.messages);
+    EXPECT_EQ(counter(r, tx, "recovery_failed"), 0u);
+}
+
 // --- soak: loss and reordering, every operation ------------------------------------------------
 
 // configs/soak/soak_rc_scale.json (1 % drop and 1 % reordering both ways, MTU 256, 64 KiB) with
