@@ -1565,8 +1565,31 @@ void tx_engine::stage_work() {
     }
 }
 
+bool tx_engine::supersedes(const tx_job& r, const tx_job& copy) const {
+    const auto q = m_qps.find(r.desc.src_qpn);
+    return q != m_qps.end() && r.generation == q->second.generation &&
+           r.resend_epoch == q->second.resend_epoch &&
+           psn_le(segment_first_psn(r.desc), segment_first_psn(copy.desc));
+}
+
 bool tx_engine::start_job(tx_lane& l) {
     while (!l.active) {
+        if (l.parked && (l.resends.empty() || !l.resends.front().selective)) {
+            // The copy set aside for selective resends resumes, unless a go-back-N queued
+            // since goes back to it or before (its resends carry it again).
+            l.parked = false;
+            if (!l.resends.empty() && supersedes(l.resends.front(), l.parked_cur)) {
+                l.parked_cur = tx_job{};
+                continue;
+            }
+            l.cur = std::move(l.parked_cur);
+            l.parked_cur = tx_job{};
+            l.resend = l.parked_resend;
+            l.next = l.parked_next;
+            l.end = l.parked_end;
+            l.active = true;
+            return true;
+        }
         if (!l.resends.empty()) {
             // As transmit_thread: a resend of an older incarnation or a superseded go-back-N
             // is dropped, one of a QP in error is not sent.
@@ -1756,22 +1779,30 @@ void tx_engine::scheduler_thread() {
             const uint32_t key = m_ring.front();
             m_ring.pop_front();
             tx_lane& l = m_lanes[key];
-            if (l.active && !l.resends.empty() && !l.resends.front().selective) {
-                // A go-back-N that arrived while this message was going out and goes back to
-                // it or before: its resends carry the message again from its first packet (it
-                // is unfinished), so the rest of this copy is not sent (the responder would
-                // drop it as out of sequence) and the resends go now. This also frees a
-                // message held by a full window that only the resends can open. Not for a
-                // selective resend (selective repeat): it carries only the packet its NAK asked
-                // for, never the rest of this message, which the responder keeps taking (it
-                // places packets past a gap): this copy goes on to its end, then the resend.
-                const tx_job& r = l.resends.front();
-                const auto q = m_qps.find(r.desc.src_qpn);
-                if (q != m_qps.end() && r.generation == q->second.generation &&
-                    r.resend_epoch == q->second.resend_epoch &&
-                    psn_le(segment_first_psn(r.desc), segment_first_psn(l.cur.desc))) {
-                    l.active = false;
+            if (l.active && !l.resends.empty()) {
+                if (!l.resends.front().selective) {
+                    // A go-back-N that arrived while this message was going out and goes back
+                    // to it or before: its resends carry the message again from its first
+                    // packet (it is unfinished), so the rest of this copy is not sent (the
+                    // responder would drop it as out of sequence) and the resends go now. This
+                    // also frees a message held by a full window that only the resends can
+                    // open.
+                    if (supersedes(l.resends.front(), l.cur)) {
+                        l.active = false;
+                        l.cur = tx_job{};
+                    }
+                } else if (!l.cur.selective && !l.parked) {
+                    // A selective resend (selective repeat) carries only the packet its NAK
+                    // asked for, never the rest of this message, which the responder keeps
+                    // taking past the gap: the copy is set aside and resumes at its next packet
+                    // once the selective resends ahead of it have gone (start_job).
+                    l.parked = true;
+                    l.parked_cur = std::move(l.cur);
+                    l.parked_resend = l.resend;
+                    l.parked_next = l.next;
+                    l.parked_end = l.end;
                     l.cur = tx_job{};
+                    l.active = false;
                 }
             }
             if (!start_job(l)) {

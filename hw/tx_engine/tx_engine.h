@@ -276,6 +276,12 @@ private:
         uint32_t next = 0;    // its next packet (index in the message)
         uint32_t end = 0;     // one past its last packet (a segment ends before the message)
         bool in_ring = false;
+        // A message copy set aside while selective resends of the QP go (its state as above).
+        bool parked = false;
+        tx_job parked_cur;
+        bool parked_resend = false;
+        uint32_t parked_next = 0;
+        uint32_t parked_end = 0;
     };
 
     void requester_thread();
@@ -289,6 +295,9 @@ private:
     // Takes the lane's next job (resends first) as `cur`; drops stale / superseded / failed
     // ones as transmit_thread does. False: the lane has no work.
     bool start_job(tx_lane& l);
+    // Go-back-N resend `r` (of the QP's current epoch) goes back to `copy`'s first PSN or
+    // before: it carries that message again, so the rest of `copy` is not sent.
+    bool supersedes(const tx_job& r, const tx_job& copy) const;
     // Packets of `l`'s current message that may go in this turn (0: skipped; `wake_ps` lowered
     // to the time its rate limiter slot comes).
     uint32_t turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed);
