@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hw/common/timestep_arbiter.h"
 #include "tlm/ethernet/vlan.h"
 
 namespace rnic::fabric {
@@ -239,6 +240,11 @@ void eth_link::serializer_thread(int side) {
     auto& fifo = *m_tx[side];
     auto& ctrl = *m_ctrl_tx[side];
     for (;;) {
+        // The choice is made once this instant has settled: every frame arriving now (a pause
+        // frame, a switch's arrivals), every frame queued now and every XOFF change made now is
+        // in, whatever order the kernel ran their processes in. Transmitters choosing at the same
+        // instant go one at a time, by process name (see Timing in README.md).
+        hw::settle_instant();
         const sc_core::sc_time now = sc_core::sc_time_stamp();
         if (m_xoff[side] != 0 && now >= m_next_refresh[side] && !m_ctrl_pending[side]) {
             queue_pause(side, 0);  // refresh before the upstream's pause expires
