@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hw/common/timestep_arbiter.h"
 #include "tlm/ethernet/vlan.h"
 
 namespace rnic::fabric {
@@ -240,6 +241,17 @@ void eth_link::serializer_thread(int side) {
     auto& ctrl = *m_ctrl_tx[side];
     for (;;) {
         const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const bool refresh_due = m_xoff[side] != 0 && now >= m_next_refresh[side];
+        if (m_ctrl_pending[side] || refresh_due || !ctrl.empty() ||
+            (m_source[side] != nullptr ? m_source[side]->holds_frames() : !fifo.empty())) {
+            // There is something to choose from: the choice is made once this instant has
+            // settled, when every frame arriving now (a pause frame, a switch's arrivals), every
+            // frame queued now and every XOFF change made now is in, whatever order the kernel
+            // ran their processes in; transmitters choosing at the same instant go one at a
+            // time, by process name (Timing in README.md). With nothing at all to choose from,
+            // the MAC sleeps at once (below): whatever comes later at this instant wakes it.
+            hw::settle_instant();
+        }
         if (m_xoff[side] != 0 && now >= m_next_refresh[side] && !m_ctrl_pending[side]) {
             queue_pause(side, 0);  // refresh before the upstream's pause expires
         }

@@ -56,6 +56,9 @@ public:
     virtual ~frame_source_if() = default;
     virtual bool pull(uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) = 0;
     virtual const sc_core::sc_event& data_event() const = 0;
+    // False when nothing is queued at all (pull() would return false with retry_at =
+    // sc_max_time()): the MAC then sleeps without waiting for the instant to settle.
+    virtual bool holds_frames() const { return true; }
 };
 
 // 802.1Qbb priority flow control: MAC control frame (EtherType 0x8808, opcode 0x0101) to

@@ -176,6 +176,17 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
         return sw->pull(index, paused, out, retry_at);
     }
     const sc_core::sc_event& data_event() const override { return data; }
+    bool holds_frames() const override {
+        if (!ctrl.empty()) {
+            return true;
+        }
+        for (const auto& k : q) {
+            if (!k.empty()) {
+                return true;
+            }
+        }
+        return false;
+    }
 };
 
 eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, uint32_t ports,
