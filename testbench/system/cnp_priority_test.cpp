@@ -46,12 +46,7 @@ run run_cli(const scratch& s, const std::string& name, const std::vector<std::st
 }
 
 uint64_t stat(const run& r, const std::string& block, const std::string& name) {
-    if (!r.stats.contains("blocks") || !r.stats["blocks"].contains(block) ||
-        !r.stats["blocks"][block].contains(name)) {
-        ADD_FAILURE() << "no counter " << block << "." << name;
-        return 0;
-    }
-    return r.stats["blocks"][block][name].get<uint64_t>();
+    return block_counter(r.stats, block, name);
 }
 
 void expect_passed(const run& r) {

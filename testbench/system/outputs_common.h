@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Helpers of the outputs_*_test files: run the built rnicsim in a scratch folder, read files,
-// find tools (tshark, vcd2fst), and an independent RoCEv2 frame checker (IPv4, UDP, ICRC).
+// read stats.json counters, find tools (tshark, vcd2fst), and an independent RoCEv2 frame checker
+// (IPv4, UDP, ICRC).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "testbench/common/cli_run.h"
 #include "testbench/common/scratch_dir.h"
@@ -55,6 +57,18 @@ inline std::vector<std::string> short_run(const std::string& out,
         args.push_back(v);
     }
     return args;
+}
+
+// Counter `name` of block `block` in a stats.json document; a test failure (and 0) when the
+// document has no such counter.
+inline uint64_t block_counter(const nlohmann::json& stats, const std::string& block,
+                              const std::string& name) {
+    if (!stats.contains("blocks") || !stats["blocks"].contains(block) ||
+        !stats["blocks"][block].contains(name)) {
+        ADD_FAILURE() << "no counter " << block << "." << name;
+        return 0;
+    }
+    return stats["blocks"][block][name].get<uint64_t>();
 }
 
 // The first existing executable named `name` on $PATH, or "".
