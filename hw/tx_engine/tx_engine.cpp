@@ -1339,21 +1339,27 @@ void tx_engine::transmit_thread() {
             if (response_live(job)) {
                 send_fifo(job);
             }
-        } else if (!m_retransmits.empty()) {
-            tx_job job = std::move(m_retransmits.front());
-            m_retransmits.pop_front();
-            if (resend_live(job)) {
-                send_fifo(job);
-                request_sent(job);
-            }
         } else {
-            tx_job job = m_requests.get();
-            if (request_live(job)) {
-                send_fifo(job);
-                request_sent(job);
-            }
+            send_next_request();
         }
     }
+}
+
+bool tx_engine::send_next_request() {
+    const bool resend = !m_retransmits.empty();
+    tx_job job;
+    if (resend) {
+        job = std::move(m_retransmits.front());
+        m_retransmits.pop_front();
+    } else {
+        job = m_requests.get();
+    }
+    if (!(resend ? resend_live(job) : request_live(job))) {
+        return false;
+    }
+    send_fifo(job);
+    request_sent(job);
+    return true;
 }
 
 bool tx_engine::resend_live(const tx_job& job) {
@@ -1476,20 +1482,11 @@ bool tx_engine::bypass_request(const tx_job& cur) {
     if (qpn == cur.desc.src_qpn || m_pacer->limited(qpn)) {
         return false;
     }
-    tx_job job;
-    if (resend) {
-        job = std::move(m_retransmits.front());
-        m_retransmits.pop_front();
-    } else {
-        job = m_requests.get();
-    }
-    if (resend ? resend_live(job) : request_live(job)) {
+    ++m_bypass_depth;
+    if (send_next_request()) {
         ++m_stats.paced_bypasses;
-        ++m_bypass_depth;
-        send_fifo(job);
-        --m_bypass_depth;
-        request_sent(job);
     }
+    --m_bypass_depth;
     return true;
 }
 
@@ -1595,30 +1592,9 @@ bool tx_engine::start_job(tx_lane& l) {
             // is dropped, one of a QP in error is not sent.
             tx_job job = std::move(l.resends.front());
             l.resends.pop_front();
-            auto it = m_qps.find(job.desc.src_qpn);
-            if (it == m_qps.end() || it->second.generation != job.generation) {
-                ++m_stats.dropped_stale;
+            if (!resend_live(job)) {
                 continue;
             }
-            // A selective resend is never superseded and has no queued_resends entry.
-            if (!job.selective && job.resend_epoch != it->second.resend_epoch) {
-                continue;  // superseded by a newer go-back-N of the QP (counted there)
-            }
-            if (!job.selective && !it->second.queued_resends.empty()) {
-                it->second.queued_resends.pop_front();
-            }
-            if (in_error(job.desc.src_qpn)) {
-                ++m_stats.dropped_in_error;
-                continue;
-            }
-            const bool request = job.desc.kind == tx_kind::READ_REQUEST;
-            const uint64_t packets = request ? 1 : segment_packets(job.desc);
-            const uint64_t bytes = request ? 0 : segment_payload_bytes(job.desc);
-            recovery_stats& q = qp_recovery(job.desc.src_qpn);
-            m_recovery.retransmitted_packets += packets;
-            m_recovery.retransmitted_bytes += bytes;
-            q.retransmitted_packets += packets;
-            q.retransmitted_bytes += bytes;
             l.cur = std::move(job);
             l.resend = true;
         } else if (!l.jobs.empty()) {

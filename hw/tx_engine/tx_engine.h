@@ -363,6 +363,9 @@ private:
     // A go-back-N resend / new request taken from its queue still goes (false: dropped,
     // counted; a resend's retransmission counters are counted here).
     bool resend_live(const tx_job& job);
+    // fifo: takes the next requester job (go-back-N resends first) and sends it unless it is
+    // dropped (stale, superseded, its QP in error); true when it was sent.
+    bool send_next_request();
     bool request_live(const tx_job& job);
     // fifo: while `cur` waits for its slot (and no other job is bypassing it), sends the next
     // requester job whole if its QP is another one at line rate. False: nothing taken.

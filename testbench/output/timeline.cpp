@@ -317,6 +317,13 @@ latency_histogram& timeline::histogram_of(const char* block, const char* stage) 
     return m_stages[i].h;
 }
 
+namespace {
+// `t` in picoseconds, from the kernel's time resolution (`ps_per_unit` per unit).
+uint64_t ps_of(const sc_core::sc_time& t, double ps_per_unit) {
+    return static_cast<uint64_t>(std::llround(static_cast<double>(t.value()) * ps_per_unit));
+}
+}  // namespace
+
 void timeline::slice(const char* block, const char* stage, uint64_t flow_id,
                      const sc_core::sc_time& start, const sc_core::sc_time& end) {
     if (m_file != nullptr || m_spool) {
@@ -325,11 +332,8 @@ void timeline::slice(const char* block, const char* stage, uint64_t flow_id,
     }
     // As below, aggregate only (no trace file, nothing spooled).
     ++m_slices;
-    const auto start_ps =
-        static_cast<uint64_t>(std::llround(static_cast<double>(start.value()) * m_ps_per_unit));
-    const auto end_ps = std::max(
-        start_ps,
-        static_cast<uint64_t>(std::llround(static_cast<double>(end.value()) * m_ps_per_unit)));
+    const uint64_t start_ps = ps_of(start, m_ps_per_unit);
+    const uint64_t end_ps = std::max(start_ps, ps_of(end, m_ps_per_unit));
     histogram_of(block, stage).add(end_ps - start_ps);
 }
 
@@ -337,11 +341,8 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
                      const sc_core::sc_time& start, const sc_core::sc_time& end,
                      const std::string& args_json) {
     ++m_slices;
-    const auto start_ps =
-        static_cast<uint64_t>(std::llround(static_cast<double>(start.value()) * m_ps_per_unit));
-    const auto end_ps = std::max(
-        start_ps,
-        static_cast<uint64_t>(std::llround(static_cast<double>(end.value()) * m_ps_per_unit)));
+    const uint64_t start_ps = ps_of(start, m_ps_per_unit);
+    const uint64_t end_ps = std::max(start_ps, ps_of(end, m_ps_per_unit));
     histogram_of(block, stage).add(end_ps - start_ps);
     if (m_file == nullptr && !m_spool) {
         return;

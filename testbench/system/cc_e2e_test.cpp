@@ -24,11 +24,7 @@ namespace {
 using namespace rnic::outputs_test;
 using nlohmann::json;
 
-struct run {
-    int exit_code = -1;
-    std::string err;
-    json stats;
-    pcap_file pcap;
+struct run : run_outputs {
     std::string pcap_bytes;
     std::string summary;
     std::string cc_csv;
@@ -41,14 +37,8 @@ run run_cli(const scratch& s, const std::string& name, const std::vector<std::st
     std::vector<std::string> all = {"outputs.pcap=true",
                                     "workload.messages=" + std::to_string(messages)};
     all.insert(all.end(), sets.begin(), sets.end());
-    const cli_result c = rnicsim(s, short_run(out, all));
     run r;
-    r.exit_code = c.exit_code;
-    r.err = c.err;
-    if (fs::exists(out + "/stats.json")) {
-        r.stats = json::parse(read_file(out + "/stats.json"));
-    }
-    r.pcap = read_pcap(out + "/wire.pcap");
+    static_cast<run_outputs&>(r) = run_and_read(s, out, short_run(out, all));
     r.pcap_bytes = read_file(out + "/wire.pcap");
     r.summary = read_file(out + "/summary.txt");
     r.has_cc_csv = fs::exists(out + "/cc.csv");

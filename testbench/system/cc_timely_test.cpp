@@ -22,11 +22,7 @@ namespace {
 using namespace rnic::outputs_test;
 using nlohmann::json;
 
-struct run {
-    int exit_code = -1;
-    std::string err;
-    json stats;
-    pcap_file pcap;
+struct run : run_outputs {
     std::string out;
 };
 
@@ -35,15 +31,7 @@ run run_cli(const scratch& s, const std::string& name, const std::vector<std::st
     r.out = s.dir + "/" + name;
     std::vector<std::string> all = args;
     all.insert(all.begin() + 2, {"--out", r.out});
-    const cli_result c = rnicsim(s, all);
-    r.exit_code = c.exit_code;
-    r.err = c.err;
-    if (fs::exists(r.out + "/stats.json")) {
-        r.stats = json::parse(read_file(r.out + "/stats.json"));
-    }
-    if (fs::exists(r.out + "/wire.pcap")) {
-        r.pcap = read_pcap(r.out + "/wire.pcap");
-    }
+    static_cast<run_outputs&>(r) = run_and_read(s, r.out, all);
     return r;
 }
 

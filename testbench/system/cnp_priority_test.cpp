@@ -23,26 +23,13 @@ namespace {
 using namespace rnic::outputs_test;
 using nlohmann::json;
 
-struct run {
-    int exit_code = -1;
-    std::string err;
-    json stats;
-    pcap_file pcap;
-};
+using run = run_outputs;
 
 run run_cli(const scratch& s, const std::string& name, const std::vector<std::string>& args) {
     const std::string out = s.dir + "/" + name;
     std::vector<std::string> all = args;
     all.insert(all.end(), {"--out", out, "--set", "outputs.pcap=true"});
-    const cli_result c = rnicsim(s, all);
-    run r;
-    r.exit_code = c.exit_code;
-    r.err = c.err;
-    if (fs::exists(out + "/stats.json")) {
-        r.stats = json::parse(read_file(out + "/stats.json"));
-    }
-    r.pcap = read_pcap(out + "/wire.pcap");
-    return r;
+    return run_and_read(s, out, all);
 }
 
 uint64_t stat(const run& r, const std::string& block, const std::string& name) {

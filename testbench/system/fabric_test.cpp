@@ -217,15 +217,7 @@ double one_message_fct(const scratch& s, const std::string& name, const json& to
                                  "--set", "topology=" + t.dump(), "--set", "workload.messages=1",
                                  "--set", "workload.pairs=[[0," + std::to_string(dst) + "]]"});
     EXPECT_EQ(res.exit_code, 0) << res.err;
-    std::stringstream csv(read_file(out + "/flows.csv"));
-    std::string line;
-    std::getline(csv, line);
-    std::getline(csv, line);
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    for (std::string c; std::getline(ls, c, ',');) {
-        cells.push_back(c);
-    }
+    const std::vector<std::string> cells = csv_cells(read_file(out + "/flows.csv"), 1);
     return cells.size() > 8 ? std::stod(cells[8]) : 0.0;
 }
 

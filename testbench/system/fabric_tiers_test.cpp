@@ -71,17 +71,10 @@ flow_run one_flow(const scratch& s, const std::string& name, const json& topolog
                                  "topology=" + topology.dump(), "--set", "workload=" + w.dump()});
     EXPECT_EQ(res.exit_code, 0) << res.err;
     EXPECT_NE(read_file(out + "/stats.json").find("\"mismatches\": 0"), std::string::npos);
-    std::stringstream csv(read_file(out + "/flows.csv"));
-    std::string line;
-    std::getline(csv, line);
-    std::getline(csv, line);
-    std::vector<std::string> cells;
-    std::stringstream ls(line);
-    for (std::string c; std::getline(ls, c, ',');) {
-        cells.push_back(c);
-    }
+    const std::string flows = read_file(out + "/flows.csv");
+    const std::vector<std::string> cells = csv_cells(flows, 1);
     if (cells.size() < 12 || cells[11] != "1") {
-        ADD_FAILURE() << name << ": flows.csv line: " << line;
+        ADD_FAILURE() << name << ": flows.csv: " << flows;
         return {};
     }
     return {std::stod(cells[8]), std::stod(cells[9])};

@@ -71,6 +71,24 @@ inline uint64_t block_counter(const nlohmann::json& stats, const std::string& bl
     return stats["blocks"][block][name].get<uint64_t>();
 }
 
+// The comma-separated cells of line `index` (0: the header) of `text`, e.g. flows.csv's first
+// flow at index 1; empty when there is no such line.
+inline std::vector<std::string> csv_cells(const std::string& text, size_t index) {
+    std::stringstream in(text);
+    std::string line;
+    for (size_t i = 0; i <= index; ++i) {
+        if (!std::getline(in, line)) {
+            return {};
+        }
+    }
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    for (std::string c; std::getline(ls, c, ',');) {
+        cells.push_back(c);
+    }
+    return cells;
+}
+
 // The first existing executable named `name` on $PATH, or "".
 inline std::string find_tool(const std::string& name) {
     const char* path = std::getenv("PATH");
@@ -214,6 +232,28 @@ inline std::vector<uint8_t> from_hex(const std::string& hex) {
         out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
     }
     return out;
+}
+
+// What a test reads back from one `rnicsim args...` run whose outputs go to `out`: the exit
+// code, stderr, stats.json (null when not written) and wire.pcap (no records when not written).
+struct run_outputs {
+    int exit_code = -1;
+    std::string err;
+    nlohmann::json stats;
+    pcap_file pcap;
+};
+
+inline run_outputs run_and_read(const scratch& s, const std::string& out,
+                                const std::vector<std::string>& args) {
+    const cli_result c = rnicsim(s, args);
+    run_outputs r;
+    r.exit_code = c.exit_code;
+    r.err = c.err;
+    if (fs::exists(out + "/stats.json")) {
+        r.stats = nlohmann::json::parse(read_file(out + "/stats.json"));
+    }
+    r.pcap = read_pcap(out + "/wire.pcap");
+    return r;
 }
 
 }  // namespace rnic::outputs_test

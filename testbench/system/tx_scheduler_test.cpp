@@ -182,36 +182,49 @@ TEST(TxScheduler, FifoKeepsOneMessageAtATime) {
 // ~1.6 ms and more.
 // With "fifo" and congestion control (README, "Timing") B, of another QP at line rate, goes
 // while A's next packet waits for its slot: the same bound holds.
-void paced_qp_does_not_delay_an_unpaced_one(const std::string& policy) {
-    constexpr uint64_t A_BYTES = 1'000'000;
-    constexpr uint64_t B_BYTES = 2'000'000;
-    constexpr double A_MAX_GBPS = 5;
-    json doc = two_nodes(policy,
-                         {{{"src", 0}, {"dst", 1}, {"bytes", A_BYTES}, {"start_ns", 0}},
-                          {{"src", 0}, {"dst", 1}, {"bytes", B_BYTES}, {"start_ns", 50'000}}},
-                         {{"cc",
-                           {{"algorithm", "dcqcn"},
-                            {"dcqcn",
-                             {{"rp_rate_to_set_on_first_cnp", 5000},
-                              {"rp_time_reset", 131071},
-                              {"rp_byte_reset", 0}}}}}});
+// Flow A (node 0 -> node 1, PACED_A_BYTES from 0, marked during its first 40 us) and flow B
+// (B_BYTES from 50 us, never marked) from node `b_src` to node `b_dst`, under `policy`.
+constexpr uint64_t PACED_A_BYTES = 1'000'000;
+constexpr uint64_t B_BYTES = 2'000'000;
+constexpr double A_MAX_GBPS = 5;
+
+rnic::scenario::run_result run_paced_a_with_b(const std::string& policy, int b_src, int b_dst) {
+    json doc =
+        two_nodes(policy,
+                  {{{"src", 0}, {"dst", 1}, {"bytes", PACED_A_BYTES}, {"start_ns", 0}},
+                   {{"src", b_src}, {"dst", b_dst}, {"bytes", B_BYTES}, {"start_ns", 50'000}}},
+                  {{"cc",
+                    {{"algorithm", "dcqcn"},
+                     {"dcqcn",
+                      {{"rp_rate_to_set_on_first_cnp", 5000},
+                       {"rp_time_reset", 131071},
+                       {"rp_byte_reset", 0}}}}}});
     // Flow A's requester talks to node 1's QP 2 (the first QP the flows workload connects).
     doc["topology"]["link"]["faults"] = {{"ecn_mark", 1}, {"qp", 2}, {"window_end_ns", 40'000}};
-    const rnic::scenario::run_result r =
+    rnic::scenario::run_result r =
         rnic::scenario::run_scenario(rnic::scenario::parse_scenario(doc));
     for (const auto& f : r.failures) {
         ADD_FAILURE() << f;
     }
+    EXPECT_EQ(r.mismatches, 0u);
+    return r;
+}
+
+// A is limited: its FCT is at least its bytes after the first 40 us at 5 Gb/s.
+void expect_a_limited(const rnic::scenario::run_result& r) {
+    EXPECT_GT(r.blocks["node0.nic.pacer"]["paced_packets"].get<uint64_t>(), 0u) << "A was paced";
+    EXPECT_GE(r.flows[0].fct_ns(),
+              ns_at(wire_bytes_of_write(PACED_A_BYTES) - 40'000 * RATE_GBPS / 8, A_MAX_GBPS));
+}
+
+void paced_qp_does_not_delay_an_unpaced_one(const std::string& policy) {
+    const rnic::scenario::run_result r = run_paced_a_with_b(policy, 0, 1);
     ASSERT_EQ(r.flows.size(), 2u);
     ASSERT_TRUE(r.flows[0].complete && r.flows[1].complete);
     EXPECT_GT(r.blocks["node1.nic.np"]["cnps_sent"].get<uint64_t>(), 0u) << "A was marked";
-    EXPECT_GT(r.blocks["node0.nic.pacer"]["paced_packets"].get<uint64_t>(), 0u) << "A was paced";
-    // A is limited: its FCT is at least its bytes after the first 40 us at 5 Gb/s.
-    EXPECT_GE(r.flows[0].fct_ns(),
-              ns_at(wire_bytes_of_write(A_BYTES) - 40'000 * RATE_GBPS / 8, A_MAX_GBPS));
+    expect_a_limited(r);
     const double bound = ns_at(wire_bytes_of_write(B_BYTES), RATE_GBPS - A_MAX_GBPS) + 10'000;
     EXPECT_LE(r.flows[1].fct_ns(), bound) << "B's FCT " << r.flows[1].fct_ns() << " ns";
-    EXPECT_EQ(r.mismatches, 0u);
 }
 
 TEST(TxScheduler, PacedQpDoesNotDelayAnUnpacedOne) {
@@ -233,34 +246,13 @@ TEST(TxScheduler, FifoPacedQpDoesNotDelayAnUnpacedOne) {
 // behind one of A's packets and what the send path holds). Before, the ACK waited behind A's
 // whole paced message: B's FCT was ~1.5 ms.
 TEST(TxScheduler, FifoPacedWriteDoesNotHoldItsNodesAcks) {
-    constexpr uint64_t A_BYTES = 1'000'000;
-    constexpr uint64_t B_BYTES = 2'000'000;
-    constexpr double A_MAX_GBPS = 5;
-    json doc = two_nodes("fifo",
-                         {{{"src", 0}, {"dst", 1}, {"bytes", A_BYTES}, {"start_ns", 0}},
-                          {{"src", 1}, {"dst", 0}, {"bytes", B_BYTES}, {"start_ns", 50'000}}},
-                         {{"cc",
-                           {{"algorithm", "dcqcn"},
-                            {"dcqcn",
-                             {{"rp_rate_to_set_on_first_cnp", 5000},
-                              {"rp_time_reset", 131071},
-                              {"rp_byte_reset", 0}}}}}});
-    doc["topology"]["link"]["faults"] = {{"ecn_mark", 1}, {"qp", 2}, {"window_end_ns", 40'000}};
-    const rnic::scenario::run_result r =
-        rnic::scenario::run_scenario(rnic::scenario::parse_scenario(doc));
-    for (const auto& f : r.failures) {
-        ADD_FAILURE() << f;
-    }
+    const rnic::scenario::run_result r = run_paced_a_with_b("fifo", 1, 0);
     ASSERT_EQ(r.flows.size(), 2u);
     ASSERT_TRUE(r.flows[0].complete && r.flows[1].complete);
-    EXPECT_GT(r.blocks["node0.nic.pacer"]["paced_packets"].get<uint64_t>(), 0u) << "A was paced";
-    // A is still limited: at least its bytes after the first 40 us at 5 Gb/s.
-    EXPECT_GE(r.flows[0].fct_ns(),
-              ns_at(wire_bytes_of_write(A_BYTES) - 40'000 * RATE_GBPS / 8, A_MAX_GBPS));
+    expect_a_limited(r);
     const double bound = ns_at(wire_bytes_of_write(B_BYTES), RATE_GBPS) + 10'000;
     EXPECT_LE(r.flows[1].fct_ns(), bound) << "B's FCT " << r.flows[1].fct_ns() << " ns";
     EXPECT_GT(r.blocks["node0.nic.tx_engine"]["paced_bypasses"].get<uint64_t>(), 0u);
-    EXPECT_EQ(r.mismatches, 0u);
 }
 
 // --- The congestion window is enforced ----------------------------------------------------
