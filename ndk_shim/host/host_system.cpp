@@ -82,27 +82,63 @@ bool in_thread() {
 
 // Kernel virtual addresses travel on the wire (RETH VAs of registered buffers), so they must
 // not depend on the process: each host maps its allocations at consecutive addresses of its own
-// fixed region (host_config::va_region), in allocation order, one guard page apart. Same
+// fixed region (host_config::va_region), in allocation order, one unused page apart. Same
 // config, same addresses, same bytes (whichever send path implementation or sanitizer allocates
-// around them, and whichever other hosts the process simulates). If the kernel cannot place a
-// mapping there, it goes anywhere (still correct, no longer reproducible).
+// around them, and whichever other hosts the process simulates).
+//
+// The region is ONE mapping, made at the host's first allocation (MAP_NORESERVE: only touched
+// pages cost memory), and free() gives pages back with madvise instead of munmap. A mapping per
+// allocation would cost the process one kernel map entry each, and Linux caps those at
+// vm.max_map_count (65,530 by default): 1,024 hosts ran out. With one region per host the count
+// is the number of hosts. If the kernel cannot place the region at its address, or the region
+// is full, an allocation gets its own mapping anywhere (still correct, no longer reproducible).
 constexpr uint64_t VA_BASE = uint64_t{0x4000} << 32;
 constexpr uint64_t VA_REGION_BYTES = uint64_t{16} << 30;
 uint64_t g_next_auto_region = 0;
 
-uint8_t* map_kernel_va(uint64_t& next_va, size_t bytes) {
-    void* hint = reinterpret_cast<void*>(static_cast<uintptr_t>(next_va));
-    void* p = mmap(hint, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-        return nullptr;
-    }
-    if (p == hint) {
-        next_va += bytes + PAGE;
-    }
-    return static_cast<uint8_t*>(p);  // zero-filled
+uint8_t* map_anywhere(size_t bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);  // zero-filled
 }
 }  // namespace
+
+uint8_t* host_system::map_kernel_va(size_t bytes) {
+    if (m_region_state == region_state::unmapped) {
+        void* hint = reinterpret_cast<void*>(static_cast<uintptr_t>(m_next_va));
+        void* p = mmap(hint, VA_REGION_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == hint) {
+            m_region_state = region_state::mapped;
+        } else {
+            if (p != MAP_FAILED) {
+                munmap(p, VA_REGION_BYTES);
+            }
+            m_region_state = region_state::unavailable;
+        }
+    }
+    const uint64_t region_end = m_region_base + VA_REGION_BYTES;
+    if (m_region_state == region_state::mapped && bytes <= region_end - m_next_va) {
+        auto* p = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(m_next_va));
+        m_next_va = std::min(region_end, m_next_va + bytes + PAGE);
+        return p;  // never handed out before: zero-filled
+    }
+    return map_anywhere(bytes);
+}
+
+bool host_system::in_region(const uint8_t* base) const {
+    const auto a = reinterpret_cast<uintptr_t>(base);
+    return m_region_state == region_state::mapped && a >= m_region_base &&
+           a < m_region_base + VA_REGION_BYTES;
+}
+
+void host_system::unmap_kernel_va(uint8_t* base, size_t bytes) {
+    if (in_region(base)) {
+        madvise(base, bytes, MADV_DONTNEED);  // the pages go back; the addresses are not reused
+    } else {
+        munmap(base, bytes);
+    }
+}
 
 host_system::host_system(sc_core::sc_module_name name, const host_config& cfg,
                          fabric::host_memory& memory, fabric::pcie_link& pcie, hw::sim_context& ctx)
@@ -111,8 +147,9 @@ host_system::host_system(sc_core::sc_module_name name, const host_config& cfg,
     , m_memory(memory)
     , m_ctx(ctx)
     , m_next_page(cfg.dram_base / PAGE)
-    , m_next_va(VA_BASE + (cfg.va_region == UINT64_MAX ? g_next_auto_region++ : cfg.va_region) *
-                              VA_REGION_BYTES)
+    , m_region_base(VA_BASE + (cfg.va_region == UINT64_MAX ? g_next_auto_region++ : cfg.va_region) *
+                                  VA_REGION_BYTES)
+    , m_next_va(m_region_base)
     , m_rng(cfg.seed * 0x9E3779B97F4A7C15ull + 0x1234567ull)
     , m_isr(hsi::MSIX_VECTORS)
     , m_isr_queued(hsi::MSIX_VECTORS, false)
@@ -147,13 +184,18 @@ host_system::~host_system() {
         for (uint64_t p : a.pages) {
             m_memory.unmap_external(p);
         }
-        munmap(a.base, a.bytes);
+        if (!in_region(a.base)) {
+            munmap(a.base, a.bytes);
+        }
+    }
+    if (m_region_state == region_state::mapped) {
+        munmap(reinterpret_cast<void*>(static_cast<uintptr_t>(m_region_base)), VA_REGION_BYTES);
     }
 }
 
 void* host_system::alloc(size_t bytes, bool contiguous) {
     const size_t n = std::max<size_t>(1, (bytes + PAGE - 1) / PAGE);
-    uint8_t* base = map_kernel_va(m_next_va, n * PAGE);
+    uint8_t* base = map_kernel_va(n * PAGE);
     if (base == nullptr) {
         SC_REPORT_ERROR(name(), "host memory allocation failed");
         return nullptr;
@@ -195,7 +237,7 @@ void host_system::free(void* va) {
     for (uint64_t p : it->second.pages) {
         m_memory.unmap_external(p);
     }
-    munmap(it->second.base, it->second.bytes);
+    unmap_kernel_va(it->second.base, it->second.bytes);
     m_allocs.erase(it);
 }
 

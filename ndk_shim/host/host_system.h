@@ -118,6 +118,11 @@ public:
 
 private:
     void dpc_thread();
+    // The host's kernel virtual memory: `bytes` (whole pages) at the next address of its region,
+    // zero-filled; and the way back (see host_system.cpp).
+    uint8_t* map_kernel_va(size_t bytes);
+    void unmap_kernel_va(uint8_t* base, size_t bytes);
+    bool in_region(const uint8_t* base) const;
 
     host_config m_cfg;
     fabric::host_memory& m_memory;
@@ -129,7 +134,10 @@ private:
     };
     std::map<uintptr_t, allocation> m_allocs;  // by base VA
     uint64_t m_next_page;
-    uint64_t m_next_va;  // where the next allocation is mapped (this host's region)
+    enum class region_state : uint8_t { unmapped, mapped, unavailable };
+    region_state m_region_state = region_state::unmapped;
+    uint64_t m_region_base;  // this host's region of kernel virtual addresses
+    uint64_t m_next_va;      // where the next allocation is mapped in it
     uint64_t m_rng;
     std::vector<std::function<void()>> m_isr;
     std::vector<bool> m_isr_queued;  // an ISR run for this vector is already queued
