@@ -42,6 +42,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs"))
+from check_config import strip_comments  # noqa: E402  (JSON with comments, as rnicsim reads it)
+
 # Outputs that may differ: the simulator's speed, and the effective config (its outputs.dir).
 MAY_DIFFER = {"speed.json", "config.json"}
 
@@ -72,30 +75,6 @@ CUT_DURATION_US = 200  # arrivals of a cdf-driven flow workload
 # fabric's are hundreds of MB even cut (writing and comparing them would be most of the label's
 # time), and their partition-independent order is the same code as a 16-node fabric's.
 CUT_ALL_OUTPUTS_NODES = 16
-
-
-def strip_comments(text):
-    """JSON with // and /* */ comments (as rnicsim reads it) to plain JSON; strings kept."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def multi_node(path):
