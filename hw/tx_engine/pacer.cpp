@@ -12,6 +12,8 @@ namespace rnic::hw {
 pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps, sim_context& ctx)
     : m_clk(clk)
     , m_rate(max_qps, 0)
+    , m_before(max_qps, 0)
+    , m_set_at(max_qps, 0)
     , m_last(max_qps)
     , m_refused_at(max_qps, 0) {
     ctx.stats.add(name, "paced_packets", m_stats.paced_packets, "count",
@@ -21,17 +23,30 @@ pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps,
 }
 
 void pacer::set_rate(uint32_t qpn, uint64_t rate_mbps) {
-    if (qpn < m_rate.size() && m_rate[qpn] != rate_mbps) {
-        m_rate[qpn] = rate_mbps;
-        if (m_waiting != 0) {
-            m_rate_changed.notify(sc_core::SC_ZERO_TIME);
-        }
+    if (qpn >= m_rate.size() || m_rate[qpn] == rate_mbps) {
+        return;
     }
+    if (!sc_core::sc_is_running()) {
+        m_rate[qpn] = rate_mbps;  // before the simulation: at once
+        m_set_at[qpn] = 0;
+        return;
+    }
+    const uint64_t at = sc_core::sc_time_stamp().value() + 1;
+    if (m_set_at[qpn] != at) {
+        m_before[qpn] = m_rate[qpn];  // the first change at this instant: the rate until now
+        m_set_at[qpn] = at;
+    }
+    m_rate[qpn] = rate_mbps;
+    // Waiters re-book once the rate is in effect, one time unit from now. Notified whether or
+    // not one waits now: a packet that starts to wait later at this instant (its booking made
+    // at the old rate) must be re-booked too, in whichever order the kernel runs the two.
+    m_rate_changed.notify(sc_core::sc_time::from_value(1));
 }
 
 void pacer::reset(uint32_t qpn) {
     if (qpn < m_rate.size()) {
         m_rate[qpn] = 0;
+        m_set_at[qpn] = 0;  // at once: the QP is gone or starts again
         m_last[qpn] = booking{};
         m_refused_at[qpn] = 0;
         if (m_waiting != 0) {
@@ -41,12 +56,13 @@ void pacer::reset(uint32_t qpn) {
 }
 
 uint64_t pacer::reserve(uint32_t qpn, uint64_t now_ps, uint32_t wire_bytes) {
-    if (qpn >= m_rate.size() || m_rate[qpn] == 0) {
+    const uint64_t rate = rate_in_effect(qpn);
+    if (rate == 0) {
         return now_ps;
     }
     // bytes * 8 bit / (rate Mb/s) = bytes * 8e6 / rate ps.
     const booking& last = m_last[qpn];
-    const uint64_t free_ps = last.start_ps + last.wire * 8'000'000 / m_rate[qpn];
+    const uint64_t free_ps = last.start_ps + last.wire * 8'000'000 / rate;
     const uint64_t start = std::max(now_ps, free_ps);
     m_last[qpn] = booking{start, wire_bytes};
     return start;
@@ -72,7 +88,7 @@ uint64_t pacer::try_pace(const tx_descriptor& d, uint32_t index) {
     const auto wire = static_cast<uint32_t>(roce::wire_bytes(plan.frame_bytes));
     const uint64_t now_ps = now_in_ps();
     const booking& last = m_last[qpn];
-    const uint64_t free_ps = last.start_ps + last.wire * 8'000'000 / m_rate[qpn];
+    const uint64_t free_ps = last.start_ps + last.wire * 8'000'000 / rate_in_effect(qpn);
     if (free_ps > now_ps) {
         if (m_refused_at[qpn] == 0) {
             m_refused_at[qpn] = now_ps + 1;  // waits from now (0: not waiting)
@@ -118,7 +134,7 @@ void pacer::pace(const tx_descriptor& d, uint32_t index) {
         return;  // ACKs / NAKs are not rate limited
     }
     const uint32_t qpn = d.src_qpn;
-    const bool limited = qpn < m_rate.size() && m_rate[qpn] != 0;
+    const bool limited = this->limited(qpn);
     if (!limited && !m_listener) {
         return;
     }

@@ -22,8 +22,15 @@ class pacer {
 public:
     pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps, sim_context& ctx);
 
-    // Rate of `qpn` in Mb/s; 0: line rate (not paced).
+    // Rate of `qpn` in Mb/s; 0: line rate (not paced). Same-instant rule (issue 23): a rate set
+    // at simulated time t applies to what the pacer decides after t, as a rate register written
+    // at a clock edge is read by the scheduler from the next one: every booking and limited()
+    // at t uses the rate from before t, whichever process the kernel runs first at t (the
+    // order a partitioned run, or any unrelated event, changes: testbench/distributed/README.md
+    // "Same-instant order"). A packet waiting for its slot is re-booked at the new rate one
+    // time unit after t. Before the simulation runs (elaboration, unit tests) it applies at once.
     void set_rate(uint32_t qpn, uint64_t rate_mbps);
+    // The rate last set (what congestion control decided), in effect or about to be.
     uint64_t rate(uint32_t qpn) const { return qpn < m_rate.size() ? m_rate[qpn] : 0; }
     // The QP was reset or destroyed: line rate, no booking.
     void reset(uint32_t qpn);
@@ -50,9 +57,9 @@ public:
     // scheduler's burst; a limited QP's burst is one packet, so only a rate cut during the burst
     // makes this early) and tells the listener.
     void pass(const tx_descriptor& d, uint32_t index);
-    bool limited(uint32_t qpn) const { return qpn < m_rate.size() && m_rate[qpn] != 0; }
-    // A rate change of any QP, notified while someone watches (the scheduler waits on it while
-    // a skipped QP is not due).
+    bool limited(uint32_t qpn) const { return rate_in_effect(qpn) != 0; }
+    // A rate change of any QP, notified one time unit after the change (when the new rate is in
+    // effect: set_rate), for the scheduler that waits on it while a skipped QP is not due.
     const sc_core::sc_event& rate_changed_event() const { return m_rate_changed; }
     void watch(bool on) { on ? ++m_waiting : --m_waiting; }
     // Told of every packet of a requester or READ-response message as it is handed on:
@@ -69,14 +76,25 @@ public:
 
 private:
     const clock_domain& m_clk;
-    std::vector<uint64_t> m_rate;  // Mb/s, 0: line rate
+    // The rate bookings use now (set_rate's rule): m_rate unless it was set at this instant.
+    uint64_t rate_in_effect(uint32_t qpn) const {
+        if (qpn >= m_rate.size()) {
+            return 0;
+        }
+        return m_set_at[qpn] != 0 && m_set_at[qpn] == sc_core::sc_time_stamp().value() + 1
+                   ? m_before[qpn]
+                   : m_rate[qpn];
+    }
+    std::vector<uint64_t> m_rate;    // Mb/s, 0: line rate
+    std::vector<uint64_t> m_before;  // the rate before the instant of the last change
+    std::vector<uint64_t> m_set_at;  // 1 + kernel time of the last change while running (0: none)
     struct booking {
         uint64_t start_ps = 0;  // start of the last booked packet's slot
         uint64_t wire = 0;      // its wire bytes (0: none booked)
     };
     std::vector<booking> m_last;
     std::vector<uint64_t> m_refused_at;  // try_pace: first refusal of the waiting packet + 1 ps
-    sc_core::sc_event m_rate_changed;    // notified only while a packet waits (m_waiting)
+    sc_core::sc_event m_rate_changed;    // set_rate: always; reset: while a packet waits
     uint32_t m_waiting = 0;
     std::function<void(uint32_t, uint32_t, uint32_t)> m_listener;
     stats m_stats;

@@ -94,34 +94,6 @@ bool load(const options& o, rnic::scenario::scenario_config& cfg, bool print = t
     }
 }
 
-// Writes every output of a finished run into the staging folder (rank 0 alone in a
-// partitioned run) and returns the summary.
-std::string write_outputs(const rnic::output::output_dir& dir,
-                          const rnic::scenario::scenario_config& cfg,
-                          const rnic::scenario::run_result& r) {
-    const std::string summary = rnic::output::make_summary(cfg, r);
-    nlohmann::json stats = rnic::output::make_stats_json(r);
-    if (rnic::output::has_fabric_outputs(cfg, r)) {
-        // Fabric scenarios: per-flow results (today's single flow back to back keeps its
-        // outputs as they were).
-        stats["fabric"] = rnic::output::make_fabric_json(cfg, r);
-        dir.write("flows.csv", rnic::output::make_flows_csv(cfg, r));
-    }
-    dir.write("stats.json", rnic::output::to_file_text(stats));
-    dir.write("summary.txt", summary);
-    dir.write("config.json", rnic::output::to_file_text(cfg.effective));
-    if (!r.cc_csv.empty()) {
-        dir.write("cc.csv", r.cc_csv);  // congestion control on: rates over time
-    }
-    for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
-        dir.write(name, text);
-    }
-    // The one file that differs between two runs of the same config: kept apart so that
-    // every other file is byte for byte the same.
-    dir.write("speed.json", rnic::output::to_file_text(rnic::output::make_speed_json(r)));
-    return summary;
-}
-
 rnic::scenario::run_options staged_options(const rnic::scenario::scenario_config& cfg,
                                            const rnic::output::output_dir& dir) {
     rnic::scenario::run_options opts;
@@ -164,7 +136,7 @@ int run(const options& o) {
         rnic::output::output_dir dir(cfg.outputs.dir);
         const rnic::scenario::run_result r =
             rnic::scenario::run_scenario(cfg, staged_options(cfg, dir));
-        const std::string summary = write_outputs(dir, cfg, r);
+        const std::string summary = rnic::output::write_run_outputs(dir, cfg, r);
         // A finished run keeps its outputs even when a check failed: they say what went wrong.
         dir.commit();
         return report(cfg, r, summary);
@@ -396,7 +368,7 @@ int run_rank(const options& o, rnic::distributed::mpi_comm& comm) {
     try {
         r = rnic::scenario::run_scenario(cfg, opts);
         if (rank == 0) {
-            summary = write_outputs(*dir, cfg, r);
+            summary = rnic::output::write_run_outputs(*dir, cfg, r);
         }
     } catch (const std::exception& e) {
         // A model error, or a collective that failed because a peer is gone: the other ranks

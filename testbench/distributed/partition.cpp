@@ -141,7 +141,7 @@ sc_core::sc_time link_latency(const scenario::topology_config& t, const scenario
     const double ps_per_byte = 8000.0 / l.cfg.rate_gbps;
     sc_core::sc_time best = sc_core::sc_max_time();
     for (const scenario::link_end& rx : {l.a, l.b}) {
-        const bool ct = rx.is_switch && t.sw.cut_through;
+        const bool ct = t.cut_through(rx);  // the receiver's own (per-tier) setting
         // As eth_link's serializer: the last bit (wire - 12 bytes of the 84-byte minimum slot),
         // or, for a cut-through receiver, the 8-byte preamble and the frame's first bytes (at
         // least none: a lower bound).

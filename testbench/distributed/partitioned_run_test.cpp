@@ -196,6 +196,21 @@ TEST(Partition, LookaheadIsTheShortestCutLinkLatency) {
         << "nothing cut: no windows";
 }
 
+// Issue 23: the receiver's own cut-through setting (a generator's per-tier key), not
+// topology.switch's: configs/fabric/oversubscribed_2to1.json's cut-through leaves behind 400 Gb/s
+// uplinks take a frame 8 bytes (the preamble) after its first bit, so the lookahead is 100 ns +
+// 8 x 8 / 400 ns. With topology.switch's store-and-forward default (72 bytes, 101.44 ns) frames
+// arrived inside the window that had just ended (2 and 3 ranks differed from one process).
+TEST(Partition, LookaheadUsesTheReceiversOwnCutThrough) {
+    const auto cfg = load(
+        R"({"leaf_spine": {"leaves": 2, "spines": 1, "hosts_per_leaf": 2,
+                           "leaf": {"cut_through": true}, "uplink": {"rate_gbps": 400}},
+            "link": {"rate_gbps": 100, "propagation_ns": 100}})");
+    const auto p = rnic::distributed::automatic_partition(cfg.topology, 2);
+    EXPECT_EQ(rnic::distributed::lookahead(cfg.topology, p),
+              sc_core::sc_time(100 + 8 * 8 / 400.0, sc_core::SC_NS));  // 100.16 ns
+}
+
 TEST(Partition, ExplicitPartitionErrorsNameTheirPath) {
     const std::string base = R"({"star": {"hosts": 3}, "partition": )";
     auto errors = [&](const std::string& partition) {

@@ -38,10 +38,25 @@ endforeach()
 file(COPY "${SOURCE_DIR}/examples/out_of_tree/CMakeLists.txt" "${SOURCE_DIR}/examples/pingpong_latency.cpp"
      DESTINATION "${work}")
 
-# 1. CMake package.
-step(${CMAKE_COMMAND} -S "${work}" -B "${work}/build" -DCMAKE_PREFIX_PATH=${prefix}
-     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX})
-step(${CMAKE_COMMAND} --build "${work}/build")
+# 1. CMake package, configured exactly as README "Consumer programs" and
+# examples/out_of_tree/CMakeLists.txt tell a user: `cmake -S . -B build
+# -DCMAKE_PREFIX_PATH=<prefix> && cmake --build build`, in the consumer's folder, with CMake's
+# default generator (Unix Makefiles: `make` must be there, scripts/setup installs it) and no
+# build type. Only the compiler comes from the environment (CXX, as a user's shell would set
+# it), so the consumer is built by the compiler that built the library. A CMAKE_GENERATOR in
+# the test's environment would hide a missing default generator: it is unset.
+set(consumer_env ${CMAKE_COMMAND} -E env --unset=CMAKE_GENERATOR CXX=${CXX})
+function(consumer_step)
+  execute_process(COMMAND ${consumer_env} ${ARGN} WORKING_DIRECTORY "${work}" RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    file(REMOVE_RECURSE "${tmp}")
+    message(FATAL_ERROR "out-of-tree consumer: `${ARGN}` in ${work} failed (${rc}):\n${out}\n${err}")
+  endif()
+  message(STATUS "ok: ${ARGN}")
+endfunction()
+consumer_step(cmake -S . -B build -DCMAKE_PREFIX_PATH=${prefix})
+consumer_step(cmake --build build)
 step(${CMAKE_COMMAND} -E env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 "${work}/build/pingpong_latency")
 
 # 2. pkg-config.

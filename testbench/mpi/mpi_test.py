@@ -13,10 +13,27 @@
       must exit non-zero, every other rank must print its own error line, and neither the output
       folder nor its staging folder may be left.
 
+  mpi_test.py --rnicsim BIN --work DIR kernel_order SCENARIO [--set P=V]...
+      the same scenario in one process (--kernel-order-check BIN: testbench/system/
+      kernel_order_check.cpp) with unrelated timed events every 10 ns over 90 % of the
+      reference's simulated time, into DIR/kernel_order: every output must be byte for byte the
+      reference's, as for `ranks` (the same-instant order of the kernel must decide nothing).
+  mpi_test.py scenarios FILE...
+      (CMake, at configure time) prints those of FILE... that are multi-node scenarios: a
+      switch (topology.star, leaf_spine, fat_tree, switches or links) or more than two nodes;
+      not sweeps (a "parameters" member) nor NIC presets (configs/hw/).
+
+--cut (single, ranks, kernel_order): before the scenario's own --set, the cut that keeps a run
+short (cut_sets(): at most CUT_BYTES per flow or message stream, CUT_DURATION_US of web-search
+arrivals; wire.pcap, trace.json and waves.vcd on up to CUT_ALL_OUTPUTS_NODES nodes), from the
+effective config `rnicsim show-config` prints; the same for every run of a scenario, so the
+runs compare.
+
 Exit 0 when the test holds, 1 with the reason otherwise.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -24,6 +41,9 @@ import signal
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs"))
+from check_config import strip_comments  # noqa: E402  (JSON with comments, as rnicsim reads it)
 
 # Outputs that may differ: the simulator's speed, and the effective config (its outputs.dir).
 MAY_DIFFER = {"speed.json", "config.json"}
@@ -44,9 +64,65 @@ def env():
     return e
 
 
-def run_args(a, out):
-    args = [a.rnicsim, "run", a.scenario, "--out", out]
-    for s in a.set or []:
+# The cut (--cut): what a run of one scenario may move at most. Sized so that a run of the
+# largest shipped scenario (64 nodes) takes about a second in one process, which keeps the
+# whole label (every scenario on one process, 2 and 3 ranks, and the kernel-order run) within a
+# few minutes on 2 cores; large enough that congestion control cuts rates, PFC pauses and
+# queues build (the cases whose same-instant order mattered).
+CUT_BYTES = 1 << 20  # per message stream (messages x message_bytes) or per listed flow
+CUT_DURATION_US = 200  # arrivals of a cdf-driven flow workload
+# wire.pcap, trace.json and waves.vcd are on in a cut run of at most this many nodes; a 64-node
+# fabric's are hundreds of MB even cut (writing and comparing them would be most of the label's
+# time), and their partition-independent order is the same code as a 16-node fabric's.
+CUT_ALL_OUTPUTS_NODES = 16
+
+
+def multi_node(path):
+    """A scenario with a switch or more than two nodes (what a partition can split)."""
+    if os.path.basename(os.path.dirname(os.path.abspath(path))) == "hw":
+        return False  # a NIC preset (configs/hw/)
+    with open(path) as f:
+        doc = json.loads(strip_comments(f.read()))
+    if not isinstance(doc, dict) or "parameters" in doc:
+        return False  # a sweep
+    t = doc.get("topology", {})
+    if any(k in t for k in ("star", "leaf_spine", "fat_tree", "switches", "links")):
+        return True
+    return isinstance(t.get("nodes"), list) and len(t["nodes"]) > 2
+
+
+def cut_sets(a):
+    """The --set overrides that cut the scenario's workload (cut_sets docstring: module doc)."""
+    p = subprocess.run([a.rnicsim, "show-config", a.scenario] + sum((["--set", s] for s in a.set or []), []),
+                       env=env(), capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"rnicsim show-config exited {p.returncode}:\n{p.stderr[-3000:]}")
+    eff = json.loads(p.stdout)
+    w = eff.get("workload", {})
+    nodes = len(eff.get("topology", {}).get("nodes", [None, None]))
+    on = "true" if nodes <= CUT_ALL_OUTPUTS_NODES else "false"
+    sets = [f"outputs.{o}={on}" for o in ("pcap", "trace", "waves")]
+    if isinstance(w.get("flows"), list) and w["flows"]:
+        for i, f in enumerate(w["flows"]):
+            if f.get("bytes", 0) > CUT_BYTES:
+                sets.append(f"workload.flows.{i}.bytes={CUT_BYTES}")
+    elif w.get("cdf"):
+        if w.get("duration_us", 0) > CUT_DURATION_US:
+            sets.append(f"workload.duration_us={CUT_DURATION_US}")
+    elif w.get("pattern") == "ring_allreduce":
+        if w.get("message_bytes", 0) > CUT_BYTES // 4:
+            sets.append(f"workload.message_bytes={CUT_BYTES // 4}")
+    else:
+        mb = max(1, w.get("message_bytes", 1))
+        want = max(w.get("qps", 1), math.ceil(CUT_BYTES / mb))
+        if w.get("messages", 0) > want:
+            sets.append(f"workload.messages={want}")
+    return sets
+
+
+def run_args(a, out, binary=None):
+    args = [binary or a.rnicsim] + ([] if binary else ["run"]) + [a.scenario, "--out", out]
+    for s in (a.cut or []) + (a.set or []):
         args += ["--set", s]
     return args
 
@@ -71,10 +147,26 @@ def ranks(a):
                        text=True, timeout=a.timeout)
     if p.returncode != 0:
         fail(f"--ranks {a.n} exited {p.returncode}:\n{p.stderr[-3000:]}")
+    compare(ref, out, f"--ranks {a.n}")
+    with open(os.path.join(out, "speed.json")) as s:
+        speed = json.load(s)
+    per_rank = speed.get("ranks", [])
+    if [r.get("rank") for r in per_rank] != list(range(a.n)):
+        fail(f"speed.json: want one 'ranks' entry per rank 0..{a.n - 1}, got {per_rank}")
+    # Partitioned: every rank took part in the windows, and at least two simulated something (a
+    # rank may hold nothing when there are more ranks than elements to give them).
+    if a.n > 1 and (any(r.get("windows", 0) == 0 for r in per_rank) or
+                    sum(r.get("delta_cycles", 0) > 0 for r in per_rank) < 2):
+        fail(f"speed.json: a rank without windows, or fewer than two with events (not "
+             f"partitioned?): {per_rank}")
+
+
+def compare(ref, out, what):
+    """Every file of the reference run but MAY_DIFFER byte for byte in `out`, none more or less."""
     want = set(os.listdir(ref)) - MAY_DIFFER
     got = set(os.listdir(out)) - MAY_DIFFER
     if want != got:
-        fail(f"--ranks {a.n} wrote {sorted(got)}, the single process {sorted(want)}")
+        fail(f"{what} wrote {sorted(got)}, the single process {sorted(want)}")
     differ = []
     for f in sorted(want):
         with open(os.path.join(ref, f), "rb") as x, open(os.path.join(out, f), "rb") as y:
@@ -89,18 +181,36 @@ def ranks(a):
             line = bx[:at].count(b"\n")
             lx, ly = bx.split(b"\n"), by.split(b"\n")
             msg += (f", line {line + 1}:\n  single : {lx[line][:200].decode(errors='replace')}"
-                    f"\n  ranks{a.n}: {ly[line][:200].decode(errors='replace') if line < len(ly) else ''}")
+                    f"\n  {what}: {ly[line][:200].decode(errors='replace') if line < len(ly) else ''}")
         print(msg)
         differ.append(f)
     if differ:
-        fail(f"--ranks {a.n} differs from the single process in {', '.join(differ)}")
-    with open(os.path.join(out, "speed.json")) as s:
-        speed = json.load(s)
-    per_rank = speed.get("ranks", [])
-    if [r.get("rank") for r in per_rank] != list(range(a.n)):
-        fail(f"speed.json: want one 'ranks' entry per rank 0..{a.n - 1}, got {per_rank}")
-    if a.n > 1 and any(r.get("windows", 0) == 0 or r.get("delta_cycles", 0) == 0 for r in per_rank):
-        fail(f"speed.json: a rank without windows or events (not partitioned?): {per_rank}")
+        fail(f"{what} differs from the single process in {', '.join(differ)}")
+
+
+def kernel_order(a):
+    ref = os.path.join(a.work, "single")
+    if not os.path.isdir(ref):
+        fail(f"no reference run in {ref} (the `single` test runs first: ctest fixture)")
+    with open(os.path.join(ref, "stats.json")) as f:
+        simulated_ns = json.load(f)["sim"]["simulated_ns"]
+    out = os.path.join(a.work, "kernel_order")
+    shutil.rmtree(out, ignore_errors=True)
+    span_us = 0.9 * simulated_ns / 1000.0
+    if span_us < 0.05:
+        fail(f"the reference run simulated {simulated_ns} ns: too short for the check")
+    args = run_args(a, out, a.kernel_order_check) + ["--from-us", "0", "--span-us", f"{span_us:.3f}"]
+    p = subprocess.run(args, env=env(), capture_output=True, text=True, timeout=a.timeout)
+    if p.returncode != 0:
+        fail(f"the run with unrelated events exited {p.returncode}:\n{p.stderr[-3000:]}")
+    print(f"unrelated events every 10 ns over the first {span_us:.3f} us")
+    compare(ref, out, "with unrelated events")
+
+
+def scenarios(a):
+    for f in a.files:
+        if multi_node(f):
+            print(f)
 
 
 def rank_pids(launcher_pid):
@@ -175,13 +285,16 @@ def death(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rnicsim", required=True)
-    ap.add_argument("--work", required=True)
+    ap.add_argument("--rnicsim")
+    ap.add_argument("--kernel-order-check", help="the kernel_order_check binary (kernel_order)")
+    ap.add_argument("--work")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--cut", action="store_true", help="cut the workload (cut_sets)")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("single")
-    s.add_argument("scenario")
-    s.add_argument("--set", action="append")
+    for name in ("single", "kernel_order"):
+        s = sub.add_parser(name)
+        s.add_argument("scenario")
+        s.add_argument("--set", action="append")
     r = sub.add_parser("ranks")
     r.add_argument("n", type=int)
     r.add_argument("scenario")
@@ -191,8 +304,20 @@ def main():
     d.add_argument("victim", type=int)
     d.add_argument("scenario")
     d.add_argument("--set", action="append")
+    sc = sub.add_parser("scenarios")
+    sc.add_argument("files", nargs="*")
     a = ap.parse_args()
-    {"single": single, "ranks": ranks, "death": death}[a.cmd](a)
+    if a.cmd == "scenarios":
+        scenarios(a)
+        return
+    if not a.rnicsim or not a.work:
+        ap.error("--rnicsim and --work are required")
+    if a.cmd == "kernel_order" and not a.kernel_order_check:
+        ap.error("kernel_order needs --kernel-order-check")
+    a.cut = cut_sets(a) if a.cut else []
+    if a.cut:
+        print(f"cut: {' '.join(a.cut)}")
+    {"single": single, "ranks": ranks, "death": death, "kernel_order": kernel_order}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include "testbench/output/run_report.h"
 
 #include "testbench/output/flows_report.h"
+#include "testbench/output/output_dir.h"
 
 #include <fmt/format.h>
 
@@ -140,6 +141,31 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
             f["slowdown"]["all"]["p50"].get<double>(), f["slowdown"]["all"]["p99"].get<double>());
     }
     return s;
+}
+
+std::string write_run_outputs(const output_dir& dir, const scenario::scenario_config& cfg,
+                              const scenario::run_result& r) {
+    const std::string summary = make_summary(cfg, r);
+    nlohmann::json stats = make_stats_json(r);
+    if (has_fabric_outputs(cfg, r)) {
+        // Fabric scenarios: per-flow results (today's single flow back to back keeps its
+        // outputs as they were).
+        stats["fabric"] = make_fabric_json(cfg, r);
+        dir.write("flows.csv", make_flows_csv(cfg, r));
+    }
+    dir.write("stats.json", to_file_text(stats));
+    dir.write("summary.txt", summary);
+    dir.write("config.json", to_file_text(cfg.effective));
+    if (!r.cc_csv.empty()) {
+        dir.write("cc.csv", r.cc_csv);  // congestion control on: rates over time
+    }
+    for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
+        dir.write(name, text);
+    }
+    // The one file that differs between two runs of the same config: kept apart so that
+    // every other file is byte for byte the same.
+    dir.write("speed.json", to_file_text(make_speed_json(r)));
+    return summary;
 }
 
 }  // namespace rnic::output

@@ -12,6 +12,8 @@
 
 namespace rnic::output {
 
+class output_dir;
+
 // stats.json: {"blocks": {<module>: {<counter>: v}}, "summary": {...}, "stages": {<stage>:
 // {...}}, "stages_by_block": {<block>: {<stage>: {...}}}, "integrity": {...}, "sim": {...},
 // "result": {...}} (configs/README.md lists the keys). A function of the config alone: two runs
@@ -28,6 +30,13 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
 
 // One line for the terminal (stderr): "rnicsim: simulator speed: 1.234 s wall, ...".
 std::string make_speed_line(const scenario::run_result& r);
+
+// Writes every output of a finished run that is not streamed while it runs (stats.json,
+// flows.csv on a fabric, summary.txt, config.json, cc.csv with congestion control, the run's
+// extra files, speed.json) into `dir`'s staging folder, as `rnicsim run` does (rank 0 alone in a
+// partitioned run); returns the summary. Throws output_dir_error.
+std::string write_run_outputs(const output_dir& dir, const scenario::scenario_config& cfg,
+                              const scenario::run_result& r);
 
 // JSON text as written to stats.json / config.json: 2-space indent, sorted keys, final newline.
 std::string to_file_text(const nlohmann::json& j);

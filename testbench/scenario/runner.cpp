@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include <systemc>
@@ -78,7 +80,7 @@ struct testbench {
             for (int side = 0; side < 2; ++side) {
                 const link_end& e = side == 0 ? l.a : l.b;
                 if (!here(e)) {
-                    links.back()->set_remote(side, e.is_switch && t.sw.cut_through);
+                    links.back()->set_remote(side, t.cut_through(e));
                     if (waves != nullptr) {  // the other rank sends in this direction
                         const std::string s = std::to_string(side) + ".";
                         waves->disown(l.name + ".dir" + s);
@@ -477,6 +479,7 @@ public:
                 end = std::min(end, waves_start);  // and none at or after its start
             }
             run_window(end);
+            m_window_end = end;
             ++m_windows;
         }
         // Every rank's clock to the run's end, the latest of them (no events run: every rank
@@ -541,6 +544,16 @@ private:
             for (auto& o : m_tb.links[li]->take_outbox()) {
                 next = std::min<uint64_t>(next, o.arrive.value());
                 const link_desc& d = t.links[li];
+                if (o.arrive <= m_window_end) {
+                    // The receiving rank has simulated past this arrival already: the lookahead
+                    // is longer than this link's latency (distributed::link_latency is wrong).
+                    throw std::runtime_error(
+                        "partitioned run: a frame on cut link " + d.name + " (direction " +
+                        std::to_string(o.from_side) + ") arrives at " + o.arrive.to_string() +
+                        ", inside the window that ended at " + m_window_end.to_string() +
+                        " (lookahead " + m_lookahead.to_string() +
+                        " longer than the link's latency): the result would not be exact");
+                }
                 const int to = m_part.rank_of(o.from_side == 0 ? d.b : d.a);
                 auto& b = out[static_cast<size_t>(to)];
                 b.push_back(0);  // kind: frame
@@ -620,6 +633,7 @@ private:
     const distributed::partition& m_part;
     distributed::mpi_comm& m_comm;
     sc_core::sc_time m_lookahead;
+    sc_core::sc_time m_window_end;    // the last window's end (events before it are simulated)
     std::vector<size_t> m_cut_links;  // the links with an end on another rank: the only outboxes
     std::vector<uint64_t> m_header = std::vector<uint64_t>(3);  // next, stopped, unfinished
     std::vector<distributed::bytes> m_out;                      // per rank, reused every window
