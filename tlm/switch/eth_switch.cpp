@@ -80,6 +80,7 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::array<uint8_t, 6> mac{};
     uint32_t ipv4 = 0;
     std::array<uint8_t, 6> neighbor{};
+    bool up = true;  // link failure: the port sees its link (route_epoch)
     // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
     std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
     std::array<std::deque<packet>, SWITCH_PRIORITIES> q;
@@ -145,6 +146,11 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
                   "frames sent, all ports");
     ctx.stats.add(b, "drops", sum([](const port_state& p) { return p.ps.drops; }), "frames",
                   "frames dropped, all ports and reasons");
+    ctx.stats.add(b, "link_down_drops",
+                  sum([](const port_state& p) { return p.ps.link_down_drops; }), "frames",
+                  "frames dropped because their egress port was down, all ports");
+    ctx.stats.add(b, "reroutes", m_reroutes, "count",
+                  "route tables installed after a link went down or came back");
     ctx.stats.add(b, "ecn_marks", sum([](const port_state& p) {
                       uint64_t t = 0;
                       for (const auto& q : p.qs) {
@@ -207,6 +213,9 @@ void eth_switch::connect(uint32_t p, eth_link& link, int side) {
     s.add(b, "no_route", pt.ps.no_route, "frames",
           "dropped: not IPv4/ARP, bad IPv4 header, TTL expired or no route");
     s.add(b, "arp_replies", pt.ps.arp_replies, "frames", "ARP replies for the port's address");
+    s.add(b, "link_down_drops", pt.ps.link_down_drops, "frames",
+          "frames flushed from this port's queues or routed to it while its link was down");
+    s.add(b, "link_downs", pt.ps.link_downs, "count", "times this port saw its link go down");
     s.add(b, "pause_frames_sent", link.get_stats(side).pfc_frames, "frames",
           "PFC pause frames sent (XOFF, refresh and XON)");
     s.add(b, "pauses_received", link.get_stats(side).pauses, "frames",
@@ -269,6 +278,61 @@ void eth_switch::add_route(uint32_t prefix, uint32_t prefix_len, std::vector<uin
     auto it = std::find_if(m_routes.begin(), m_routes.end(),
                            [&](const route& x) { return x.len < prefix_len; });
     m_routes.insert(it, std::move(r));
+}
+
+void eth_switch::set_route_epochs(std::vector<route_epoch> epochs) {
+    for (const route_epoch& e : epochs) {
+        if (e.port_up.size() != m_ports.size()) {
+            throw std::invalid_argument(std::string(name()) + ": route epoch with " +
+                                        std::to_string(e.port_up.size()) + " port states");
+        }
+    }
+    m_epochs = std::move(epochs);
+    m_next_epoch = 0;
+}
+
+bool eth_switch::port_up(uint32_t p) const {
+    return m_ports.at(p)->up;
+}
+
+void eth_switch::apply_epochs(const sc_core::sc_time& now) {
+    while (m_next_epoch < m_epochs.size() && m_epochs[m_next_epoch].at <= now) {
+        route_epoch& e = m_epochs[m_next_epoch++];
+        for (uint32_t p = 0; p < m_ports.size(); ++p) {
+            port_state& pt = *m_ports[p];
+            if (pt.up && !e.port_up[p]) {
+                pt.up = false;
+                ++pt.ps.link_downs;
+                flush_port(p);
+            } else if (!pt.up && e.port_up[p]) {
+                pt.up = true;
+            }
+        }
+        m_routes.clear();
+        for (route_spec& r : e.routes) {
+            add_route(r.prefix, r.len, std::move(r.ports));
+        }
+        ++m_reroutes;
+    }
+}
+
+void eth_switch::flush_port(uint32_t p) {
+    port_state& op = *m_ports[p];
+    op.ctrl.clear();
+    for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+        if (op.q[k].empty()) {
+            continue;
+        }
+        while (!op.q[k].empty()) {
+            const packet& pk = op.q[k].front();
+            occupancy_changed(op.qs[k], m_buf.at(p, k).egress_bytes);
+            m_buf.dequeue(pk.in_port, p, k, pk.bytes);
+            update_pfc(pk.in_port, pk.prio);
+            ++op.ps.link_down_drops;
+            op.q[k].pop_front();
+        }
+        op.sched->drained(k);
+    }
 }
 
 const eth_switch::route* eth_switch::lookup(uint32_t dst) const {
@@ -380,6 +444,9 @@ void eth_switch::arrive(uint32_t in, eth_frame&& f) {
 }
 
 void eth_switch::process_batch() {
+    if (m_next_epoch < m_epochs.size()) {
+        apply_epochs(sc_core::sc_time_stamp());
+    }
     std::stable_sort(m_batch.begin(), m_batch.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& [in, f] : m_batch) {
@@ -425,6 +492,11 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     const uint32_t out =
         r->ports[ecmp_index(f.data.data(), f.data.size(), static_cast<uint32_t>(r->ports.size()))];
     port_state& op = *m_ports[out];
+    if (!op.up) {
+        ++op.ps.link_down_drops;  // the host behind a down port (the routes avoid other ones)
+        ++ip.ps.drops;
+        return;
+    }
     const uint8_t prio = tagged ? vlan_pcp(f.data.data()) : m_cfg.dscp_to_priority[iph[1] >> 2];
     const uint64_t bytes = f.data.size();
 
@@ -499,6 +571,9 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     port_state& op = *m_ports[o];
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     retry_at = sc_core::sc_max_time();
+    if (m_next_epoch < m_epochs.size()) {
+        apply_epochs(now);
+    }
     if (!op.ctrl.empty()) {
         if (op.ctrl.front().first <= now) {
             out = std::move(op.ctrl.front().second);

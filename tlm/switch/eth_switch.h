@@ -43,6 +43,22 @@ public:
     void set_neighbor_mac(uint32_t port, const std::array<uint8_t, 6>& mac);
     // IPv4 route: longest prefix match; `ports` is the ECMP group (one entry: no ECMP).
     void add_route(uint32_t prefix, uint32_t prefix_len, std::vector<uint32_t> ports);
+    // Link failure and reroute (README): from `at` on, the ports' state (a port down has its
+    // queues flushed and takes no frames) and the whole route table. Applied at the switch's
+    // first arrival or transmission choice at or after `at` (no timer: an idle switch stays
+    // idle). Epochs in time order, given before the simulation starts.
+    struct route_spec {
+        uint32_t prefix = 0;
+        uint32_t len = 0;
+        std::vector<uint32_t> ports;
+    };
+    struct route_epoch {
+        sc_core::sc_time at;
+        std::vector<route_spec> routes;
+        std::vector<bool> port_up;  // per port
+    };
+    void set_route_epochs(std::vector<route_epoch> epochs);
+    bool port_up(uint32_t port) const;
 
     uint32_t ports() const { return static_cast<uint32_t>(m_ports.size()); }
     const switch_config& config() const { return m_cfg; }
@@ -65,6 +81,8 @@ public:
         uint64_t no_route = 0;  // dropped: no route, TTL expired, not IPv4, bad header
         uint64_t arp_replies = 0;
         uint64_t pause_frames_sent = 0;
+        uint64_t link_down_drops = 0;  // flushed or routed here while the port was down
+        uint64_t link_downs = 0;       // times the port was seen going down
     };
     const queue_stats& queue(uint32_t port, uint32_t prio) const;
     const port_stats& port(uint32_t port) const;
@@ -100,12 +118,19 @@ private:
     // Egress occupancy of a queue is about to change from `old_bytes`: integrate it.
     void occupancy_changed(queue_stats& q, uint64_t old_bytes);
     void update_pfc(uint32_t in_port, uint32_t prio);
+    // Applies the route epochs due at `now` (set_route_epochs).
+    void apply_epochs(const sc_core::sc_time& now);
+    // Drops every frame queued at egress port p (counted in its link_down_drops).
+    void flush_port(uint32_t p);
     double uniform();
 
     switch_config m_cfg;
     hw::sim_context& m_ctx;
     std::vector<std::unique_ptr<port_state>> m_ports;
     std::vector<route> m_routes;  // sorted by prefix length, longest first
+    std::vector<route_epoch> m_epochs;
+    size_t m_next_epoch = 0;  // the first epoch not yet applied
+    uint64_t m_reroutes = 0;  // epochs applied
     switch_buffer m_buf;
     uint64_t m_rng;
     uint64_t m_salt = 0xCBF29CE484222325ull;              // FNV-1a of the switch's name (ECMP hash)

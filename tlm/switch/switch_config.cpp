@@ -82,6 +82,9 @@ switch_config parse_switch_config(config::reader r) {
     get_array(r, "pmax", c.pmax, 0.0, 1.0);
     r.get("ecmp_seed", c.ecmp_seed, uint64_t{0}, ~uint64_t{0});
     r.get("seed", c.seed, uint64_t{0}, ~uint64_t{0});
+    r.get("reroute", c.reroute);
+    r.get("link_down_detect_ns", c.link_down_detect_ns, 0.0, 1e12);
+    r.get("link_up_detect_ns", c.link_up_detect_ns, 0.0, 1e12);
     if (c.xon_bytes >= c.xoff_bytes) {
         r.error("xon_bytes", "must be below xoff_bytes (" + std::to_string(c.xoff_bytes) + ")");
     }

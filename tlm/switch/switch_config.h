@@ -48,6 +48,13 @@ struct switch_config {
     // seed of the marking decisions.
     uint64_t ecmp_seed = 0;
     uint64_t seed = 1;
+    // Link failure (topology.link(s).faults.link_down_ns): a port sees its link down this long
+    // after the loss of signal begins and up this long after it ends; the fabric's routes are
+    // then recomputed without the link (reroute false: nothing is detected, frames are lost
+    // while the link is down).
+    bool reroute = true;
+    double link_down_detect_ns = 10000;
+    double link_up_detect_ns = 10000;
     switch_config();
 };
 // Reads switch keys (see tlm/switch/README.md); errors name their JSON path.
