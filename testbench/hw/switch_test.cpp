@@ -222,7 +222,7 @@ TEST(EthSwitch, ForwardsWithRewriteAndStoreAndForwardLatency) {
     const double run_ps = sc_core::sc_time_stamp().to_seconds() * 1e12;
     EXPECT_NEAR(s.sw->average_occupancy(1, 0) * run_ps, static_cast<double>(f.data.size()) * 400e3,
                 1.0);
-    EXPECT_EQ(s.sw->queue(1, 0).peak_bytes, f.data.size());
+    EXPECT_EQ(s.sw->buffer().at(1, 0).egress_peak_bytes, f.data.size());
 }
 
 // An 802.1Q-tagged frame (as a CNP with np_cnp_prio): queued by its PCP, not its DSCP; its IPv4
@@ -474,8 +474,9 @@ TEST(EthSwitch, PfcIncastPausesSendersAfterArrivalWithoutLoss) {
     uint32_t sent_while_in_flight = 0;
     for (uint32_t i = 1; i <= senders; ++i) {
         const auto& q = s.sw->queue(i, 0);
-        EXPECT_GT(q.ingress_peak_bytes, cfg.xoff_bytes) << "port " << i << " reached XOFF";
-        EXPECT_LE(q.ingress_peak_bytes, cfg.xoff_bytes + headroom) << "port " << i;
+        const auto& bq = s.sw->buffer().at(i, 0);
+        EXPECT_GT(bq.ingress_peak_bytes, cfg.xoff_bytes) << "port " << i << " reached XOFF";
+        EXPECT_LE(bq.ingress_peak_bytes, cfg.xoff_bytes + headroom) << "port " << i;
         EXPECT_GT(q.pauses_sent, 0u);
         EXPECT_GT(s.links[i]->get_stats(0).pauses, 0u) << "the sender's MAC was paused";
         EXPECT_GT(s.links[i]->get_stats(0).pause_ps, 0u);
@@ -552,7 +553,7 @@ TEST(EthSwitch, LossyPriorityTailDropsAndCounts) {
     }
     EXPECT_EQ(qdrops, drops);
     EXPECT_LE(s.sw->buffer_peak(), cfg.buffer_bytes);
-    EXPECT_LE(s.sw->queue(0, 0).peak_bytes, cfg.buffer_bytes);
+    EXPECT_LE(s.sw->buffer().at(0, 0).egress_peak_bytes, cfg.buffer_bytes);
 }
 
 // RED: with the egress held by the receiver's own pause frame, frame k is enqueued behind k
@@ -615,7 +616,7 @@ TEST(EthSwitch, EcnMarksWithTheRedProbability) {
     }
     EXPECT_GT(var, 10.0);
     EXPECT_NEAR(marked, expect, 4 * std::sqrt(var));
-    EXPECT_EQ(s.sw->queue(1, 0).peak_bytes, n * len);
+    EXPECT_EQ(s.sw->buffer().at(1, 0).egress_peak_bytes, n * len);
 }
 
 // DWRR between two backlogged priorities with weights 1 and 3: bytes served 1:3.
@@ -779,7 +780,8 @@ TEST(EthSwitch, PausesPropagateHopByHop) {
         EXPECT_GT(links[i]->get_stats(0).pause_ps, 0u) << i;
         EXPECT_GT(a.queue(i, 0).pauses_sent, 0u) << i;
     }
-    EXPECT_GT(a.queue(0, 0).peak_bytes, cfg.xoff_bytes) << "A's queue toward B backed up";
+    EXPECT_GT(a.buffer().at(0, 0).egress_peak_bytes, cfg.xoff_bytes)
+        << "A's queue toward B backed up";
 }
 
 // An idle switch costs nothing: elaborated, connected, no traffic: the simulation has no
@@ -815,7 +817,7 @@ TEST(EthSwitch, LosslessHeadroomOverflowIsCounted) {
     EXPECT_GT(drops, 0u);
     EXPECT_EQ(drops, s.total_drops());
     EXPECT_EQ(s.hosts[0]->frames.size() + drops, 200u);
-    EXPECT_LE(s.sw->queue(1, 0).ingress_peak_bytes, cfg.xoff_bytes + cfg.headroom_bytes);
+    EXPECT_LE(s.sw->buffer().at(1, 0).ingress_peak_bytes, cfg.xoff_bytes + cfg.headroom_bytes);
 }
 
 // Dynamic XOFF: with xoff_alpha the ingress queues pause at reserved + alpha x the free shared
@@ -846,7 +848,7 @@ TEST(EthSwitch, DynamicXoffPausesBeforeTheBufferFills) {
     const double bound = cfg.reserved_bytes + cfg.xoff_alpha * shared + cfg.headroom_bytes;
     for (uint32_t i = 1; i <= senders; ++i) {
         EXPECT_GT(s.sw->queue(i, 0).pauses_sent, 0u) << i;
-        EXPECT_LE(s.sw->queue(i, 0).ingress_peak_bytes, bound) << i;
+        EXPECT_LE(s.sw->buffer().at(i, 0).ingress_peak_bytes, bound) << i;
     }
     EXPECT_LT(s.sw->buffer_peak(), cfg.buffer_bytes);
 }

@@ -99,6 +99,7 @@ struct testbench {
             nodes.push_back(std::make_unique<node>(("node" + std::to_string(i)).c_str(), i, cfg,
                                                    *links[t.node_link[i]], t.node_side[i], ctx));
         }
+        std::vector<std::vector<fabric::eth_switch::route_epoch>> epochs = route_epochs(t);
         for (size_t s = 0; s < t.switches.size(); ++s) {
             if (!here(link_end{true, static_cast<uint32_t>(s), 0})) {
                 switches.push_back(nullptr);
@@ -116,6 +117,7 @@ struct testbench {
             for (const route& r : t.routes[s]) {
                 sw->add_route(r.prefix, r.length, r.ports);
             }
+            sw->set_route_epochs(std::move(epochs[s]));
             switches.push_back(std::move(sw));
         }
         std::vector<node*> ns;  // null: another rank's node

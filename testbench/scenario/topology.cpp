@@ -431,8 +431,10 @@ bool node_like(const std::string& s, uint32_t& index) {
     return true;
 }
 
-// Every switch's distance (in switch hops) from switch `from`.
-std::vector<uint32_t> switch_distances(const topology_config& t, uint32_t from) {
+// Every switch's distance (in switch hops) from switch `from`; links marked in `down` (if
+// given) are not crossed.
+std::vector<uint32_t> switch_distances(const topology_config& t, uint32_t from,
+                                       const std::vector<bool>* down = nullptr) {
     constexpr uint32_t INF = std::numeric_limits<uint32_t>::max();
     std::vector<uint32_t> dist(t.switches.size(), INF);
     std::deque<uint32_t> q{from};
@@ -443,7 +445,8 @@ std::vector<uint32_t> switch_distances(const topology_config& t, uint32_t from) 
         for (const auto& p : t.ports[s]) {
             const link_desc& l = t.links[p.link];
             const link_end& other = p.side == 0 ? l.b : l.a;
-            if (other.is_switch && dist[other.index] == INF) {
+            if (other.is_switch && dist[other.index] == INF &&
+                (down == nullptr || !(*down)[p.link])) {
                 dist[other.index] = dist[s] + 1;
                 q.push_back(other.index);
             }
@@ -498,7 +501,8 @@ topology_config::path topology_config::path_between(size_t from, size_t to) cons
     return p;
 }
 
-std::vector<std::vector<route>> compute_routes(const topology_config& t) {
+std::vector<std::vector<route>> compute_routes(const topology_config& t,
+                                               const std::vector<bool>* down) {
     const size_t S = t.switches.size();
     std::vector<std::vector<route>> routes(S);
     // Hosts of each leaf (switch with nodes cabled to it), in node order.
@@ -539,7 +543,7 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
             aggregate = on_leaf || (t.nodes[n].ip & mask_of(len)) != prefix;
         }
         // Every other switch: the ports one hop closer to the leaf.
-        const std::vector<uint32_t> dist = switch_distances(t, leaf);
+        const std::vector<uint32_t> dist = switch_distances(t, leaf, down);
         for (uint32_t s = 0; s < S; ++s) {
             if (s == leaf || dist[s] == std::numeric_limits<uint32_t>::max()) {
                 continue;
@@ -548,6 +552,9 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
             for (uint32_t p = 0; p < t.ports[s].size(); ++p) {
                 const link_desc& l = t.links[t.ports[s][p].link];
                 const link_end& other = t.ports[s][p].side == 0 ? l.b : l.a;
+                if (down != nullptr && (*down)[t.ports[s][p].link]) {
+                    continue;
+                }
                 if (other.is_switch && dist[other.index] + 1 == dist[s]) {
                     group.push_back(p);
                 }
@@ -562,6 +569,84 @@ std::vector<std::vector<route>> compute_routes(const topology_config& t) {
         }
     }
     return routes;
+}
+
+std::vector<std::vector<fabric::eth_switch::route_epoch>> route_epochs(const topology_config& t) {
+    // Each switch end of a link with link_down_ns intervals sees the link go down
+    // link_down_detect_ns after an interval starts (an interval shorter than that goes unseen)
+    // and up again link_up_detect_ns after it ends, with its own switch's keys.
+    struct change {
+        double at_ns;
+        uint32_t link;
+        uint32_t sw;
+        uint32_t port;
+        bool up;
+    };
+    std::vector<change> changes;
+    for (uint32_t li = 0; li < t.links.size(); ++li) {
+        const link_desc& l = t.links[li];
+        for (const link_end* e : {&l.a, &l.b}) {
+            if (!e->is_switch) {
+                continue;
+            }
+            const fabric::switch_config& c = t.switches[e->index].cfg;
+            if (!c.reroute) {
+                continue;
+            }
+            for (const auto& [from, to] : l.cfg.faults.link_down_ns) {
+                if (to - from <= c.link_down_detect_ns) {
+                    continue;
+                }
+                changes.push_back({from + c.link_down_detect_ns, li, e->index, e->port, false});
+                changes.push_back({to + c.link_up_detect_ns, li, e->index, e->port, true});
+            }
+        }
+    }
+    std::vector<std::vector<fabric::eth_switch::route_epoch>> out(t.switches.size());
+    if (changes.empty()) {
+        return out;
+    }
+    std::stable_sort(changes.begin(), changes.end(),
+                     [](const change& x, const change& y) { return x.at_ns < y.at_ns; });
+    // A link is left out of the routes while any of its switch ends sees it down.
+    // Counts, since an end's up may come after its next down (intervals closer than the
+    // detection times): every up follows its own down.
+    std::vector<uint32_t> down_ends(t.links.size(), 0);
+    std::vector<std::vector<uint32_t>> port_down(t.switches.size());
+    for (size_t s = 0; s < t.switches.size(); ++s) {
+        port_down[s].assign(t.switches[s].ports, 0);
+    }
+    for (size_t i = 0; i < changes.size();) {
+        const double at = changes[i].at_ns;
+        for (; i < changes.size() && changes[i].at_ns == at; ++i) {
+            const change& c = changes[i];
+            if (c.up) {
+                --down_ends[c.link];
+                --port_down[c.sw][c.port];
+            } else {
+                ++down_ends[c.link];
+                ++port_down[c.sw][c.port];
+            }
+        }
+        std::vector<bool> down(t.links.size());
+        for (size_t l = 0; l < t.links.size(); ++l) {
+            down[l] = down_ends[l] > 0;
+        }
+        const std::vector<std::vector<route>> routes = compute_routes(t, &down);
+        for (size_t s = 0; s < t.switches.size(); ++s) {
+            fabric::eth_switch::route_epoch e;
+            e.at = sc_core::sc_time(at, sc_core::SC_NS);
+            for (const route& r : routes[s]) {
+                e.routes.push_back({r.prefix, r.length, r.ports});
+            }
+            e.port_up.resize(port_down[s].size());
+            for (size_t p = 0; p < port_down[s].size(); ++p) {
+                e.port_up[p] = port_down[s][p] == 0;
+            }
+            out[s].push_back(std::move(e));
+        }
+    }
+    return out;
 }
 
 namespace {

@@ -135,7 +135,15 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx);
 // sends over all ports that start a shortest path to the node's leaf (the ECMP group).
 // Destinations are aggregated to one route per leaf subnet when the smallest prefix covering
 // a leaf's hosts holds no other node; otherwise each node gets a /32.
-std::vector<std::vector<route>> compute_routes(const topology_config& t);
+// Links marked in `down` (by index) are left out (link failures, route_epochs).
+std::vector<std::vector<route>> compute_routes(const topology_config& t,
+                                               const std::vector<bool>* down = nullptr);
+
+// Link failures (topology.link(s).faults.link_down_ns) as the switches see them: per switch, its
+// ports' state and its routes from each change on, recomputed without the links some switch end
+// sees down (tlm/switch/README.md, "Link failure and reroute"). Empty when no link goes down or
+// no switch reroutes.
+std::vector<std::vector<fabric::eth_switch::route_epoch>> route_epochs(const topology_config& t);
 
 // "02:00:00:00:00:01" / "10.0.0.1" (exposed for the tests).
 bool parse_mac(const std::string& s, std::array<uint8_t, 6>& out);

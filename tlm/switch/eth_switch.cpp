@@ -59,86 +59,7 @@ sc_core::sc_time ps_time(double ps) {
     return sc_core::sc_time(std::round(ps), sc_core::SC_PS);
 }
 
-template <typename T, size_t N>
-void get_array(config::reader& r, const std::string& key, std::array<T, N>& out, T min, T max) {
-    const nlohmann::json* v = r.raw(key);
-    if (v != nullptr) {
-        bool ok = v->is_array() && v->size() == N;
-        for (size_t i = 0; ok && i < N; ++i) {
-            const auto& e = (*v)[i];
-            if constexpr (std::is_same_v<T, bool>) {
-                ok = e.is_boolean();
-            } else if constexpr (std::is_floating_point_v<T>) {
-                ok = e.is_number() && e.get<double>() >= min && e.get<double>() <= max;
-            } else {
-                ok = (e.is_number_unsigned() || e.is_number_integer()) && e.get<int64_t>() >= 0 &&
-                     static_cast<uint64_t>(e.get<int64_t>()) >= static_cast<uint64_t>(min) &&
-                     static_cast<uint64_t>(e.get<int64_t>()) <= static_cast<uint64_t>(max);
-            }
-        }
-        if (!ok) {
-            std::string what = std::is_same_v<T, bool>
-                                   ? "booleans"
-                                   : "numbers in [" + nlohmann::json(min).dump() + ", " +
-                                         nlohmann::json(max).dump() + "]";
-            r.error(key, "expected a list of " + std::to_string(N) + " " + what);
-        } else {
-            for (size_t i = 0; i < N; ++i) {
-                out[i] = (*v)[i].get<T>();
-            }
-        }
-    }
-    r.set_effective(key, out);
-}
-
 }  // namespace
-
-switch_config::switch_config() {
-    for (size_t d = 0; d < dscp_to_priority.size(); ++d) {
-        dscp_to_priority[d] = static_cast<uint8_t>(d >> 3);
-    }
-}
-
-switch_config parse_switch_config(config::reader r) {
-    switch_config c;
-    r.get("buffer_bytes", c.buffer_bytes, uint64_t{16384}, uint64_t{1} << 40);
-    r.get("reserved_bytes", c.reserved_bytes, uint64_t{0}, uint64_t{1} << 30);
-    r.get("alpha", c.alpha, 1.0 / 1024, 1024.0);
-    r.get("pipeline_ns", c.pipeline_ns, 0.0, 1e6);
-    r.get("cut_through", c.cut_through);
-    r.get_one_of("scheduler", c.scheduler, {"strict", "dwrr"});
-    get_array(r, "dwrr_weights", c.dwrr_weights, 1u, 1000u);
-    r.get("dwrr_quantum_bytes", c.dwrr_quantum_bytes, 64u, 1u << 20);
-    get_array(r, "dscp_to_priority", c.dscp_to_priority, uint8_t{0}, uint8_t{7});
-    get_array(r, "lossless", c.lossless, false, true);
-    r.get("xoff_bytes", c.xoff_bytes, uint64_t{0}, uint64_t{1} << 40);
-    r.get("xon_bytes", c.xon_bytes, uint64_t{0}, uint64_t{1} << 40);
-    r.get("xoff_alpha", c.xoff_alpha, 0.0, 1024.0);
-    r.get("headroom_bytes", c.headroom_bytes, uint64_t{0}, uint64_t{1} << 40);
-    r.get("pause_quanta", c.pause_quanta, 1u, 0xFFFFu);
-    get_array(r, "ecn", c.ecn, false, true);
-    get_array(r, "kmin_bytes", c.kmin_bytes, uint64_t{0}, uint64_t{1} << 40);
-    get_array(r, "kmax_bytes", c.kmax_bytes, uint64_t{0}, uint64_t{1} << 40);
-    get_array(r, "pmax", c.pmax, 0.0, 1.0);
-    r.get("ecmp_seed", c.ecmp_seed, uint64_t{0}, ~uint64_t{0});
-    r.get("seed", c.seed, uint64_t{0}, ~uint64_t{0});
-    if (c.xon_bytes >= c.xoff_bytes) {
-        r.error("xon_bytes", "must be below xoff_bytes (" + std::to_string(c.xoff_bytes) + ")");
-    }
-    if (c.xoff_bytes >= c.buffer_bytes) {
-        r.error("xoff_bytes",
-                "must be below buffer_bytes (" + std::to_string(c.buffer_bytes) + ")");
-    }
-    for (size_t p = 0; p < SWITCH_PRIORITIES; ++p) {
-        if (c.ecn[p] && c.kmax_bytes[p] <= c.kmin_bytes[p]) {
-            r.error("kmax_bytes", "priority " + std::to_string(p) +
-                                      ": kmax_bytes must be above kmin_bytes where ecn is on");
-            break;
-        }
-    }
-    r.finish();
-    return c;
-}
 
 // One buffered frame.
 struct eth_switch::packet {
@@ -159,15 +80,13 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::array<uint8_t, 6> mac{};
     uint32_t ipv4 = 0;
     std::array<uint8_t, 6> neighbor{};
+    bool up = true;  // link failure: the port sees its link (route_epoch)
     // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
     std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
     std::array<std::deque<packet>, SWITCH_PRIORITIES> q;
     std::array<queue_stats, SWITCH_PRIORITIES> qs{};
-    std::array<int64_t, SWITCH_PRIORITIES> deficit{};
-    std::array<bool, SWITCH_PRIORITIES> granted{};
-    uint32_t rr = 0;
+    std::unique_ptr<egress_scheduler> sched;  // between the priorities (switch_config.scheduler)
     port_stats ps{};
-    uint64_t headroom = 0;
     sc_core::sc_event data;
 
     void receive_frame(eth_frame&& f) override { sw->arrive(index, std::move(f)); }
@@ -194,8 +113,8 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     : sc_module(name)
     , m_cfg(cfg)
     , m_ctx(ctx)
-    , m_rng(splitmix64(cfg.seed))
-    , m_dwrr(cfg.scheduler == "dwrr") {
+    , m_buf(cfg, ports)
+    , m_rng(splitmix64(cfg.seed)) {
     for (const char* c = this->name(); *c != 0; ++c) {
         m_salt = (m_salt ^ static_cast<uint8_t>(*c)) * 0x100000001B3ull;  // FNV-1a
     }
@@ -207,6 +126,7 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
         pt->sw = this;
         pt->index = p;
         pt->track = std::string(this->name()) + ".port" + std::to_string(p);
+        pt->sched = make_egress_scheduler(m_cfg);
         m_ports.push_back(std::move(pt));
     }
     // Switch totals (block "<switch>"), summed over its ports when stats are written.
@@ -220,11 +140,17 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
             return nlohmann::json(t);
         };
     };
-    ctx.stats.add(b, "buffer_peak_bytes", m_peak_used, "bytes", "shared buffer occupancy peak");
+    ctx.stats.add(b, "buffer_peak_bytes", m_buf.peak_used(), "bytes",
+                  "shared buffer occupancy peak");
     ctx.stats.add(b, "frames", sum([](const port_state& p) { return p.ps.tx_frames; }), "frames",
                   "frames sent, all ports");
     ctx.stats.add(b, "drops", sum([](const port_state& p) { return p.ps.drops; }), "frames",
                   "frames dropped, all ports and reasons");
+    ctx.stats.add(b, "link_down_drops",
+                  sum([](const port_state& p) { return p.ps.link_down_drops; }), "frames",
+                  "frames dropped because their egress port was down, all ports");
+    ctx.stats.add(b, "reroutes", m_reroutes, "count",
+                  "route tables installed after a link went down or came back");
     ctx.stats.add(b, "ecn_marks", sum([](const port_state& p) {
                       uint64_t t = 0;
                       for (const auto& q : p.qs) {
@@ -247,8 +173,6 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     opts.dont_initialize();
     opts.set_sensitivity(&m_batch_event);
     sc_core::sc_spawn(sc_core::sc_bind(&eth_switch::process_batch, this), "arrivals", &opts);
-    const uint64_t reserved_total = m_cfg.reserved_bytes * SWITCH_PRIORITIES * ports;
-    m_shared_size = m_cfg.buffer_bytes > reserved_total ? m_cfg.buffer_bytes - reserved_total : 0;
 }
 
 eth_switch::~eth_switch() = default;
@@ -273,11 +197,11 @@ void eth_switch::connect(uint32_t p, eth_link& link, int side) {
     // wait behind one frame of ours, then the round trip on the cable, while the upstream
     // finishes the frame it has started.
     const eth_link_config& lc = link.config();
-    pt.headroom =
-        m_cfg.headroom_bytes != 0
-            ? m_cfg.headroom_bytes
-            : static_cast<uint64_t>(std::ceil(2.0 * lc.propagation_ns * lc.rate_gbps / 8)) +
-                  2 * MAX_FRAME_WIRE + eth_wire_bytes(PFC_FRAME_BYTES);
+    m_buf.set_headroom(
+        p, m_cfg.headroom_bytes != 0
+               ? m_cfg.headroom_bytes
+               : static_cast<uint64_t>(std::ceil(2.0 * lc.propagation_ns * lc.rate_gbps / 8)) +
+                     2 * MAX_FRAME_WIRE + eth_wire_bytes(PFC_FRAME_BYTES));
 
     const std::string b = std::string(name()) + ".port" + std::to_string(p);
     auto& s = m_ctx.stats;
@@ -289,6 +213,9 @@ void eth_switch::connect(uint32_t p, eth_link& link, int side) {
     s.add(b, "no_route", pt.ps.no_route, "frames",
           "dropped: not IPv4/ARP, bad IPv4 header, TTL expired or no route");
     s.add(b, "arp_replies", pt.ps.arp_replies, "frames", "ARP replies for the port's address");
+    s.add(b, "link_down_drops", pt.ps.link_down_drops, "frames",
+          "frames flushed from this port's queues or routed to it while its link was down");
+    s.add(b, "link_downs", pt.ps.link_downs, "count", "times this port saw its link go down");
     s.add(b, "pause_frames_sent", link.get_stats(side).pfc_frames, "frames",
           "PFC pause frames sent (XOFF, refresh and XON)");
     s.add(b, "pauses_received", link.get_stats(side).pauses, "frames",
@@ -298,23 +225,24 @@ void eth_switch::connect(uint32_t p, eth_link& link, int side) {
     for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
         const std::string qb = b + ".q" + std::to_string(k);
         queue_stats& q = pt.qs[k];
+        const switch_buffer::queue& bq = m_buf.at(p, k);
         s.add(qb, "frames", q.frames, "frames", "frames sent from this egress queue");
         s.add(qb, "bytes", q.bytes, "bytes", "bytes sent from this egress queue");
         s.add(qb, "drops", q.drops, "frames",
               "frames of this ingress priority dropped (lossy tail drop, lossless headroom "
               "overflow)");
         s.add(qb, "ecn_marks", q.ecn_marks, "frames", "frames marked CE at this egress queue");
-        s.add(qb, "peak_bytes", q.peak_bytes, "bytes", "egress queue occupancy peak");
-        s.add(qb, "ingress_peak_bytes", q.ingress_peak_bytes, "bytes",
+        s.add(qb, "peak_bytes", bq.egress_peak_bytes, "bytes", "egress queue occupancy peak");
+        s.add(qb, "ingress_peak_bytes", bq.ingress_peak_bytes, "bytes",
               "ingress accounting peak of this port and priority (PFC)");
         s.add(qb, "pauses_sent", q.pauses_sent, "count", "XOFF transitions of this ingress queue");
         s.add(
             qb, "avg_bytes", [this, p, k]() { return nlohmann::json(average_occupancy(p, k)); },
             "bytes", "time-weighted average egress queue occupancy");
         if (m_ctx.vcd != nullptr) {
-            sc_core::sc_trace(m_ctx.vcd, q.occupancy_bytes, qb + ".occupancy_bytes");
-            sc_core::sc_trace(m_ctx.vcd, q.ingress_bytes, qb + ".ingress_bytes");
-            sc_core::sc_trace(m_ctx.vcd, q.xoff, qb + ".xoff");
+            sc_core::sc_trace(m_ctx.vcd, bq.egress_bytes, qb + ".occupancy_bytes");
+            sc_core::sc_trace(m_ctx.vcd, bq.ingress_bytes, qb + ".ingress_bytes");
+            sc_core::sc_trace(m_ctx.vcd, bq.xoff, qb + ".xoff");
         }
     }
 }
@@ -352,6 +280,61 @@ void eth_switch::add_route(uint32_t prefix, uint32_t prefix_len, std::vector<uin
     m_routes.insert(it, std::move(r));
 }
 
+void eth_switch::set_route_epochs(std::vector<route_epoch> epochs) {
+    for (const route_epoch& e : epochs) {
+        if (e.port_up.size() != m_ports.size()) {
+            throw std::invalid_argument(std::string(name()) + ": route epoch with " +
+                                        std::to_string(e.port_up.size()) + " port states");
+        }
+    }
+    m_epochs = std::move(epochs);
+    m_next_epoch = 0;
+}
+
+bool eth_switch::port_up(uint32_t p) const {
+    return m_ports.at(p)->up;
+}
+
+void eth_switch::apply_epochs(const sc_core::sc_time& now) {
+    while (m_next_epoch < m_epochs.size() && m_epochs[m_next_epoch].at <= now) {
+        route_epoch& e = m_epochs[m_next_epoch++];
+        for (uint32_t p = 0; p < m_ports.size(); ++p) {
+            port_state& pt = *m_ports[p];
+            if (pt.up && !e.port_up[p]) {
+                pt.up = false;
+                ++pt.ps.link_downs;
+                flush_port(p);
+            } else if (!pt.up && e.port_up[p]) {
+                pt.up = true;
+            }
+        }
+        m_routes.clear();
+        for (route_spec& r : e.routes) {
+            add_route(r.prefix, r.len, std::move(r.ports));
+        }
+        ++m_reroutes;
+    }
+}
+
+void eth_switch::flush_port(uint32_t p) {
+    port_state& op = *m_ports[p];
+    op.ctrl.clear();
+    for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+        if (op.q[k].empty()) {
+            continue;
+        }
+        while (!op.q[k].empty()) {
+            const packet& pk = op.q[k].front();
+            occupancy_changed(op.qs[k], m_buf.at(p, k).egress_bytes);
+            m_buf.dequeue(pk.in_port, p, k, pk.bytes);
+            update_pfc(pk.in_port, pk.prio);
+            ++op.ps.link_down_drops;
+            op.q[k].pop_front();
+        }
+        op.sched->drained(k);
+    }
+}
+
 const eth_switch::route* eth_switch::lookup(uint32_t dst) const {
     for (const route& r : m_routes) {
         const uint32_t mask = r.len == 0 ? 0 : ~uint32_t{0} << (32 - r.len);
@@ -377,7 +360,8 @@ double eth_switch::average_occupancy(uint32_t p, uint32_t prio) const {
         return 0;
     }
     const double last_ps = q.last_change.to_seconds() * 1e12;
-    return (q.byte_ps + static_cast<double>(q.occupancy_bytes) * (now_ps - last_ps)) / now_ps;
+    const double bytes = static_cast<double>(m_buf.at(p, prio).egress_bytes);
+    return (q.byte_ps + bytes * (now_ps - last_ps)) / now_ps;
 }
 
 uint32_t eth_switch::ecmp_index(const uint8_t* f, size_t len, uint32_t group_size) const {
@@ -412,13 +396,10 @@ double eth_switch::uniform() {
     return static_cast<double>(m_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-void eth_switch::occupancy_changed(queue_stats& q, uint64_t new_bytes) {
+void eth_switch::occupancy_changed(queue_stats& q, uint64_t old_bytes) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    q.byte_ps +=
-        static_cast<double>(q.occupancy_bytes) * ((now - q.last_change).to_seconds() * 1e12);
+    q.byte_ps += static_cast<double>(old_bytes) * ((now - q.last_change).to_seconds() * 1e12);
     q.last_change = now;
-    q.occupancy_bytes = new_bytes;
-    q.peak_bytes = std::max(q.peak_bytes, new_bytes);
 }
 
 void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
@@ -463,6 +444,9 @@ void eth_switch::arrive(uint32_t in, eth_frame&& f) {
 }
 
 void eth_switch::process_batch() {
+    if (m_next_epoch < m_epochs.size()) {
+        apply_epochs(sc_core::sc_time_stamp());
+    }
     std::stable_sort(m_batch.begin(), m_batch.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& [in, f] : m_batch) {
@@ -508,24 +492,20 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     const uint32_t out =
         r->ports[ecmp_index(f.data.data(), f.data.size(), static_cast<uint32_t>(r->ports.size()))];
     port_state& op = *m_ports[out];
+    if (!op.up) {
+        ++op.ps.link_down_drops;  // the host behind a down port (the routes avoid other ones)
+        ++ip.ps.drops;
+        return;
+    }
     const uint8_t prio = tagged ? vlan_pcp(f.data.data()) : m_cfg.dscp_to_priority[iph[1] >> 2];
     const uint64_t bytes = f.data.size();
 
-    // Admission. Lossless: ingress accounting, bounded by XOFF + headroom (PFC keeps it there;
-    // beyond it the headroom was too small and the frame is lost, counted). Lossy: the egress
-    // queue's reserved space, then a share of the free shared buffer (dynamic threshold).
+    // Admission (switch_buffer::admit): lossless priorities up to XOFF + headroom on the
+    // ingress (PFC keeps them there; beyond it the headroom was too small and the frame is
+    // lost, counted); lossy ones within the egress queue's reserve and dynamic threshold.
     queue_stats& iq = ip.qs[prio];
     queue_stats& eq = op.qs[prio];
-    bool admit = m_used + bytes <= m_cfg.buffer_bytes;
-    if (m_cfg.lossless[prio]) {
-        admit = admit && iq.ingress_bytes + bytes <= m_cfg.xoff_bytes + ip.headroom;
-    } else if (eq.occupancy_bytes + bytes > m_cfg.reserved_bytes) {
-        const uint64_t above = eq.occupancy_bytes + bytes - m_cfg.reserved_bytes;
-        const double free_shared =
-            static_cast<double>(m_shared_size > m_shared_used ? m_shared_size - m_shared_used : 0);
-        admit = admit && static_cast<double>(above) <= m_cfg.alpha * free_shared;
-    }
-    if (!admit) {
+    if (!m_buf.admit(in, out, prio, bytes)) {
         ++iq.drops;
         ++ip.ps.drops;
         return;
@@ -538,15 +518,7 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     // RED marking of ECT frames on the egress queue length found at enqueue.
     const uint8_t ecn = iph[1] & 3;
     if (m_cfg.ecn[prio] && (ecn == 1 || ecn == 2)) {
-        const double qlen = static_cast<double>(eq.occupancy_bytes);
-        const double kmin = static_cast<double>(m_cfg.kmin_bytes[prio]);
-        const double kmax = static_cast<double>(m_cfg.kmax_bytes[prio]);
-        double pm = 0;
-        if (qlen > kmax) {
-            pm = 1;
-        } else if (qlen > kmin) {
-            pm = m_cfg.pmax[prio] * (qlen - kmin) / (kmax - kmin);
-        }
+        const double pm = m_buf.mark_probability(out, prio);
         if (pm > 0 && uniform() < pm) {
             iph[1] |= 3;
             ++eq.ecn_marks;
@@ -555,15 +527,8 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     set_ipv4_checksum(iph);
 
     // Accounting.
-    const uint64_t reserved = m_cfg.reserved_bytes;
-    const uint64_t old_q = eq.occupancy_bytes;
-    m_shared_used += (old_q + bytes > reserved ? old_q + bytes - reserved : 0) -
-                     (old_q > reserved ? old_q - reserved : 0);
-    m_used += bytes;
-    m_peak_used = std::max(m_peak_used, m_used);
-    occupancy_changed(eq, old_q + bytes);
-    iq.ingress_bytes += bytes;
-    iq.ingress_peak_bytes = std::max(iq.ingress_peak_bytes, iq.ingress_bytes);
+    occupancy_changed(eq, m_buf.at(out, prio).egress_bytes);
+    m_buf.enqueue(in, out, prio, bytes);
     update_pfc(in, prio);
 
     // Pipeline: from the last bit (store-and-forward) or from the headers (cut-through, only
@@ -590,37 +555,25 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
 }
 
 void eth_switch::update_pfc(uint32_t in, uint32_t prio) {
-    if (!m_cfg.lossless[prio]) {
+    const switch_buffer::pfc_change c = m_buf.update_pfc(in, prio);
+    if (c == switch_buffer::pfc_change::none) {
         return;
     }
     port_state& ip = *m_ports[in];
-    queue_stats& q = ip.qs[prio];
-    // Static XOFF, or with xoff_alpha the dynamic one when lower: reserved + alpha x the free
-    // shared pool (a busy buffer pauses earlier); XON sits the same distance below either.
-    uint64_t xoff = m_cfg.xoff_bytes;
-    if (m_cfg.xoff_alpha > 0) {
-        const uint64_t free_shared =
-            m_shared_size > m_shared_used ? m_shared_size - m_shared_used : 0;
-        xoff = std::min<uint64_t>(
-            xoff, m_cfg.reserved_bytes +
-                      static_cast<uint64_t>(m_cfg.xoff_alpha * static_cast<double>(free_shared)));
+    const bool on = c == switch_buffer::pfc_change::xoff;
+    if (on) {
+        ++ip.qs[prio].pauses_sent;
     }
-    const uint64_t gap = m_cfg.xoff_bytes - m_cfg.xon_bytes;
-    const uint64_t xon = xoff > gap ? xoff - gap : 0;
-    if (!q.xoff && q.ingress_bytes > xoff) {
-        q.xoff = true;
-        ++q.pauses_sent;
-        ip.link->set_xoff(ip.side, static_cast<uint8_t>(1u << prio), true);
-    } else if (q.xoff && q.ingress_bytes <= xon) {
-        q.xoff = false;
-        ip.link->set_xoff(ip.side, static_cast<uint8_t>(1u << prio), false);
-    }
+    ip.link->set_xoff(ip.side, static_cast<uint8_t>(1u << prio), on);
 }
 
 bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) {
     port_state& op = *m_ports[o];
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     retry_at = sc_core::sc_max_time();
+    if (m_next_epoch < m_epochs.size()) {
+        apply_epochs(now);
+    }
     if (!op.ctrl.empty()) {
         if (op.ctrl.front().first <= now) {
             out = std::move(op.ctrl.front().second);
@@ -632,64 +585,37 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
         retry_at = op.ctrl.front().first;
     }
     uint8_t eligible = 0;
+    uint8_t backlogged = 0;
+    std::array<uint64_t, SWITCH_PRIORITIES> head_bytes;
     for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
-        if (op.q[k].empty() || ((paused >> k) & 1)) {
+        if (op.q[k].empty()) {
             continue;
         }
-        if (op.q[k].front().ready_at <= now) {
+        backlogged |= static_cast<uint8_t>(1u << k);
+        if ((paused >> k) & 1) {
+            continue;
+        }
+        const packet& head = op.q[k].front();
+        if (head.ready_at <= now) {
             eligible |= static_cast<uint8_t>(1u << k);
+            head_bytes[k] = head.bytes;
         } else {
-            retry_at = std::min(retry_at, op.q[k].front().ready_at);
+            retry_at = std::min(retry_at, head.ready_at);
         }
     }
     if (eligible == 0) {
         return false;
     }
-    uint32_t k = 0;
-    if (!m_dwrr) {
-        k = 7;
-        while (((eligible >> k) & 1) == 0) {
-            --k;
-        }
-    } else {
-        // Deficit round robin: a queue's visit adds weight x quantum to its deficit; it sends
-        // while its head fits. Empty queues forget their deficit.
-        for (;;) {
-            k = op.rr;
-            if ((eligible >> k) & 1) {
-                if (!op.granted[k]) {
-                    op.deficit[k] +=
-                        static_cast<int64_t>(m_cfg.dwrr_weights[k]) * m_cfg.dwrr_quantum_bytes;
-                    op.granted[k] = true;
-                }
-                if (op.deficit[k] >= static_cast<int64_t>(op.q[k].front().bytes)) {
-                    op.deficit[k] -= static_cast<int64_t>(op.q[k].front().bytes);
-                    break;
-                }
-            } else if (op.q[k].empty()) {
-                op.deficit[k] = 0;
-            }
-            op.granted[k] = false;
-            op.rr = (op.rr + 1) % SWITCH_PRIORITIES;
-        }
-    }
+    const uint32_t k = op.sched->pick(eligible, backlogged, head_bytes);
     packet pk = std::move(op.q[k].front());
     op.q[k].pop_front();
-    if (op.q[k].empty() && m_dwrr) {
-        op.deficit[k] = 0;
-        op.granted[k] = false;
-        op.rr = (op.rr + 1) % SWITCH_PRIORITIES;
+    if (op.q[k].empty()) {
+        op.sched->drained(k);
     }
     // Release the buffer as the frame leaves (its egress serialization is the link's).
     queue_stats& eq = op.qs[k];
-    const uint64_t old_q = eq.occupancy_bytes;
-    const uint64_t reserved = m_cfg.reserved_bytes;
-    m_shared_used -= (old_q > reserved ? old_q - reserved : 0) -
-                     (old_q - pk.bytes > reserved ? old_q - pk.bytes - reserved : 0);
-    m_used -= pk.bytes;
-    occupancy_changed(eq, old_q - pk.bytes);
-    queue_stats& iq = m_ports[pk.in_port]->qs[pk.prio];
-    iq.ingress_bytes -= pk.bytes;
+    occupancy_changed(eq, m_buf.at(o, k).egress_bytes);
+    m_buf.dequeue(pk.in_port, o, k, pk.bytes);
     update_pfc(pk.in_port, pk.prio);
     ++eq.frames;
     eq.bytes += pk.bytes;

@@ -21,49 +21,11 @@
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
 #include "tlm/ethernet/eth_link.h"
+#include "tlm/switch/egress_scheduler.h"
+#include "tlm/switch/switch_buffer.h"
+#include "tlm/switch/switch_config.h"
 
 namespace rnic::fabric {
-
-constexpr uint32_t SWITCH_PRIORITIES = 8;
-
-struct switch_config {
-    // Shared buffer (bytes of frame data, without FCS/preamble/IFG).
-    uint64_t buffer_bytes = 12u << 20;  // total packet buffer
-    uint64_t reserved_bytes = 4096;     // guaranteed per egress queue (port, priority)
-    double alpha = 1.0;                 // dynamic threshold: a queue may take alpha x free shared
-    // Pipeline: a frame may start leaving `pipeline_ns` after its last bit arrived
-    // (store-and-forward) or after its headers arrived (cut-through, when the egress rate is
-    // not above the ingress rate; otherwise that frame is stored and forwarded).
-    double pipeline_ns = 400.0;
-    bool cut_through = false;
-    // Scheduler between the 8 priorities of an egress port.
-    std::string scheduler = "strict";  // "strict" (7 highest) or "dwrr"
-    std::array<uint32_t, SWITCH_PRIORITIES> dwrr_weights{1, 1, 1, 1, 1, 1, 1, 1};
-    uint32_t dwrr_quantum_bytes = 1536;  // bytes per round per unit of weight
-    // DSCP (0..63) -> priority; default: DSCP >> 3 (class selector).
-    std::array<uint8_t, 64> dscp_to_priority{};
-    // PFC, per priority: lossless priorities pause the upstream at XOFF; lossy ones tail-drop.
-    std::array<bool, SWITCH_PRIORITIES> lossless{true, true, true, true, true, true, true, true};
-    uint64_t xoff_bytes = 65536;  // ingress queue (port, priority) above this: pause sent
-    uint64_t xon_bytes = 32768;   // ... at or below this again: resume (quanta 0) sent
-    double xoff_alpha = 0;        // > 0: XOFF at min(xoff_bytes, reserved_bytes + xoff_alpha x free
-                                  // shared pool); XON (xoff_bytes - xon_bytes) below it
-    uint64_t headroom_bytes = 0;  // per ingress queue beyond XOFF; 0: computed per port from
-                                  // its link (round trip + two maximum frames + pause frame)
-    uint32_t pause_quanta = 0xFFFF;  // quanta in the XOFF frames (refreshed at half their time)
-    // ECN: RED-style marking of ECT frames at egress enqueue, per priority.
-    std::array<bool, SWITCH_PRIORITIES> ecn{};  // marking enabled
-    std::array<uint64_t, SWITCH_PRIORITIES> kmin_bytes{};
-    std::array<uint64_t, SWITCH_PRIORITIES> kmax_bytes{};
-    std::array<double, SWITCH_PRIORITIES> pmax{};
-    // ECMP hash seed (5-tuple hash; the UDP source port carries RoCEv2's entropy) and the
-    // seed of the marking decisions.
-    uint64_t ecmp_seed = 0;
-    uint64_t seed = 1;
-    switch_config();
-};
-// Reads switch keys (see tlm/switch/README.md); errors name their JSON path.
-switch_config parse_switch_config(config::reader r);
 
 class eth_switch : public sc_core::sc_module {
 public:
@@ -81,6 +43,22 @@ public:
     void set_neighbor_mac(uint32_t port, const std::array<uint8_t, 6>& mac);
     // IPv4 route: longest prefix match; `ports` is the ECMP group (one entry: no ECMP).
     void add_route(uint32_t prefix, uint32_t prefix_len, std::vector<uint32_t> ports);
+    // Link failure and reroute (README): from `at` on, the ports' state (a port down has its
+    // queues flushed and takes no frames) and the whole route table. Applied at the switch's
+    // first arrival or transmission choice at or after `at` (no timer: an idle switch stays
+    // idle). Epochs in time order, given before the simulation starts.
+    struct route_spec {
+        uint32_t prefix = 0;
+        uint32_t len = 0;
+        std::vector<uint32_t> ports;
+    };
+    struct route_epoch {
+        sc_core::sc_time at;
+        std::vector<route_spec> routes;
+        std::vector<bool> port_up;  // per port
+    };
+    void set_route_epochs(std::vector<route_epoch> epochs);
+    bool port_up(uint32_t port) const;
 
     uint32_t ports() const { return static_cast<uint32_t>(m_ports.size()); }
     const switch_config& config() const { return m_cfg; }
@@ -90,13 +68,8 @@ public:
         uint64_t bytes = 0;
         uint64_t drops = 0;  // tail drops (lossy) and headroom overflows (lossless)
         uint64_t ecn_marks = 0;
-        uint64_t peak_bytes = 0;          // egress queue occupancy peak
-        uint64_t occupancy_bytes = 0;     // now (traced)
-        uint64_t ingress_peak_bytes = 0;  // ingress accounting of (this port, priority)
-        uint64_t ingress_bytes = 0;       // now (traced)
-        uint64_t pauses_sent = 0;         // XOFF transitions of this ingress queue
-        bool xoff = false;                // traced
-        double byte_ps = 0;  // integral of egress occupancy over time (time-weighted average)
+        uint64_t pauses_sent = 0;  // XOFF transitions of this ingress queue
+        double byte_ps = 0;        // integral of egress occupancy over time (time-weighted average)
         sc_core::sc_time last_change;
     };
     struct port_stats {
@@ -108,14 +81,18 @@ public:
         uint64_t no_route = 0;  // dropped: no route, TTL expired, not IPv4, bad header
         uint64_t arp_replies = 0;
         uint64_t pause_frames_sent = 0;
+        uint64_t link_down_drops = 0;  // flushed or routed here while the port was down
+        uint64_t link_downs = 0;       // times the port was seen going down
     };
     const queue_stats& queue(uint32_t port, uint32_t prio) const;
     const port_stats& port(uint32_t port) const;
     // Time-weighted average egress occupancy of (port, priority) up to now, bytes.
     double average_occupancy(uint32_t port, uint32_t prio) const;
+    // The buffer accounting: occupancy, ingress accounting and XOFF state per (port, priority).
+    const switch_buffer& buffer() const { return m_buf; }
     // Shared buffer bytes in use now / peak.
-    uint64_t buffer_used() const { return m_used; }
-    uint64_t buffer_peak() const { return m_peak_used; }
+    uint64_t buffer_used() const { return m_buf.used(); }
+    uint64_t buffer_peak() const { return m_buf.peak_used(); }
     // ECMP member chosen for a frame among `group_size` (exposed for tests of the hash).
     uint32_t ecmp_index(const uint8_t* frame, size_t len, uint32_t group_size) const;
     // The hash behind it: `salt` is the FNV-1a of the switch's name (salt()).
@@ -138,20 +115,24 @@ private:
     void answer_arp(uint32_t in_port, const eth_frame& f);
     const route* lookup(uint32_t dst) const;
     bool pull(uint32_t out_port, uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at);
-    void occupancy_changed(queue_stats& q, uint64_t new_bytes);
+    // Egress occupancy of a queue is about to change from `old_bytes`: integrate it.
+    void occupancy_changed(queue_stats& q, uint64_t old_bytes);
     void update_pfc(uint32_t in_port, uint32_t prio);
+    // Applies the route epochs due at `now` (set_route_epochs).
+    void apply_epochs(const sc_core::sc_time& now);
+    // Drops every frame queued at egress port p (counted in its link_down_drops).
+    void flush_port(uint32_t p);
     double uniform();
 
     switch_config m_cfg;
     hw::sim_context& m_ctx;
     std::vector<std::unique_ptr<port_state>> m_ports;
     std::vector<route> m_routes;  // sorted by prefix length, longest first
-    uint64_t m_used = 0;          // all buffered bytes
-    uint64_t m_shared_used = 0;   // bytes above the queues' reserved space
-    uint64_t m_shared_size = 0;   // buffer_bytes minus every queue's reserved space
-    uint64_t m_peak_used = 0;
+    std::vector<route_epoch> m_epochs;
+    size_t m_next_epoch = 0;  // the first epoch not yet applied
+    uint64_t m_reroutes = 0;  // epochs applied
+    switch_buffer m_buf;
     uint64_t m_rng;
-    bool m_dwrr;                                          // scheduler "dwrr" (else strict priority)
     uint64_t m_salt = 0xCBF29CE484222325ull;              // FNV-1a of the switch's name (ECMP hash)
     std::vector<std::pair<uint32_t, eth_frame>> m_batch;  // this instant's arrivals
     sc_core::sc_event m_batch_event;
