@@ -31,9 +31,12 @@ struct adapter_params {
     // cm_timeout_ns, cm_retries times; then Connect / Accept / Disconnect fail with
     // STATUS_IO_TIMEOUT. An MRA (the peer's consumer has not answered yet) stretches the wait
     // to cm_timeout_ns x cm_mra_factor. CompleteConnect is due within cm_timeout_ns x
-    // (cm_retries + 2) of the REP, else it fails with STATUS_IO_TIMEOUT.
-    double cm_timeout_ns = 200e3;
-    uint32_t cm_retries = 4;
+    // (cm_retries + 2) of the REP, else it fails with STATUS_IO_TIMEOUT. Defaults: Linux
+    // rdma_cm's (drivers/infiniband/core/cma.c: CMA_CM_RESPONSE_TIMEOUT 20, i.e. 4.096 us x
+    // 2^20 = 4.3 s; CMA_MAX_CM_RETRIES 15); the scenario's host.cm_response_timeout_log and
+    // host.cm_retries set them.
+    double cm_timeout_ns = 4096.0 * (1 << 20);
+    uint32_t cm_retries = 15;
     uint32_t cm_mra_factor = 16;
     uint32_t gsi_log_size = 6;  // GSI send and receive rings: 64 MAD slots each
 };

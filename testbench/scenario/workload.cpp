@@ -179,6 +179,10 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
         st.add(b, "empty_polls", c.empty_polls, "count", "NdkGetCqResultsEx calls that found none");
         st.add(b, "sleeps", c.sleeps, "count",
                "waits for completion activity (polling) or a CQ notification (events)");
+        st.add(b, "cm_retransmits", c.cm_retransmits, "count",
+               "CM REQ / REP / DREQ sent again after host.cm_response_timeout_log (teardown)");
+        st.add(b, "cm_timeouts", c.cm_timeouts, "count",
+               "CM exchanges given up after host.cm_retries (teardown)");
         if (ctx.vcd != nullptr) {
             sc_core::sc_trace(ctx.vcd, ns->outstanding, b + ".outstanding");
         }
@@ -275,6 +279,8 @@ void workload::setup_node(node_state& ns) {
     check(ns, ns.adapter->Dispatch->NdkQueryAdapterInfo(ns.adapter, &ns.info, &info_size),
           "NdkQueryAdapterInfo");
     for (const role* r : ns.roles) {
+    p.cm_timeout_ns = ndk::cm_timeout_ns_of(m_cfg.host.cm_response_timeout_log);
+    p.cm_retries = m_cfg.host.cm_retries;
         const NDK_ADAPTER_INFO& i = ns.info;
         if (r->sq_depth > i.MaxInitiatorQueueDepth || r->rq_depth > i.MaxReceiveQueueDepth ||
             r->cq_depth > i.MaxCqDepth || r->f->w.message_bytes > i.MaxTransferLength ||
@@ -809,6 +815,9 @@ void workload::role_done(role& r) {
     }
     teardown(ns);
     // The run ends when nothing is left to simulate (runner.cpp), not here: the end must not
+    const ndk::cm_counters cm = ndk::get_cm_counters(ns.adapter);
+    ns.counters.cm_retransmits = cm.retransmits;
+    ns.counters.cm_timeouts = cm.timeouts;
     // depend on which rank (testbench/distributed) saw the last role finish. Except with an RTL
     // send path on a free-running clock, which always has something left (an edge every cycle):
     // that run ends with its last role (partitioned runs refuse the free clock).

@@ -37,6 +37,8 @@ struct consumer_counters {
     uint64_t unexpected_completions = 0;  // a type or context this node never posted
     uint64_t empty_polls = 0;             // NdkGetCqResultsEx returned nothing
     uint64_t sleeps = 0;                  // waits for completion activity or a CQ notification
+    uint64_t cm_retransmits = 0;          // the CM's REQ / REP / DREQ resent (at teardown)
+    uint64_t cm_timeouts = 0;             // CM exchanges given up (at teardown)
 };
 
 // The workload is a list of flows (flows_of(cfg): workload.pattern expanded); flow f has a

@@ -112,4 +112,60 @@ TEST(FabricLossless, TooLittleHeadroomIsCounted) {
     EXPECT_EQ(r.mismatches, 0u);
 }
 
+// CM timers of real stacks: 8 senders each WRITE one 8 MiB message to node 0 through a switch
+// with a deep buffer (16 MiB, lossless, XOFF at 1 MiB per ingress) at 10 Gb/s; the queue toward
+// node 0 holds about 8 MB, 6.7 ms at 10 Gb/s. A ninth sender's 64 KiB WRITE at 100 us and then
+// its DREQ each wait behind it, longer than the former CM wait of 200 us x (4 retries + 1) =
+// 1 ms. With Linux rdma_cm's timers (4.3 s, 15 retries) every disconnect completes.
+json deep_queue() {
+    json flows = json::array();
+    for (int i = 1; i <= 8; ++i) {
+        flows.push_back({{"src", i}, {"dst", 0}, {"bytes", 8 << 20}, {"start_ns", 0}});
+    }
+    flows.push_back({{"src", 9}, {"dst", 0}, {"bytes", 65536}, {"start_ns", 100000}});
+    return {{"topology",
+             {{"star", {{"hosts", 10}}},
+              {"link", {{"rate_gbps", 10}, {"propagation_ns", 100}}},
+              {"switch",
+               {{"buffer_bytes", 16 << 20}, {"xoff_bytes", 1 << 20}, {"xon_bytes", 1 << 19}}}}},
+            {"workload",
+             {{"pattern", "flows"},
+              {"flows", flows},
+              {"operation", "write"},
+              {"qps", 1},
+              {"queue_depth", 1},
+              {"time_limit_ms", 1000}}}};
+}
+
+TEST(FabricCm, DisconnectBehindADeepQueue) {
+    const run_result r = run(deep_queue());
+    ASSERT_TRUE(r.passed());
+    EXPECT_EQ(r.mismatches, 0u);
+    EXPECT_EQ(r.bytes_checked, 8u * (8 << 20) + 65536);
+    // The receiver's downlink queue was deep: more than 1 ms of data at 10 Gb/s (1.25 MB).
+    const json stats = {{"blocks", r.blocks}};
+    EXPECT_GT(block_counter(stats, "sw0", "buffer_peak_bytes"), 1250000u);
+    // Nothing was given up, and no REQ, REP or DREQ needed a resend.
+    EXPECT_EQ(total(r, "cm_timeouts"), 0);
+    EXPECT_EQ(total(r, "cm_retransmits"), 0);
+}
+
+// The failure the issue saw, with timers like the former ones (4.096 us x 2^6 = 262 us, 4
+// retries: 1.3 ms): a DREQ behind the queue is given up, NdkDisconnect returns
+// STATUS_IO_TIMEOUT although every flow completed.
+TEST(FabricCm, MillisecondTimersGiveUpBehindADeepQueue) {
+    json doc = deep_queue();
+    doc["host"] = {{"cm_response_timeout_log", 6}, {"cm_retries", 4}};
+    const rnic::scenario::run_result r =
+        rnic::scenario::run_scenario(rnic::scenario::parse_scenario(doc));
+    EXPECT_FALSE(r.passed());
+    EXPECT_EQ(r.mismatches, 0u);
+    bool timed_out = false;
+    for (const auto& f : r.failures) {
+        timed_out = timed_out || f.find("NdkDisconnect returned 0xc00000b5") != std::string::npos;
+    }
+    EXPECT_TRUE(timed_out) << "expected a DREQ given up (STATUS_IO_TIMEOUT)";
+    EXPECT_GT(total(r, "cm_timeouts"), 0);
+}
+
 }  // namespace
