@@ -168,4 +168,57 @@ TEST(FabricCm, MillisecondTimersGiveUpBehindADeepQueue) {
     EXPECT_GT(total(r, "cm_timeouts"), 0);
 }
 
+// ECMP entropy per QP: 4 leaves x 4 spines, one host per leaf, the ring of pairs 0->1, 1->2,
+// 2->3, 3->0, 8 QPs per pair, 8 WRITEs of 8 KiB per QP. Each leaf's uplinks then carry its own
+// host's WRITEs (and the reverse pair's ACKs, a few kB), so the spines a pair's 8 QPs take are
+// the uplinks of its source leaf that carried at least one QP's 64 KiB. If the 8 QPs spread as 8
+// separate flows do (each on a spine drawn uniformly from S = 4 by the switches' hash), the number
+// D of spines a pair uses has P(D = 1) = 4 x 4^-8 = 6.1e-5, P(D = 2) = 6 x (2^8 - 2) / 4^8 = 0.023,
+// P(D = 3) = 4 x (3^8 - 3 x 2^8 + 3) / 4^8 = 0.354, P(D = 4) = 0.623: E[D] = 3.60, sd 0.54.
+// Bounds: every pair on at least 2 spines (false alarm 4 x 6.1e-5) and the four pairs on at
+// least 11 spines in all (mean 14.4, sd 1.08: 3 sd). The former rule (0xC000 | fold(src ^
+// dst)) gives the 8 QPs of a pair one UDP port, so D = 1 for every pair.
+TEST(FabricEcmp, EightQpsPerPairSpreadOverTheSpines) {
+    constexpr uint32_t LEAVES = 4;
+    constexpr uint32_t SPINES = 4;
+    constexpr uint64_t MESSAGE = 8192;
+    constexpr uint64_t PER_QP = 8;  // messages per QP: 64 KiB, one QP's share of a spine
+    json pairs = json::array();
+    for (uint32_t h = 0; h < LEAVES; ++h) {
+        pairs.push_back({h, (h + 1) % LEAVES});
+    }
+    const json doc = {
+        {"topology",
+         {{"leaf_spine", {{"leaves", LEAVES}, {"spines", SPINES}, {"hosts_per_leaf", 1}}},
+          {"link", {{"rate_gbps", 100}, {"propagation_ns", 100}}}}},
+        {"workload",
+         {{"pattern", "pairs"},
+          {"pairs", pairs},
+          {"operation", "write"},
+          {"message_bytes", MESSAGE},
+          {"messages", 8 * PER_QP},
+          {"qps", 8},
+          {"queue_depth", 4},
+          {"time_limit_ms", 1000}}}};
+    const run_result r = run(doc);
+    ASSERT_TRUE(r.passed());
+    EXPECT_EQ(r.mismatches, 0u);
+    const json stats = {{"blocks", r.blocks}};
+    uint32_t all = 0;
+    for (uint32_t l = 0; l < LEAVES; ++l) {
+        uint32_t used = 0;
+        uint64_t bytes = 0;
+        for (uint32_t s = 0; s < SPINES; ++s) {
+            const std::string port = "leaf" + std::to_string(l) + ".port" + std::to_string(1 + s);
+            const uint64_t b = block_counter(stats, port, "tx_bytes");
+            bytes += b;
+            used += b >= PER_QP * MESSAGE ? 1 : 0;  // at least one QP's data went this way
+        }
+        EXPECT_GE(bytes, 8 * PER_QP * MESSAGE) << "leaf" << l;
+        EXPECT_GE(used, 2u) << "pair " << l << " -> " << (l + 1) % LEAVES << " took one spine";
+        all += used;
+    }
+    EXPECT_GE(all, 11u) << "spines used by the 4 pairs of 8 QPs";
+}
+
 }  // namespace
