@@ -56,7 +56,8 @@ void close_adapter(NDK_ADAPTER* adapter);
 // Consumer spin-wait: blocks until the NIC next writes host memory (e.g. a CQE). No timeout:
 // a write that landed while the caller's own poll was in flight is only seen at the next one,
 // so a polling loop should bound its wait (testbed::poll_until does, testbench/testbed).
-void wait_for_completion_activity(host_system& host);
+// `also`: an event that ends the wait too (e.g. a consumer's own error notification).
+void wait_for_completion_activity(host_system& host, const sc_core::sc_event* also = nullptr);
 
 // The deepest queue (SQ, RQ, SRQ, CQ) the driver offers under a NIC limit: the largest power
 // of two not above it (rings are powers of two; QueryAdapterInfo reports this).

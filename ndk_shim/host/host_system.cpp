@@ -321,11 +321,15 @@ void host_system::cpu(double ns) {
     }
 }
 
-void host_system::wait_for_dma(double timeout_ns) {
+void host_system::wait_for_dma(double timeout_ns, const sc_core::sc_event* also) {
     if (!in_thread()) {
         return;
     }
     if (timeout_ns <= 0) {
+        if (also != nullptr) {
+            sc_core::wait(m_memory.dma_write_event() | *also);
+            return;
+        }
         sc_core::wait(m_memory.dma_write_event());  // no timeout: nothing left in the event queue
         return;
     }

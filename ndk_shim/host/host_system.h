@@ -120,8 +120,10 @@ public:
     // before sc_start) no time passes.
     void cpu(double ns);
     // Block the calling thread until the NIC writes host memory (a CPU spinning on a cache
-    // line sees the write through coherence) or `timeout_ns` passes.
-    void wait_for_dma(double timeout_ns = 1e9);  // timeout_ns <= 0: no timeout
+    // line sees the write through coherence) or `timeout_ns` passes, or `also` fires (no
+    // timeout only).
+    void wait_for_dma(double timeout_ns = 1e9,  // timeout_ns <= 0: no timeout
+                      const sc_core::sc_event* also = nullptr);
 
     // The IPv4 neighbour cache (ARP table) of the host's IP stack.
     neighbor_cache& neighbors() { return m_neighbors; }

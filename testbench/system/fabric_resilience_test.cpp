@@ -221,4 +221,27 @@ TEST(FabricEcmp, EightQpsPerPairSpreadOverTheSpines) {
     EXPECT_GE(all, 11u) << "spines used by the 4 pairs of 8 QPs";
 }
 
+// A NIC fatal error ends the run: the quickstart with every NIC failing at 20 us (mid-transfer:
+// the first WRITE completes after about 10 us). The NIC moves every QP to ERROR and kills every
+// CQ (EVENT_DEVICE_FATAL); the consumer's CQs report STATUS_INTERNAL_ERROR, nothing more can
+// complete, and the run ends there, naming it, instead of at the 10 s time limit with only
+// "workload did not finish".
+TEST(FabricFatal, NicFatalErrorEndsTheRun) {
+    const rnic::scenario::scenario_config cfg = rnic::scenario::load_scenario(
+        quickstart(), {"rnic.faults.fatal_error_at_ns=20000", "workload.messages=200"});
+    const run_result r = rnic::scenario::run_scenario(cfg);
+    ASSERT_FALSE(r.passed());
+    bool named = false;
+    for (const auto& f : r.failures) {
+        named = named || (f.find("fatal error") != std::string::npos &&
+                          f.find("0xc00000e5") != std::string::npos);
+        EXPECT_EQ(f.find("did not finish"), std::string::npos) << f;
+    }
+    EXPECT_TRUE(named) << "no failure names the fatal error";
+    // Ended within a few microseconds of the fault (interrupt, DPC, the consumer's wake-up),
+    // not at the time limit.
+    EXPECT_GE(r.simulated_ns, 20000u);
+    EXPECT_LT(r.simulated_ns, 100000u) << "the run went on after the NIC died";
+}
+
 }  // namespace
