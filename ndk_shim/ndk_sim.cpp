@@ -67,8 +67,8 @@ uint32_t usable_queue_depth(uint32_t nic_limit) {
     return provider::usable_depth(nic_limit);
 }
 
-void wait_for_completion_activity(host_system& host) {
-    host.wait_for_dma(0);  // until the NIC writes host memory
+void wait_for_completion_activity(host_system& host, const sc_core::sc_event* also) {
+    host.wait_for_dma(0, also);  // until the NIC writes host memory
 }
 
 adapter_counters get_adapter_counters(NDK_ADAPTER* adapter) {

@@ -31,9 +31,12 @@ struct adapter_params {
     // cm_timeout_ns, cm_retries times; then Connect / Accept / Disconnect fail with
     // STATUS_IO_TIMEOUT. An MRA (the peer's consumer has not answered yet) stretches the wait
     // to cm_timeout_ns x cm_mra_factor. CompleteConnect is due within cm_timeout_ns x
-    // (cm_retries + 2) of the REP, else it fails with STATUS_IO_TIMEOUT.
-    double cm_timeout_ns = 200e3;
-    uint32_t cm_retries = 4;
+    // (cm_retries + 2) of the REP, else it fails with STATUS_IO_TIMEOUT. Defaults: Linux
+    // rdma_cm's (drivers/infiniband/core/cma.c: CMA_CM_RESPONSE_TIMEOUT 20, i.e. 4.096 us x
+    // 2^20 = 4.3 s; CMA_MAX_CM_RETRIES 15); the scenario's host.cm_response_timeout_log and
+    // host.cm_retries set them.
+    double cm_timeout_ns = 4096.0 * (1 << 20);
+    uint32_t cm_retries = 15;
     uint32_t cm_mra_factor = 16;
     uint32_t gsi_log_size = 6;  // GSI send and receive rings: 64 MAD slots each
 };
@@ -53,7 +56,8 @@ void close_adapter(NDK_ADAPTER* adapter);
 // Consumer spin-wait: blocks until the NIC next writes host memory (e.g. a CQE). No timeout:
 // a write that landed while the caller's own poll was in flight is only seen at the next one,
 // so a polling loop should bound its wait (testbed::poll_until does, testbench/testbed).
-void wait_for_completion_activity(host_system& host);
+// `also`: an event that ends the wait too (e.g. a consumer's own error notification).
+void wait_for_completion_activity(host_system& host, const sc_core::sc_event* also = nullptr);
 
 // The deepest queue (SQ, RQ, SRQ, CQ) the driver offers under a NIC limit: the largest power
 // of two not above it (rings are powers of two; QueryAdapterInfo reports this).

@@ -2,6 +2,8 @@
 // RNIC parameters: the `rnic` object of a scenario, one child object per block.
 #include "hw/nic/nic_config.h"
 
+#include "hw/roce/roce.h"
+
 namespace rnic::hw {
 
 // Each block owns the keys of its child object; this only walks them in nic_config order, so
@@ -22,6 +24,8 @@ nic_config parse_nic_config(config::reader r) {
     c.transport = parse_transport_config(r.child("transport"), c.send_path.impl);
     c.tx_engine.transport = c.transport;  // requester and responder of one NIC agree on it
     c.recv_path.transport = c.transport;
+    c.recv_path.max_frame_bytes =
+        static_cast<uint32_t>(roce::frame_bytes(roce::RC_WRITE_ONLY_IMM, c.limits.max_mtu));
     c.cq_writer = parse_cq_writer_config(r.child("cq_writer"));
     c.cq = parse_cq_config(r.child("cq"));
     c.faults = parse_fault_config(r.child("faults"));

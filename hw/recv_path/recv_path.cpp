@@ -3,6 +3,7 @@
 #include "hw/recv_path/recv_path.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "hw/hsi/hsi.h"
@@ -46,31 +47,61 @@ bool is_read_response(uint8_t op) {
 
 recv_path_config parse_recv_path_config(config::reader r) {
     recv_path_config c;
-    r.get("fifo_frames", c.fifo_frames, 1u, 65536u);
+    r.get("fifo_bytes", c.fifo_bytes, uint64_t{1024}, uint64_t{1} << 32);
     r.get("parse_cycles", c.parse_cycles, 0u, 1000u);
     r.get("placement_lag_ns", c.placement_lag_ns, 0.0, 1e6);
     r.get("ack_coalesce", c.ack_coalesce, 1u, 1024u);
     r.get("ack_delay_ns", c.ack_delay_ns, 0.0, 1e9);
     r.get("rnr_timer_code", c.rnr_timer_code, 0u, 31u);
     r.get("rq_prefetch", c.rq_prefetch, 0u, 64u);
-    r.get("pfc_xoff_frames", c.pfc_xoff_frames, 0u, 65536u);
-    r.get("pfc_xon_frames", c.pfc_xon_frames, 0u, 65536u);
+    r.get("pfc_headroom_bytes", c.pfc_headroom_bytes, uint64_t{0}, uint64_t{1} << 32);
+    r.get("pfc_response_quanta", c.pfc_response_quanta, 0u, 65535u);
+    r.get("pfc_xon_bytes", c.pfc_xon_bytes, uint64_t{0}, uint64_t{1} << 32);
     r.get("pfc_priorities", c.pfc_priorities, 0u, 255u);
-    if (c.pfc_xoff_frames == 0) {
-        c.pfc_xoff_frames = std::max(1u, c.fifo_frames * 3 / 4);
-    }
-    if (c.pfc_xon_frames == 0) {
-        c.pfc_xon_frames = std::min(c.fifo_frames / 2, c.pfc_xoff_frames - 1);
-    }
-    if (c.pfc_xoff_frames > c.fifo_frames) {
-        r.error("pfc_xoff_frames",
-                "must be at most fifo_frames (" + std::to_string(c.fifo_frames) + ")");
-    } else if (c.pfc_xon_frames >= c.pfc_xoff_frames) {
-        r.error("pfc_xon_frames",
-                "must be below pfc_xoff_frames (" + std::to_string(c.pfc_xoff_frames) + ")");
+    if (c.pfc_headroom_bytes != 0 && c.pfc_headroom_bytes >= c.fifo_bytes) {
+        r.error("pfc_headroom_bytes",
+                "must be below fifo_bytes (" + std::to_string(c.fifo_bytes) + ")");
     }
     r.finish();
     return c;
+}
+
+uint32_t pfc_response_quanta(double rate_gbps) {
+    // IEEE 802.3 Table 31D-1 (PFC delay constraints), in pause quanta: 10GBASE-R 60,
+    // 25GBASE-R 80, 40GBASE-R 118, 100GBASE-R 394, 400GBASE-R 905 (as bit times: 30720,
+    // 40960, 60416, 201728, 463360). A rate between two classes takes the faster class's value.
+    if (rate_gbps <= 10) {
+        return 60;
+    }
+    if (rate_gbps <= 25) {
+        return 80;
+    }
+    if (rate_gbps <= 40) {
+        return 118;
+    }
+    if (rate_gbps <= 100) {
+        return 394;
+    }
+    return 905;
+}
+
+pfc_thresholds nic_pfc_thresholds(const recv_path_config& c, double rate_gbps,
+                                  double propagation_ns) {
+    pfc_thresholds t;
+    const uint64_t frame = fabric::eth_wire_bytes(c.max_frame_bytes);
+    if (c.pfc_headroom_bytes != 0) {
+        t.headroom = c.pfc_headroom_bytes;
+    } else {
+        const uint32_t quanta =
+            c.pfc_response_quanta != 0 ? c.pfc_response_quanta : pfc_response_quanta(rate_gbps);
+        t.headroom = static_cast<uint64_t>(std::ceil(2.0 * propagation_ns * rate_gbps / 8)) +
+                     2 * frame + fabric::eth_wire_bytes(fabric::PFC_FRAME_BYTES) +
+                     uint64_t{quanta} * 64;
+    }
+    t.xoff = c.fifo_bytes > t.headroom ? c.fifo_bytes - t.headroom : 0;
+    t.xon = c.pfc_xon_bytes != 0 ? std::min(c.pfc_xon_bytes, t.xoff)
+                                 : (t.xoff > frame ? t.xoff - frame : 0);
+    return t;
 }
 
 recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
@@ -87,7 +118,7 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     , m_tx(tx)
     , m_cq_writer(cqw)
     , m_ctx(ctx)
-    , m_fifo("rx_fifo", cfg.fifo_frames)
+    , m_fifo("rx_fifo", cfg.fifo_bytes / 60 + 1)  // bounded by bytes (60 B: shortest frame)
     , m_recv_segments(contexts.max_qps())
     , m_write_segments(contexts.max_qps())
     , m_pending_acks(contexts.max_qps())
@@ -99,7 +130,12 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     auto& s = ctx.stats;
     s.add(b, "frames", m_stats.frames, "count", "frames received");
     s.add(b, "bytes", m_stats.bytes, "bytes", "frame bytes received");
-    s.add(b, "fifo_drops", m_stats.fifo_drops, "count", "frames dropped: receive FIFO full");
+    s.add(b, "fifo_drops", m_stats.fifo_drops, "count", "frames dropped: receive buffer full");
+    s.add(b, "lossless_drops", m_stats.lossless_drops, "count",
+          "frames of a PFC-paused priority dropped on a PFC link: receive buffer full although "
+          "lossless (the headroom did not cover what was on the cable; never > 0 when sized)");
+    s.add(b, "fifo_peak_bytes", m_stats.fifo_peak_bytes, "bytes",
+          "peak receive buffer occupancy (frame bytes)");
     s.add(b, "parse_errors", m_stats.parse_errors, "count", "frames dropped: malformed");
     s.add(b, "bad_icrc", m_stats.bad_icrc, "count", "frames dropped: ICRC mismatch");
     s.add(b, "unknown_qp", m_stats.unknown_qp, "count", "frames dropped: no such QP");
@@ -156,13 +192,26 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     }
 }
 
+void recv_path::bind_link(fabric::eth_link& link, int side) {
+    m_link = &link;
+    m_link_side = side;
+    m_pfc = nic_pfc_thresholds(m_cfg, link.config().rate_gbps, link.config().propagation_ns);
+}
+
 void recv_path::receive_frame(fabric::eth_frame&& frame) {
-    if (m_fifo.full()) {
+    const uint64_t bytes = frame.data.size();
+    if (m_fifo_bytes + bytes > m_cfg.fifo_bytes || m_fifo.full()) {
         ++m_stats.fifo_drops;  // the headroom above XOFF did not cover what was on the cable
+        if (m_link != nullptr && m_link->config().pfc &&
+            ((m_cfg.pfc_priorities >> (frame.priority & 7)) & 1) != 0) {
+            ++m_stats.lossless_drops;
+        }
         return;
     }
+    m_fifo_bytes += bytes;
+    m_stats.fifo_peak_bytes = std::max(m_stats.fifo_peak_bytes, m_fifo_bytes);
     m_fifo.put(std::move(frame));  // never blocks: not full
-    if (m_link != nullptr && m_fifo.size() >= m_cfg.pfc_xoff_frames) {
+    if (m_link != nullptr && m_fifo_bytes >= m_pfc.xoff) {
         m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), true);
     }
 }
@@ -251,8 +300,8 @@ void recv_path::rx_thread() {
             continue;
         }
         fabric::eth_frame f = m_fifo.get();
-        if (m_link != nullptr && m_link->xoff(m_link_side) != 0 &&
-            m_fifo.size() <= m_cfg.pfc_xon_frames) {
+        m_fifo_bytes -= f.data.size();
+        if (m_link != nullptr && m_link->xoff(m_link_side) != 0 && m_fifo_bytes <= m_pfc.xon) {
             m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), false);
         }
         const sc_core::sc_time arrived = sc_core::sc_time_stamp();

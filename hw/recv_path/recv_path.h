@@ -40,10 +40,9 @@ public:
     // From the link, when the frame's last bit is in.
     void receive_frame(fabric::eth_frame&& frame) override;
     // PFC: XOFF/XON on the receive FIFO go out as pause frames through the link's MAC.
-    void bind_link(fabric::eth_link& link, int side) override {
-        m_link = &link;
-        m_link_side = side;
-    }
+    // The PFC thresholds come from the link's rate and propagation (nic_pfc_thresholds).
+    void bind_link(fabric::eth_link& link, int side) override;
+    const pfc_thresholds& pfc() const { return m_pfc; }
 
     // QP context reads/updates go through this cache when set (else on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
@@ -66,6 +65,8 @@ public:
         uint64_t frames = 0;
         uint64_t bytes = 0;
         uint64_t fifo_drops = 0;
+        uint64_t lossless_drops = 0;  // fifo_drops of PFC priorities on a PFC link
+        uint64_t fifo_peak_bytes = 0;
         uint64_t parse_errors = 0;  // any roce::parse_error
         uint64_t bad_icrc = 0;
         uint64_t unknown_qp = 0;
@@ -176,6 +177,8 @@ private:
     channel<fabric::eth_frame> m_fifo;
     fabric::eth_link* m_link = nullptr;
     int m_link_side = 0;
+    pfc_thresholds m_pfc;       // from the link at bind_link
+    uint64_t m_fifo_bytes = 0;  // frame bytes in the receive buffer
     // Scatter list of the receive WQE in use, per QP (translated at the first packet).
     std::vector<std::vector<dma_segment>> m_recv_segments;
     // Target of the RDMA WRITE in progress, per QP (translated at the First/Only packet).

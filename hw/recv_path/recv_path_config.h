@@ -10,13 +10,20 @@
 namespace rnic::hw {
 
 struct recv_path_config {
-    uint32_t fifo_frames = 64;  // receive FIFO; a frame arriving to a full FIFO is dropped
-    // PFC on the receive FIFO (when the link's pfc is on): XOFF pause frames for the
-    // priorities in pfc_priorities once the FIFO holds pfc_xoff_frames, XON at pfc_xon_frames.
-    // What is above XOFF is the headroom for frames already on the cable. 0: fifo_frames * 3 / 4
-    // and fifo_frames / 2.
-    uint32_t pfc_xoff_frames = 0;
-    uint32_t pfc_xon_frames = 0;
+    // Receive buffer in bytes (a frame arriving to a full buffer is dropped): ConnectX-4/5's
+    // port receive buffer, 262016 B (Mellanox community DOC-2933, "HowTo Tune Receive Buffers":
+    // "Port buffer size = 262016").
+    uint64_t fifo_bytes = 262016;
+    // PFC on the receive buffer (when the link's pfc is on): XOFF pause frames for the
+    // priorities in pfc_priorities once the buffer holds fifo_bytes - headroom, XON once it is
+    // down to pfc_xon_bytes. The headroom is what may still arrive after XOFF is decided
+    // (pfc_headroom_bytes(); 0: computed per link as switch vendors do, IEEE 802.1Qbb / 802.3
+    // Annex 31D; hw/recv_path/README.md). pfc_xon_bytes 0: the XOFF threshold - one largest
+    // frame (mlx5's xon = xoff - max_mtu).
+    uint64_t pfc_headroom_bytes = 0;
+    uint32_t pfc_response_quanta = 0;  // the upstream MAC's PFC response time; 0: IEEE 802.3
+                                       // Table 31D-1 for the link rate
+    uint64_t pfc_xon_bytes = 0;
     uint32_t pfc_priorities = 0xFF;  // bit p: priority p is paused
     uint32_t parse_cycles = 4;       // header parse, ICRC check and QP lookup: +4 cycles per packet
     double placement_lag_ns =
@@ -26,7 +33,27 @@ struct recv_path_config {
     uint32_t rnr_timer_code = 1;  // RNR NAK timer field (IBA table: 1 = 0.01 ms)
     uint32_t rq_prefetch = 4;     // receive WQEs read ahead per RQ/SRQ
     transport_config transport;   // rnic.transport (loss recovery), set by the NIC
+    uint32_t max_frame_bytes = 4170;  // largest RoCE frame (rnic.limits.max_mtu), set by the NIC
 };
 recv_path_config parse_recv_path_config(config::reader r);
+
+// PFC thresholds of the receive buffer on a link of `rate_gbps` and one-way `propagation_ns`
+// (cable and PHYs).
+struct pfc_thresholds {
+    uint64_t headroom = 0;  // bytes above XOFF
+    uint64_t xoff = 0;      // XOFF once the buffer holds this many bytes
+    uint64_t xon = 0;       // XON once it is down to this many
+};
+// IEEE 802.3 Table 31D-1: the longest a MAC may keep sending after a PFC frame arrives, in
+// pause quanta (512 bit times), for the PHY rate class of `rate_gbps`.
+uint32_t pfc_response_quanta(double rate_gbps);
+// The headroom as switch vendors size it (IEEE 802.1Qbb, Cisco "Priority Flow Control: Build
+// Reliable Layer 2 Infrastructure"): our pause frame waits behind one largest frame of ours,
+// travels the cable, the upstream responds within its response time and finishes the largest
+// frame it has started; what it sent meanwhile is on the cable on its way back. In wire bytes
+// (FCS, preamble and inter-frame gap counted): 2 x propagation x rate + 2 largest frames + a
+// pause frame + the response time.
+pfc_thresholds nic_pfc_thresholds(const recv_path_config& c, double rate_gbps,
+                                  double propagation_ns);
 
 }  // namespace rnic::hw

@@ -45,6 +45,12 @@ send_path_config parse_send_path_config(config::reader r) {
                 "the RTL send path sends DSCP 0 (its IPv4 TOS is fixed); another DSCP "
                 "needs impl \"model\"");
     }
+    r.get_one_of("udp_sport", c.udp_sport, {"flow_label", "qpn_xor"});
+    if (c.udp_sport != "flow_label" && c.impl != "model") {
+        r.error("udp_sport",
+                "the RTL send path derives the UDP source port from the flow label only; \"" +
+                    c.udp_sport + "\" needs impl \"model\"");
+    }
     r.finish();
     return c;
 }

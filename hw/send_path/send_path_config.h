@@ -60,6 +60,11 @@ struct send_path_config {
     // DSCP of the RoCEv2 frames it builds (ECN field ECT(0)); a switch maps it to a priority
     // (default DSCP >> 3) for queueing and PFC. The RTL sends DSCP 0 only.
     uint32_t dscp = 0;
+    // UDP source port (ECMP entropy) of the RoCEv2 frames: "flow_label" (Linux and its RoCE
+    // drivers: rdma_flow_label_to_udp_sport(rdma_calc_flow_label(src_qpn, dest_qpn)), every QP
+    // of a host pair its own port) or "qpn_xor" (0xC000 | fold(src_qpn ^ dest_qpn), the former
+    // rnicsim rule: QPs numbered alike at both ends share one port; model only).
+    std::string udp_sport = "flow_label";
 };
 send_path_config parse_send_path_config(config::reader r);
 

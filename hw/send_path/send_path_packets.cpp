@@ -113,7 +113,24 @@ packet_plan plan_packet(const tx_descriptor& d, uint32_t index) {
     return p;
 }
 
+uint32_t rdma_calc_flow_label(uint32_t lqpn, uint32_t rqpn) {
+    uint64_t v = static_cast<uint64_t>(lqpn & roce::QPN_MASK) * (rqpn & roce::QPN_MASK);
+    v ^= v >> 20;
+    v ^= v >> 40;
+    return static_cast<uint32_t>(v & 0xFFFFF);
+}
+
+uint16_t rdma_flow_label_to_udp_sport(uint32_t flow_label) {
+    const uint32_t low = flow_label & 0x3FFF;
+    const uint32_t high = flow_label & 0xFC000;
+    return static_cast<uint16_t>(0xC000 | (low ^ (high >> 14)));
+}
+
 uint16_t udp_source_port(uint32_t src_qpn, uint32_t dest_qpn) {
+    return rdma_flow_label_to_udp_sport(rdma_calc_flow_label(src_qpn, dest_qpn));
+}
+
+uint16_t udp_source_port_qpn_xor(uint32_t src_qpn, uint32_t dest_qpn) {
     const uint32_t x = (src_qpn ^ dest_qpn) & roce::QPN_MASK;
     return static_cast<uint16_t>(0xC000 | ((x ^ (x >> 14)) & 0x3FFF));
 }

@@ -62,8 +62,18 @@ uint32_t segment_packets(const tx_descriptor& d);
 bool is_segment(const tx_descriptor& d);
 // Packet `index` (< packet_count(d)) of the message.
 packet_plan plan_packet(const tx_descriptor& d, uint32_t index);
-// UDP source port (flow entropy): 0xC000 | 14-bit fold of src_qpn ^ dest_qpn.
+// Flow label of a QP pair as Linux computes it when the GRH has none (include/rdma/ib_verbs.h
+// rdma_calc_flow_label): the 48-bit product of the two QPNs, folded to 20 bits (v ^= v >> 20;
+// v ^= v >> 40). Symmetric: both directions of a connection get one label.
+uint32_t rdma_calc_flow_label(uint32_t lqpn, uint32_t rqpn);
+// RoCEv2 UDP source port of a flow label (ib_verbs.h rdma_flow_label_to_udp_sport): the low
+// 14 bits XOR the high 6, in 0xC000..0xFFFF.
+uint16_t rdma_flow_label_to_udp_sport(uint32_t flow_label);
+// UDP source port (flow entropy) of the RoCEv2 frames of a QP: Linux's, from the flow label.
 uint16_t udp_source_port(uint32_t src_qpn, uint32_t dest_qpn);
+// The former rule (rnic.send_path.udp_sport "qpn_xor"): 0xC000 | 14-bit fold of
+// src_qpn ^ dest_qpn (every QP i <-> i pair gets 0xC000).
+uint16_t udp_source_port_qpn_xor(uint32_t src_qpn, uint32_t dest_qpn);
 // Every header field of packet `p` of message `d`, for roce::build_frame.
 roce::frame_header make_frame_header(const tx_descriptor& d, const packet_plan& p);
 // Empty when the send path can build the message, else the reason it cannot.

@@ -46,6 +46,8 @@ host_config parse_host_config(config::reader r) {
     r.get("arp_retries", c.arp_retries, 0u, 100u);
     r.get("arp_reachable_ns", c.arp_reachable_ns, 1e3, 1e13);
     r.get("dad_probes", c.dad_probes, 0u, 10u);
+    r.get("cm_response_timeout_log", c.cm_response_timeout_log, 0u, 31u);
+    r.get("cm_retries", c.cm_retries, 0u, 100u);
     // cm_ids: "auto" (sized from the NIC's max_qps when the adapter opens) or a number.
     if (const nlohmann::json* v = r.raw("cm_ids"); v != nullptr) {
         if (v->is_string() && *v == "auto") {
@@ -361,11 +363,15 @@ void host_system::cpu(double ns) {
     }
 }
 
-void host_system::wait_for_dma(double timeout_ns) {
+void host_system::wait_for_dma(double timeout_ns, const sc_core::sc_event* also) {
     if (!in_thread()) {
         return;
     }
     if (timeout_ns <= 0) {
+        if (also != nullptr) {
+            sc_core::wait(m_memory.dma_write_event() | *also);
+            return;
+        }
         sc_core::wait(m_memory.dma_write_event());  // no timeout: nothing left in the event queue
         return;
     }

@@ -50,7 +50,17 @@ struct host_config {
     // incoming requests each hold one); CreateConnector / CreateListener fail beyond it.
     // CM_IDS_AUTO (config "auto", the default): sized from the NIC, see cm_id_entries().
     uint32_t cm_ids = 0;
+    // Connection manager timers (adapter_params::cm_timeout_ns, cm_retries): a REQ, REP or DREQ
+    // without an answer is sent again after 4.096 us x 2^cm_response_timeout_log, cm_retries
+    // times. Linux rdma_cm's values (drivers/infiniband/core/cma.c: CMA_CM_RESPONSE_TIMEOUT 20,
+    // 4.3 s; CMA_MAX_CM_RETRIES 15): a DREQ behind a deep switch queue is not given up.
+    uint32_t cm_response_timeout_log = 20;
+    uint32_t cm_retries = 15;
 };
+// 4.096 us x 2^log, the IBA's timeout encoding, in ns.
+inline double cm_timeout_ns_of(uint32_t log) {
+    return 4096.0 * static_cast<double>(uint64_t{1} << log);
+}
 inline constexpr uint32_t CM_IDS_AUTO = 0;
 // Entries beyond rnic.limits.max_qps that an "auto" CM ID table has: listeners, and connectors
 // not bound to a QP (created before their QP, or closing while a new one connects).
@@ -110,8 +120,10 @@ public:
     // before sc_start) no time passes.
     void cpu(double ns);
     // Block the calling thread until the NIC writes host memory (a CPU spinning on a cache
-    // line sees the write through coherence) or `timeout_ns` passes.
-    void wait_for_dma(double timeout_ns = 1e9);  // timeout_ns <= 0: no timeout
+    // line sees the write through coherence) or `timeout_ns` passes, or `also` fires (no
+    // timeout only).
+    void wait_for_dma(double timeout_ns = 1e9,  // timeout_ns <= 0: no timeout
+                      const sc_core::sc_event* also = nullptr);
 
     // The IPv4 neighbour cache (ARP table) of the host's IP stack.
     neighbor_cache& neighbors() { return m_neighbors; }

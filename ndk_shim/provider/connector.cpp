@@ -490,10 +490,18 @@ void connector_impl::on_message(const cm_message& m) {
                 state = DISCONNECTED;  // abandoned before it was accepted / completed
                 detach_qp(false);
             } else if (state == ACCEPTING && awaiting_peer) {
+                // A peer sends DREQ only from the established state, so it had our REP and sent
+                // an RTU that was lost: the connection was up (its data may have flowed; a real
+                // HCA's first packet on the QP, IB_EVENT_COMM_EST, says the same). Accept
+                // completes, then the peer's disconnect is reported, as Linux's CM moves
+                // REP_SENT to DREQ_RCVD (drivers/infiniband/core/cm.c, cm_dreq_handler).
                 stop_timer();
-                state = DISCONNECTED;
-                detach_qp(true);
-                complete_request(STATUS_CONNECTION_ABORTED);
+                state = PEER_DISCONNECTED;
+                if (qp != nullptr) {
+                    qp->state = qp_impl::CONNECTED;
+                }
+                complete_request(STATUS_SUCCESS);
+                report_disconnect();
             }
             break;
         }

@@ -74,6 +74,19 @@ module send_path
   logic        m_imm_q, m_inv_q, m_se_q, m_ackreq_q;
   logic [23:0] m_dest_qpn_q, m_psn_q, m_msn_q;
   logic [15:0] m_udp_port_q;
+  // UDP source port from the flow label, as Linux (include/rdma/ib_verbs.h): the label is the
+  // 48-bit product of the QPNs folded to 20 bits (v ^= v >> 20; v ^= v >> 40), the port its
+  // low 14 bits XOR its high 6, with the top two bits set.
+  logic [47:0] s_fl_prod, s_fl_fold;
+  logic [19:0] s_flow_label;
+  logic [15:0] s_udp_sport;
+  always_comb begin
+    s_fl_prod = 48'(desc_src_qpn_i) * 48'(desc_dest_qpn_i);
+    s_fl_fold = s_fl_prod ^ (s_fl_prod >> 20);
+    s_fl_fold = s_fl_fold ^ (s_fl_fold >> 40);
+    s_flow_label = s_fl_fold[19:0];
+    s_udp_sport = {2'b11, s_flow_label[13:0] ^ {8'h00, s_flow_label[19:14]}};
+  end
   logic [12:0] m_pmtu_q;
   logic [31:0] m_length_q, m_rem_q;
   logic [63:0] m_va_q;
@@ -329,8 +342,7 @@ module send_path
       m_se_q <= desc_solicited_i && (desc_kind_i == KIND_SEND || desc_kind_i == KIND_WRITE);
       m_ackreq_q <= desc_ack_req_i && (desc_kind_i inside {KIND_SEND, KIND_WRITE, KIND_READ_REQ});
       m_dest_qpn_q <= desc_dest_qpn_i;
-      m_udp_port_q <= {2'b11, 14'(desc_src_qpn_i ^ desc_dest_qpn_i) ^
-                              14'((desc_src_qpn_i ^ desc_dest_qpn_i) >> 14)};
+      m_udp_port_q <= s_udp_sport;
       m_psn_q <= desc_psn_i;
       m_pmtu_q <= desc_pmtu_i;
       m_length_q <= desc_length_i;

@@ -11,8 +11,9 @@ What a file is, from its folder and its content:
                           compared in parameter order; the last such point in plan order)
   any other JSON          a scenario: `rnicsim run`
 Every run must exit 0 with result.passed, zero integrity mismatches and every byte of the
-summary checked. Runs move at most --max-messages work requests (`--set workload.messages`, never
-fewer than one per QP); everything else is the file's own.
+summary checked, and no lossless port dropping a frame (every `lossless_drops` counter 0).
+Runs move at most --max-messages work requests (`--set workload.messages`, never fewer than one
+per QP); everything else is the file's own.
 
 Usage: check_config.py --rnicsim BUILD/rnicsim --root SOURCE_DIR [--max-messages N] FILE
 Exit 0 passed, 1 failed (the reason on stderr).
@@ -119,6 +120,10 @@ def run_checked(rnicsim, scenario, sets, max_messages):
                         (integrity.get("bytes_checked"), summary.get("bytes")))
     if not summary.get("messages"):
         problems.append("summary.messages is %r" % summary.get("messages"))
+    # PFC's promise: a lossless port never drops (a NIC's receive buffer sized with its headroom).
+    for block, counters in sorted(stats.get("blocks", {}).items()):
+        if isinstance(counters, dict) and counters.get("lossless_drops", 0) != 0:
+            problems.append("%s.lossless_drops is %r" % (block, counters["lossless_drops"]))
     if problems:
         raise Failed("; ".join(problems))
     print("PASSED: %s messages, %s bytes checked, 0 mismatches" %

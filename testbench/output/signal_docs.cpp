@@ -34,10 +34,10 @@ const entry SIGNALS[] = {
      "expiry)"},
     {"link.dir0.pfc_xoff",
      "PFC: priorities node 0's receive FIFO holds off (bit p: XOFF sent for priority p, "
-     "rnic.recv_path.pfc_xoff_frames)"},
+     "hw/recv_path/README.md, PFC)"},
     {"link.dir1.pfc_xoff",
      "PFC: priorities node 1's receive FIFO holds off (bit p: XOFF sent for priority p, "
-     "rnic.recv_path.pfc_xoff_frames)"},
+     "hw/recv_path/README.md, PFC)"},
     // Links of a fabric (topology links) and switches (tlm/switch/README.md)
     {"*.dir*.busy", "a frame is being serialized in this direction of the link (side d sends)"},
     {"*.dir*.pfc_paused", "PFC: some priority of side d's transmitter is paused by a pause frame"},

@@ -393,6 +393,25 @@ scenario_config parse_scenario(const nlohmann::json& j) {
                                  std::to_string(s.rnic.limits.max_mtu));
         }
     }
+    // The NIC's receive buffer must hold its PFC headroom on every lossless link a node is
+    // cabled to, and leave room for XON below XOFF (two largest frames).
+    for (size_t i = 0; i < s.topology.nodes.size() && i < s.topology.node_link.size(); ++i) {
+        const fabric::eth_link_config& lc = s.topology.links[s.topology.node_link[i]].cfg;
+        if (!lc.pfc || s.rnic.recv_path.pfc_headroom_bytes >= s.rnic.recv_path.fifo_bytes) {
+            continue;  // (a headroom given above the buffer is reported at its own key)
+        }
+        const hw::pfc_thresholds t =
+            hw::nic_pfc_thresholds(s.rnic.recv_path, lc.rate_gbps, lc.propagation_ns);
+        const uint64_t frame = fabric::eth_wire_bytes(s.rnic.recv_path.max_frame_bytes);
+        if (t.xoff < 2 * frame) {
+            ctx.errors.push_back(fmt::format(
+                "rnic.recv_path.fifo_bytes: {} holds no PFC headroom of {} B for node{}'s link "
+                "({} Gb/s, {} ns) plus two largest frames ({} B each): at least {}",
+                s.rnic.recv_path.fifo_bytes, t.headroom, i, lc.rate_gbps, lc.propagation_ns, frame,
+                t.headroom + 2 * frame));
+            break;
+        }
+    }
     root.finish();
     ctx.throw_if_errors();
     s.effective = ctx.effective;

@@ -179,6 +179,10 @@ workload::workload(sc_core::sc_module_name name, const scenario_config& cfg,
         st.add(b, "empty_polls", c.empty_polls, "count", "NdkGetCqResultsEx calls that found none");
         st.add(b, "sleeps", c.sleeps, "count",
                "waits for completion activity (polling) or a CQ notification (events)");
+        st.add(b, "cm_retransmits", c.cm_retransmits, "count",
+               "CM REQ / REP / DREQ sent again after host.cm_response_timeout_log (teardown)");
+        st.add(b, "cm_timeouts", c.cm_timeouts, "count",
+               "CM exchanges given up after host.cm_retries (teardown)");
         if (ctx.vcd != nullptr) {
             sc_core::sc_trace(ctx.vcd, ns->outstanding, b + ".outstanding");
         }
@@ -234,8 +238,14 @@ void workload::check_bytes(uint64_t key, const uint8_t* p, uint64_t len) {
 VOID workload::on_cq_notification(PVOID ctx, NTSTATUS status) {
     auto* r = static_cast<role*>(ctx);
     if (status != STATUS_SUCCESS) {
-        r->owner->record_failure(r->ns->index, fmt::format("CQ notification with status 0x{:08x}",
-                                                           static_cast<uint32_t>(status)));
+        if (r->done) {
+            r->owner->record_failure(
+                r->ns->index,
+                fmt::format("CQ notification with status 0x{:08x}", static_cast<uint32_t>(status)));
+        } else {
+            r->cq_error = status;  // the role's thread names it and ends the run
+            r->cq_error_event.notify();
+        }
     }
     r->cq_notified = true;
     r->wake.notify();
@@ -269,6 +279,8 @@ void workload::setup_node(node_state& ns) {
     p.timeout_log = static_cast<uint8_t>(m_w.timeout_log);
     p.retry_count = static_cast<uint8_t>(m_w.retry_count);
     p.rnr_retry = static_cast<uint8_t>(m_w.rnr_retry);
+    p.cm_timeout_ns = ndk::cm_timeout_ns_of(m_cfg.host.cm_response_timeout_log);
+    p.cm_retries = m_cfg.host.cm_retries;
     check(ns, ndk::open_adapter(ns.n->host, p, &ns.adapter), "open_adapter");
 
     ULONG info_size = sizeof(ns.info);
@@ -304,6 +316,9 @@ void workload::setup_node(node_state& ns) {
                                               nullptr, async_call::on_create, &c, &cq);
         check(ns, c.wait(st), "NdkCreateCq");
         r->cq = c.created(st, cq);
+        // Errors only (overrun, the NIC's fatal error): a polling consumer learns through it
+        // that no completion can come. Nothing goes to the NIC for it (no MMIO, no timing).
+        r->cq->Dispatch->NdkArmCq(r->cq, NDK_CQ_NOTIFY_ERRORS);
     }
 
     // One buffer for all roles' rings, real process memory shared with the simulated DRAM,
@@ -726,7 +741,26 @@ void workload::wait_for_completions(role& r) {
             sc_core::wait(r.wake);
         }
     } else {
-        ndk::wait_for_completion_activity(r.ns->n->host);
+        ndk::wait_for_completion_activity(r.ns->n->host, &r.cq_error_event);
+    }
+    end_if_cq_dead(r);
+}
+
+void workload::end_if_cq_dead(role& r) {
+    if (r.cq_error != STATUS_SUCCESS) {
+        // The CQ is dead: nothing this role waits for can come, so the run can make no more
+        // progress here. End it now, naming why, rather than at the time limit.
+        const flow& f = *r.f;
+        fail(*r.ns,
+             fmt::format("{} CQ reported status 0x{:08x}{}: no completion can come (flow {} -> {}: "
+                         "{} of {} messages completed); run ended at {:.0f} ns",
+                         r.initiator ? "initiator" : "target", static_cast<uint32_t>(r.cq_error),
+                         r.cq_error == STATUS_INTERNAL_ERROR
+                             ? " (STATUS_INTERNAL_ERROR: the NIC had a fatal error, "
+                               "EVENT_DEVICE_FATAL)"
+                             : "",
+                         f.spec.src, f.spec.dst, f.completed, f.limit_total,
+                         sc_core::sc_time_stamp().to_seconds() * 1e9));
     }
 }
 
@@ -781,6 +815,9 @@ void workload::teardown(node_state& ns) {
         close_object(r->cq->Dispatch->NdkCloseCq, &r->cq->Header);
     }
     close_object(ns.pd->Dispatch->NdkClosePd, &ns.pd->Header);
+    const ndk::cm_counters cm = ndk::get_cm_counters(ns.adapter);
+    ns.counters.cm_retransmits = cm.retransmits;
+    ns.counters.cm_timeouts = cm.timeouts;
     // A target node's host keeps its adapter open (a server stays up): its CM answers a DREQ
     // sent again after a lost DREP, however late. It costs nothing: an idle adapter has no
     // events. A node with initiator roles only closes it.
@@ -895,6 +932,7 @@ void workload::target_thread(flow& f) {
         // The initiator disconnects once all its work requests completed.
         while (r.disconnects < m_w.qps) {
             sc_core::wait(r.wake);
+            end_if_cq_dead(r);
         }
         while (reap(r)) {
             // Whatever is left was never posted for (WRITE/READ) or came late: counted there.

@@ -37,6 +37,8 @@ struct consumer_counters {
     uint64_t unexpected_completions = 0;  // a type or context this node never posted
     uint64_t empty_polls = 0;             // NdkGetCqResultsEx returned nothing
     uint64_t sleeps = 0;                  // waits for completion activity or a CQ notification
+    uint64_t cm_retransmits = 0;          // the CM's REQ / REP / DREQ resent (at teardown)
+    uint64_t cm_timeouts = 0;             // CM exchanges given up (at teardown)
 };
 
 // The workload is a list of flows (flows_of(cfg): workload.pattern expanded); flow f has a
@@ -130,6 +132,10 @@ private:
         // Events from callbacks (DPC thread) to the role's thread.
         sc_core::sc_event wake;
         bool cq_notified = false;
+        // The CQ died (its notification came with an error status, e.g. STATUS_INTERNAL_ERROR
+        // after the NIC's fatal error): no completion will come; the role's thread ends the run.
+        NTSTATUS cq_error = STATUS_SUCCESS;
+        sc_core::sc_event cq_error_event;
         uint32_t disconnects = 0;  // peer disconnects reported
         uint32_t accepted = 0;     // target: connections accepted
         bool done = false;
@@ -232,6 +238,8 @@ private:
     bool reap(role& r);
     void on_completion(role& r, const NDK_RESULT_EX& res);
     // Sleeps until the CQ may have something: CQ notification (use_events) or DMA activity.
+    // The role's CQ died (cq_error): fail() the run, naming the status (a fatal NIC error).
+    void end_if_cq_dead(role& r);
     void wait_for_completions(role& r);
     void disconnect_all(role& r);
     // The role is over; the node's last role tears the node down.

@@ -2,7 +2,7 @@
 // PFC between two NICs (issue 14): a receiver whose receive FIFO crosses XOFF sends real
 // 802.1Qbb pause frames and the sender's MAC stops until XON, so nothing is lost and the
 // transfer completes intact; with topology.link.pfc off the same overload drops frames at the
-// receive FIFO, counted, and go-back-N recovers them.
+// receive buffer, counted, and go-back-N recovers them.
 //
 // One elaboration per process: ctest runs each TEST as its own process.
 #include <cstdint>
@@ -18,8 +18,10 @@ namespace {
 using nlohmann::json;
 using rnic::scenario::run_result;
 
-// 200 64 KiB WRITEs at 100 Gb/s into a receiver with a 16-frame receive FIFO (XOFF at 12,
-// XON at 8 by default): the receive DMA stalls on each message's compulsory MTT misses (MTT
+// 200 64 KiB WRITEs at 100 Gb/s into a receiver with a 36000 B receive buffer and 1 KiB
+// frames (rnic.limits.max_mtu 1024: its computed PFC headroom at 100 Gb/s, 50 ns is 28802 B,
+// XOFF at 7198 B, about 6 frames, XON one frame lower; without PFC the overload peaks at 42 kB
+// and overflows it): the receive DMA stalls on each message's compulsory MTT misses (MTT
 // prefetch off, so a message's lines are fetched one after the other), the parser falls behind
 // and the FIFO fills.
 json overload(bool pfc) {
@@ -31,7 +33,8 @@ json overload(bool pfc) {
             {"rnic",
              {{"clock_mhz", 500},
               {"pcie", {{"gen", 3}, {"lanes", 16}, {"mps", 256}, {"mrrs", 512}}},
-              {"recv_path", {{"fifo_frames", 16}}},
+              {"limits", {{"max_mtu", 1024}}},
+              {"recv_path", {{"fifo_bytes", 36000}}},
               {"translation", {{"mtt_prefetch_lines", 0}}}}},
             {"host", {{"memory_latency_ns", 90}}},
             {"workload",
@@ -61,6 +64,8 @@ TEST(PfcTwoNode, SlowReceiverPausesTheSenderAndLosesNothing) {
     EXPECT_EQ(r.mismatches, 0u);
     EXPECT_GT(r.bytes_checked, 0u);
     EXPECT_EQ(counter(r, "node1.nic.recv_path", "fifo_drops"), 0u) << "lossless: no drop";
+    EXPECT_EQ(counter(r, "node1.nic.recv_path", "lossless_drops"), 0u);
+    EXPECT_LE(counter(r, "node1.nic.recv_path", "fifo_peak_bytes"), 36000u);
     EXPECT_EQ(counter(r, "node0.nic.recv_path", "fifo_drops"), 0u);
     // Node 1 sent pause frames (XOFF and XON) toward node 0, whose MAC was paused by them.
     const uint64_t sent = counter(r, "link.dir1", "pfc_frames");
@@ -83,6 +88,7 @@ TEST(PfcTwoNode, WithoutPfcTheOverloadDropsAndGoBackNRecovers) {
     EXPECT_EQ(r.messages, 200u);
     EXPECT_EQ(r.mismatches, 0u);
     EXPECT_GT(counter(r, "node1.nic.recv_path", "fifo_drops"), 0u);
+    EXPECT_EQ(counter(r, "node1.nic.recv_path", "lossless_drops"), 0u) << "a lossy link";
     EXPECT_EQ(counter(r, "link.dir1", "pfc_frames"), 0u);
     EXPECT_EQ(counter(r, "link.dir0", "pfc_pauses"), 0u);
     EXPECT_GT(counter(r, "node0.nic.tx_engine", "retransmits"), 0u);

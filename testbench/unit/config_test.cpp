@@ -401,3 +401,43 @@ TEST(ScenarioConfig, AddressHelpers) {
 }
 
 }  // namespace
+
+// The NIC's PFC headroom in bytes from the IEEE 802.1Qbb terms (Cisco's white paper, IEEE 802.3
+// Table 31D-1), computed here from the standard's figures, not from the model's helper: the
+// cable both ways at the line rate, two largest frames on the wire (RoCE frame of max_mtu:
+// Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + payload + ICRC 4, then FCS 4,
+// preamble 8, IFG 12), a pause frame (64 B + preamble + IFG = 84 B), the response time.
+TEST(ScenarioConfig, NicPfcHeadroomInBytesFromTheLink) {
+    const scenario_config c =
+        parse_scenario({{"topology", {{"link", {{"rate_gbps", 100}, {"propagation_ns", 100}}}}}});
+    const auto& rp = c.rnic.recv_path;
+    EXPECT_EQ(rp.fifo_bytes, 262016u);  // ConnectX-4/5 port buffer (Mellanox DOC-2933)
+    const uint64_t frame = 14 + 20 + 8 + 12 + 16 + 4 + 4096 + 4 + 4 + 8 + 12;  // 4198
+    const uint64_t cable = 2 * 100 * 100 / 8;                                  // 2500 B
+    const uint64_t response = 201728 / 8;  // 100GBASE-R: 394 quanta, 201728 bits
+    const rnic::hw::pfc_thresholds t = rnic::hw::nic_pfc_thresholds(rp, 100, 100);
+    EXPECT_EQ(t.headroom, cable + 2 * frame + 84 + response);  // 36196 B
+    EXPECT_EQ(t.xoff, 262016 - t.headroom);
+    EXPECT_EQ(t.xon, t.xoff - frame);  // mlx5: xon = xoff - max_mtu
+    // 25 Gb/s, 1 us (200 m of fibre): 80 quanta (40960 bits).
+    const rnic::hw::pfc_thresholds t25 = rnic::hw::nic_pfc_thresholds(rp, 25, 1000);
+    EXPECT_EQ(t25.headroom, 2 * 1000 * 25 / 8 + 2 * frame + 84 + 40960 / 8);
+    // Set by hand: taken as given.
+    json doc = {
+        {"rnic", {{"recv_path", {{"pfc_headroom_bytes", 50000}, {"pfc_xon_bytes", 1000}}}}}};
+    const scenario_config h = parse_scenario(doc);
+    const rnic::hw::pfc_thresholds th = rnic::hw::nic_pfc_thresholds(h.rnic.recv_path, 100, 100);
+    EXPECT_EQ(th.headroom, 50000u);
+    EXPECT_EQ(th.xoff, 262016u - 50000u);
+    EXPECT_EQ(th.xon, 1000u);
+    // A buffer that cannot hold the headroom of a node's link is refused, named by its path.
+    const std::string e = error_of({{"rnic", {{"recv_path", {{"fifo_bytes", 40000}}}}}});
+    EXPECT_EQ(e.rfind("rnic.recv_path.fifo_bytes: 40000 holds no PFC headroom", 0), 0u) << e;
+    EXPECT_TRUE(errors_of({{"rnic", {{"recv_path", {{"fifo_bytes", 40000}}}}},
+                           {"topology", {{"link", {{"pfc", false}}}}}})
+                    .empty());
+    EXPECT_EQ(error_of({{"rnic", {{"recv_path", {{"pfc_headroom_bytes", 300000}}}}}}),
+              "rnic.recv_path.pfc_headroom_bytes: must be below fifo_bytes (262016)");
+    EXPECT_EQ(error_of({{"rnic", {{"recv_path", {{"fifo_frames", 64}}}}}}),
+              "rnic.recv_path.fifo_frames: unknown key");
+}

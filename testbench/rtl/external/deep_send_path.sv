@@ -119,7 +119,7 @@ module send_path #(
   // ---- Header bytes of S's packet, in wire order --------------------------------------
   logic [7:0]  hb [128];
   logic [15:0] ip_len, udp_len, ip_sum, sport;
-  logic [23:0] qx;
+  logic [47:0] fl;
 
   always_comb begin
     logic [31:0] acc;
@@ -131,8 +131,10 @@ module send_path #(
     acc = 32'(acc[15:0]) + 32'(acc[31:16]);
     acc = 32'(acc[15:0]) + 32'(acc[31:16]);
     ip_sum = ~acc[15:0];
-    qx = m_sqp ^ m_dqp;
-    sport = 16'hC000 | (16'(qx ^ (qx >> 14)) & 16'h3FFF);
+    fl = 48'(m_sqp) * 48'(m_dqp);  // Linux's flow label of the QP pair, then its UDP port
+    fl = fl ^ (fl >> 20);
+    fl = fl ^ (fl >> 40);
+    sport = {2'b11, fl[13:0] ^ {8'h00, fl[19:14]}};
     for (int i = 0; i < 128; i++) hb[i] = 8'h00;
     for (int i = 0; i < 6; i++) begin
       hb[i] = m_dmac[47 - 8*i -: 8];
