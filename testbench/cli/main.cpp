@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -23,12 +24,14 @@
 #include "hw/common/config_reader.h"
 #include "testbench/distributed/mpi_comm.h"
 #include "testbench/output/flows_report.h"
+#include "testbench/output/html_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/progress.h"
 #include "testbench/output/run_report.h"
 #include "testbench/output/signal_docs.h"
 #include "testbench/scenario/runner.h"
 #include "testbench/scenario/scenario_config.h"
+#include "testbench/sweep/results.h"
 #include "testbench/sweep/sweep_cli.h"
 
 #include <limits.h>
@@ -113,8 +116,16 @@ std::string write_outputs(const rnic::output::output_dir& dir,
     if (!r.cc_csv.empty()) {
         dir.write("cc.csv", r.cc_csv);  // congestion control on: rates over time
     }
+    if (!r.timeseries_csv.empty()) {
+        dir.write("timeseries.csv", r.timeseries_csv);  // outputs.timeseries
+    }
     for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
         dir.write(name, text);
+    }
+    if (cfg.outputs.report) {  // from the files just written, as `rnicsim report DIR` does
+        dir.write("report.html",
+                  rnic::output::make_report_html(
+                      std::filesystem::path(dir.staged("stats.json")).parent_path()));
     }
     // The one file that differs between two runs of the same config: kept apart so that
     // every other file is byte for byte the same.
@@ -456,6 +467,24 @@ int run_command(const options& o, int argc, char** argv) {
     return run(o);
 }
 
+// `rnicsim report DIR`: report.html again from the files of an earlier run (or a sweep's
+// folder: its comparison of the points), e.g. after turning the time series on or with a newer
+// rnicsim.
+int report_command(const std::string& dir) {
+    namespace fs = std::filesystem;
+    try {
+        const bool sweep = fs::exists(fs::path(dir) / "results.csv");
+        const std::string html =
+            sweep ? rnic::output::make_sweep_report_html(dir) : rnic::output::make_report_html(dir);
+        rnic::sweep::write_file_atomic((fs::path(dir) / "report.html").string(), html);
+        std::cout << (fs::path(dir) / "report.html").string() << "\n";
+    } catch (const std::exception& e) {
+        std::cerr << "rnicsim: report: " << e.what() << "\n";
+        return EXIT_CONFIG;
+    }
+    return EXIT_OK;
+}
+
 // `rnicsim signals`: every signal waves.vcd holds for this scenario, with its width and meaning.
 int signals(const options& o) {
     rnic::scenario::scenario_config cfg;
@@ -512,6 +541,11 @@ int sc_main(int argc, char** argv) {
         "signals", "list the signals of waves.vcd: name, width in bits, meaning");
     add_common(signals_cmd, o);
 
+    std::string report_dir;
+    CLI::App* report_cmd = app.add_subcommand(
+        "report", "write DIR/report.html again from a run's (or a sweep's) files");
+    report_cmd->add_option("dir", report_dir, "the run's or the sweep's output folder")->required();
+
     rnic::sweep::sweep_cli sweep_cmd(app);  // sweep, sweep collect, sweep point
 
     try {
@@ -529,6 +563,9 @@ int sc_main(int argc, char** argv) {
     }
     if (signals_cmd->parsed()) {
         return signals(o);
+    }
+    if (report_cmd->parsed()) {
+        return report_command(report_dir);
     }
     rnic::scenario::scenario_config cfg;
     if (!load(o, cfg)) {

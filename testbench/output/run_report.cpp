@@ -22,7 +22,8 @@ nlohmann::json make_stats_json(const scenario::run_result& r) {
           {"avg", r.latency.avg_ns},
           {"p50", r.latency.p50_ns},
           {"p99", r.latency.p99_ns},
-          {"max", r.latency.max_ns}}},
+          {"max", r.latency.max_ns},
+          {"percentiles", r.latency.percentiles}}},
     };
     j["stages"] = r.stages;
     j["stages_by_block"] = r.stages_by_block;
