@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -23,12 +24,14 @@
 #include "hw/common/config_reader.h"
 #include "testbench/distributed/mpi_comm.h"
 #include "testbench/output/flows_report.h"
+#include "testbench/output/html_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/progress.h"
 #include "testbench/output/run_report.h"
 #include "testbench/output/signal_docs.h"
 #include "testbench/scenario/runner.h"
 #include "testbench/scenario/scenario_config.h"
+#include "testbench/sweep/results.h"
 #include "testbench/sweep/sweep_cli.h"
 
 #include <limits.h>
@@ -428,6 +431,24 @@ int run_command(const options& o, int argc, char** argv) {
     return run(o);
 }
 
+// `rnicsim report DIR`: report.html again from the files of an earlier run (or a sweep's
+// folder: its comparison of the points), e.g. after turning the time series on or with a newer
+// rnicsim.
+int report_command(const std::string& dir) {
+    namespace fs = std::filesystem;
+    try {
+        const bool sweep = fs::exists(fs::path(dir) / "results.csv");
+        const std::string html =
+            sweep ? rnic::output::make_sweep_report_html(dir) : rnic::output::make_report_html(dir);
+        rnic::sweep::write_file_atomic((fs::path(dir) / "report.html").string(), html);
+        std::cout << (fs::path(dir) / "report.html").string() << "\n";
+    } catch (const std::exception& e) {
+        std::cerr << "rnicsim: report: " << e.what() << "\n";
+        return EXIT_CONFIG;
+    }
+    return EXIT_OK;
+}
+
 // `rnicsim signals`: every signal waves.vcd holds for this scenario, with its width and meaning.
 int signals(const options& o) {
     rnic::scenario::scenario_config cfg;
@@ -484,6 +505,11 @@ int sc_main(int argc, char** argv) {
         "signals", "list the signals of waves.vcd: name, width in bits, meaning");
     add_common(signals_cmd, o);
 
+    std::string report_dir;
+    CLI::App* report_cmd = app.add_subcommand(
+        "report", "write DIR/report.html again from a run's (or a sweep's) files");
+    report_cmd->add_option("dir", report_dir, "the run's or the sweep's output folder")->required();
+
     rnic::sweep::sweep_cli sweep_cmd(app);  // sweep, sweep collect, sweep point
 
     try {
@@ -501,6 +527,9 @@ int sc_main(int argc, char** argv) {
     }
     if (signals_cmd->parsed()) {
         return signals(o);
+    }
+    if (report_cmd->parsed()) {
+        return report_command(report_dir);
     }
     rnic::scenario::scenario_config cfg;
     if (!load(o, cfg)) {

@@ -2,7 +2,10 @@
 // stats.json, speed.json and summary.txt of a run.
 #include "testbench/output/run_report.h"
 
+#include <filesystem>
+
 #include "testbench/output/flows_report.h"
+#include "testbench/output/html_report.h"
 #include "testbench/output/output_dir.h"
 
 #include <fmt/format.h>
@@ -23,7 +26,8 @@ nlohmann::json make_stats_json(const scenario::run_result& r) {
           {"avg", r.latency.avg_ns},
           {"p50", r.latency.p50_ns},
           {"p99", r.latency.p99_ns},
-          {"max", r.latency.max_ns}}},
+          {"max", r.latency.max_ns},
+          {"percentiles", r.latency.percentiles}}},
     };
     j["stages"] = r.stages;
     j["stages_by_block"] = r.stages_by_block;
@@ -159,8 +163,15 @@ std::string write_run_outputs(const output_dir& dir, const scenario::scenario_co
     if (!r.cc_csv.empty()) {
         dir.write("cc.csv", r.cc_csv);  // congestion control on: rates over time
     }
+    if (!r.timeseries_csv.empty()) {
+        dir.write("timeseries.csv", r.timeseries_csv);  // outputs.timeseries
+    }
     for (const auto& [name, text] : r.files) {  // e.g. divergence.json (lockstep)
         dir.write(name, text);
+    }
+    if (cfg.outputs.report) {  // from the files just written, as `rnicsim report DIR` does
+        dir.write("report.html",
+                  make_report_html(std::filesystem::path(dir.staged("stats.json")).parent_path()));
     }
     // The one file that differs between two runs of the same config: kept apart so that
     // every other file is byte for byte the same.

@@ -17,6 +17,7 @@ struct latency_summary {
     uint64_t p50_ns = 0;  // nearest rank
     uint64_t p99_ns = 0;
     uint64_t max_ns = 0;
+    std::vector<uint64_t> percentiles;  // nearest rank at 0, 1, ..., 100 % (report.html's CDF)
 };
 
 // One flow of the workload (flows.csv).
@@ -65,6 +66,8 @@ struct run_result {
     // or alpha and per CNP arrival, both nodes, in time order; empty when congestion control
     // is off.
     std::string cc_csv;
+    // timeseries.csv (outputs.timeseries.interval_ns > 0); empty when off.
+    std::string timeseries_csv;
 
     std::vector<flow_result> flows;  // in workload flow order
 

@@ -24,6 +24,7 @@
 #include "testbench/output/progress.h"
 #include "testbench/output/spool.h"
 #include "testbench/output/timeline.h"
+#include "testbench/output/timeseries.h"
 #include "testbench/scenario/node.h"
 #include "testbench/scenario/workload.h"
 #include "tlm/ethernet/eth_link.h"
@@ -235,6 +236,86 @@ std::string make_cc_csv(const std::vector<nlohmann::json>& parts) {
     return out;
 }
 
+double to_ns(const sc_core::sc_time& t);
+sc_core::sc_time ns(double v);
+
+// timeseries.csv's columns (outputs.timeseries), from the topology alone: every rank declares
+// all of them in the same order and reads only what it simulates (a link direction belongs to
+// the rank that sends in it); null when the output is off.
+std::unique_ptr<output::timeseries> make_timeseries(const scenario_config& cfg,
+                                                    const testbench& tb) {
+    const timeseries_config& c = cfg.outputs.timeseries;
+    if (!c.on()) {
+        return nullptr;
+    }
+    const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
+    const uint64_t end = c.end_ns * 1e3 < 1.8e19 ? ns(c.end_ns).value() : ~uint64_t{0};
+    auto ts = std::make_unique<output::timeseries>(
+        ns(c.start_ns).value(), std::max<uint64_t>(1, ns(c.interval_ns).value()), end, ps_per_unit);
+    using kind = output::timeseries::kind;
+    const topology_config& t = cfg.topology;
+    for (size_t i = 0; i < t.links.size(); ++i) {
+        const fabric::eth_link* l = tb.links[i].get();
+        for (int side = 0; side < 2; ++side) {
+            const bool mine = l != nullptr && !l->remote(side);
+            const std::string p = t.links[i].name + ".dir" + std::to_string(side);
+            if (c.links) {  // frame bytes x 8 per ns: Gbit/s
+                ts->add(p + ".gbps", kind::rate, 8.0, 3,
+                        mine ? std::function<uint64_t(uint64_t)>(
+                                   [l, side](uint64_t) { return l->get_stats(side).bytes; })
+                             : nullptr);
+            }
+            if (c.pauses) {
+                ts->add(p + ".paused", kind::instant, 1.0, 0,
+                        mine ? std::function<uint64_t(uint64_t)>([l, side](uint64_t at) {
+                            return l->paused_at(side, sc_core::sc_time::from_value(at)) != 0 ? 1
+                                                                                             : 0;
+                        })
+                             : nullptr);
+            }
+        }
+    }
+    if (c.queues) {
+        for (size_t s = 0; s < t.switches.size(); ++s) {
+            const fabric::eth_switch* sw = tb.switches[s].get();
+            const switch_desc& d = t.switches[s];
+            for (uint32_t p = 0; p < d.ports; ++p) {
+                ts->add(d.name + ".port" + std::to_string(p) + ".queue_bytes", kind::instant, 1.0,
+                        0,
+                        sw != nullptr ? std::function<uint64_t(uint64_t)>([sw, p](uint64_t) {
+                            uint64_t b = 0;
+                            for (uint32_t q = 0; q < fabric::SWITCH_PRIORITIES; ++q) {
+                                b += sw->queue(p, q).occupancy_bytes;
+                            }
+                            return b;
+                        })
+                                      : nullptr);
+            }
+            ts->add(d.name + ".buffer_bytes", kind::instant, 1.0, 0,
+                    sw != nullptr ? std::function<uint64_t(uint64_t)>(
+                                        [sw](uint64_t) { return sw->buffer_used(); })
+                                  : nullptr);
+        }
+    }
+    if (c.nodes) {
+        for (size_t i = 0; i < t.nodes.size(); ++i) {
+            const bool mine = tb.nodes[i] != nullptr;
+            const uint64_t* bytes = mine && tb.load ? tb.load->done_bytes(i) : nullptr;
+            const uint64_t* msgs = mine && tb.load ? tb.load->done_messages(i) : nullptr;
+            auto reader = [mine](const uint64_t* v) -> std::function<uint64_t(uint64_t)> {
+                if (!mine) {
+                    return nullptr;
+                }
+                return [v](uint64_t) { return v != nullptr ? *v : 0; };
+            };
+            const std::string n = "node" + std::to_string(i);
+            ts->add(n + ".goodput_gbps", kind::rate, 8.0, 3, reader(bytes));
+            ts->add(n + ".mpps", kind::rate, 1e3, 4, reader(msgs));
+        }
+    }
+    return ts;
+}
+
 double to_ns(const sc_core::sc_time& t) {
     return t / sc_core::sc_time(1, sc_core::SC_NS);
 }
@@ -263,10 +344,11 @@ bool stopped() {
 class simulation_loop {
 public:
     simulation_loop(const scenario_config& cfg, const run_options& opts, testbench& tb,
-                    output::waves* waves)
+                    output::waves* waves, output::timeseries* ts)
         : m_cfg(cfg)
         , m_tb(tb)
         , m_waves(waves)
+        , m_ts(ts)
         , m_limited(cfg.workload.time_limit_ms > 0)
         , m_limit(m_limited ? sc_core::sc_time(cfg.workload.time_limit_ms, sc_core::SC_MS)
                             : sc_core::sc_max_time())
@@ -291,6 +373,9 @@ public:
             }
             if (m_bar) {
                 next = std::min(next, now + m_quantum);
+            }
+            if (m_ts != nullptr && m_ts->next() < next.value()) {
+                next = sc_core::sc_time::from_value(m_ts->next());  // the next sample
             }
             if (next >= m_limit) {
                 // The last piece, exactly as a single sc_start() would end.
@@ -370,6 +455,9 @@ private:
     }
 
     void at_pause() {
+        if (m_ts != nullptr) {
+            m_ts->sample_through(sc_core::sc_time_stamp().value());
+        }
         const double t = to_ns(sc_core::sc_time_stamp());
         if (m_waves != nullptr && !m_waves->was_opened() && t >= m_cfg.outputs.waves_start_ns) {
             m_waves->open(m_waves_path);
@@ -404,6 +492,7 @@ private:
     const scenario_config& m_cfg;
     testbench& m_tb;
     output::waves* m_waves;
+    output::timeseries* m_ts;
     bool m_limited;
     sc_core::sc_time m_limit;
     std::string m_waves_path;
@@ -474,6 +563,12 @@ public:
             if (m_lookahead == sc_core::sc_max_time() || end > m_limit || end < next) {
                 end = m_limit;
             }
+            if (ts != nullptr) {
+                // Every rank has simulated the events before `next` and none at or after it:
+                // the state of every boundary up to `next`, where one process pauses too.
+                ts->sample_through(next.value());
+                end = std::min(end, sc_core::sc_time::from_value(ts->next()));
+            }
             if (on_waves_start && next >= waves_start) {
                 on_waves_start();  // every rank has simulated the events before the window
                 on_waves_start = nullptr;
@@ -496,6 +591,7 @@ public:
     // `waves_start` and none at or after it (where one process pauses to open the file).
     std::function<void()> on_waves_start;
     sc_core::sc_time waves_start;
+    output::timeseries* ts = nullptr;  // timeseries.csv: sampled between windows
 
     sc_core::sc_time end_time() const { return m_end; }
     uint64_t windows() const { return m_windows; }
@@ -727,6 +823,12 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
     auto* tb =
         new testbench(cfg, waves.get(), tl.get(), rtl_fst_base, opts.consumers, part.get(), rank);
+    // timeseries.csv: the state at time 0 (the baseline of the first interval's rates), when
+    // the window starts there, before anything runs.
+    std::unique_ptr<output::timeseries> ts = make_timeseries(cfg, *tb);
+    if (ts) {
+        ts->sample_through(0);
+    }
 
     // wire.pcap: stamped with the time the first bit leaves the sender's MAC, before fault
     // injection (a frame the link drops or corrupts is captured as sent). Picoseconds floor to
@@ -793,6 +895,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     std::unique_ptr<output::partitioned_waves> pwaves;
     if (distributed_run) {
         window_loop loop(cfg, *tb, *part, *opts.comm);
+        loop.ts = ts.get();
         if (waves) {
             const double end_ps = cfg.outputs.waves_end_ns * 1e3;
             pwaves = std::make_unique<output::partitioned_waves>(
@@ -811,8 +914,11 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     }
 #endif
     if (!distributed_run) {
-        simulation_loop(cfg, opts, *tb, waves.get()).run();
+        simulation_loop(cfg, opts, *tb, waves.get(), ts.get()).run();
         end_value = sc_core::sc_time_stamp().value();
+    }
+    if (ts) {
+        ts->finish(end_value);
     }
     // A run that ended by starvation or its time limit has not been stopped: stopping it now
     // runs the blocks' end_of_simulation() (a Verilated send path closes its FST there), as
@@ -859,6 +965,9 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     if (rank != 0) {
         // Its stage-latency histograms and, with the trace on, its spooled slices.
         mine["timeline"] = nlohmann::json::binary(tl->take_state());
+        if (ts) {
+            mine["timeseries"] = nlohmann::json::binary(ts->take_state());
+        }
     }
     std::vector<nlohmann::json> parts;
 #ifdef RNICSIM_HAVE_MPI
@@ -959,6 +1068,14 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
         tl->close();
     }
     r.cc_csv = make_cc_csv(cc);
+    if (ts) {
+        for (const auto& p : parts) {
+            if (p.contains("timeseries")) {
+                ts->merge_state(p["timeseries"].get_binary());
+            }
+        }
+        r.timeseries_csv = ts->csv();
+    }
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     return r;
 }

@@ -2,6 +2,7 @@
 // Scenario file parsing, --set overrides and cross-checks between sections.
 #include "testbench/scenario/scenario_config.h"
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -369,6 +370,56 @@ outputs_config parse_outputs(config::reader r, const hw::nic_limits& lim,
         }
     }
     r.set_effective("waves_qps", qps);
+    r.get("report", o.report);
+    config::reader ts = r.child("timeseries");
+    timeseries_config& t = o.timeseries;
+    ts.get("interval_ns", t.interval_ns, 0.0, 1e15);
+    ts.get("start_ns", t.start_ns, 0.0, 1e18);
+    ts.get("end_ns", t.end_ns, 0.0, 1e18);
+    if (t.end_ns <= t.start_ns) {
+        ts.error("end_ns", fmt::format("{} is not after start_ns {}", t.end_ns, t.start_ns));
+    }
+    // timeseries.sample: which columns, from "links", "pauses", "queues", "nodes".
+    static const std::array<const char*, 4> kinds = {"links", "pauses", "queues", "nodes"};
+    nlohmann::json sample = nlohmann::json::array();
+    if (const nlohmann::json* v = ts.raw("sample"); v != nullptr) {
+        if (!v->is_array()) {
+            ts.error("sample", config::describe(*v) +
+                                   " is not an array of \"links\", "
+                                   "\"pauses\", \"queues\", \"nodes\"");
+        } else {
+            t.links = t.pauses = t.queues = t.nodes = false;
+            for (size_t i = 0; i < v->size(); ++i) {
+                const nlohmann::json& e = (*v)[i];
+                bool* flag = nullptr;
+                if (e == "links") {
+                    flag = &t.links;
+                } else if (e == "pauses") {
+                    flag = &t.pauses;
+                } else if (e == "queues") {
+                    flag = &t.queues;
+                } else if (e == "nodes") {
+                    flag = &t.nodes;
+                }
+                if (flag == nullptr) {
+                    ts.error("sample." + std::to_string(i),
+                             config::describe(e) +
+                                 " is not one of \"links\", \"pauses\", \"queues\", \"nodes\"");
+                    continue;
+                }
+                *flag = true;
+            }
+        }
+    }
+    for (const char* k : kinds) {
+        const std::string n = k;
+        if ((n == "links" && t.links) || (n == "pauses" && t.pauses) ||
+            (n == "queues" && t.queues) || (n == "nodes" && t.nodes)) {
+            sample.push_back(n);
+        }
+    }
+    ts.set_effective("sample", sample);
+    ts.finish();
     r.finish();
     return o;
 }

@@ -93,6 +93,19 @@ inline bool has_sends(const workload_config& w) {
     return w.op == operation::SEND || (w.op == operation::MIXED && w.mix.send > 0);
 }
 
+// outputs.timeseries: timeseries.csv, the fabric's state every interval_ns (0: off) from
+// start_ns to end_ns; `sample` says which columns (testbench/output/timeseries.h).
+struct timeseries_config {
+    double interval_ns = 0;
+    double start_ns = 0;
+    double end_ns = 1e18;
+    bool links = true;   // link<i>.dir<s>.gbps: frame bytes sent per direction
+    bool pauses = true;  // link<i>.dir<s>.paused: 1 when PFC pauses some priority of it
+    bool queues = true;  // <switch>.port<p>.queue_bytes (all priorities), <switch>.buffer_bytes
+    bool nodes = true;   // node<i>.goodput_gbps, node<i>.mpps: the node's completed WRs
+    bool on() const { return interval_ns > 0; }
+};
+
 struct outputs_config {
     std::string dir = "out";    // rnicsim run --out DIR is --set outputs.dir=DIR
     bool waves = false;         // DIR/waves.vcd
@@ -107,6 +120,8 @@ struct outputs_config {
     // waves.vcd holds the context state of these QPNs on every node (qp<N>.*); empty = QPNs 1
     // to workload.qps + 1 (the GSI QP and the workload's QPs, numbered in creation order).
     std::vector<uint32_t> waves_qps;
+    timeseries_config timeseries;
+    bool report = true;  // DIR/report.html: the run's results as charts, one offline file
 };
 
 struct scenario_config {

@@ -674,6 +674,8 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
                     ++c.read_completions;
                     break;
             }
+            ++ns.done_messages;
+            ns.done_bytes += f.w.message_bytes;
             const sc_core::sc_time& posted =
                 f.post_time[q * m_w.queue_depth + idx % m_w.queue_depth];
             m_latency_ns.push_back(static_cast<uint64_t>(
@@ -1149,6 +1151,11 @@ void workload::combine(const scenario_config& cfg, const std::vector<nlohmann::j
         r.latency.p50_ns = rank(0.50);
         r.latency.p99_ns = rank(0.99);
         r.latency.max_ns = lat.back();
+        r.latency.percentiles.clear();
+        for (uint64_t pct = 0; pct <= 100; ++pct) {  // nearest rank, in integers
+            const uint64_t k = (pct * lat.size() + 99) / 100;
+            r.latency.percentiles.push_back(lat[std::max<uint64_t>(k, 1) - 1]);
+        }
     }
     r.bytes_checked = bytes_checked;
     r.mismatches = mismatches;

@@ -108,6 +108,14 @@ public:
     void finish(run_result& r);
     // Work requests posted so far by every initiator, and in all (progress bar).
     uint64_t posted() const { return m_posted; }
+    // Node i's successful initiator completions so far and their payload bytes
+    // (timeseries.csv); null when node i has no roles here.
+    const uint64_t* done_messages(size_t i) const {
+        return m_nodes[i] ? &m_nodes[i]->done_messages : nullptr;
+    }
+    const uint64_t* done_bytes(size_t i) const {
+        return m_nodes[i] ? &m_nodes[i]->done_bytes : nullptr;
+    }
     uint64_t total_messages() const { return m_total_all; }
     const std::vector<flow_spec>& flows() const { return m_flow_specs; }
 
@@ -145,7 +153,9 @@ private:
         size_t index = 0;
         node* n = nullptr;
         consumer_counters counters;
-        std::vector<role*> roles;  // in flow order
+        uint64_t done_messages = 0;  // successful initiator completions (not in stats.json)
+        uint64_t done_bytes = 0;     // and their payload bytes
+        std::vector<role*> roles;    // in flow order
         uint32_t roles_left = 0;
         NDK_ADAPTER* adapter = nullptr;
         NDK_ADAPTER_INFO info{};

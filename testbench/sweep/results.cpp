@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "hw/common/config_reader.h"
+#include "testbench/output/html_report.h"
 
 namespace rnic::sweep {
 
@@ -205,6 +206,9 @@ results_summary write_results_csv(const std::string& out_dir, const plan& p) {
     results_summary s;
     const std::string text = make_results_csv(out_dir, p, &s);
     write_file_atomic((fs::path(out_dir) / RESULTS_FILE).string(), text);
+    // report.html: the points compared, each point's own report linked.
+    write_file_atomic((fs::path(out_dir) / "report.html").string(),
+                      output::make_sweep_report_html(out_dir));
     return s;
 }
 

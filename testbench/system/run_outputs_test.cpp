@@ -57,8 +57,8 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     const std::string out = s.dir + "/out";
     const cli_result r = rnicsim(s, short_run(out));
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-    EXPECT_EQ(files_in(out),
-              (std::vector<std::string>{"config.json", "speed.json", "stats.json", "summary.txt"}));
+    EXPECT_EQ(files_in(out), (std::vector<std::string>{"config.json", "report.html", "speed.json",
+                                                       "stats.json", "summary.txt"}));
 
     // summary.txt is what was printed.
     EXPECT_EQ(read_file(out + "/summary.txt"), r.out);
@@ -112,7 +112,7 @@ TEST(RunOutputs, SameConfigAndSeedGiveTheSameOutputs) {
             "run",   quickstart(),           "--out", out,
             "--set", "workload.messages=30", "--set", "workload.qps=2",
             "--set", "outputs.pcap=true",    "--set", "outputs.trace=true",
-            "--set", "outputs.waves=true"};
+            "--set", "outputs.waves=true",   "--set", "outputs.timeseries.interval_ns=500"};
     };
     const std::string a = s.dir + "/a";
     const std::string b = s.dir + "/b";
@@ -123,9 +123,9 @@ TEST(RunOutputs, SameConfigAndSeedGiveTheSameOutputs) {
     EXPECT_EQ(ra.out, rb.out);  // the summary printed
 
     const std::vector<std::string> names = files_in(a);
-    EXPECT_EQ(names,
-              (std::vector<std::string>{"config.json", "speed.json", "stats.json", "summary.txt",
-                                        "trace.json", "waves.vcd", "wire.pcap"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"config.json", "report.html", "speed.json",
+                                               "stats.json", "summary.txt", "timeseries.csv",
+                                               "trace.json", "waves.vcd", "wire.pcap"}));
     EXPECT_EQ(files_in(b), names);
     for (const std::string& n : names) {
         if (n == "speed.json") {

@@ -194,7 +194,10 @@ void eth_link::queue_pause(int side, uint8_t changed) {
 }
 
 uint8_t eth_link::paused(int side) const {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    return paused_at(side, sc_core::sc_time_stamp());
+}
+
+uint8_t eth_link::paused_at(int side, const sc_core::sc_time& now) const {
     uint8_t m = 0;
     for (int p = 0; p < 8; ++p) {
         if (m_pause_until[side][p] > now) {

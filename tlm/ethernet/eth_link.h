@@ -147,6 +147,8 @@ public:
     uint8_t xoff(int side) const { return m_xoff[side]; }
     // Priorities whose transmission out of `side` is paused now.
     uint8_t paused(int side) const;
+    // The same at time `t` (a sample of timeseries.csv, taken whatever this kernel's clock).
+    uint8_t paused_at(int side, const sc_core::sc_time& t) const;
     // One pause quantum: 512 bit times at the line rate.
     sc_core::sc_time pause_quantum() const { return m_quantum; }
     // Called with every frame as its first bit leaves a MAC (pcap writer).
