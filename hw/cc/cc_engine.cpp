@@ -2,14 +2,11 @@
 // Congestion-control engine (reaction point), see cc_engine.h.
 #include "hw/cc/cc_engine.h"
 
+#include "hw/roce/protocol.h"
+
 namespace rnic::hw::cc {
 
-namespace {
-constexpr uint32_t PSN_MASK = 0xFFFFFF;
-bool psn_le(uint32_t a, uint32_t b) {
-    return ((b - a) & PSN_MASK) < 0x800000;
-}
-}  // namespace
+using roce::psn_le;
 
 cc_engine::cc_engine(sc_core::sc_module_name name, std::unique_ptr<cc_algorithm> algo,
                      const clock_domain& clk, context_store& contexts, pacer& pacer,

@@ -30,16 +30,6 @@ void store_le(uint8_t* p, unsigned len, uint64_t v) {
         p[i] = static_cast<uint8_t>(v >> (8 * i));
     }
 }
-uint16_t ip_checksum(const uint8_t* h) {
-    uint32_t sum = 0;
-    for (size_t i = 0; i < roce::IPV4_HEADER_BYTES; i += 2) {
-        sum += get16(h + i);
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    return static_cast<uint16_t>(~sum);
-}
 bool is_cm_mad(const uint8_t* mad) {
     return mad[0] == hsi::MAD_BASE_VERSION && mad[1] == hsi::MAD_CLASS_CM;
 }
@@ -221,7 +211,7 @@ std::vector<uint8_t> gsi::build_frame(const hsi::gsi_send_header& h, const uint8
     ip[9] = roce::IP_PROTO_UDP;
     put32(ip + 12, h.src_ip);
     put32(ip + 16, h.dst_ip);
-    put16(ip + 10, ip_checksum(ip));
+    put16(ip + 10, roce::ipv4_checksum(ip));
     uint8_t* udp = ip + roce::IPV4_HEADER_BYTES;
     put16(udp, h.udp_src_port);
     put16(udp + 2, roce::ROCEV2_UDP_PORT);
@@ -302,7 +292,7 @@ bool gsi::accept(const std::vector<uint8_t>& f) {
     const uint8_t* p = f.data();
     const uint8_t* ip = p + roce::ETH_HEADER_BYTES;
     if (f.size() < UD_FRAME_BYTES || ip[0] != 0x45 || (get16(ip + 6) & 0x3FFF) != 0 ||
-        get16(ip + 2) != UD_FRAME_BYTES - roce::ETH_HEADER_BYTES || ip_checksum(ip) != 0 ||
+        get16(ip + 2) != UD_FRAME_BYTES - roce::ETH_HEADER_BYTES || !roce::ipv4_checksum_ok(ip) ||
         get16(ip + roce::IPV4_HEADER_BYTES + 4) !=
             UD_FRAME_BYTES - roce::ETH_HEADER_BYTES - roce::IPV4_HEADER_BYTES ||
         ((p[roce::BTH_OFFSET + 1] >> 4) & 3) != 0) {

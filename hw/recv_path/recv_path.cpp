@@ -7,31 +7,15 @@
 #include <cstring>
 
 #include "hw/hsi/hsi.h"
+#include "hw/roce/protocol.h"
 #include "tlm/ethernet/vlan.h"
 
 namespace rnic::hw {
 
 namespace {
-constexpr uint32_t PSN_MASK = 0xFFFFFF;
-constexpr uint8_t AETH_ACK = 0x1F;  // ACK, no credit information
-constexpr uint8_t AETH_RNR = 0x20;  // RNR NAK; low 5 bits: timer code
-// IBA table 45: RNR NAK timer field -> minimum delay, ms.
-constexpr double RNR_TIMER_MS[32] = {655.36, 0.01,  0.02,  0.03,   0.04,   0.06,   0.08,   0.12,
-                                     0.16,   0.24,  0.32,  0.48,   0.64,   0.96,   1.28,   1.92,
-                                     2.56,   3.84,  5.12,  7.68,   10.24,  15.36,  20.48,  30.72,
-                                     40.96,  61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
-constexpr uint8_t AETH_NAK_PSN = 0x60;
-constexpr uint8_t AETH_NAK_INVALID = 0x61;
-constexpr uint8_t AETH_NAK_ACCESS = 0x62;
-constexpr uint8_t AETH_NAK_OPERATIONAL = 0x63;
-// Selective repeat's NAK (IRN): resend only the packet at this PSN. A reserved NAK code of the
-// IBA (0x65..0x7F): both ends must run selective repeat (rnic.transport, one NIC config).
-constexpr uint8_t AETH_NAK_SELECTIVE = 0x65;
-constexpr uint32_t HALF_PSN = 0x800000;
-
-uint32_t packets_of(uint32_t len, uint32_t pmtu) {
-    return len == 0 ? 1 : (len + pmtu - 1) / pmtu;
-}
+using roce::HALF_PSN;
+using roce::packets_of;
+using roce::PSN_MASK;
 
 bool is_send(uint8_t op) {
     return op <= roce::RC_SEND_ONLY_IMM || op == roce::RC_SEND_LAST_INV ||
@@ -520,7 +504,7 @@ void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8
     d.dst_mac = qp.dest_mac;
     d.src_ip = m_id.ip;
     d.dst_ip = qp.dest_ip;
-    if ((syndrome & 0x60) != 0) {
+    if (!roce::aeth_is_ack(syndrome)) {
         ++m_stats.naks_sent;
     }
     m_tx.post_response(std::move(job));
@@ -554,7 +538,7 @@ void recv_path::serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_fram
     job.src_pdn = qp.pdn;
     if (xs != xlate_status::OK) {
         ++m_stats.protection_errors;
-        nak_fatal(qpn, qp, bth.psn, AETH_NAK_ACCESS);
+        nak_fatal(qpn, qp, bth.psn, roce::AETH_NAK_REMOTE_ACCESS_ERROR);
         return;
     }
     ++m_stats.read_requests;
@@ -573,7 +557,7 @@ void recv_path::serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_fram
     d.psn = bth.psn;
     d.pmtu = qp.pmtu;
     d.length = reth.dma_length;
-    d.syndrome = AETH_ACK;
+    d.syndrome = roce::AETH_ACK_NO_CREDIT;
     d.msn = qp.msn & PSN_MASK;
     d.src_mac = m_id.mac;
     d.dst_mac = qp.dest_mac;
@@ -615,7 +599,7 @@ void recv_path::flush_ack(uint32_t qpn, qp_context& qp) {
     pending_ack& a = m_pending_acks[qpn];
     if (a.count > 0) {
         a.count = 0;
-        send_ack(qpn, qp, a.psn, AETH_ACK);
+        send_ack(qpn, qp, a.psn, roce::AETH_ACK_NO_CREDIT);
     }
 }
 
@@ -662,7 +646,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
     const uint8_t op = bth.opcode;
     const uint32_t diff = (bth.psn - qp.expected_psn) & PSN_MASK;
     if (diff != 0) {
-        if (diff >= 0x800000) {
+        if (diff >= HALF_PSN) {
             ++m_stats.duplicates;
             if (bth.opcode == roce::RC_READ_REQUEST) {
                 // A READ is re-executed: its responses may be what was lost (IBA 9.7.5.2.1).
@@ -670,7 +654,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             } else if (bth.ack_req) {
                 // Already executed: acknowledge again so the requester moves on.
                 flush_ack(qpn, qp);
-                send_ack(qpn, qp, qp.expected_psn - 1, AETH_ACK);
+                send_ack(qpn, qp, qp.expected_psn - 1, roce::AETH_ACK_NO_CREDIT);
             }
         } else if (selective()) {
             sr_out_of_order(qpn, qp, frame, p, diff);
@@ -679,7 +663,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             if (!qp.nak_sent) {  // one NAK per gap
                 qp.nak_sent = true;
                 flush_ack(qpn, qp);  // held ACKs first: ACK/NAK PSNs never go backwards
-                send_ack(qpn, qp, qp.expected_psn, AETH_NAK_PSN);
+                send_ack(qpn, qp, qp.expected_psn, roce::AETH_NAK_PSN_SEQ_ERROR);
             }
         }
         return;
@@ -707,7 +691,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
     if (is_send(op) && consumes == qp.have_recv) {
         // A First/Only while a SEND is open, or a Middle/Last with none open.
         ++m_stats.bad_opcode_sequence;
-        nak(AETH_NAK_INVALID);
+        nak(roce::AETH_NAK_INVALID_REQUEST);
         return;
     }
     if (consumes) {
@@ -722,14 +706,15 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             // make it retry at once and spend its RNR budget at wire speed).
             qp.nak_sent = true;
             flush_ack(qpn, qp);  // responses in PSN order: held ACKs before the NAK
-            send_ack(qpn, qp, bth.psn, AETH_RNR | m_cfg.rnr_timer_code);  // counts naks_sent
+            send_ack(qpn, qp, bth.psn,
+                     roce::AETH_TYPE_RNR_NAK | m_cfg.rnr_timer_code);  // counts naks_sent
             return;
         }
         if (t == recv_take::FAULT) {
             // Receive WQE with a bad local key: local protection error on this side.
             ++m_stats.protection_errors;
             post_recv_cqe(qpn, qp, hsi::CQE_RECV, hsi::CQE_LOCAL_PROT_ERR, 0, 0, true, flow_id);
-            nak(AETH_NAK_OPERATIONAL);
+            nak(roce::AETH_NAK_REMOTE_OP_ERROR);
             return;
         }
     }
@@ -742,7 +727,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
                 ++m_stats.protection_errors;
                 post_recv_cqe(qpn, qp, hsi::CQE_RECV, hsi::CQE_LOCAL_PROT_ERR, qp.recv_offset, 0,
                               true, flow_id);
-                nak(AETH_NAK_OPERATIONAL);
+                nak(roce::AETH_NAK_REMOTE_OP_ERROR);
                 return;
             }
         }
@@ -756,7 +741,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
         if (qp.recv_offset + static_cast<uint64_t>(len) > capacity) {
             post_recv_cqe(qpn, qp, hsi::CQE_RECV, hsi::CQE_LOCAL_LENGTH_ERR, qp.recv_offset, 0,
                           true, flow_id);
-            nak(AETH_NAK_INVALID);
+            nak(roce::AETH_NAK_INVALID_REQUEST);
             return;
         }
         place(segs, qp.recv_offset, payload, len);
@@ -804,7 +789,7 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
                                                       XLATE_REMOTE_WRITE, true, wsegs);
             if (xs != xlate_status::OK) {
                 ++m_stats.protection_errors;
-                nak(AETH_NAK_ACCESS);
+                nak(roce::AETH_NAK_REMOTE_ACCESS_ERROR);
                 return;
             }
             qp.write_va = reth.va;
@@ -816,11 +801,11 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             // Middle/Last: the key is checked again per packet, so a region deregistered (or
             // a window invalidated) mid-WRITE takes no more bytes.
             ++m_stats.protection_errors;
-            nak(AETH_NAK_ACCESS);
+            nak(roce::AETH_NAK_REMOTE_ACCESS_ERROR);
             return;
         }
         if (len > qp.write_remaining) {
-            nak(AETH_NAK_INVALID);
+            nak(roce::AETH_NAK_INVALID_REQUEST);
             return;
         }
         place(segs, qp.write_offset, payload, len);
@@ -856,7 +841,7 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
             case 1:
                 ++m_stats.naks_received;
                 m_tx.on_rnr(qpn, bth.psn,
-                            sc_core::sc_time(RNR_TIMER_MS[syn & 0x1F], sc_core::SC_MS));
+                            sc_core::sc_time(roce::RNR_TIMER_MS[syn & 0x1F], sc_core::SC_MS));
                 break;
             case 3: {
                 ++m_stats.naks_received;
@@ -865,7 +850,7 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
                     m_tx.on_nak_sequence(qpn, bth.psn);
                     break;
                 }
-                if (selective() && syn == AETH_NAK_SELECTIVE) {
+                if (selective() && syn == roce::AETH_NAK_SELECTIVE) {
                     m_tx.on_nak_selective(qpn, bth.psn);
                     break;
                 }
@@ -888,7 +873,7 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
         return;
     }
     if (bth.psn != t.next_psn) {
-        if (((bth.psn - t.next_psn) & PSN_MASK) >= 0x800000 || t.placed) {
+        if (((bth.psn - t.next_psn) & PSN_MASK) >= HALF_PSN || t.placed) {
             ++m_stats.duplicates;  // placed already (responses of a re-issued READ)
             return;
         }
@@ -1015,7 +1000,8 @@ void recv_path::sr_nak(uint32_t qpn, qp_context& qp) {
     }
     qp.nak_sent = true;
     flush_ack(qpn, qp);  // held ACKs first: ACK/NAK PSNs never go backwards
-    send_ack(qpn, qp, qp.expected_psn, go_back ? AETH_NAK_PSN : AETH_NAK_SELECTIVE);
+    send_ack(qpn, qp, qp.expected_psn,
+             go_back ? roce::AETH_NAK_PSN_SEQ_ERROR : roce::AETH_NAK_SELECTIVE);
 }
 
 void recv_path::sr_advance(uint32_t qpn, qp_context& qp, uint32_t before, bool ack_req) {
@@ -1086,7 +1072,7 @@ recv_path::sr_put recv_path::sr_write(uint32_t qpn, qp_context& qp, const uint8_
             if (in_order) {
                 ++m_stats.protection_errors;
             }
-            return fail(AETH_NAK_ACCESS);
+            return fail(roce::AETH_NAK_REMOTE_ACCESS_ERROR);
         }
         n.first_psn = bth.psn;
         n.packets = packets_of(reth.dma_length, qp.pmtu);
@@ -1105,13 +1091,13 @@ recv_path::sr_put recv_path::sr_write(uint32_t qpn, qp_context& qp, const uint8_
             if (in_order) {
                 ++m_stats.bad_opcode_sequence;  // a Middle/Last with no WRITE open
             }
-            return fail(AETH_NAK_INVALID);
+            return fail(roce::AETH_NAK_INVALID_REQUEST);
         }
         if (!key_live(t->rkey, qp.pdn)) {  // re-checked per packet, as in order
             if (in_order) {
                 ++m_stats.protection_errors;
             }
-            return fail(AETH_NAK_ACCESS);
+            return fail(roce::AETH_NAK_REMOTE_ACCESS_ERROR);
         }
     }
     const uint32_t index = (bth.psn - t->first_psn) & PSN_MASK;
@@ -1121,7 +1107,7 @@ recv_path::sr_put recv_path::sr_write(uint32_t qpn, qp_context& qp, const uint8_
     // Every packet but the last is a full path MTU; the last one ends the WRITE's length.
     if (offset + len > t->length || (ends ? offset + len != t->length : len != qp.pmtu) ||
         ends != (index + 1 == t->packets)) {
-        return fail(AETH_NAK_INVALID);
+        return fail(roce::AETH_NAK_INVALID_REQUEST);
     }
     place(t->segments, offset, frame + p.payload_offset, len);
     if (msg_len != nullptr) {

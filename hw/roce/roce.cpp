@@ -127,18 +127,6 @@ inline uint64_t get64(const uint8_t* p) {
     return (uint64_t{get32(p)} << 32) | get32(p + 4);
 }
 
-// One's complement sum over the 20-byte IPv4 header (checksum field included). A header with a
-// correct checksum folds to 0xFFFF.
-inline uint16_t ip_fold(const uint8_t* ip) {
-    uint32_t sum = 0;
-    for (size_t i = 0; i < IPV4_HEADER_BYTES; i += 2) {
-        sum += get16(ip + i);
-    }
-    sum = (sum & 0xFFFF) + (sum >> 16);
-    sum = (sum & 0xFFFF) + (sum >> 16);
-    return static_cast<uint16_t>(sum);
-}
-
 // zlib crc32 of the eight 0xFF bytes standing in for the LRH: the raw register state is
 // 0xDEBB20E3, zlib reports it inverted.
 constexpr uint32_t LRH_CRC = 0x2144DF1Cu;
@@ -232,7 +220,7 @@ void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
     ip[9] = IP_PROTO_UDP;
     put32(ip + 12, h.src_ip);
     put32(ip + 16, h.dst_ip);
-    put16(ip + 10, static_cast<uint16_t>(~ip_fold(ip)));  // checksum field is still zero
+    put16(ip + 10, ipv4_checksum(ip));
 
     // UDP, checksum 0 (not used by RoCEv2; masked out of the ICRC)
     uint8_t* const udp = ip + IPV4_HEADER_BYTES;
@@ -345,7 +333,7 @@ parse_error parse_frame(const uint8_t* frame, size_t len, parsed_frame& out) {
     if ((get16(ip + 6) & 0x3FFF) != 0) {
         return parse_error::BAD_IP_HEADER;  // MF set or non-zero fragment offset
     }
-    if (ip_fold(ip) != 0xFFFF) {
+    if (!ipv4_checksum_ok(ip)) {
         return parse_error::BAD_IP_CHECKSUM;
     }
     if (ip[9] != IP_PROTO_UDP) {

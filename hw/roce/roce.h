@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "hw/roce/protocol.h"  // PSN arithmetic, AETH syndromes, IPv4 checksum
+
 namespace rnic::roce {
 
 // Base transport header opcodes (RC transport, plus the RoCEv2 congestion notification packet).
@@ -58,20 +60,6 @@ constexpr size_t FCS_BYTES = 4;
 constexpr size_t BTH_OFFSET = ETH_HEADER_BYTES + IPV4_HEADER_BYTES + UDP_HEADER_BYTES;
 constexpr uint16_t ETHERTYPE_IPV4 = 0x0800;
 constexpr uint8_t IP_PROTO_UDP = 17;
-constexpr uint32_t PSN_MASK = 0xFFFFFF;  // PSNs and QP numbers are 24 bits
-constexpr uint32_t QPN_MASK = 0xFFFFFF;
-
-// AETH syndromes (bits 6:5 select ACK / RNR NAK / NAK).
-constexpr uint8_t AETH_ACK_NO_CREDIT = 0x1F;  // ACK, credit count "invalid"
-constexpr uint8_t AETH_TYPE_MASK = 0x60;
-constexpr uint8_t AETH_TYPE_ACK = 0x00;
-constexpr uint8_t AETH_TYPE_RNR_NAK = 0x20;
-constexpr uint8_t AETH_TYPE_NAK = 0x60;
-constexpr uint8_t AETH_NAK_PSN_SEQ_ERROR = 0x60;
-constexpr uint8_t AETH_NAK_INVALID_REQUEST = 0x61;
-constexpr uint8_t AETH_NAK_REMOTE_ACCESS_ERROR = 0x62;
-constexpr uint8_t AETH_NAK_REMOTE_OP_ERROR = 0x63;
-
 struct mac_addr {
     std::array<uint8_t, 6> b{};
 };

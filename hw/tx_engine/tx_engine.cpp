@@ -6,23 +6,16 @@
 #include <cstring>
 
 #include "hw/hsi/hsi.h"
+#include "hw/roce/protocol.h"
 #include "hw/send_path/send_path_packets.h"
 
 namespace rnic::hw {
 
 namespace {
-constexpr uint32_t PSN_MASK = 0xFFFFFF;
-constexpr uint8_t AETH_NAK_ACCESS = 0x62;  // NAK: remote access error
-// a <= b in 24-bit serial arithmetic.
-bool psn_le(uint32_t a, uint32_t b) {
-    return ((b - a) & PSN_MASK) < 0x800000;
-}
-bool psn_in(uint32_t psn, uint32_t first, uint32_t last) {
-    return psn_le(first, psn) && psn_le(psn, last);
-}
-uint32_t packets_of(uint32_t len, uint32_t pmtu) {
-    return len == 0 ? 1 : (len + pmtu - 1) / pmtu;
-}
+using roce::packets_of;
+using roce::psn_in;
+using roce::psn_le;
+using roce::PSN_MASK;
 
 uint8_t cqe_opcode_of(uint8_t wqe_opcode) {
     switch (wqe_opcode) {
@@ -2059,7 +2052,7 @@ void tx_engine::source_fault(const tx_job& job, uint32_t psn) {
             nak.desc = base_descriptor(*qp, qpn);
             nak.desc.kind = tx_kind::ACK;
             nak.desc.psn = psn;
-            nak.desc.syndrome = AETH_NAK_ACCESS;
+            nak.desc.syndrome = roce::AETH_NAK_REMOTE_ACCESS_ERROR;
             nak.desc.msn = qp->msn & PSN_MASK;
             nak.desc.flow_id = job.desc.flow_id;
             send_job(nak);

@@ -161,7 +161,9 @@ def largest_point(points):
     return best
 
 
-def check_sweep(rnicsim, sweep, max_messages):
+def sweep_points(rnicsim, sweep):
+    """The points of a sweep as `rnicsim sweep --dry-run` lists them: (base scenario,
+    [(id, [PATH=VALUE overrides])])."""
     with tempfile.TemporaryDirectory(prefix="rnicsim-configs-sweep-") as tmp:
         out = os.path.join(tmp, "sweep")
         cmd = [rnicsim, "sweep", sweep, "--dry-run", "--out", out]
@@ -186,6 +188,11 @@ def check_sweep(rnicsim, sweep, max_messages):
         points.append((head.strip(), sets))
     if not points:
         raise Failed("sweep --dry-run listed no points")
+    return base, points
+
+
+def check_sweep(rnicsim, sweep, max_messages):
+    base, points = sweep_points(rnicsim, sweep)
     i = largest_point(points)
     print("largest point: %s of %d: %s" % (points[i][0], len(points), " ".join(points[i][1])))
     run_checked(rnicsim, base, points[i][1], max_messages)

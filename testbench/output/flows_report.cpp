@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "hw/common/numeric.h"
+
 #include <fmt/format.h>
 
 namespace rnic::output {
@@ -18,8 +20,7 @@ double rank(std::vector<double> v, double p) {
         return 0;
     }
     std::sort(v.begin(), v.end());
-    const auto k = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-    return v[std::max<size_t>(k, 1) - 1];
+    return nearest_rank(v, p);
 }
 
 // Size buckets of the DCTCP / HPCC FCT plots (upper bounds, bytes).

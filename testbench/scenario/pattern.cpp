@@ -4,17 +4,12 @@
 
 #include <cstring>
 
+#include "hw/common/numeric.h"
+
 namespace rnic::scenario {
 
 namespace {
-constexpr uint64_t GOLDEN = 0x9E3779B97F4A7C15ull;
-
-uint64_t splitmix64(uint64_t x) {
-    x += GOLDEN;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
+constexpr uint64_t GOLDEN = SPLITMIX64_GAMMA;
 
 // Word w of a message, as stored in memory (little-endian byte order on every host we build
 // for; memcpy keeps it alignment-safe).

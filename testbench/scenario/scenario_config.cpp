@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "hw/common/numeric.h"
 #include "ndk_shim/ndk_sim.h"
 
 #include <fmt/format.h>
@@ -33,11 +34,7 @@ operation operation_of(const workload_config& w, uint32_t q, uint64_t i) {
     }
     // splitmix64 of (seed, q, i): a stateless draw, so both consumers and the tests agree on
     // every message's operation without sharing a generator.
-    uint64_t z = w.seed ^ (uint64_t{q} << 40) ^ (i * 0x9E3779B97F4A7C15ull);
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    const uint64_t z = splitmix64(w.seed ^ (uint64_t{q} << 40) ^ (i * SPLITMIX64_GAMMA));
     const uint64_t total = uint64_t{w.mix.write} + w.mix.read + w.mix.send;
     if (total == 0) {
         return operation::WRITE;  // rejected by parse_workload; never divide by 0

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "hw/common/numeric.h"
 #include "testbench/scenario/ndk_async_call.h"
 #include "testbench/scenario/pattern.h"
 
@@ -1143,13 +1144,8 @@ void workload::combine(const scenario_config& cfg, const std::vector<nlohmann::j
             sum += static_cast<double>(v);
         }
         r.latency.avg_ns = sum / static_cast<double>(lat.size());
-        // Nearest rank: the smallest sample with at least p% of the samples at or below it.
-        auto rank = [&](double p) {
-            const auto k = static_cast<size_t>(std::ceil(p * static_cast<double>(lat.size())));
-            return lat[std::max<size_t>(k, 1) - 1];
-        };
-        r.latency.p50_ns = rank(0.50);
-        r.latency.p99_ns = rank(0.99);
+        r.latency.p50_ns = nearest_rank(lat, 0.50);
+        r.latency.p99_ns = nearest_rank(lat, 0.99);
         r.latency.max_ns = lat.back();
         r.latency.percentiles.clear();
         for (uint64_t pct = 0; pct <= 100; ++pct) {  // nearest rank, in integers

@@ -127,9 +127,9 @@ void run_remote_case(const remote_case& rc) {
     EXPECT_TRUE(got1.empty()) << "node 1 posted nothing that could complete";
     // On the wire: node 1 NAKed the first request "remote access error", exactly once, and
     // ACKed nothing.
-    EXPECT_EQ(b.naks(1, SYN_NAK_ACCESS), 1u);
+    EXPECT_EQ(b.naks(1, roce::AETH_NAK_REMOTE_ACCESS_ERROR), 1u);
     for (const auto& f : b.sent(1, roce::RC_ACK)) {
-        EXPECT_FALSE(is_plain_ack(f.syndrome)) << "ACK for psn " << f.psn;
+        EXPECT_FALSE(roce::aeth_is_ack(f.syndrome)) << "ACK for psn " << f.psn;
     }
     EXPECT_TRUE(b.sent(1, roce::RC_READ_RESP_FIRST).empty());
     EXPECT_TRUE(b.sent(1, roce::RC_READ_RESP_ONLY).empty());
@@ -329,7 +329,7 @@ TEST(Protection, ReceiveIntoBufferWithoutLocalWrite) {
     EXPECT_EQ(static_cast<uint32_t>(got0[0].Status),
               static_cast<uint32_t>(STATUS_REMOTE_RESOURCES));
     EXPECT_TRUE(extra.empty());
-    EXPECT_EQ(b.naks(1, SYN_NAK_OPERATIONAL), 1u);
+    EXPECT_EQ(b.naks(1, roce::AETH_NAK_REMOTE_OP_ERROR), 1u);
     EXPECT_EQ(count_not(rbuf.data, rbuf.bytes, FILL), 0u);
 }
 
@@ -359,7 +359,7 @@ TEST(Protection, SendLargerThanReceiveBuffer) {
     ASSERT_EQ(got0.size(), 1u);
     EXPECT_EQ(static_cast<uint32_t>(got0[0].Status),
               static_cast<uint32_t>(STATUS_INVALID_PARAMETER));
-    EXPECT_EQ(b.naks(1, SYN_NAK_INVALID), 1u);
+    EXPECT_EQ(b.naks(1, roce::AETH_NAK_INVALID_REQUEST), 1u);
     // The receive buffer holds at most its 2048 bytes of the message, nothing beyond.
     EXPECT_EQ(count_not(rbuf.data + 2048, PAGE - 2048, FILL), 0u);
 }
@@ -436,7 +436,7 @@ void window_case(bool remote_invalidate) {
     ASSERT_EQ(after.size(), 1u);
     EXPECT_EQ(static_cast<uint32_t>(after[0].Status),
               static_cast<uint32_t>(STATUS_ACCESS_VIOLATION));
-    EXPECT_EQ(b.naks(1, SYN_NAK_ACCESS), 1u);
+    EXPECT_EQ(b.naks(1, roce::AETH_NAK_REMOTE_ACCESS_ERROR), 1u);
     EXPECT_EQ(count_not(target.data, target.bytes, FILL), 0u);
 }
 TEST(Protection, WriteThroughLocallyInvalidatedWindow) {
@@ -521,7 +521,7 @@ TEST(Protection, WriteTargetDeregisteredMidTransfer) {
     ASSERT_EQ(got0.size(), 1u);
     EXPECT_EQ(static_cast<uint32_t>(got0[0].Status), static_cast<uint32_t>(STATUS_ACCESS_VIOLATION))
         << status_name(got0[0].Status);
-    EXPECT_GE(b.naks(1, SYN_NAK_ACCESS), 1u);
+    EXPECT_GE(b.naks(1, roce::AETH_NAK_REMOTE_ACCESS_ERROR), 1u);
 }
 
 // Node 0's READ sink is deregistered while the responses stream in.
@@ -627,7 +627,7 @@ TEST(Protection, ReadSourceDeregisteredMidTransfer) {
     EXPECT_LT(landed(sink.data, BIG, SRC), BIG / 2);
     EXPECT_EQ(b.stat("node1.nic.tx_engine", "source_key_faults"), 1u);
     EXPECT_LT(b.stat("node1.nic.tx_engine", "payload_bytes"), BIG);
-    EXPECT_EQ(b.naks(1, SYN_NAK_ACCESS), 1u);
+    EXPECT_EQ(b.naks(1, roce::AETH_NAK_REMOTE_ACCESS_ERROR), 1u);
     EXPECT_EQ(s.c1.nic().contexts().qp(ndk::get_qp_number(s.q1))->state, hsi::QPS_ERROR);
     EXPECT_EQ(s.c0.nic().contexts().qp(ndk::get_qp_number(s.q0))->state, hsi::QPS_ERROR);
     // The rest of the response was stomped at node 1's MAC (node 0 drops it: bad ICRC), so the

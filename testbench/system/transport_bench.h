@@ -184,18 +184,6 @@ struct wire_frame {
     sc_core::sc_time at;
 };
 
-// AETH syndromes (rocev2.md: bits 6:5 = 00 ACK, 01 RNR NAK, 11 NAK + code).
-inline constexpr uint8_t SYN_NAK_PSN = 0x60;
-inline constexpr uint8_t SYN_NAK_INVALID = 0x61;
-inline constexpr uint8_t SYN_NAK_ACCESS = 0x62;
-inline constexpr uint8_t SYN_NAK_OPERATIONAL = 0x63;
-inline bool is_rnr_nak(uint8_t syn) {
-    return (syn & 0x60) == 0x20;
-}
-inline bool is_plain_ack(uint8_t syn) {
-    return (syn & 0x60) == 0;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Two-node bench for direct NDK consumers
 // ---------------------------------------------------------------------------------------------
@@ -289,7 +277,7 @@ public:
     size_t rnr_naks(int side) const {
         size_t n = 0;
         for (const auto& f : sent(side, roce::RC_ACK)) {
-            n += is_rnr_nak(f.syndrome) ? 1 : 0;
+            n += roce::aeth_is_rnr_nak(f.syndrome) ? 1 : 0;
         }
         return n;
     }

@@ -325,7 +325,7 @@ std::vector<wire_frame> send_starts(const two_node_bench& b) {
 size_t nak_frames(const two_node_bench& b) {
     size_t n = 0;
     for (const auto& f : b.sent(1, roce::RC_ACK)) {
-        n += is_plain_ack(f.syndrome) ? 0 : 1;
+        n += roce::aeth_is_ack(f.syndrome) ? 0 : 1;
     }
     return n;
 }
@@ -546,7 +546,7 @@ TEST(TransportRc, DuplicateSendIsReAckedNotReExecuted) {
     // One ACK per SEND and one more per duplicate.
     size_t acks = 0;
     for (const auto& f : b.sent(1, roce::RC_ACK)) {
-        acks += is_plain_ack(f.syndrome) ? 1 : 0;
+        acks += roce::aeth_is_ack(f.syndrome) ? 1 : 0;
     }
     EXPECT_EQ(acks, 4u);
 }

@@ -171,7 +171,7 @@ TEST(TransportRecovery, EverySequenceNakIsAnsweredByAResend) {
     }
     size_t naks = 0;
     for (const auto& f : b.sent(1, roce::RC_ACK)) {
-        if (f.syndrome != SYN_NAK_PSN) {
+        if (f.syndrome != roce::AETH_NAK_PSN_SEQ_ERROR) {
             continue;
         }
         ++naks;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "hw/common/config_reader.h"
+#include "hw/common/numeric.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/run_report.h"
 #include "testbench/scenario/node.h"
@@ -142,8 +143,7 @@ void testbed::spawn(size_t node, const std::string& name, consumer body) {
 namespace {
 // Nearest-rank percentile of sorted samples (as the workload's latency summary).
 uint64_t rank(const std::vector<double>& v, double p) {
-    const size_t k = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-    return static_cast<uint64_t>(std::llround(v[std::max<size_t>(k, 1) - 1]));
+    return static_cast<uint64_t>(std::llround(nearest_rank(v, p)));
 }
 }  // namespace
 

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hw/common/numeric.h"
 #include "testbench/output/timeline.h"
 #include "testbench/scenario/pattern.h"
 
@@ -70,8 +71,7 @@ TEST(PatternFast, MismatchesCountEveryDifferingByte) {
 // Nearest rank over every sample: the smallest value with at least p of the samples at or below.
 double rank_ns(std::vector<uint64_t> v, double p) {
     std::sort(v.begin(), v.end());
-    const auto k = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p * v.size())));
-    return static_cast<double>(v[k - 1]) / 1000.0;
+    return static_cast<double>(rnic::nearest_rank(v, p)) / 1000.0;
 }
 
 TEST(LatencyHistogramFast, PercentilesMatchASortedListOfEverySample) {

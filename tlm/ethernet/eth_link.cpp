@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hw/common/timestep_arbiter.h"
+#include "hw/roce/protocol.h"
 #include "tlm/ethernet/vlan.h"
 
 namespace rnic::fabric {
@@ -413,15 +414,7 @@ void eth_link::mark_ecn(int side, eth_frame& f) {
     if (d.size() < IP + ihl) {
         return;
     }
-    d[IP + 10] = d[IP + 11] = 0;
-    uint32_t sum = 0;
-    for (size_t i = 0; i < ihl; i += 2) {
-        sum += (static_cast<uint32_t>(d[IP + i]) << 8) | d[IP + i + 1];
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    const auto csum = static_cast<uint16_t>(~sum);
+    const uint16_t csum = roce::ipv4_checksum(d.data() + IP, ihl);
     d[IP + 10] = static_cast<uint8_t>(csum >> 8);
     d[IP + 11] = static_cast<uint8_t>(csum);
     ++m_stats[side].ecn_marked;

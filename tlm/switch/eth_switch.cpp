@@ -7,6 +7,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "hw/common/numeric.h"
+#include "hw/roce/protocol.h"
 #include "tlm/ethernet/vlan.h"
 
 namespace rnic::fabric {
@@ -26,33 +28,15 @@ uint32_t be32(const uint8_t* p) {
            (static_cast<uint32_t>(p[2]) << 8) | p[3];
 }
 
-// RFC 1071 ones' complement sum over the IPv4 header (IHL words) with the checksum field
-// zeroed.
+// The IPv4 header checksum over the header's IHL words (RFC 1071; roce::ipv4_checksum).
 uint16_t ipv4_checksum(const uint8_t* ip) {
-    const size_t len = static_cast<size_t>(ip[0] & 0xF) * 4;
-    uint32_t sum = 0;
-    for (size_t i = 0; i < len; i += 2) {
-        if (i != 10) {
-            sum += be16(ip + i);
-        }
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    return static_cast<uint16_t>(~sum);
+    return roce::ipv4_checksum(ip, static_cast<size_t>(ip[0] & 0xF) * 4);
 }
 
 void set_ipv4_checksum(uint8_t* ip) {
     const uint16_t c = ipv4_checksum(ip);
     ip[10] = static_cast<uint8_t>(c >> 8);
     ip[11] = static_cast<uint8_t>(c);
-}
-
-uint64_t splitmix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
 }
 
 sc_core::sc_time ps_time(double ps) {
