@@ -97,12 +97,17 @@ bool load(const options& o, rnic::scenario::scenario_config& cfg, bool print = t
     }
 }
 
+// trace.json, or trace.perfetto-trace in Perfetto's protobuf form (outputs.trace_format).
+std::string trace_file(const rnic::scenario::scenario_config& cfg) {
+    return cfg.outputs.trace_format == "perfetto" ? "trace.perfetto-trace" : "trace.json";
+}
+
 rnic::scenario::run_options staged_options(const rnic::scenario::scenario_config& cfg,
                                            const rnic::output::output_dir& dir) {
     rnic::scenario::run_options opts;
     opts.waves_vcd = cfg.outputs.waves ? dir.staged("waves.vcd") : "";
     opts.pcap = cfg.outputs.pcap ? dir.staged("wire.pcap") : "";
-    opts.trace = cfg.outputs.trace ? dir.staged("trace.json") : "";
+    opts.trace = cfg.outputs.trace ? dir.staged(trace_file(cfg)) : "";
     opts.progress = rnic::output::progress_bar::wanted();
     return opts;
 }
@@ -355,7 +360,7 @@ int run_rank(const options& o, rnic::distributed::mpi_comm& comm) {
         const std::string nowhere = "/dev/null/rnicsim-rank" + std::to_string(rank) + "/";
         opts.waves_vcd = cfg.outputs.waves ? nowhere + "waves.vcd" : "";
         opts.pcap = cfg.outputs.pcap ? nowhere + "wire.pcap" : "";
-        opts.trace = cfg.outputs.trace ? nowhere + "trace.json" : "";
+        opts.trace = cfg.outputs.trace ? nowhere + trace_file(cfg) : "";
     }
     opts.comm = &comm;
     if (size > 1) {

@@ -83,10 +83,11 @@ void output_dir::remove_staging_from_signal_handler() {
 bool output_dir::is_output_file(const std::string& name) {
     // Every file a run can write (testbench/cli/main.cpp, runner outputs such as lockstep's
     // divergence.json), and each node's Verilated waveform rtl.node<i>.fst.
-    static const std::array<const char*, 14> known = {
-        "stats.json",      "summary.txt",   "config.json",    "speed.json", "waves.vcd",
-        "rtl.fst",         "wire.pcap",     "trace.json",     "cc.csv",     "flows.csv",
-        "divergence.json", "rtl.node1.fst", "timeseries.csv", "report.html"};
+    static const std::array<const char*, 15> known = {
+        "stats.json",     "summary.txt", "config.json",         "speed.json",
+        "waves.vcd",      "rtl.fst",     "wire.pcap",           "trace.json",
+        "cc.csv",         "flows.csv",   "divergence.json",     "rtl.node1.fst",
+        "timeseries.csv", "report.html", "trace.perfetto-trace"};
     for (const char* k : known) {
         if (name == k) {
             return true;

@@ -45,6 +45,68 @@ double ps_to_ns(double ps) {
     return ps / 1000.0;
 }
 
+// Protocol buffers' wire format (what Perfetto's trace is): varints, tags, length-delimited
+// fields, fixed64.
+void pb_varint(std::string& o, uint64_t v) {
+    while (v >= 0x80) {
+        o += static_cast<char>((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    o += static_cast<char>(v);
+}
+void pb_uint(std::string& o, uint32_t field, uint64_t v) {
+    pb_varint(o, uint64_t{field} << 3);  // wire type 0
+    pb_varint(o, v);
+}
+void pb_bytes(std::string& o, uint32_t field, const std::string& v) {
+    pb_varint(o, uint64_t{field} << 3 | 2);
+    pb_varint(o, v.size());
+    o += v;
+}
+void pb_fixed64(std::string& o, uint32_t field, uint64_t v) {
+    pb_varint(o, uint64_t{field} << 3 | 1);
+    for (int i = 0; i < 8; ++i) {
+        o += static_cast<char>(v >> (8 * i));
+    }
+}
+// Perfetto's field numbers (trace_subset.proto beside the test lists them with their messages).
+namespace pf {
+constexpr uint32_t TRACE_PACKET = 1;  // Trace.packet
+constexpr uint32_t TIMESTAMP = 8;     // TracePacket.*
+constexpr uint32_t SEQUENCE_ID = 10;
+constexpr uint32_t TRACK_EVENT = 11;
+constexpr uint32_t INTERNED_DATA = 12;
+constexpr uint32_t SEQUENCE_FLAGS = 13;
+constexpr uint32_t TRACK_DESCRIPTOR = 60;
+constexpr uint32_t EVENT_TYPE = 9;  // TrackEvent.*
+constexpr uint32_t EVENT_NAME_IID = 10;
+constexpr uint32_t EVENT_TRACK_UUID = 11;
+constexpr uint32_t EVENT_FLOW_IDS = 47;
+constexpr uint32_t TRACK_UUID = 1;  // TrackDescriptor.*
+constexpr uint32_t TRACK_PROCESS = 3;
+constexpr uint32_t TRACK_THREAD = 4;
+constexpr uint32_t TRACK_PARENT_UUID = 5;
+constexpr uint32_t PROCESS_PID = 1;  // ProcessDescriptor.*
+constexpr uint32_t PROCESS_NAME = 6;
+constexpr uint32_t THREAD_PID = 1;  // ThreadDescriptor.*
+constexpr uint32_t THREAD_TID = 2;
+constexpr uint32_t THREAD_NAME = 5;
+constexpr uint32_t INTERNED_EVENT_NAMES = 2;  // InternedData.event_names
+constexpr uint32_t NAME_IID = 1;              // EventName.*
+constexpr uint32_t NAME_NAME = 2;
+constexpr uint64_t SLICE_BEGIN = 1;
+constexpr uint64_t SLICE_END = 2;
+constexpr uint64_t STATE_CLEARED = 1;  // sequence_flags
+constexpr uint64_t NEEDS_STATE = 2;
+constexpr int TID_BASE = 100000;  // lanes' tids apart from the pids
+uint64_t process_uuid(int pid) {
+    return static_cast<uint64_t>(pid) * 2;
+}
+uint64_t lane_uuid(int tid) {
+    return static_cast<uint64_t>(tid) * 2 + 1;
+}
+}  // namespace pf
+
 }  // namespace
 
 // --------------------------------------------------------------------------------------------
@@ -160,8 +222,9 @@ latency_histogram latency_histogram::load(const std::vector<uint8_t>& in, size_t
 // timeline
 // --------------------------------------------------------------------------------------------
 
-timeline::timeline(const std::string& trace_path, bool spool)
-    : m_path(trace_path)
+timeline::timeline(const std::string& trace_path, bool spool, trace_options opts)
+    : m_opts(std::move(opts))
+    , m_path(trace_path)
     , m_spool(spool)
     , m_ps_per_unit(sc_core::sc_get_time_resolution().to_seconds() * 1e12) {
     if (spool) {
@@ -175,6 +238,9 @@ timeline::timeline(const std::string& trace_path, bool spool)
         throw std::runtime_error(trace_path + ": cannot open for writing: " + std::strerror(errno));
     }
     m_buf.reserve(FLUSH_BYTES + 4096);
+    if (m_opts.perfetto) {
+        return;  // a protobuf trace is its packets, nothing before them
+    }
     // displayTimeUnit only changes how chrome://tracing labels the axis; "ts"/"dur" are us.
     m_buf +=
         "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"rnicsim\"},"
@@ -225,17 +291,8 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
         const std::string node = dot == std::string::npos ? block : block.substr(0, dot);
         auto [pit, fresh] = m_pids.emplace(node, static_cast<int>(m_pids.size()) + 1);
         if (fresh) {
-            emit_begin();
-            fmt::format_to(std::back_inserter(m_buf),
-                           R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":)",
-                           pit->second);
-            append_json_string(m_buf, node);
-            m_buf += "}}";
-            emit_begin();
-            fmt::format_to(
-                std::back_inserter(m_buf),
-                R"({{"ph":"M","name":"process_sort_index","pid":{0},"tid":0,"args":{{"sort_index":{0}}}}})",
-                pit->second);
+            m_pid_names.push_back(node);
+            m_pid_announced.push_back(false);
         }
         track t;
         t.pid = pit->second;
@@ -254,17 +311,11 @@ timeline::place timeline::place_slice(const std::string& block, uint64_t start_p
         t.lane_tid.push_back(tid);
         t.lane_end.push_back(0);
         const std::string label = lane == 0 ? m_key : fmt::format("{} #{}", m_key, lane + 1);
-        emit_begin();
-        fmt::format_to(std::back_inserter(m_buf),
-                       R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":)",
-                       t.pid, tid);
-        append_json_string(m_buf, label);
-        m_buf += "}}";
-        emit_begin();
-        fmt::format_to(
-            std::back_inserter(m_buf),
-            R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-            t.pid, tid, t.sort_base + static_cast<int>(lane));
+        if (m_lanes.size() <= static_cast<size_t>(tid)) {
+            m_lanes.resize(static_cast<size_t>(tid) + 1);
+        }
+        m_lanes[static_cast<size_t>(tid)] = {t.pid, label, t.sort_base + static_cast<int>(lane),
+                                             false};
     }
     t.lane_end[lane] = std::max(t.lane_end[lane], end_ps);
     return {t.pid, t.lane_tid[lane]};
@@ -575,8 +626,151 @@ void timeline::attach_doorbell(const std::string& block, uint64_t flow_id, uint6
     write_slice(h.p, "doorbell", flow_id, h.start_ps, h.end_ps, h.args);
 }
 
+bool timeline::wanted(const place& p, uint64_t flow_id, uint64_t start_ps, uint64_t end_ps) const {
+    const trace_options& o = m_opts;
+    if (start_ps >= o.end_ps || (end_ps <= o.start_ps && start_ps < o.start_ps)) {
+        return false;  // outside the window
+    }
+    // WQE fetch's flow ids are node << 56 | QPN << 32 | count (hw/wqe_fetch).
+    if (!o.qps.empty()) {
+        const auto qpn = static_cast<uint32_t>(flow_id >> 32) & 0xFFFFFF;
+        if (flow_id == 0 || std::find(o.qps.begin(), o.qps.end(), qpn) == o.qps.end()) {
+            return false;
+        }
+    }
+    if (!o.nodes.empty()) {
+        uint64_t node = 0;
+        if (flow_id != 0) {
+            node = flow_id >> 56;
+        } else {  // not a WQE's: the node whose block it is ("node<i>.")
+            const std::string& name = m_pid_names[static_cast<size_t>(p.pid) - 1];
+            if (name.compare(0, 4, "node") != 0 || name.size() == 4 ||
+                name.find_first_not_of("0123456789", 4) != std::string::npos) {
+                return false;
+            }
+            node = std::strtoull(name.c_str() + 4, nullptr, 10);
+        }
+        if (std::find(o.nodes.begin(), o.nodes.end(), node) == o.nodes.end()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void timeline::emit_packet() {
+    if (m_pb_first) {  // the sequence's interned names start here
+        pb_uint(m_pkt, pf::SEQUENCE_FLAGS, pf::STATE_CLEARED | pf::NEEDS_STATE);
+        m_pb_first = false;
+    }
+    pb_uint(m_pkt, pf::SEQUENCE_ID, 1);
+    pb_bytes(m_buf, pf::TRACE_PACKET, m_pkt);
+    m_pkt.clear();
+    ++m_events;
+    emit_end();
+}
+
+void timeline::announce(const place& p) {
+    const auto pi = static_cast<size_t>(p.pid) - 1;
+    if (!m_pid_announced[pi]) {
+        m_pid_announced[pi] = true;
+        const std::string& node = m_pid_names[pi];
+        if (m_opts.perfetto) {
+            std::string proc;
+            pb_uint(proc, pf::PROCESS_PID, static_cast<uint64_t>(p.pid));
+            pb_bytes(proc, pf::PROCESS_NAME, node);
+            std::string desc;
+            pb_uint(desc, pf::TRACK_UUID, pf::process_uuid(p.pid));
+            pb_bytes(desc, pf::TRACK_PROCESS, proc);
+            pb_bytes(m_pkt, pf::TRACK_DESCRIPTOR, desc);
+            emit_packet();
+        } else {
+            emit_begin();
+            fmt::format_to(std::back_inserter(m_buf),
+                           R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":)",
+                           p.pid);
+            append_json_string(m_buf, node);
+            m_buf += "}}";
+            emit_begin();
+            fmt::format_to(
+                std::back_inserter(m_buf),
+                R"({{"ph":"M","name":"process_sort_index","pid":{0},"tid":0,"args":{{"sort_index":{0}}}}})",
+                p.pid);
+        }
+    }
+    lane_info& l = m_lanes[static_cast<size_t>(p.tid)];
+    if (l.announced) {
+        return;
+    }
+    l.announced = true;
+    if (m_opts.perfetto) {
+        std::string thread;
+        pb_uint(thread, pf::THREAD_PID, static_cast<uint64_t>(p.pid));
+        pb_uint(thread, pf::THREAD_TID, static_cast<uint64_t>(pf::TID_BASE + p.tid));
+        pb_bytes(thread, pf::THREAD_NAME, l.label);
+        std::string desc;
+        pb_uint(desc, pf::TRACK_UUID, pf::lane_uuid(p.tid));
+        pb_uint(desc, pf::TRACK_PARENT_UUID, pf::process_uuid(p.pid));
+        pb_bytes(desc, pf::TRACK_THREAD, thread);
+        pb_bytes(m_pkt, pf::TRACK_DESCRIPTOR, desc);
+        emit_packet();
+        return;
+    }
+    emit_begin();
+    fmt::format_to(std::back_inserter(m_buf),
+                   R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":)", p.pid,
+                   p.tid);
+    append_json_string(m_buf, l.label);
+    m_buf += "}}";
+    emit_begin();
+    fmt::format_to(
+        std::back_inserter(m_buf),
+        R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+        p.pid, p.tid, l.sort);
+}
+
+void timeline::write_slice_pb(const place& p, const std::string& stage, uint64_t flow_id,
+                              uint64_t start_ps, uint64_t end_ps) {
+    // Perfetto's times are ns: both ends floored, so slices of one lane still do not overlap.
+    auto [it, fresh] = m_iids.emplace(stage, m_iids.size() + 1);
+    std::string ev;
+    pb_uint(ev, pf::EVENT_TYPE, pf::SLICE_BEGIN);
+    pb_uint(ev, pf::EVENT_NAME_IID, it->second);
+    pb_uint(ev, pf::EVENT_TRACK_UUID, pf::lane_uuid(p.tid));
+    if (flow_id != 0) {  // a flow through every slice of the WQE, in the order they are written
+        pb_fixed64(ev, pf::EVENT_FLOW_IDS, flow_id);
+    }
+    pb_uint(m_pkt, pf::TIMESTAMP, start_ps / 1000);
+    pb_bytes(m_pkt, pf::TRACK_EVENT, ev);
+    if (fresh) {
+        std::string name;
+        pb_uint(name, pf::NAME_IID, it->second);
+        pb_bytes(name, pf::NAME_NAME, stage);
+        std::string interned;
+        pb_bytes(interned, pf::INTERNED_EVENT_NAMES, name);
+        pb_bytes(m_pkt, pf::INTERNED_DATA, interned);
+    }
+    if (!m_pb_first) {
+        pb_uint(m_pkt, pf::SEQUENCE_FLAGS, pf::NEEDS_STATE);
+    }
+    emit_packet();
+    ev.clear();
+    pb_uint(ev, pf::EVENT_TYPE, pf::SLICE_END);
+    pb_uint(ev, pf::EVENT_TRACK_UUID, pf::lane_uuid(p.tid));
+    pb_uint(m_pkt, pf::TIMESTAMP, end_ps / 1000);
+    pb_bytes(m_pkt, pf::TRACK_EVENT, ev);
+    emit_packet();
+}
+
 void timeline::write_slice(const place& p, const std::string& stage, uint64_t flow_id,
                            uint64_t start_ps, uint64_t end_ps, const std::string& args_json) {
+    if (!wanted(p, flow_id, start_ps, end_ps)) {
+        return;
+    }
+    announce(p);
+    if (m_opts.perfetto) {
+        write_slice_pb(p, stage, flow_id, start_ps, end_ps);
+        return;
+    }
     emit_begin();
     m_buf += R"({"ph":"X","name":)";
     append_json_string(m_buf, stage);
@@ -638,7 +832,9 @@ void timeline::close() {
         }
         held.clear();
     }
-    m_buf += "\n]}\n";
+    if (!m_opts.perfetto) {
+        m_buf += "\n]}\n";
+    }
     flush(true);
     std::FILE* f = m_file;
     m_file = nullptr;

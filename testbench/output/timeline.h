@@ -128,6 +128,17 @@ private:
     uint64_t m_sum_ps = 0;
 };
 
+// What the trace file holds and in which form (outputs.trace_*).
+struct trace_options {
+    // Perfetto's protobuf trace (TracePacket / TrackEvent with interned names, flows by the WQE's
+    // flow id): trace.perfetto-trace, a fraction of the JSON's size. Otherwise Chrome JSON.
+    bool perfetto = false;
+    uint64_t start_ps = 0;  // only slices overlapping [start_ps, end_ps)
+    uint64_t end_ps = ~uint64_t{0};
+    std::vector<uint32_t> qps;    // only the WQEs of these QPNs (empty: every QP)
+    std::vector<uint32_t> nodes;  // only the WQEs these nodes post, and these nodes' other slices
+};
+
 class timeline : public hw::event_tracer {
 public:
     // `trace_path` empty: aggregate only (cheap: two hash lookups per slice). Otherwise events
@@ -143,7 +154,8 @@ public:
     // hands its stage latencies to rank 0 with take_state(), rank 0 adds every other rank's
     // with merge_state(), merge_spooled() writes every rank's slices (when `trace_path` is
     // given, rank 0's) in the same order as a single process, and close() ends the file.
-    explicit timeline(const std::string& trace_path = "", bool spool = false);
+    explicit timeline(const std::string& trace_path = "", bool spool = false,
+                      trace_options opts = {});
     ~timeline() override;
     timeline(const timeline&) = delete;
     timeline& operator=(const timeline&) = delete;
@@ -229,10 +241,32 @@ private:
     std::unique_ptr<record_spool> m_spool_file;  // spooling: every instant's slices but the last
     bool m_spool_merged = false;
     void write_one(const filed_slice& s);
+    // The filters of trace_options: is this slice written?
+    bool wanted(const place& p, uint64_t flow_id, uint64_t start_ps, uint64_t end_ps) const;
+    // Writes the process and lane descriptions of `p` before its first slice (a track no slice
+    // passes the filters for is never described).
+    void announce(const place& p);
+    // The Perfetto form of one slice: begin and end TrackEvents, the stage's name interned.
+    void write_slice_pb(const place& p, const std::string& stage, uint64_t flow_id,
+                        uint64_t start_ps, uint64_t end_ps);
+    void emit_packet();  // m_pkt as one TracePacket of the trace
     void emit_begin();
     void emit_end();
     void flush(bool force);
 
+    trace_options m_opts;
+    struct lane_info {
+        int pid = 0;
+        std::string label;
+        int sort = 0;
+        bool announced = false;
+    };
+    std::vector<lane_info> m_lanes;                    // by tid
+    std::vector<std::string> m_pid_names;              // by pid - 1
+    std::vector<bool> m_pid_announced;                 // by pid - 1
+    std::unordered_map<std::string, uint64_t> m_iids;  // Perfetto: stage -> interned name id
+    std::string m_pkt;                                 // Perfetto: the packet being built
+    bool m_pb_first = true;                            // Perfetto: no packet written yet
     std::FILE* m_file = nullptr;
     std::string m_path;
     bool m_spool = false;

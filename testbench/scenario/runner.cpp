@@ -805,8 +805,16 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     // trace.json of a partitioned run: every rank keeps its slices (spool), rank 0 merges them
     // and writes the file in the single process's order (output::timeline).
     const bool spool_trace = distributed_run && !opts.trace.empty();
+    output::trace_options trace_opts;  // outputs.trace_*: the form and the filters
+    trace_opts.perfetto = cfg.outputs.trace_format == "perfetto";
+    trace_opts.start_ps = static_cast<uint64_t>(std::llround(cfg.outputs.trace_start_ns * 1e3));
+    trace_opts.end_ps = cfg.outputs.trace_end_ns * 1e3 < 1.8e19
+                            ? static_cast<uint64_t>(std::llround(cfg.outputs.trace_end_ns * 1e3))
+                            : ~uint64_t{0};
+    trace_opts.qps = cfg.outputs.trace_qps;
+    trace_opts.nodes = cfg.outputs.trace_nodes;
     auto tl = std::make_unique<output::timeline>(
-        distributed_run && rank != 0 ? std::string() : opts.trace, spool_trace);
+        distributed_run && rank != 0 ? std::string() : opts.trace, spool_trace, trace_opts);
     // waves.vcd: every rank records its blocks' signals (output::partitioned_waves).
     std::unique_ptr<output::waves> waves;
     if (!opts.waves_vcd.empty()) {

@@ -367,6 +367,39 @@ outputs_config parse_outputs(config::reader r, const hw::nic_limits& lim,
         }
     }
     r.set_effective("waves_qps", qps);
+    r.get_one_of("trace_format", o.trace_format, {"json", "perfetto"});
+    r.get("trace_start_ns", o.trace_start_ns, 0.0, 1e18);
+    r.get("trace_end_ns", o.trace_end_ns, 0.0, 1e18);
+    if (o.trace_end_ns <= o.trace_start_ns) {
+        r.error("trace_end_ns",
+                fmt::format("{} is not after trace_start_ns {}", o.trace_end_ns, o.trace_start_ns));
+    }
+    // outputs.trace_qps / trace_nodes: numbers (QPNs, node indexes).
+    auto numbers = [&r](const std::string& key, uint64_t limit, const std::string& what,
+                        std::vector<uint32_t>& out) {
+        nlohmann::json eff = nlohmann::json::array();
+        if (const nlohmann::json* v = r.raw(key); v != nullptr) {
+            if (!v->is_array()) {
+                r.error(key, config::describe(*v) + " is not an array of " + what);
+            } else {
+                for (size_t i = 0; i < v->size(); ++i) {
+                    const nlohmann::json& e = (*v)[i];
+                    if (!e.is_number_unsigned() || e.get<uint64_t>() >= limit) {
+                        r.error(key + "." + std::to_string(i),
+                                config::describe(e) + " is not one of " + what + " (0 to " +
+                                    std::to_string(limit - 1) + ")");
+                        continue;
+                    }
+                    out.push_back(e.get<uint32_t>());
+                    eff.push_back(e);
+                }
+            }
+        }
+        r.set_effective(key, eff);
+    };
+    numbers("trace_qps", lim.max_qps, "QP numbers", o.trace_qps);
+    numbers("trace_nodes", std::max<uint64_t>(1, topo.nodes.size()), "the topology's nodes",
+            o.trace_nodes);
     r.get("report", o.report);
     config::reader ts = r.child("timeseries");
     timeseries_config& t = o.timeseries;

@@ -113,6 +113,14 @@ struct outputs_config {
     double waves_end_ns = 1e18;
     bool pcap = false;   // DIR/wire.pcap: every frame on the link
     bool trace = false;  // DIR/trace.json: Chrome trace events of every WQE
+    // The trace's form: "json" (trace.json, Chrome trace events) or "perfetto"
+    // (trace.perfetto-trace, Perfetto's protobuf), and its filters: slices overlapping
+    // [trace_start_ns, trace_end_ns), the WQEs of trace_qps, of (and the blocks of) trace_nodes.
+    std::string trace_format = "json";
+    double trace_start_ns = 0;
+    double trace_end_ns = 1e18;
+    std::vector<uint32_t> trace_qps;
+    std::vector<uint32_t> trace_nodes;
     // wire.pcap captures these links only: "<link>" (both directions), "<link>.dir0" (side a
     // to side b) or "<link>.dir1", with <link> "link" back to back and "link<i>"
     // (topology.links.<i>) otherwise; empty = every link.

@@ -159,7 +159,10 @@ scenario::run_result testbed::run(const settings& s) {
         dir = std::make_unique<output::output_dir>(s.out_dir);
         opts.waves_vcd = cfg.outputs.waves ? dir->staged("waves.vcd") : "";
         opts.pcap = cfg.outputs.pcap ? dir->staged("wire.pcap") : "";
-        opts.trace = cfg.outputs.trace ? dir->staged("trace.json") : "";
+        opts.trace = cfg.outputs.trace ? dir->staged(cfg.outputs.trace_format == "perfetto"
+                                                         ? "trace.perfetto-trace"
+                                                         : "trace.json")
+                                       : "";
     }
 
     // Lives until the process ends, like the elaborated modules the threads refer to.
