@@ -91,6 +91,7 @@ public:
         // Selective repeat only (registered in stats.json when it is on).
         uint64_t sr_selective_naks = 0;  // NAKs asking for one packet (the gap at expected PSN)
         uint64_t sr_goback_naks = 0;     // sequence NAKs: resend from the gap on (drops past it)
+        uint64_t sr_repeated_naks = 0;   // selective NAKs again: AckReq past a NAKed gap
         uint64_t sr_ooo_placed = 0;      // packets past the expected PSN placed and kept
         uint64_t sr_window_drops = 0;    // packets past the bitmap window: dropped
         uint64_t sr_unkept = 0;          // past the expected PSN, not placeable: dropped
@@ -149,6 +150,8 @@ private:
     // NAK for the gap at expected_psn: selective (resend that packet) unless a packet past it
     // was dropped unkept, then a sequence NAK (go back from it).
     void sr_nak(uint32_t qpn, qp_context& qp);
+    // True when the NAK for the QP's gap would be a go-back one (a packet past it dropped).
+    bool sr_goes_back(qp_context& qp);
     // Forgets the WRITE targets the expected PSN has passed.
     void sr_prune(uint32_t qpn, const qp_context& qp);
     enum class sr_put { PLACED, NOT_KEPT, FAILED };  // FAILED: NAKed fatally (in order only)

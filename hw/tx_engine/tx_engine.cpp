@@ -924,6 +924,12 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
     if (st.rnr_wait && psn == st.rnr_psn) {
         return;
     }
+    if (st.resent_any && !st.ack_req_since_resend && psn_in(psn, st.resent_first, st.resent_last)) {
+        // A repeated NAK (hw/recv_path: one per AckReq past the gap) that only an AckReq sent
+        // before this packet's resend can have asked: the resend is on its way.
+        ++m_stats.stale_naks;
+        return;
+    }
     ++m_stats.selective_naks;
     open_nak_episode(qpn, st, psn);
     if (m_ack_observer) {
@@ -1107,6 +1113,14 @@ void tx_engine::request_sent(const tx_job& job) {
             st.probe = true;  // its ACK shows whether what was sent before it arrived
             st.probe_from = segment_first_psn(job.desc);
             st.probe_psn = st.sent_psn;
+        }
+        if (job.selective && !read) {
+            st.resent_any = true;
+            st.resent_first = segment_first_psn(job.desc);
+            st.resent_last = last;
+            st.ack_req_since_resend = false;
+        } else if (job.desc.ack_req) {
+            st.ack_req_since_resend = true;
         }
         if (!st.sent_any || psn_le(st.sent_psn, last)) {
             st.sent_any = true;

@@ -247,6 +247,13 @@ private:
         bool probe = false;
         uint32_t probe_from = 0;  // the resend's PSN
         uint32_t probe_psn = 0;
+        // The PSNs of the last selective resend, and whether a packet asking for an ACK went out
+        // after it: the responder repeats a selective NAK only for such a packet, so a repeat
+        // with none sent since the resend was asked before the resend could arrive.
+        bool resent_any = false;
+        uint32_t resent_first = 0;
+        uint32_t resent_last = 0;
+        bool ack_req_since_resend = false;
         // The loss recovery episode in progress (see recovery_stats).
         bool episode_open = false;
         bool episode_timed_out = false;  // the timer fired during it
