@@ -76,6 +76,25 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     }
     EXPECT_EQ(stats["integrity"]["bytes_checked"], 40 * 65536);
     EXPECT_EQ(stats["integrity"]["mismatches"], 0);
+    // Utilization: the wire toward node 1 was busy at least as long as the payload alone takes
+    // at 100 Gb/s; summary.txt's "Bound by" names the most utilized resource.
+    const json& u = stats["utilization"];
+    ASSERT_TRUE(u.contains("link.dir0")) << u.dump();
+    EXPECT_GE(u["link.dir0"].get<double>(),
+              stats["summary"]["goodput_gbps"].get<double>() / 100.0 * 0.999);
+    EXPECT_LE(u["link.dir0"].get<double>(), 1.0);
+    EXPECT_TRUE(u.contains("node0.nic.wqe_fetch")) << u.dump();
+    std::string most;
+    double most_f = -1;
+    for (const auto& [k, v] : u.items()) {
+        if (v.get<double>() > most_f) {
+            most_f = v.get<double>();
+            most = k;
+        }
+    }
+    EXPECT_NE(r.out.find("Bound by        : "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(most), std::string::npos) << "Bound by should name " << most << "\n"
+                                                   << r.out;
     EXPECT_GT(stats["sim"]["simulated_ns"].get<uint64_t>(), 0u);
     EXPECT_GE(stats["sim"]["packets"].get<uint64_t>(), 40u * 64);  // 64 KiB in 1 KiB packets
     // The simulator's speed: in speed.json and on stderr, not in stats.json or summary.txt.
