@@ -27,6 +27,8 @@ public:
     sc_core::sc_time cycles(uint64_t n) const {
         return sc_core::sc_time::from_value(m_period.value() * n);
     }
+    // A duration in whole picoseconds (for busy/stall time counters).
+    uint64_t ps_of(const sc_core::sc_time& d) const { return d.value() / m_ps_value; }
     // Cycle number of the edge at or after t (for traces and RTL comparison).
     uint64_t cycle_of(const sc_core::sc_time& t) const;
 

@@ -85,7 +85,9 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
     s.add(b, "rq_doorbells", m_stats.rq_doorbells, "count", "receive-queue and SRQ doorbells");
     s.add(b, "cq_doorbells", m_stats.cq_doorbells, "count", "CQ consumer/arm doorbells");
     s.add(b, "cmd_doorbells", m_stats.cmd_doorbells, "count", "command-queue doorbells");
-    s.add(b, "wqe_pushes", m_stats.wqe_pushes, "count", "64 B WQE pushes (doorbell + first block)");
+    s.add(b, "wqe_pushes", m_stats.wqe_pushes, "count",
+          "WQE pushes (doorbell + the WQE's first 64-256 B, write-combined)");
+    s.add(b, "wqe_push_bytes", m_stats.wqe_push_bytes, "bytes", "bytes of WQE pushes");
     s.add(b, "bad_doorbells", m_stats.bad_doorbells, "count",
           "writes to unknown offsets, malformed widths or for invalid QPs/CQs (ignored)");
     s.add(b, "eq_doorbells", m_stats.eq_doorbells, "count", "event-queue consumer writes");
@@ -165,7 +167,7 @@ void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) 
         return;
     }
     if (offset == hsi::REG_WQE_PUSH) {
-        if (len != hsi::WQE_PUSH_SIZE) {
+        if (len < hsi::WQE_PUSH_SIZE || len > hsi::WQE_PUSH_MAX_SIZE || len % 64 != 0) {
             ++m_stats.bad_doorbells;
             return;
         }
@@ -182,15 +184,15 @@ void doorbell::handle_write(uint64_t offset, const uint8_t* data, unsigned len) 
         // (WQE fetch then reads that WQE from the ring, which the driver also wrote).
         m_pushed.erase(std::remove_if(m_pushed.begin(), m_pushed.end(),
                                       [&](const auto& p) {
-                                          return p.first == qpn &&
-                                                 p.second.wqe_index == ctrl.wqe_index;
+                                          return p.qpn == qpn && p.index == ctrl.wqe_index;
                                       }),
                        m_pushed.end());
         if (m_pushed.size() >= m_cfg.push_buffers) {
             m_pushed.erase(m_pushed.begin());
             ++m_stats.push_overflows;
         }
-        m_pushed.emplace_back(qpn, ctrl);
+        m_pushed.push_back({qpn, ctrl.wqe_index, std::vector<uint8_t>(data, data + len)});
+        m_stats.wqe_push_bytes += len;
         sq_doorbell(ctrl.doorbell);
         return;
     }
@@ -381,7 +383,7 @@ void doorbell::wr_rq_doorbell(uint64_t v) {
 
 void doorbell::reset_qp(uint32_t qpn) {
     m_pushed.erase(std::remove_if(m_pushed.begin(), m_pushed.end(),
-                                  [qpn](const auto& p) { return p.first == qpn; }),
+                                  [qpn](const auto& p) { return p.qpn == qpn; }),
                    m_pushed.end());
 }
 
@@ -443,17 +445,17 @@ void doorbell::kick(uint32_t qpn) {
     try_schedule(qpn, sc_core::sc_time_stamp());
 }
 
-bool doorbell::take_pushed_wqe(uint32_t qpn, uint32_t index, hsi::wqe_ctrl& out) {
+bool doorbell::take_pushed_wqe(uint32_t qpn, uint32_t index, std::vector<uint8_t>& out) {
     const auto idx16 = static_cast<uint16_t>(index);
     bool found = false;
     for (auto it = m_pushed.begin(); it != m_pushed.end();) {
-        if (it->first != qpn) {
+        if (it->qpn != qpn) {
             ++it;
             continue;
         }
-        const auto distance = static_cast<int16_t>(it->second.wqe_index - idx16);
+        const auto distance = static_cast<int16_t>(it->index - idx16);
         if (distance == 0) {
-            out = it->second;
+            out = std::move(it->bytes);
             found = true;
             it = m_pushed.erase(it);
         } else if (distance < 0) {

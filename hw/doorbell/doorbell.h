@@ -88,10 +88,11 @@ public:
     // Schedules the QP if it has unfetched WQEs, may send (RTS) or flush (ERROR), and is not
     // already scheduled. The command processor calls this when a QP enters RTS or ERROR.
     void kick(uint32_t qpn);
-    // WQE-push payloads (BlueFlame): the 64 B first block, taken by WQE fetch before reading.
-    // `index` is the SQ producer index of the WQE (compared modulo 2^16 with wqe_index).
-    // Taking index i also discards older pushed blocks of the same QP.
-    bool take_pushed_wqe(uint32_t qpn, uint32_t index, hsi::wqe_ctrl& out);
+    // WQE-push payloads (BlueFlame): the first 64-256 B of the WQE (as the driver's
+    // write-combined store carried them), taken by WQE fetch before reading. `index` is the SQ
+    // producer index of the WQE (compared modulo 2^16 with wqe_index). Taking index i also
+    // discards older pushed blocks of the same QP.
+    bool take_pushed_wqe(uint32_t qpn, uint32_t index, std::vector<uint8_t>& out);
     // RQ doorbell of a QP in ERROR: `fn(qpn, at)` asks the receive path to fetch the new
     // receive WQEs and complete them with a flush error, from `at` (the doorbell decoded).
     void set_rq_flush_listener(std::function<void(uint32_t, const sc_core::sc_time&)> fn) {
@@ -110,6 +111,7 @@ public:
         uint64_t cq_doorbells = 0;
         uint64_t cmd_doorbells = 0;
         uint64_t wqe_pushes = 0;
+        uint64_t wqe_push_bytes = 0;
         uint64_t bad_doorbells = 0;  // unknown QP / register: dropped
         uint64_t eq_doorbells = 0;   // REG_EQ_CONSUMER writes
         uint64_t csr_writes = 0;     // CMDQ/EQ/ICM configuration registers
@@ -195,7 +197,12 @@ private:
     sc_core::sc_time m_arrival;        // arrival time of the access being decoded
     std::deque<pending_qp> m_pending;  // QPs rung but not yet in sq_ready
     std::vector<bool> m_scheduled;     // QP is in m_pending or sq_ready or being fetched
-    std::vector<std::pair<uint32_t, hsi::wqe_ctrl>> m_pushed;  // (qpn, first block), oldest first
+    struct pushed_wqe {
+        uint32_t qpn;
+        uint16_t index;              // wqe_index of the pushed WQE
+        std::vector<uint8_t> bytes;  // 64-256 B: the WQE's first blocks
+    };
+    std::vector<pushed_wqe> m_pushed;  // oldest first
     sc_core::sc_event m_pending_event;
     stats m_stats;
     uint32_t m_pending_count = 0;  // traced

@@ -43,7 +43,10 @@ constexpr uint64_t REG_CQ_DOORBELL = 0x0110;
 // of the block carry the doorbell value in the reserved field so no separate doorbell is needed.
 // The block's `qpn` must equal the doorbell's QPN; it stands for the WQE at `wqe_index`.
 constexpr uint64_t REG_WQE_PUSH = 0x0800;
+// A push carries 64 B (one block) up to WQE_PUSH_MAX_SIZE (the write-combining buffer), a
+// multiple of 64; a WQE no larger than the push needs no DMA read.
 constexpr uint64_t WQE_PUSH_SIZE = 64;
+constexpr uint64_t WQE_PUSH_MAX_SIZE = 256;
 // MSI-X table (PCI layout: 16 B per vector: addr lo/hi, data, vector control).
 constexpr uint64_t REG_MSIX_TABLE = 0x2000;
 constexpr uint32_t MSIX_VECTORS = 64;

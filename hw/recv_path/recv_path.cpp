@@ -33,6 +33,7 @@ recv_path_config parse_recv_path_config(config::reader r) {
     recv_path_config c;
     r.get("fifo_bytes", c.fifo_bytes, uint64_t{1024}, uint64_t{1} << 32);
     r.get("parse_cycles", c.parse_cycles, 0u, 1000u);
+    r.get("parse_pipelined", c.parse_pipelined);
     r.get("placement_lag_ns", c.placement_lag_ns, 0.0, 1e6);
     r.get("ack_coalesce", c.ack_coalesce, 1u, 1024u);
     r.get("ack_delay_ns", c.ack_delay_ns, 0.0, 1e9);
@@ -113,6 +114,7 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     const std::string b = this->name();
     auto& s = ctx.stats;
     s.add(b, "frames", m_stats.frames, "count", "frames received");
+    s.add(b, "busy_ps", m_stats.busy_ps, "ps", "time the receive thread was handling frames");
     s.add(b, "bytes", m_stats.bytes, "bytes", "frame bytes received");
     s.add(b, "fifo_drops", m_stats.fifo_drops, "count", "frames dropped: receive buffer full");
     s.add(b, "lossless_drops", m_stats.lossless_drops, "count",
@@ -197,6 +199,9 @@ void recv_path::receive_frame(fabric::eth_frame&& frame) {
     m_fifo_bytes += bytes;
     m_stats.fifo_peak_bytes = std::max(m_stats.fifo_peak_bytes, m_fifo_bytes);
     m_fifo.put(std::move(frame));  // never blocks: not full
+    if (m_cfg.parse_pipelined) {
+        m_arrivals.push_back(sc_core::sc_time_stamp());
+    }
     if (m_link != nullptr && m_fifo_bytes >= m_pfc.xoff) {
         m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), true);
     }
@@ -273,8 +278,13 @@ void recv_path::flush_queue(uint32_t qpn) {
 void recv_path::rx_thread() {
     for (;;) {
         // Flushes run between frames, so a receive is never completed twice.
-        while (m_fifo.empty() && m_flushes.empty()) {
-            sc_core::wait(m_fifo.written_event() | m_flush_event);
+        if (m_fifo.empty() && m_flushes.empty()) {
+            const sc_core::sc_time idle = sc_core::sc_time_stamp();
+            m_stats.busy_ps += m_clk.ps_of(idle - m_busy_since);
+            while (m_fifo.empty() && m_flushes.empty()) {
+                sc_core::wait(m_fifo.written_event() | m_flush_event);
+            }
+            m_busy_since = sc_core::sc_time_stamp();
         }
         if (!m_flushes.empty()) {
             const auto [qpn, at] = m_flushes.front();
@@ -293,7 +303,17 @@ void recv_path::rx_thread() {
         const sc_core::sc_time arrived = sc_core::sc_time_stamp();
         ++m_stats.frames;
         m_stats.bytes += f.data.size();
-        m_clk.wait_cycles(m_cfg.parse_cycles);
+        if (m_cfg.parse_pipelined) {
+            // Parsed from the edge after it arrived (or after the previous frame entered the
+            // stage), while the handler was busy with earlier frames.
+            const sc_core::sc_time start =
+                std::max(m_clk.edge_at_or_after(m_arrivals.front()), m_parse_free);
+            m_arrivals.pop_front();
+            m_parse_free = start + m_clk.cycles(1);
+            m_clk.wait_until(start + m_clk.cycles(m_cfg.parse_cycles));
+        } else {
+            m_clk.wait_cycles(m_cfg.parse_cycles);
+        }
         // An 802.1Q-tagged frame (a CNP with np_cnp_prio): the MAC strips the tag; its PCP
         // classified the frame on the link already.
         fabric::strip_vlan_tag(f.data);

@@ -64,6 +64,7 @@ public:
     struct stats {
         uint64_t frames = 0;
         uint64_t bytes = 0;
+        uint64_t busy_ps = 0;  // time the receive thread was not waiting for a frame
         uint64_t fifo_drops = 0;
         uint64_t lossless_drops = 0;  // fifo_drops of PFC priorities on a PFC link
         uint64_t fifo_peak_bytes = 0;
@@ -214,7 +215,11 @@ private:
     context_cache* m_cache = nullptr;
     gsi* m_gsi = nullptr;
     notification_point* m_np = nullptr;
-    uint64_t m_current_flow = 0;  // flow of the frame being handled (ACKs inherit it)
+    uint64_t m_current_flow = 0;    // flow of the frame being handled (ACKs inherit it)
+    sc_core::sc_time m_busy_since;  // the receive thread's last wake from idle
+    // parse_pipelined: when each frame in the FIFO arrived; the parse stage's next free edge.
+    std::deque<sc_core::sc_time> m_arrivals;
+    sc_core::sc_time m_parse_free;
 };
 
 }  // namespace rnic::hw

@@ -26,6 +26,9 @@ struct recv_path_config {
     uint64_t pfc_xon_bytes = 0;
     uint32_t pfc_priorities = 0xFF;  // bit p: priority p is paused
     uint32_t parse_cycles = 4;       // header parse, ICRC check and QP lookup: +4 cycles per packet
+    // The parse stage works ahead of the handler: a frame's parse starts when it is in the FIFO
+    // and the stage is free (one frame per cycle), so the handler waits only for what is left.
+    bool parse_pipelined = false;
     double placement_lag_ns =
         2000;                     // DMA writes may trail the parser by this much before it stalls
     uint32_t ack_coalesce = 1;    // ACK every Nth AckReq message (1: every one)

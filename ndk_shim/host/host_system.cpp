@@ -26,6 +26,10 @@ host_config parse_host_config(config::reader r) {
     r.get("interrupt_ns", c.interrupt_ns, 0.0, 1e7);
     r.get("async_create", c.async_create);
     r.get("wqe_push", c.wqe_push);
+    r.get("wqe_push_bytes", c.wqe_push_bytes, 64u, static_cast<uint32_t>(hsi::WQE_PUSH_MAX_SIZE));
+    if (c.wqe_push_bytes % 64 != 0) {
+        r.error("wqe_push_bytes", "must be a multiple of 64");
+    }
     r.get("dram_base", c.dram_base, uint64_t{0}, uint64_t{1} << 52);
     r.get("seed", c.seed, uint64_t{0}, UINT64_MAX);
     if (c.dram_base % fabric::host_memory::PAGE_BYTES != 0) {

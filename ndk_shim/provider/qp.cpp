@@ -73,16 +73,22 @@ NTSTATUS write_recv(uint8_t* slot, uint32_t index, const NDK_SGE* sgl, ULONG n) 
 // ---------------------------------------------------------------------------------------------
 // Posting
 // ---------------------------------------------------------------------------------------------
-void qp_impl::ring_sq(const hsi::wqe_ctrl* first, bool single_block) {
+void qp_impl::ring_sq(const uint8_t* wqe, uint32_t bytes) {
     host_system& host = adapter->host;
     const uint64_t db = static_cast<uint64_t>(qpn) | static_cast<uint64_t>(sq_producer & 0xFFFF)
                                                          << 32;
-    if (first != nullptr && single_block && host.config().wqe_push) {
-        // WQE push: the first (only) 64 B block goes to the NIC with the doorbell value in it.
-        hsi::wqe_ctrl block = *first;
-        block.qpn = qpn;
-        block.doorbell = db;
-        host.mmio_write(hsi::REG_WQE_PUSH, &block, sizeof(block));
+    if (wqe != nullptr && host.config().wqe_push && bytes <= host.config().wqe_push_bytes &&
+        bytes <= hsi::WQE_PUSH_MAX_SIZE) {
+        // WQE push: the whole WQE (one write-combined store of up to wqe_push_bytes) goes to
+        // the NIC with the doorbell value in its control segment; no separate doorbell.
+        uint8_t block[hsi::WQE_PUSH_MAX_SIZE];
+        std::memcpy(block, wqe, bytes);
+        hsi::wqe_ctrl c;
+        std::memcpy(&c, block, sizeof(c));
+        c.qpn = qpn;
+        c.doorbell = db;
+        std::memcpy(block, &c, sizeof(c));
+        host.mmio_write(hsi::REG_WQE_PUSH, block, bytes);
         ++adapter->counters.wqe_pushes;
     } else {
         host.mmio_write64(hsi::REG_SQ_DOORBELL, db);
@@ -93,7 +99,7 @@ void qp_impl::ring_sq(const hsi::wqe_ctrl* first, bool single_block) {
 
 NTSTATUS qp_impl::fail(NTSTATUS status) {
     if (doorbell_pending) {
-        ring_sq(nullptr, false);  // earlier deferred requests go to hardware (ndkpi.md 6)
+        ring_sq(nullptr, 0);  // earlier deferred requests go to hardware (ndkpi.md 6)
     }
     return status;
 }
@@ -121,7 +127,13 @@ NTSTATUS qp_impl::post_sq(hsi::wqe_ctrl ctrl, const void* payload, uint32_t payl
         doorbell_pending = true;
         return STATUS_SUCCESS;
     }
-    ring_sq(&ctrl, ctrl.size_bb == 1);
+    // A doorbell that covers earlier deferred WQEs pushes nothing (as mlx5 uses BlueFlame only
+    // for a doorbell of one WQE).
+    if (doorbell_pending) {
+        ring_sq(nullptr, 0);
+    } else {
+        ring_sq(w, ctrl.size_bb * 64u);
+    }
     return STATUS_SUCCESS;
 }
 
@@ -358,7 +370,7 @@ NTSTATUS qp_invalidate(NDK_QP* p, PVOID rc, NDK_OBJECT_HEADER* obj, ULONG flags)
 VOID flush_qp(NDK_QP* p) {
     qp_impl* qp = impl(p);
     if (qp->doorbell_pending) {
-        qp->ring_sq(nullptr, false);
+        qp->ring_sq(nullptr, 0);
     }
     if (qp->state == qp_impl::CONNECTED || qp->state == qp_impl::CONNECTING) {
         qp->state = qp_impl::DISCONNECTED;

@@ -2,8 +2,10 @@
 // Doorbell block: BAR0 decode, index reconstruction, SQ scheduling, WQE push, CSRs, MSI-X table.
 #include "hw/doorbell/doorbell.h"
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -217,12 +219,15 @@ TEST(Doorbell, WqePushStoresBlockAndRingsSqDoorbell) {
         b.settle();
         EXPECT_EQ(b.contexts.qp(3)->sq_producer, 8u);
         EXPECT_EQ(got, (std::vector<uint32_t>{3}));
+        std::vector<uint8_t> bytes;
         hsi::wqe_ctrl out{};
-        EXPECT_FALSE(b.db.take_pushed_wqe(3, 6, out));  // no block for index 6
-        ASSERT_TRUE(b.db.take_pushed_wqe(3, 7, out));
+        EXPECT_FALSE(b.db.take_pushed_wqe(3, 6, bytes));  // no block for index 6
+        ASSERT_TRUE(b.db.take_pushed_wqe(3, 7, bytes));
+        ASSERT_EQ(bytes.size(), sizeof(out));
+        std::memcpy(&out, bytes.data(), sizeof(out));
         EXPECT_EQ(out.opcode, hsi::WQE_WRITE);
         EXPECT_EQ(out.total_length, 0x1007u);
-        EXPECT_FALSE(b.db.take_pushed_wqe(3, 7, out));  // taken once
+        EXPECT_FALSE(b.db.take_pushed_wqe(3, 7, bytes));  // taken once
 
         // Three pushes into two buffers: the oldest is dropped.
         push(4, 0, hsi::WQE_SEND, 4);
@@ -230,17 +235,18 @@ TEST(Doorbell, WqePushStoresBlockAndRingsSqDoorbell) {
         push(4, 2, hsi::WQE_READ, 4);
         b.settle();
         EXPECT_EQ(b.contexts.qp(4)->sq_producer, 3u);
-        EXPECT_FALSE(b.db.take_pushed_wqe(4, 0, out));
+        EXPECT_FALSE(b.db.take_pushed_wqe(4, 0, bytes));
         // Taking index 2 discards the older block for index 1.
-        ASSERT_TRUE(b.db.take_pushed_wqe(4, 2, out));
+        ASSERT_TRUE(b.db.take_pushed_wqe(4, 2, bytes));
+        std::memcpy(&out, bytes.data(), sizeof(out));
         EXPECT_EQ(out.opcode, hsi::WQE_READ);
-        EXPECT_FALSE(b.db.take_pushed_wqe(4, 1, out));
+        EXPECT_FALSE(b.db.take_pushed_wqe(4, 1, bytes));
 
         // The block's QPN and the doorbell's QPN must agree.
         push(3, 8, hsi::WQE_SEND, 4);
         b.settle();
         EXPECT_EQ(b.contexts.qp(3)->sq_producer, 8u);
-        EXPECT_FALSE(b.db.take_pushed_wqe(3, 8, out));
+        EXPECT_FALSE(b.db.take_pushed_wqe(3, 8, bytes));
     };
     run(b);
     EXPECT_EQ(b.db.get_stats().wqe_pushes, 4u);
@@ -502,7 +508,7 @@ TEST(Doorbell, ResetQpDropsItsPushedBlocks) {
         push(4, 5);
         b.settle();
         b.db.reset_qp(3);
-        hsi::wqe_ctrl out{};
+        std::vector<uint8_t> out;
         taken3 = b.db.take_pushed_wqe(3, 5, out);
         taken4 = b.db.take_pushed_wqe(4, 5, out);
     };

@@ -406,4 +406,123 @@ TEST(WqeFetch, RoundRobinBetweenSendQueues) {
     EXPECT_EQ(b.sq_fetched, 8u);
 }
 
+// A WQE pushed whole (128 B: control segment + one SGE, within the 256 B write-combining size)
+// needs no DMA read, and its SGE comes from the push, not from the ring.
+TEST(WqeFetch, PushedTwoBlockWqeNeedsNoDmaRead) {
+    wqe_fetch_config cfg;
+    node n("n", cfg);
+    auto& qp = n.add_qp(5, 0x500000, 4, 128);
+    // The ring holds other bytes: a DMA read would show up as a NOP with 0xBAD.
+    auto ring = ctrl(hsi::WQE_NOP, 0);
+    ring.imm_or_key = 0xBAD;
+    n.post(qp, 0, ring);
+    sc_core::sc_spawn(
+        [&] {
+            uint8_t block[128] = {};
+            auto c = ctrl(hsi::WQE_WRITE, 0, 2, 1);
+            c.total_length = 64;
+            c.qpn = 5;
+            c.doorbell = 5 | (uint64_t{1} << 32);
+            const hsi::wqe_sge sge{0x7000'0040, 64, 0x0301};
+            std::memcpy(block, &c, sizeof(c));
+            std::memcpy(block + sizeof(c), &sge, sizeof(sge));
+            n.host.mmio_write(hsi::REG_WQE_PUSH, block, sizeof(block));
+        },
+        "driver");
+    sc_core::sc_start();
+    ASSERT_EQ(n.items.size(), 1u);
+    EXPECT_EQ(n.items[0].w.ctrl.opcode, hsi::WQE_WRITE);
+    ASSERT_EQ(n.items[0].w.sges.size(), 1u);
+    EXPECT_EQ(n.items[0].w.sges[0].addr, 0x7000'0040u);
+    EXPECT_EQ(n.items[0].w.sges[0].lkey, 0x0301u);
+    EXPECT_EQ(n.fetch.get_stats().pushed, 1u);
+    EXPECT_EQ(n.fetch.get_stats().dma_reads, 0u);
+    EXPECT_EQ(n.link.upstream().mrd_tlps, 0u);
+    EXPECT_EQ(n.db.get_stats().wqe_push_bytes, 128u);
+}
+
+// Several ring reads in flight: with max_outstanding 2 the second send queue's read goes out
+// while the first's is still in flight, so its WQEs follow the first's within a few cycles
+// instead of a PCIe read round trip later (as RoundRobinBetweenSendQueues shows for 1). WQEs
+// still leave in issue order, per QP in ring order.
+TEST(WqeFetch, SeveralReadsInFlight) {
+    wqe_fetch_config cfg;
+    cfg.batch = 4;
+    cfg.max_outstanding = 2;
+    node n("n", cfg);
+    auto& a = n.add_qp(7, 0x600000, 4, 64);
+    auto& b = n.add_qp(9, 0x700000, 4, 64);
+    for (uint16_t i = 0; i < 8; ++i) {
+        n.post(a, i, ctrl(hsi::WQE_SEND, i));
+        n.post(b, i, ctrl(hsi::WQE_WRITE, i));
+    }
+    sc_core::sc_spawn(
+        [&] {
+            n.host.sq_doorbell(7, 8);
+            n.host.sq_doorbell(9, 8);
+        },
+        "driver");
+    sc_core::sc_start();
+    ASSERT_EQ(n.items.size(), 16u);
+    std::vector<uint32_t> next(16, 0);
+    for (size_t i = 0; i < 16; ++i) {
+        const auto& w = n.items[i].w;
+        EXPECT_EQ(w.ctrl.wqe_index, next[w.qpn]++) << i;  // per-QP order
+    }
+    EXPECT_EQ(n.items[0].w.qpn, 7u);
+    EXPECT_EQ(n.items[4].w.qpn, 9u);
+    // The second read overlapped the first: far less than a round trip (> 300 ns) between them.
+    EXPECT_LT(n.items[4].at - n.items[3].at, sc_time(100, SC_NS));
+    EXPECT_EQ(n.fetch.get_stats().dma_reads, 4u);
+    EXPECT_EQ(n.fetch.get_stats().max_in_flight, 2u);
+    EXPECT_EQ(a.sq_fetched, 8u);
+    EXPECT_EQ(b.sq_fetched, 8u);
+    // Busy from the first read's issue to the last WQE parsed, idle otherwise.
+    EXPECT_GT(n.fetch.get_stats().busy_ps, 0u);
+    EXPECT_LE(n.fetch.get_stats().busy_ps,
+              static_cast<uint64_t>((n.items.back().at - n.items.front().at).to_seconds() * 1e12) +
+                  1'000'000u);
+}
+
+// One deep send queue: its next batches are read while the first is in flight (the fetch index
+// moves at issue), so 16 WQEs in batches of 4 take about one round trip, not four.
+TEST(WqeFetch, DeepQueueReadsAhead) {
+    wqe_fetch_config one;
+    one.batch = 4;
+    wqe_fetch_config four = one;
+    four.max_outstanding = 4;
+    node n1("one", one);
+    node n4("four", four);
+    sc_time rung[2];
+    node* nodes[2] = {&n1, &n4};
+    for (int k = 0; k < 2; ++k) {
+        node& n = *nodes[k];
+        auto& qp = n.add_qp(3, 0x100000, 5, 64);
+        for (uint16_t i = 0; i < 16; ++i) {
+            n.post(qp, i, ctrl(hsi::WQE_SEND, i));
+        }
+        sc_core::sc_spawn(
+            [&n, &rung, k] {
+                rung[k] = sc_core::sc_time_stamp();
+                n.host.sq_doorbell(3, 16);
+            },
+            k == 0 ? "driver_one" : "driver_four");
+    }
+    sc_core::sc_start();
+    sc_time span[2];
+    for (int k = 0; k < 2; ++k) {
+        node& n = *nodes[k];
+        ASSERT_EQ(n.items.size(), 16u);
+        for (uint16_t i = 0; i < 16; ++i) {
+            EXPECT_EQ(n.items[i].w.ctrl.wqe_index, i);
+        }
+        span[k] = n.items.back().at - rung[k];
+    }
+    EXPECT_EQ(n1.fetch.get_stats().max_in_flight, 1u);
+    EXPECT_EQ(n4.fetch.get_stats().max_in_flight, 4u);
+    EXPECT_EQ(n4.fetch.get_stats().dma_reads, 4u);
+    // Four round trips against about one (plus the doorbell and 16 parse cycles).
+    EXPECT_GT(span[0], 3 * span[1] / 2 + sc_time(600, SC_NS)) << span[0] << " vs " << span[1];
+}
+
 }  // namespace

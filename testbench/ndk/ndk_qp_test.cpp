@@ -223,6 +223,56 @@ TEST(NdkQp, WqePushCarriesDoorbell) {
     });
 }
 
+// With a 128 B write-combining buffer a two-block WQE (control + one SGE) is pushed whole; a
+// doorbell that covers a deferred WQE too is a plain doorbell write (no push), as mlx5 uses
+// BlueFlame only for a doorbell of one WQE.
+TEST(NdkQp, WqePushUpToWriteCombiningSize) {
+    hw::sim_context ctx;
+    host_config cfg = sync_cfg();
+    cfg.wqe_push = true;
+    cfg.wqe_push_bytes = 128;
+    node n1("n1", cfg, ctx);
+    node n2("n2", cfg, ctx);
+    fake_network net;
+    run([&] {
+        endpoint a, b;
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
+        force_connected(a.qp);
+        force_connected(b.qp);
+        NDK_SGE sge{};
+        sge.Length = 8;
+        sge.LogicalAddress.QuadPart = 0x1234'5000;
+        sge.MemoryRegionToken = 0x77;
+        ASSERT_EQ(a.qp->Dispatch->NdkSend(a.qp, nullptr, &sge, 1, 0), STATUS_SUCCESS);
+        settle();
+        EXPECT_TRUE(n1.nic.values(hsi::REG_SQ_DOORBELL).empty());
+        std::vector<fake_nic::mmio_write> pushes;
+        for (const auto& w : n1.nic.writes) {
+            if (w.offset == hsi::REG_WQE_PUSH) {
+                pushes.push_back(w);
+            }
+        }
+        ASSERT_EQ(pushes.size(), 1u);
+        ASSERT_EQ(pushes[0].data.size(), 128u);
+        EXPECT_EQ(pushes[0].data[0], hsi::WQE_SEND);
+        EXPECT_EQ(at<uint64_t>(pushes[0].data, 32), a.qpn() | (1ull << 32));
+        EXPECT_EQ(at<uint64_t>(pushes[0].data, 64), 0x1234'5000u);  // the SGE, pushed with it
+        EXPECT_EQ(at<uint32_t>(pushes[0].data, 76), 0x77u);
+        // A deferred post and the one that rings for both: one doorbell write, no push.
+        ASSERT_EQ(a.qp->Dispatch->NdkSend(a.qp, nullptr, &sge, 1, NDK_OP_FLAG_DEFER),
+                  STATUS_SUCCESS);
+        ASSERT_EQ(a.qp->Dispatch->NdkSend(a.qp, nullptr, &sge, 1, 0), STATUS_SUCCESS);
+        settle();
+        EXPECT_EQ(n1.nic.values(hsi::REG_SQ_DOORBELL).size(), 1u);
+        size_t pushed = 0;
+        for (const auto& w : n1.nic.writes) {
+            pushed += w.offset == hsi::REG_WQE_PUSH ? 1 : 0;
+        }
+        EXPECT_EQ(pushed, 1u);
+    });
+}
+
 // CreateQp / CreateQpWithSrq parameter checks -> INVALID_PARAMETER; the NIC refusing the QP ->
 // INSUFFICIENT_RESOURCES through the create completion (asynchronous mode), its QPN reused.
 TEST(NdkQp, CreateChecksAndAsyncExhaustion) {

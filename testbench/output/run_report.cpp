@@ -2,7 +2,9 @@
 // stats.json, speed.json and summary.txt of a run.
 #include "testbench/output/run_report.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
 
 #include "testbench/output/flows_report.h"
 #include "testbench/output/html_report.h"
@@ -12,8 +14,61 @@
 
 namespace rnic::output {
 
+namespace {
+// "busy_ps" -> "", "up_busy_ps" -> "up"; npos: not a busy-time counter.
+bool busy_counter(const std::string& name, std::string& part) {
+    static const std::string suffix = "busy_ps";
+    if (name.size() < suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        return false;
+    }
+    part = name.substr(0, name.size() - suffix.size());
+    if (!part.empty() && part.back() == '_') {
+        part.pop_back();
+    }
+    return true;
+}
+}  // namespace
+
+nlohmann::json make_utilization(const scenario::run_result& r) {
+    nlohmann::json u = nlohmann::json::object();
+    if (r.duration_ns <= 0) {
+        return u;
+    }
+    for (const auto& [block, counters] : r.blocks.items()) {
+        if (!counters.is_object()) {
+            continue;
+        }
+        for (const auto& [name, v] : counters.items()) {
+            std::string part;
+            if (!v.is_number() || !busy_counter(name, part)) {
+                continue;
+            }
+            const double f = v.get<double>() / (r.duration_ns * 1e3);
+            u[part.empty() ? block : block + "." + part] = std::min(1.0, f);
+        }
+    }
+    return u;
+}
+
+std::string binding_resource(const nlohmann::json& utilization, double* fraction) {
+    std::string best;
+    double most = -1;
+    for (const auto& [name, v] : utilization.items()) {  // sorted keys: ties go to the first
+        if (v.get<double>() > most) {
+            most = v.get<double>();
+            best = name;
+        }
+    }
+    if (fraction != nullptr) {
+        *fraction = most < 0 ? 0 : most;
+    }
+    return best;
+}
+
 nlohmann::json make_stats_json(const scenario::run_result& r) {
     nlohmann::json j;
+    j["utilization"] = make_utilization(r);
     j["blocks"] = r.blocks;
     j["summary"] = {
         {"messages", r.messages},
@@ -130,6 +185,20 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
     }
     s += fmt::format(" {:<16}: {:.3f} us, {} packets\n", "Simulated", r.simulated_ns / 1e3,
                      r.packets);
+    {
+        double f = 0;
+        const std::string b = binding_resource(make_utilization(r), &f);
+        // Below 80% nothing in the NIC, its PCIe link or the wire was saturated: the host's
+        // posting or the round trip (latency, window) set the rate.
+        if (!b.empty() && f >= 0.8) {
+            s += fmt::format(" {:<16}: {} {:.0f}% busy (stats.json \"utilization\")\n", "Bound by",
+                             b, f * 100);
+        } else if (!b.empty()) {
+            s += fmt::format(
+                " {:<16}: no resource 80% busy (most: {} {:.0f}%): host posting or round trips\n",
+                "Bound by", b, f * 100);
+        }
+    }
     if (has_fabric_outputs(cfg, r)) {
         // Fabric runs: the table above sums every flow; flows.csv has each one.
         const nlohmann::json f = make_fabric_json(cfg, r);

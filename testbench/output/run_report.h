@@ -20,6 +20,13 @@ class output_dir;
 // of the same config and seed write the same bytes. Wall-clock figures are in speed.json.
 nlohmann::json make_stats_json(const scenario::run_result& r);
 
+// stats.json "utilization": {"<block>[.<part>]": busy fraction of the workload's duration} for
+// every block counter named busy_ps or <part>_busy_ps (busy time in ps), capped at 1.
+nlohmann::json make_utilization(const scenario::run_result& r);
+// The most utilized resource of make_utilization's answer ("" if none) and its fraction: what
+// bound the run (summary.txt "Bound by").
+std::string binding_resource(const nlohmann::json& utilization, double* fraction);
+
 // speed.json: {"wall_s", "simulated_ns", "packets", "packets_per_wall_s",
 // "simulated_ns_per_wall_s"}: how fast this machine simulated the run. The only output that
 // changes between two runs of the same config.

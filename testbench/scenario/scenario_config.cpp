@@ -248,6 +248,7 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
     r.get("seed", w.seed, uint64_t{0}, ~uint64_t{0});
     r.get("signal_every", w.signal_every, 1u, 1u << 20);
     r.get("inline_threshold", w.inline_threshold, 0u, 1u << 20);
+    r.get("doorbell_batch", w.doorbell_batch, 1u, 4096u);
     r.get("use_events", w.use_events);
     r.get("time_limit_ms", w.time_limit_ms, 0.0, 1e9);
     r.get("idle_ms", w.idle_ms, 0.0, 1e6);

@@ -73,8 +73,11 @@ struct workload_config {
     uint64_t seed = 1;                // payload pattern
     uint32_t signal_every = 1;        // one signaled WR in N (others NDK_OP_FLAG_SILENT_SUCCESS)
     uint32_t inline_threshold = 0;    // WRITE/SEND of at most this many bytes go inline
-    bool use_events = false;          // arm the CQ and sleep instead of polling it
-    double time_limit_ms = 10000;     // simulated; the run fails if the workload is not done
+    // Doorbell batching (Kalia et al. ATC'16): the work requests posted to one QP in one go
+    // share a doorbell, up to this many (the others are posted with NDK_OP_FLAG_DEFER).
+    uint32_t doorbell_batch = 1;
+    bool use_events = false;       // arm the CQ and sleep instead of polling it
+    double time_limit_ms = 10000;  // simulated; the run fails if the workload is not done
     // Simulated time node 0 stays idle (connected, nothing posted) after its last completion
     // and before it disconnects: what idle time costs the simulator (configs/bench/idle_10ms).
     double idle_ms = 0;

@@ -549,7 +549,7 @@ void workload::post_receive(role& r, uint32_t q, uint64_t j) {
     ++r.ns->counters.receives_posted;
 }
 
-void workload::post_message(role& r, uint32_t q, uint64_t i) {
+void workload::post_message(role& r, uint32_t q, uint64_t i, bool defer) {
     flow& f = *r.f;
     const uint64_t slot = i % f.slots;
     uint8_t* local = slot_ptr(r, q, slot);
@@ -589,6 +589,9 @@ void workload::post_message(role& r, uint32_t q, uint64_t i) {
     const bool last = i + 1 == f.per_qp[q];
     const bool signaled = (i + 1) % m_w.signal_every == 0 || last;
     ULONG flags = signaled ? 0 : NDK_OP_FLAG_SILENT_SUCCESS;
+    if (defer) {
+        flags |= NDK_OP_FLAG_DEFER;
+    }
     if (op != operation::READ && m_w.inline_threshold > 0 && len <= m_w.inline_threshold) {
         flags |= NDK_OP_FLAG_INLINE;
     }
@@ -890,9 +893,16 @@ void workload::initiator_thread(flow& f) {
         while (f.completed < f.limit_total) {
             // Keep every QP's send queue queue_depth deep, then reap.
             for (uint32_t q = 0; q < qps; ++q) {
-                while (f.next[q] < f.limit[q] && f.next[q] - f.done[q] < m_w.queue_depth &&
-                       may_post(f.next[q])) {
-                    post_message(r, q, f.next[q]);
+                // Doorbell batching: of the requests posted now, all but every
+                // doorbell_batch-th and the last are deferred (one doorbell covers them).
+                const uint64_t room =
+                    std::min(f.limit[q] - f.next[q], m_w.queue_depth - (f.next[q] - f.done[q]));
+                for (uint64_t k = 0; f.next[q] < f.limit[q] &&
+                                     f.next[q] - f.done[q] < m_w.queue_depth && may_post(f.next[q]);
+                     ++k) {
+                    const bool defer = m_w.doorbell_batch > 1 && gate == nullptr && k + 1 < room &&
+                                       (k + 1) % m_w.doorbell_batch != 0;
+                    post_message(r, q, f.next[q], defer);
                 }
             }
             if (!reap(r) && f.completed < f.limit_total) {

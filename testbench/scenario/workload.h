@@ -243,7 +243,8 @@ private:
     // Accepts incoming connections (of any of the node's flows) until r's flow has all its QPs.
     void accept_for(role& r);
     void post_receive(role& r, uint32_t q, uint64_t j);
-    void post_message(role& r, uint32_t q, uint64_t i);
+    // `defer`: NDK_OP_FLAG_DEFER (a later post of the QP rings the doorbell for it).
+    void post_message(role& r, uint32_t q, uint64_t i, bool defer = false);
     // Reaps up to a batch of completions; false if the CQ was empty.
     bool reap(role& r);
     void on_completion(role& r, const NDK_RESULT_EX& res);

@@ -76,6 +76,25 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
     }
     EXPECT_EQ(stats["integrity"]["bytes_checked"], 40 * 65536);
     EXPECT_EQ(stats["integrity"]["mismatches"], 0);
+    // Utilization: the wire toward node 1 was busy at least as long as the payload alone takes
+    // at 100 Gb/s; summary.txt's "Bound by" names the most utilized resource.
+    const json& u = stats["utilization"];
+    ASSERT_TRUE(u.contains("link.dir0")) << u.dump();
+    EXPECT_GE(u["link.dir0"].get<double>(),
+              stats["summary"]["goodput_gbps"].get<double>() / 100.0 * 0.999);
+    EXPECT_LE(u["link.dir0"].get<double>(), 1.0);
+    EXPECT_TRUE(u.contains("node0.nic.wqe_fetch")) << u.dump();
+    std::string most;
+    double most_f = -1;
+    for (const auto& [k, v] : u.items()) {
+        if (v.get<double>() > most_f) {
+            most_f = v.get<double>();
+            most = k;
+        }
+    }
+    EXPECT_NE(r.out.find("Bound by        : "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(most), std::string::npos) << "Bound by should name " << most << "\n"
+                                                   << r.out;
     EXPECT_GT(stats["sim"]["simulated_ns"].get<uint64_t>(), 0u);
     EXPECT_GE(stats["sim"]["packets"].get<uint64_t>(), 40u * 64);  // 64 KiB in 1 KiB packets
     // The simulator's speed: in speed.json and on stderr, not in stats.json or summary.txt.
@@ -105,6 +124,30 @@ TEST(RunOutputs, RunWritesStatsSummaryAndConfig) {
 
 // Every output on, two QPs, written twice into two folders: every file but speed.json is the
 // same bytes (DESIGN.md 4: same config and seed, same outputs).
+// Doorbell batching (workload.doorbell_batch): the requests posted to a QP in one go share a
+// doorbell (NDK_OP_FLAG_DEFER on all but the last), so the NIC decodes fewer SQ doorbells than
+// requests; without it one doorbell per request. Every request still completes intact.
+TEST(RunOutputs, DoorbellBatchSharesDoorbells) {
+    scratch s;
+    uint64_t doorbells[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+        const std::string out = s.dir + "/out" + std::to_string(k);
+        const cli_result r =
+            rnicsim(s, {"run", quickstart(), "--out", out, "--set", "workload.messages=64", "--set",
+                        "workload.message_bytes=64", "--set",
+                        k == 0 ? "workload.doorbell_batch=1" : "workload.doorbell_batch=8"});
+        ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+        const json stats = json::parse(read_file(out + "/stats.json"));
+        EXPECT_EQ(stats["summary"]["messages"], 64);
+        EXPECT_EQ(stats["integrity"]["mismatches"], 0);
+        doorbells[k] = stats["blocks"]["node0.nic.doorbell"]["sq_doorbells"].get<uint64_t>();
+    }
+    EXPECT_EQ(doorbells[0], 64u);
+    // The first fill posts queue_depth (16) requests: 2 doorbells instead of 16.
+    EXPECT_LE(doorbells[1], 64u - 14u);
+    EXPECT_GE(doorbells[1], 8u);
+}
+
 TEST(RunOutputs, SameConfigAndSeedGiveTheSameOutputs) {
     scratch s;
     auto args = [&](const std::string& out) {

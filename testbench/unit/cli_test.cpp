@@ -356,6 +356,19 @@ TEST(RunReport, StatsJsonHasEveryDocumentedKey) {
     EXPECT_EQ(j["sim"]["simulated_ns"], 12345);
     EXPECT_EQ(j["sim"]["packets"], 50);
     EXPECT_EQ(j["result"]["passed"], true);
+    EXPECT_EQ(j["utilization"], json::object());  // no busy-time counter
+    // Utilization: busy_ps / <part>_busy_ps counters over the duration (4000 ns), capped at 1.
+    rnic::scenario::run_result busy = r;
+    busy.blocks = {{"node0.pcie", {{"up_busy_ps", 2'000'000}, {"down_busy_ps", 9'000'000}}},
+                   {"node0.nic.wqe_fetch", {{"busy_ps", 3'000'000}, {"stall_ps", 4'000'000}}},
+                   {"node0.nic.doorbell", {{"sq_doorbells", 10}}}};
+    const json u = rnic::output::make_stats_json(busy)["utilization"];
+    EXPECT_EQ(
+        u, (json{{"node0.pcie.up", 0.5}, {"node0.pcie.down", 1.0}, {"node0.nic.wqe_fetch", 0.75}}))
+        << u.dump();
+    double f = 0;
+    EXPECT_EQ(rnic::output::binding_resource(u, &f), "node0.pcie.down");
+    EXPECT_EQ(f, 1.0);
     // Nothing that depends on the machine: stats.json is the same bytes on every run.
     EXPECT_FALSE(j["sim"].contains("wall_s"));
     EXPECT_EQ(j.dump().find("wall"), std::string::npos) << j.dump();
