@@ -120,6 +120,10 @@ switch_config parse_switch_config(config::reader r) {
     get_array(r, "kmin_bytes", c.kmin_bytes, uint64_t{0}, uint64_t{1} << 40);
     get_array(r, "kmax_bytes", c.kmax_bytes, uint64_t{0}, uint64_t{1} << 40);
     get_array(r, "pmax", c.pmax, 0.0, 1.0);
+    r.get("ecn_mark_at", c.ecn_mark_at);
+    if (c.ecn_mark_at != "enqueue" && c.ecn_mark_at != "dequeue") {
+        r.error("ecn_mark_at", "\"" + c.ecn_mark_at + "\" is not one of \"enqueue\", \"dequeue\"");
+    }
     r.get("ecmp_seed", c.ecmp_seed, uint64_t{0}, ~uint64_t{0});
     r.get("seed", c.seed, uint64_t{0}, ~uint64_t{0});
     if (c.xon_bytes >= c.xoff_bytes) {
@@ -195,7 +199,8 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     , m_cfg(cfg)
     , m_ctx(ctx)
     , m_rng(splitmix64(cfg.seed))
-    , m_dwrr(cfg.scheduler == "dwrr") {
+    , m_dwrr(cfg.scheduler == "dwrr")
+    , m_mark_at_dequeue(cfg.ecn_mark_at == "dequeue") {
     for (const char* c = this->name(); *c != 0; ++c) {
         m_salt = (m_salt ^ static_cast<uint8_t>(*c)) * 0x100000001B3ull;  // FNV-1a
     }
@@ -407,6 +412,26 @@ uint32_t eth_switch::ecmp_hash(uint64_t seed, uint64_t salt, const uint8_t* f, s
     return static_cast<uint32_t>(h % group_size);
 }
 
+void eth_switch::red_mark(uint8_t* iph, uint8_t prio, uint64_t qlen_bytes, uint64_t& marks) {
+    const uint8_t ecn = iph[1] & 3;
+    if (!m_cfg.ecn[prio] || (ecn != 1 && ecn != 2)) {
+        return;
+    }
+    const double qlen = static_cast<double>(qlen_bytes);
+    const double kmin = static_cast<double>(m_cfg.kmin_bytes[prio]);
+    const double kmax = static_cast<double>(m_cfg.kmax_bytes[prio]);
+    double pm = 0;
+    if (qlen > kmax) {
+        pm = 1;
+    } else if (qlen > kmin) {
+        pm = m_cfg.pmax[prio] * (qlen - kmin) / (kmax - kmin);
+    }
+    if (pm > 0 && uniform() < pm) {
+        iph[1] |= 3;
+        ++marks;
+    }
+}
+
 double eth_switch::uniform() {
     m_rng = splitmix64(m_rng);
     return static_cast<double>(m_rng >> 11) * (1.0 / 9007199254740992.0);
@@ -535,22 +560,10 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     std::copy(op.neighbor.begin(), op.neighbor.end(), f.data.begin());
     std::copy(op.mac.begin(), op.mac.end(), f.data.begin() + 6);
     --iph[8];
-    // RED marking of ECT frames on the egress queue length found at enqueue.
-    const uint8_t ecn = iph[1] & 3;
-    if (m_cfg.ecn[prio] && (ecn == 1 || ecn == 2)) {
-        const double qlen = static_cast<double>(eq.occupancy_bytes);
-        const double kmin = static_cast<double>(m_cfg.kmin_bytes[prio]);
-        const double kmax = static_cast<double>(m_cfg.kmax_bytes[prio]);
-        double pm = 0;
-        if (qlen > kmax) {
-            pm = 1;
-        } else if (qlen > kmin) {
-            pm = m_cfg.pmax[prio] * (qlen - kmin) / (kmax - kmin);
-        }
-        if (pm > 0 && uniform() < pm) {
-            iph[1] |= 3;
-            ++eq.ecn_marks;
-        }
+    // RED marking of ECT frames on the egress queue length found at enqueue (or at dequeue,
+    // in pull()).
+    if (!m_mark_at_dequeue) {
+        red_mark(iph, prio, eq.occupancy_bytes, eq.ecn_marks);
     }
     set_ipv4_checksum(iph);
 
@@ -688,6 +701,17 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
                      (old_q - pk.bytes > reserved ? old_q - pk.bytes - reserved : 0);
     m_used -= pk.bytes;
     occupancy_changed(eq, old_q - pk.bytes);
+    if (m_mark_at_dequeue) {
+        // RED on the queue the frame leaves behind (an IPv4 frame: receive() checked it).
+        const size_t l2 =
+            vlan_tagged(pk.f.data.data(), pk.f.data.size()) ? ETH + VLAN_TAG_BYTES : ETH;
+        uint8_t* iph = pk.f.data.data() + l2;
+        const uint64_t before = eq.ecn_marks;
+        red_mark(iph, pk.prio, eq.occupancy_bytes, eq.ecn_marks);
+        if (eq.ecn_marks != before) {
+            set_ipv4_checksum(iph);
+        }
+    }
     queue_stats& iq = m_ports[pk.in_port]->qs[pk.prio];
     iq.ingress_bytes -= pk.bytes;
     update_pfc(pk.in_port, pk.prio);

@@ -56,6 +56,10 @@ struct switch_config {
     std::array<uint64_t, SWITCH_PRIORITIES> kmin_bytes{};
     std::array<uint64_t, SWITCH_PRIORITIES> kmax_bytes{};
     std::array<double, SWITCH_PRIORITIES> pmax{};
+    // Where the RED decision is taken: "enqueue" (on the egress queue the frame finds) or
+    // "dequeue" (on the queue it leaves behind as it starts out: the mark is not delayed by the
+    // queue it waits in; the HPCC authors' ns-3 switch, SwitchNotifyDequeue).
+    std::string ecn_mark_at = "enqueue";
     // ECMP hash seed (5-tuple hash; the UDP source port carries RoCEv2's entropy) and the
     // seed of the marking decisions.
     uint64_t ecmp_seed = 0;
@@ -141,6 +145,9 @@ private:
     void occupancy_changed(queue_stats& q, uint64_t new_bytes);
     void update_pfc(uint32_t in_port, uint32_t prio);
     double uniform();
+    // RED: marks the IPv4 header `iph` of an ECT frame CE with the probability of queue length
+    // `qlen` at priority `prio` (checksum left to the caller).
+    void red_mark(uint8_t* iph, uint8_t prio, uint64_t qlen, uint64_t& marks);
 
     switch_config m_cfg;
     hw::sim_context& m_ctx;
@@ -152,6 +159,7 @@ private:
     uint64_t m_peak_used = 0;
     uint64_t m_rng;
     bool m_dwrr;                                          // scheduler "dwrr" (else strict priority)
+    bool m_mark_at_dequeue;                               // ecn_mark_at "dequeue"
     uint64_t m_salt = 0xCBF29CE484222325ull;              // FNV-1a of the switch's name (ECMP hash)
     std::vector<std::pair<uint32_t, eth_frame>> m_batch;  // this instant's arrivals
     sc_core::sc_event m_batch_event;
