@@ -73,6 +73,9 @@ public:
     // algorithm gets an RTT sample per segment, not one per message (TIMELY's segment_bytes;
     // hw/tx_engine/README.md, "Congestion control").
     virtual uint32_t ack_segment_bytes() const { return 0; }
+    // The segment for this QP now (at most ack_segment_bytes(); TIMELY shrinks it at low rates
+    // so that samples keep coming).
+    virtual uint32_t ack_segment_bytes(const cc_qp_state& s) const { return ack_segment_bytes(); }
     // Non-null: the receive path's notification point turns CE marks into CNPs with these.
     virtual const np_params* notification_point() const { return nullptr; }
 };

@@ -46,6 +46,9 @@ void cc_engine::on_sent(uint32_t qpn, uint32_t psn, uint32_t wire_bytes) {
     }
     if (!m_stamps.empty()) {
         auto& st = m_stamps[qpn];
+        if (st.empty()) {
+            m_peer_qpn[(uint64_t{qp->dest_ip} << 24) | qp->dest_qpn] = qpn;
+        }
         st.emplace_back(psn, now_ps());
         if (st.size() > 4096) {
             st.pop_front();  // stamps of packets never acknowledged (a flushed QP)
@@ -62,6 +65,35 @@ void cc_engine::on_sent(uint32_t qpn, uint32_t psn, uint32_t wire_bytes) {
     ev.bytes = wire_bytes;
     const uint64_t old_timer = qp->cc.timer_at_ps;
     apply(qpn, qp->cc, old_timer, m_algo->on_event(qp->cc, ev), ev.now_ps, false);
+}
+
+void cc_engine::on_wire(const std::vector<uint8_t>& f) {
+    // Untagged IPv4 / UDP 4791 / BTH: Ethernet 14, IPv4 20 (IHL 5, as the send path builds
+    // it), UDP 8, then the BTH's opcode (42), destination QP (47..49) and PSN (51..53).
+    constexpr size_t BTH = 42;
+    if (m_stamps.empty() || f.size() < BTH + 12 || f[12] != 0x08 || f[13] != 0x00 ||
+        f[14] != 0x45 || f[23] != 17 || f[36] != 0x12 || f[37] != 0xB7) {
+        return;
+    }
+    if (f[BTH] > 0x0C) {
+        return;  // not a request (READ responses, ACKs go the other way of the same QP pair)
+    }
+    const uint32_t ip =
+        (uint32_t{f[30]} << 24) | (uint32_t{f[31]} << 16) | (uint32_t{f[32]} << 8) | f[33];
+    const uint32_t dqpn = (uint32_t{f[BTH + 5]} << 16) | (uint32_t{f[BTH + 6]} << 8) | f[BTH + 7];
+    const uint32_t psn = (uint32_t{f[BTH + 9]} << 16) | (uint32_t{f[BTH + 10]} << 8) | f[BTH + 11];
+    const auto it = m_peer_qpn.find((uint64_t{ip} << 24) | dqpn);
+    if (it == m_peer_qpn.end()) {
+        return;
+    }
+    auto& st = m_stamps[it->second];
+    // The newest stamps are at the back: the frame is one of the few the send path holds.
+    for (auto s = st.rbegin(); s != st.rend(); ++s) {
+        if (s->first == psn) {
+            s->second = now_ps();
+            return;
+        }
+    }
 }
 
 void cc_engine::on_ack(uint32_t qpn, uint32_t psn, bool nak) {

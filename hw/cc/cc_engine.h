@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,10 @@ public:
     // --- events ---
     // The pacer handed packet `psn` (`wire_bytes` on the wire) of `qpn` on (transmit thread).
     void on_sent(uint32_t qpn, uint32_t psn, uint32_t wire_bytes);
+    // A frame of this NIC starts on the wire (the MAC; delay-based algorithms only): a request
+    // packet's RTT stamp moves from the scheduler's hand-off to this instant, so the sample
+    // leaves out the payload read and the send path's FIFO (TIMELY stamps at the NIC's MAC).
+    void on_wire(const std::vector<uint8_t>& frame);
     // An ACK (or the implied ACK of a NAK) covering `psn` arrived for requester `qpn`.
     void on_ack(uint32_t qpn, uint32_t psn, bool nak);
     // A CNP for `qpn` arrived (from the notification point).
@@ -90,6 +95,7 @@ private:
     sc_core::sc_event m_wake;
     std::set<std::pair<uint64_t, uint32_t>> m_timers;                 // (time ps, qpn)
     std::vector<std::deque<std::pair<uint32_t, uint64_t>>> m_stamps;  // per QP: (psn, sent ps)
+    std::unordered_map<uint64_t, uint32_t> m_peer_qpn;  // (dest IP, dest QPN) -> stamped QP
     std::vector<rate_row> m_log;
     stats m_stats;
 };

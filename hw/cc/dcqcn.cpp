@@ -8,7 +8,14 @@ namespace rnic::hw::cc {
 
 namespace {
 constexpr uint64_t PS_PER_US = 1'000'000;
+constexpr uint8_t LIMITED = 1;        // a CNP arrived and the rate is not back at line rate
+constexpr uint8_t CNP_IN_PERIOD = 2;  // a CNP arrived in the current alpha period
+constexpr uint8_t DEC_PENDING = 4;    // a CNP came within the monitor period: decrease at its end
+
+uint64_t rate_q(uint64_t mbps, uint8_t frac) {
+    return (mbps << RATE_FRAC_BITS) | frac;
 }
+}  // namespace
 
 dcqcn_config parse_dcqcn_config(config::reader r) {
     dcqcn_config c;
@@ -50,68 +57,79 @@ dcqcn::dcqcn(const dcqcn_config& cfg, const cc_env& env)
 }
 
 bool dcqcn::wants_sent(const cc_qp_state& s) const {
-    return m_cfg.rp_byte_reset != 0 && slice<dcqcn_state>(s).limited;
+    return m_cfg.rp_byte_reset != 0 && (slice<dcqcn_state>(s).flags & LIMITED) != 0;
+}
+
+void dcqcn::set_rates(cc_qp_state& s, uint64_t rc_q, uint64_t rt_q) const {
+    dcqcn_state& d = slice<dcqcn_state>(s);
+    s.rate_mbps = rc_q >> RATE_FRAC_BITS;
+    d.rate_frac = static_cast<uint8_t>(rc_q);
+    s.target_mbps = rt_q >> RATE_FRAC_BITS;
+    d.target_frac = static_cast<uint8_t>(rt_q);
 }
 
 void dcqcn::update_alpha(cc_qp_state& s, uint64_t now) const {
     dcqcn_state& d = slice<dcqcn_state>(s);
-    if (!d.limited) {
+    if ((d.flags & LIMITED) == 0) {
         return;
     }
     const uint64_t period = uint64_t{m_cfg.rp_dce_tcp_rtt} * PS_PER_US;
-    const uint32_t g = m_cfg.rp_dce_tcp_g;
+    const uint64_t g = m_cfg.rp_dce_tcp_g;
+    // (1 - g/1024) in the alpha fraction: what a period with a CNP adds.
+    const uint64_t gain = (1024 - g) << ALPHA_SHOWN_SHIFT;
     while (d.alpha_period_ps + period <= now) {
-        if (d.cnp_in_period) {
-            s.alpha = std::min<uint32_t>(1023, ((s.alpha * g) >> 10) + (1024 - g));
-        } else {
-            s.alpha = (s.alpha * g) >> 10;
+        uint64_t a = (uint64_t{d.alpha} * g) >> 10;
+        if ((d.flags & CNP_IN_PERIOD) != 0) {
+            a = std::min<uint64_t>(ALPHA_MAX, a + gain);
         }
-        d.cnp_in_period = 0;
+        d.alpha = static_cast<uint32_t>(a);
+        d.flags &= static_cast<uint8_t>(~CNP_IN_PERIOD);
         d.alpha_period_ps += period;
-        if (s.alpha == 0 || g == 1024) {
+        if (d.alpha == 0 || g == 1024) {
             // Decays no further without a CNP: skip the remaining whole periods at once.
             d.alpha_period_ps += (now - d.alpha_period_ps) / period * period;
             break;
         }
     }
+    s.alpha = d.alpha >> ALPHA_SHOWN_SHIFT;
 }
 
 cc_decision dcqcn::on_event(cc_qp_state& s, const cc_event& e) {
     dcqcn_state& d = slice<dcqcn_state>(s);
+    const bool limited = (d.flags & LIMITED) != 0;
     switch (e.kind) {
         case cc_event_kind::CNP:
             on_cnp(s, e.now_ps);
             return decision(s);
         case cc_event_kind::TIMER:
-            if (!d.limited) {
+            if (!limited) {
                 return {};
             }
             update_alpha(s, e.now_ps);
-            if (d.dec_pending && e.now_ps >= decrease_due(s)) {
+            if ((d.flags & DEC_PENDING) != 0 && e.now_ps >= decrease_due(s)) {
                 // The monitor period of a latched CNP ended: the decrease it owes (which also
                 // restarts the rate-increase timer).
                 decrease(s, e.now_ps, false);
                 return decision(s);
             }
-            d.timer_inc = 1;
             increase(s);
             ++d.time_stage;  // after the increase: the stage that fired counts from 0
-            if (d.limited) {
+            if ((d.flags & LIMITED) != 0) {
                 s.timer_at_ps = e.now_ps + uint64_t{m_cfg.rp_time_reset} * PS_PER_US;
-                if (d.dec_pending) {
+                if ((d.flags & DEC_PENDING) != 0) {
                     s.timer_at_ps = std::min(s.timer_at_ps, decrease_due(s));
                 }
             }
             return decision(s);
         case cc_event_kind::SENT: {
-            if (!d.limited || m_cfg.rp_byte_reset == 0) {
+            if (!limited || m_cfg.rp_byte_reset == 0) {
                 return {};
             }
             d.byte_count += e.bytes;
             if (d.byte_count < m_cfg.rp_byte_reset) {
                 return {};
             }
-            while (d.byte_count >= m_cfg.rp_byte_reset && d.limited) {
+            while (d.byte_count >= m_cfg.rp_byte_reset && (d.flags & LIMITED) != 0) {
                 d.byte_count -= m_cfg.rp_byte_reset;
                 increase(s);
                 ++d.byte_stage;
@@ -127,19 +145,22 @@ cc_decision dcqcn::on_event(cc_qp_state& s, const cc_event& e) {
 void dcqcn::on_cnp(cc_qp_state& s, uint64_t now) {
     dcqcn_state& d = slice<dcqcn_state>(s);
     bool first = false;
-    if (!d.limited) {
-        // First CNP of the flow (or the first since it got back to line rate).
+    if ((d.flags & LIMITED) == 0) {
+        // First CNP of the flow (or the first since it got back to line rate): a rate limiter
+        // is allocated, alpha starts at rp_initial_alpha_value.
         first = true;
         d = dcqcn_state{};
-        d.limited = 1;
+        d.flags = LIMITED;
         d.alpha_period_ps = now;
+        d.alpha = m_cfg.rp_initial_alpha_value << ALPHA_SHOWN_SHIFT;
         s.alpha = m_cfg.rp_initial_alpha_value;
-        s.rate_mbps = m_line;
-        s.target_mbps = m_line;
+        set_rates(s, m_line << RATE_FRAC_BITS, m_line << RATE_FRAC_BITS);
         if (m_cfg.rp_rate_to_set_on_first_cnp != 0) {
-            s.rate_mbps = s.target_mbps =
-                std::min<uint64_t>(m_line, m_cfg.rp_rate_to_set_on_first_cnp);
-            d.cnp_in_period = 1;
+            // NVIDIA: "the rate that is set for the flow when a rate limiter is allocated to it
+            // upon first CNP received": R_C = R_T = that rate, no decrease for this CNP.
+            const uint64_t r = std::min<uint64_t>(m_line, m_cfg.rp_rate_to_set_on_first_cnp);
+            set_rates(s, r << RATE_FRAC_BITS, r << RATE_FRAC_BITS);
+            d.flags |= CNP_IN_PERIOD;
             d.last_decrease_ps = now;
             s.timer_at_ps = now + uint64_t{m_cfg.rp_time_reset} * PS_PER_US;
             return;
@@ -147,12 +168,12 @@ void dcqcn::on_cnp(cc_qp_state& s, uint64_t now) {
     } else {
         update_alpha(s, now);
     }
-    d.cnp_in_period = 1;
+    d.flags |= CNP_IN_PERIOD;
     if (!first && now < decrease_due(s)) {
         // At most one decrease per monitor period; the CNP is not lost: it is latched and the
         // decrease comes when the period ends (the timer wakes the QP then).
-        if (!d.dec_pending) {
-            d.dec_pending = 1;
+        if ((d.flags & DEC_PENDING) == 0) {
+            d.flags |= DEC_PENDING;
             s.timer_at_ps = std::min(s.timer_at_ps, decrease_due(s));
         }
         return;
@@ -167,49 +188,61 @@ uint64_t dcqcn::decrease_due(const cc_qp_state& s) const {
 
 void dcqcn::decrease(cc_qp_state& s, uint64_t now, bool first) {
     dcqcn_state& d = slice<dcqcn_state>(s);
-    // Rate decrease: R_T <- R_C (when clamping says so), R_C <- R_C (1 - alpha / 2^gd), kept
-    // at or above rp_min_dec_fac % of R_C and rp_min_rate.
-    if (first || m_cfg.rp_clamp_tgt_rate != 0 ||
-        (m_cfg.rp_clamp_tgt_rate_ati != 0 && d.timer_inc)) {
-        s.target_mbps = s.rate_mbps;
+    const uint64_t rc = rate_q(s.rate_mbps, d.rate_frac);
+    uint64_t rt = rate_q(s.target_mbps, d.target_frac);
+    // R_T <- R_C: always with rp_clamp_tgt_rate; after a byte-counter increase since the last
+    // decrease; after a timer increase with rp_clamp_tgt_rate_ati (NVIDIA: "the target rate
+    // should be updated if the transmission rate was increased due to the timer, and not only
+    // due to the byte counter"). The first CNP leaves R_T at the line rate.
+    if (!first && (m_cfg.rp_clamp_tgt_rate != 0 || d.byte_stage != 0 ||
+                   (m_cfg.rp_clamp_tgt_rate_ati != 0 && d.time_stage != 0))) {
+        rt = rc;
     }
-    const uint64_t rc = s.rate_mbps;
-    uint64_t next = rc - ((rc * s.alpha) >> m_cfg.rp_gd);
-    next = std::max(next, rc * m_cfg.rp_min_dec_fac / 100);
-    next = std::max<uint64_t>(next, m_cfg.rp_min_rate);
-    s.rate_mbps = std::min(next, m_line);
+    // R_C <- R_C - R_C alpha / 2^(rp_gd - 10) (alpha /1024 in mlx5's units: rp_gd 11 cuts by
+    // alpha / 2), at most (100 - rp_min_dec_fac) % of R_C, never below rp_min_rate.
+    const uint64_t cut = (rc * d.alpha) >> (m_cfg.rp_gd + ALPHA_SHOWN_SHIFT);
+    const uint64_t max_cut = rc * (100 - m_cfg.rp_min_dec_fac) / 100;
+    uint64_t next = rc - std::min(cut, max_cut);
+    next = std::max<uint64_t>(next, uint64_t{m_cfg.rp_min_rate} << RATE_FRAC_BITS);
+    set_rates(s, std::min(next, m_line << RATE_FRAC_BITS), rt);
     d.last_decrease_ps = now;
     d.time_stage = 0;
     d.byte_stage = 0;
     d.byte_count = 0;
-    d.timer_inc = 0;
-    d.dec_pending = 0;
+    d.flags &= static_cast<uint8_t>(~DEC_PENDING);
     s.timer_at_ps = now + uint64_t{m_cfg.rp_time_reset} * PS_PER_US;
 }
 
 void dcqcn::increase(cc_qp_state& s) {
     dcqcn_state& d = slice<dcqcn_state>(s);
     const uint32_t f = m_cfg.rp_threshold;
+    const uint64_t line = m_line << RATE_FRAC_BITS;
     // The stages as they were before this event counted it (ConnectX: rpg_threshold is "the number
     // of times rpByteStage or rpTimeStage can count before the RP rate control state machine
     // advances states"; the DCQCN ns-3 models increment the stage after the increase): F events
     // of fast recovery after a decrease, then additive, hyper once both stages passed F.
     const uint32_t t = d.time_stage;
     const uint32_t b = d.byte_stage;
+    uint64_t rt = rate_q(s.target_mbps, d.target_frac);
     if (std::max(t, b) < f) {
         // Fast recovery: halfway back to the target.
     } else if (std::min(t, b) > f) {
-        s.target_mbps += m_cfg.rp_hai_rate;  // hyper increase
+        rt += uint64_t{m_cfg.rp_hai_rate} << RATE_FRAC_BITS;  // hyper increase
     } else {
-        s.target_mbps += m_cfg.rp_ai_rate;  // additive increase
+        rt += uint64_t{m_cfg.rp_ai_rate} << RATE_FRAC_BITS;  // additive increase
     }
-    s.target_mbps = std::min(s.target_mbps, m_line);
-    // R_C <- (R_C + R_T) / 2, rounded up so that R_C reaches R_T.
-    s.rate_mbps = std::min((s.rate_mbps + s.target_mbps + 1) / 2, m_line);
-    if (s.rate_mbps >= m_line && !d.dec_pending) {
+    rt = std::min(rt, line);
+    // R_C <- (R_C + R_T) / 2, rounded up so that R_C reaches R_T; within 1 Mb/s of the line rate
+    // (what the pacer, in whole Mb/s, cannot tell from it) it is the line rate.
+    uint64_t rc = std::min((rate_q(s.rate_mbps, d.rate_frac) + rt + 1) / 2, line);
+    if (line - rc < (uint64_t{1} << RATE_FRAC_BITS)) {
+        rc = line;
+    }
+    set_rates(s, rc, rt);
+    if (rc >= line && (d.flags & DEC_PENDING) == 0) {
         // Back at line rate: the QP leaves the rate limiter and its timers stop (unless a
         // latched CNP still owes its decrease).
-        d.limited = 0;
+        d.flags &= static_cast<uint8_t>(~LIMITED);
         s.timer_at_ps = 0;
     }
     // The rate-increase timer keeps its own period (restarted by decreases and by its expiry).
@@ -217,7 +250,7 @@ void dcqcn::increase(cc_qp_state& s) {
 
 cc_decision dcqcn::decision(const cc_qp_state& s) const {
     cc_decision out;
-    const bool limited = slice<dcqcn_state>(s).limited != 0;
+    const bool limited = (slice<dcqcn_state>(s).flags & LIMITED) != 0;
     out.rate_mbps = limited ? s.rate_mbps : 0;
     out.target_mbps = limited ? s.target_mbps : 0;
     out.alpha = s.alpha;

@@ -22,8 +22,14 @@ timely_config parse_timely_config(config::reader r) {
         r.error("segment_bytes",
                 "must be 0 (one RTT sample per message) or at least 256 (one packet)");
     }
+    r.get("low_rate_sample_us", c.low_rate_sample_us, 0.0, 1e6);
+    r.get("patched", c.patched);
+    r.get("rtt_ref_us", c.rtt_ref_us, 0.001, 1e6);
     if (c.t_high_us <= c.t_low_us) {
         r.error("t_high_us", "must be greater than t_low_us");
+    }
+    if (c.patched && (c.rtt_ref_us <= c.t_low_us || c.rtt_ref_us >= c.t_high_us)) {
+        r.error("rtt_ref_us", "must be between t_low_us and t_high_us");
     }
     r.finish();
     return c;
@@ -38,6 +44,17 @@ cc_factory parse_timely(config::reader r) {
 timely::timely(const timely_config& cfg, const cc_env& env)
     : m_cfg(cfg)
     , m_line(static_cast<double>(env.line_rate_mbps)) {}
+
+uint32_t timely::ack_segment_bytes(const cc_qp_state& s) const {
+    const timely_state& t = slice<timely_state>(s);
+    if (m_cfg.segment_bytes == 0 || m_cfg.low_rate_sample_us <= 0 || t.rate_mbps <= 0) {
+        return m_cfg.segment_bytes;  // off, or at line rate (no sample yet): the full segment
+    }
+    // Mb/s x us / 8 = bytes; the transmit engine rounds down to whole packets (at least one).
+    const double bytes = t.rate_mbps * m_cfg.low_rate_sample_us / 8;
+    return bytes >= m_cfg.segment_bytes ? m_cfg.segment_bytes
+                                        : std::max<uint32_t>(1, static_cast<uint32_t>(bytes));
+}
 
 cc_decision timely::on_event(cc_qp_state& s, const cc_event& e) {
     if ((e.kind != cc_event_kind::ACK && e.kind != cc_event_kind::NAK) || e.rtt_ps == 0) {
@@ -59,6 +76,13 @@ cc_decision timely::on_event(cc_qp_state& s, const cc_event& e) {
         t.negative_run = 0;
     } else if (rtt > t_high) {
         rate *= 1 - m_cfg.beta * (1 - t_high / rtt);
+        t.negative_run = 0;
+    } else if (m_cfg.patched) {
+        // CoNEXT'16 patch: the gradient only weighs additive increase against a decrease that
+        // grows with the RTT's excess over the reference.
+        const double w = std::clamp(2 * gradient + 0.5, 0.0, 1.0);
+        const double ref = m_cfg.rtt_ref_us * 1e6;
+        rate = m_cfg.add_step_mbps * (1 - w) + rate * (1 - m_cfg.beta * w * (rtt - ref) / ref);
         t.negative_run = 0;
     } else if (gradient <= 0) {
         ++t.negative_run;

@@ -26,6 +26,17 @@ struct timely_config {
     // segments; 64 KiB, the segment its authors' reference code gives T_low for); 0: one per
     // message (the ACK of its last packet).
     uint32_t segment_bytes = 65536;
+    // At low rates a segment shrinks so that a sample comes at least every this many us:
+    // segment = clamp(rate x low_rate_sample_us / 8, one packet, segment_bytes); 0: fixed
+    // segments (a QP at 10 Mb/s then waits ~52 ms for a 64 KiB segment's sample).
+    double low_rate_sample_us = 100;
+    // The patched TIMELY of Zhu et al., "ECN or Delay: Lessons Learnt from Analysis of DCQCN and
+    // TIMELY" (CoNEXT 2016, section 4): between T_low and T_high the rate follows
+    // R <- delta (1 - w(g)) + R (1 - beta w(g) (RTT - RTT_ref) / RTT_ref), w(g) = 0 for
+    // g <= -1/4, 2g + 1/2 between, 1 for g >= 1/4: a unique, fair fixed point (the original's
+    // gradient-only rule has a continuum of them: any split of the link is stable).
+    bool patched = false;
+    double rtt_ref_us = 100;  // patched: the reference RTT, within (t_low_us, t_high_us)
 };
 timely_config parse_timely_config(config::reader r);
 
@@ -44,6 +55,7 @@ public:
     cc_decision on_event(cc_qp_state& s, const cc_event& e) override;
     bool wants_acks() const override { return true; }
     uint32_t ack_segment_bytes() const override { return m_cfg.segment_bytes; }
+    uint32_t ack_segment_bytes(const cc_qp_state& s) const override;
 
 private:
     timely_config m_cfg;

@@ -90,6 +90,17 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
         m_cc->set_context_cache(&m_context_cache);
         m_tx_engine.set_pacer(m_pacer.get());
         m_tx_engine.set_ack_segment_bytes(m_cc->algorithm().ack_segment_bytes());
+        if (m_cc->algorithm().ack_segment_bytes() != 0) {
+            m_tx_engine.set_ack_segment_fn([this](uint32_t qpn) {
+                const qp_context* qp = m_contexts.qp_slot(qpn);
+                return qp != nullptr ? m_cc->algorithm().ack_segment_bytes(qp->cc)
+                                     : m_cc->algorithm().ack_segment_bytes();
+            });
+        }
+        if (m_cc->algorithm().wants_acks()) {
+            link.set_tx_observer(link_side,
+                                 [this](const fabric::eth_frame& f) { m_cc->on_wire(f.data); });
+        }
         m_tx_engine.set_ack_observer(
             [this](uint32_t qpn, uint32_t psn, bool nak) { m_cc->on_ack(qpn, psn, nak); });
         if (const cc::np_params* np = m_cc->algorithm().notification_point()) {

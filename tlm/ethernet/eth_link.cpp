@@ -328,6 +328,9 @@ void eth_link::serializer_thread(int side) {
             }
         }
         f.tx_start = sc_core::sc_time_stamp();
+        if (m_tx_observer[side]) {
+            m_tx_observer[side](f);
+        }
         if (m_cfg.faults.ecn_mark > 0) {
             mark_ecn(side, f);  // before the capture: wire.pcap shows the CE mark
         }

@@ -136,6 +136,11 @@ public:
     }
     // A pulling transmitter for `side` instead of its MAC FIFO (a switch port).
     void set_source(int side, frame_source_if* source) { m_source[side] = source; }
+    // Called as each frame `side` transmits starts on the wire (its first bit; the NIC's
+    // congestion control stamps RTT samples here).
+    void set_tx_observer(int side, std::function<void(const eth_frame&)> fn) {
+        m_tx_observer[side] = std::move(fn);
+    }
     // Source MAC of the pause frames the MAC at `side` sends.
     void set_mac(int side, const std::array<uint8_t, 6>& mac) { m_mac[side] = mac; }
     void set_pause_quanta(int side, uint16_t quanta) { m_quanta[side] = quanta; }
@@ -233,6 +238,7 @@ private:
     std::string m_track[2];             // "<link>.dir<side>": WQE timeline tracks
     bool m_paused[2] = {false, false};  // traced: some priority paused (updated at pause frames)
     frame_source_if* m_source[2] = {nullptr, nullptr};
+    std::function<void(const eth_frame&)> m_tx_observer[2];
     std::array<uint8_t, 6> m_mac[2]{};
     uint16_t m_quanta[2] = {0xFFFF, 0xFFFF};
     sc_core::sc_time m_quantum;

@@ -98,7 +98,8 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     , m_cfg(cfg)
     , m_ctx(ctx)
     , m_buf(cfg, ports)
-    , m_rng(splitmix64(cfg.seed)) {
+    , m_rng(splitmix64(cfg.seed))
+    , m_mark_at_dequeue(cfg.ecn_mark_at == "dequeue") {
     for (const char* c = this->name(); *c != 0; ++c) {
         m_salt = (m_salt ^ static_cast<uint8_t>(*c)) * 0x100000001B3ull;  // FNV-1a
     }
@@ -375,6 +376,18 @@ uint32_t eth_switch::ecmp_hash(uint64_t seed, uint64_t salt, const uint8_t* f, s
     return static_cast<uint32_t>(h % group_size);
 }
 
+void eth_switch::red_mark(uint8_t* iph, uint32_t out, uint8_t prio, uint64_t& marks) {
+    const uint8_t ecn = iph[1] & 3;
+    if (!m_cfg.ecn[prio] || (ecn != 1 && ecn != 2)) {
+        return;
+    }
+    const double pm = m_buf.mark_probability(out, prio);
+    if (pm > 0 && uniform() < pm) {
+        iph[1] |= 3;
+        ++marks;
+    }
+}
+
 double eth_switch::uniform() {
     m_rng = splitmix64(m_rng);
     return static_cast<double>(m_rng >> 11) * (1.0 / 9007199254740992.0);
@@ -499,14 +512,10 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     std::copy(op.neighbor.begin(), op.neighbor.end(), f.data.begin());
     std::copy(op.mac.begin(), op.mac.end(), f.data.begin() + 6);
     --iph[8];
-    // RED marking of ECT frames on the egress queue length found at enqueue.
-    const uint8_t ecn = iph[1] & 3;
-    if (m_cfg.ecn[prio] && (ecn == 1 || ecn == 2)) {
-        const double pm = m_buf.mark_probability(out, prio);
-        if (pm > 0 && uniform() < pm) {
-            iph[1] |= 3;
-            ++eq.ecn_marks;
-        }
+    // RED marking of ECT frames on the egress queue length found at enqueue (or at dequeue,
+    // in pull()).
+    if (!m_mark_at_dequeue) {
+        red_mark(iph, out, prio, eq.ecn_marks);
     }
     set_ipv4_checksum(iph);
 
@@ -600,6 +609,17 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     queue_stats& eq = op.qs[k];
     occupancy_changed(eq, m_buf.at(o, k).egress_bytes);
     m_buf.dequeue(pk.in_port, o, k, pk.bytes);
+    if (m_mark_at_dequeue) {
+        // RED on the queue the frame leaves behind (an IPv4 frame: receive() checked it).
+        const size_t l2 =
+            vlan_tagged(pk.f.data.data(), pk.f.data.size()) ? ETH + VLAN_TAG_BYTES : ETH;
+        uint8_t* iph = pk.f.data.data() + l2;
+        const uint64_t before = eq.ecn_marks;
+        red_mark(iph, o, pk.prio, eq.ecn_marks);
+        if (eq.ecn_marks != before) {
+            set_ipv4_checksum(iph);
+        }
+    }
     update_pfc(pk.in_port, pk.prio);
     ++eq.frames;
     eq.bytes += pk.bytes;

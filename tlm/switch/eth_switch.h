@@ -123,6 +123,9 @@ private:
     // Drops every frame queued at egress port p (counted in its link_down_drops).
     void flush_port(uint32_t p);
     double uniform();
+    // RED: marks the IPv4 header `iph` of an ECT frame CE with the probability of egress queue
+    // (out, prio) as it is now (switch_buffer::mark_probability; checksum left to the caller).
+    void red_mark(uint8_t* iph, uint32_t out, uint8_t prio, uint64_t& marks);
 
     switch_config m_cfg;
     hw::sim_context& m_ctx;
@@ -133,6 +136,7 @@ private:
     uint64_t m_reroutes = 0;  // epochs applied
     switch_buffer m_buf;
     uint64_t m_rng;
+    bool m_mark_at_dequeue;                               // ecn_mark_at "dequeue"
     uint64_t m_salt = 0xCBF29CE484222325ull;              // FNV-1a of the switch's name (ECMP hash)
     std::vector<std::pair<uint32_t, eth_frame>> m_batch;  // this instant's arrivals
     sc_core::sc_event m_batch_event;

@@ -44,6 +44,10 @@ struct switch_config {
     std::array<uint64_t, SWITCH_PRIORITIES> kmin_bytes{};
     std::array<uint64_t, SWITCH_PRIORITIES> kmax_bytes{};
     std::array<double, SWITCH_PRIORITIES> pmax{};
+    // Where the RED decision is taken: "enqueue" (on the egress queue the frame finds) or
+    // "dequeue" (on the queue it leaves behind as it starts out: the mark is not delayed by the
+    // queue it waits in; the HPCC authors' ns-3 switch, SwitchNotifyDequeue).
+    std::string ecn_mark_at = "enqueue";
     // ECMP hash seed (5-tuple hash; the UDP source port carries RoCEv2's entropy) and the
     // seed of the marking decisions.
     uint64_t ecmp_seed = 0;
