@@ -15,6 +15,7 @@
 
 #include "hw/cc/cc_state.h"
 #include "hw/hsi/hsi.h"
+#include "hw/recv_path/rc_responder.h"
 
 namespace rnic::hw {
 
@@ -97,12 +98,8 @@ struct qp_context {
     uint32_t write_remaining = 0;
     uint32_t write_offset = 0;  // bytes of the current WRITE placed
     // Selective repeat (rnic.transport.recovery, hw/recv_path/README.md): the responder's
-    // bitmap window past expected_psn, a ring of rnic.transport.sr_window slots allocated at the
-    // QP's first out-of-order packet (slot i, counted from sr_head, is PSN expected_psn + i).
-    std::vector<uint8_t> sr_slots;
-    uint32_t sr_head = 0;
-    uint32_t sr_beyond = 0;    // highest slot seen in use (0: nothing past expected_psn)
-    bool sr_overflow = false;  // a packet past the window was dropped, no go-back NAK since
+    // bitmap window past expected_psn (hw/recv_path/rc_responder.h).
+    sr_window sr;
     // Congestion control (reaction point): rate, target, alpha and the algorithm's state
     // (hw/cc). Zero = not rate limited.
     cc::cc_qp_state cc;

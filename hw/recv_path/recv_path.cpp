@@ -13,20 +13,12 @@
 namespace rnic::hw {
 
 namespace {
+using rc::is_read_response;
+using rc::is_send;
+using rc::is_write;
 using roce::HALF_PSN;
 using roce::packets_of;
 using roce::PSN_MASK;
-
-bool is_send(uint8_t op) {
-    return op <= roce::RC_SEND_ONLY_IMM || op == roce::RC_SEND_LAST_INV ||
-           op == roce::RC_SEND_ONLY_INV;
-}
-bool is_write(uint8_t op) {
-    return op >= roce::RC_WRITE_FIRST && op <= roce::RC_WRITE_ONLY_IMM;
-}
-bool is_read_response(uint8_t op) {
-    return op >= roce::RC_READ_RESP_FIRST && op <= roce::RC_READ_RESP_ONLY;
-}
 }  // namespace
 
 recv_path_config parse_recv_path_config(config::reader r) {
@@ -91,7 +83,7 @@ pfc_thresholds nic_pfc_thresholds(const recv_path_config& c, double rate_gbps,
 
 recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
                      const clock_domain& clk, const nic_identity& id, context_store& contexts,
-                     translation& xlate, dma_engine& dma, tx_engine& tx, cq_writer& cqw,
+                     translation& xlate, dma_engine& dma, tx_engine_if& tx, cq_writer& cqw,
                      sim_context& ctx)
     : sc_module(name)
     , m_cfg(cfg)
@@ -666,9 +658,10 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
                                const roce::parsed_frame& p, uint64_t flow_id) {
     const auto& bth = p.hdr.bth_;
     const uint8_t op = bth.opcode;
-    const uint32_t diff = (bth.psn - qp.expected_psn) & PSN_MASK;
-    if (diff != 0) {
-        if (diff >= HALF_PSN) {
+    uint32_t diff = 0;
+    const rc::psn_check check = rc::check_psn(bth.psn, qp.expected_psn, &diff);
+    if (check != rc::psn_check::IN_ORDER) {
+        if (check == rc::psn_check::DUPLICATE) {
             ++m_stats.duplicates;
             if (bth.opcode == roce::RC_READ_REQUEST) {
                 // A READ is re-executed: its responses may be what was lost (IBA 9.7.5.2.1).
@@ -707,10 +700,8 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
     // Every NAK of a request that passed the PSN check is fatal for the responder QP.
     auto nak = [&](uint8_t syndrome) { nak_fatal(qpn, qp, bth.psn, syndrome); };
 
-    const bool consumes = is_send(op)
-                              ? (oi.is_first || oi.is_only)
-                              : (op == roce::RC_WRITE_LAST_IMM || op == roce::RC_WRITE_ONLY_IMM);
-    if (is_send(op) && consumes == qp.have_recv) {
+    const bool consumes = rc::consumes_receive(op);
+    if (rc::send_out_of_sequence(op, qp.have_recv)) {
         // A First/Only while a SEND is open, or a Middle/Last with none open.
         ++m_stats.bad_opcode_sequence;
         nak(roce::AETH_NAK_INVALID_REQUEST);
@@ -939,33 +930,20 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
 
 // --- Selective repeat (IRN) ---
 
-void recv_path::sr_shift(qp_context& qp, uint32_t n) {
-    if (qp.sr_slots.empty()) {
-        return;
-    }
-    const uint32_t w = m_cfg.transport.sr_window;
-    for (uint32_t k = 0; k < std::min(n, w); ++k) {
-        qp.sr_slots[qp.sr_head] = 0;
-        qp.sr_head = (qp.sr_head + 1) % w;
-    }
-    qp.sr_beyond = qp.sr_beyond > n ? qp.sr_beyond - n : 0;
-}
-
 void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* frame,
                                 const roce::parsed_frame& p, uint32_t diff) {
     ++m_stats.out_of_sequence;
     const auto& bth = p.hdr.bth_;
     const uint32_t w = m_cfg.transport.sr_window;
-    if (qp.sr_slots.empty()) {
-        qp.sr_slots.assign(w, 0);  // the QP's first loss or reordering
-        qp.sr_head = 0;
+    if (!qp.sr.active()) {
+        qp.sr.open(w);  // the QP's first loss or reordering
     }
     if (diff >= w) {
         ++m_stats.sr_window_drops;  // no slot for it: the next NAK goes back to the gap
-        qp.sr_overflow = true;
+        qp.sr.overflow = true;
     } else {
-        uint8_t& slot = sr_slot(qp, diff);
-        if ((slot & SR_PLACED) != 0) {
+        uint8_t& slot = qp.sr.slot(diff);
+        if ((slot & sr_window::PLACED) != 0) {
             // Kept already: a resend overtaken by the original, or a go-back stream passing
             // what was kept. The gap before it is still open: the stream's copy of the
             // expected PSN was lost, so it is NAKed (once) as for any packet past a gap.
@@ -975,7 +953,7 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
             }
             return;
         }
-        qp.sr_beyond = std::max(qp.sr_beyond, diff);
+        qp.sr.seen(diff);
         // Kept: WRITE packets without immediate (placed at the offset their PSN implies, the
         // target known from their message's First). Not kept: SEND (which receive WQE and
         // offset is not known before the messages in front of it arrive), WRITE with
@@ -986,19 +964,19 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
                               op == roce::RC_WRITE_LAST || op == roce::RC_WRITE_ONLY;
         if (keepable && sr_write(qpn, qp, frame, p, false, nullptr) == sr_put::PLACED) {
             const roce::opcode_info& oi = roce::info(op);
-            slot =
-                SR_PLACED | (oi.is_last || oi.is_only ? SR_END : 0) | (bth.ack_req ? SR_ACKREQ : 0);
+            slot = sr_window::PLACED | (oi.is_last || oi.is_only ? sr_window::END : 0) |
+                   (bth.ack_req ? sr_window::ACKREQ : 0);
             ++m_stats.sr_ooo_placed;
         } else {
             // Dropped; if it was the copy a go-back NAK asked for, that copy has come and gone,
             // so it must be asked for again.
             ++m_stats.sr_unkept;
-            slot = SR_DROPPED;
+            slot = sr_window::DROPPED;
         }
     }
     if (!qp.nak_sent) {  // one NAK per gap
         sr_nak(qpn, qp);
-    } else if (bth.ack_req && !sr_goes_back(qp)) {
+    } else if (bth.ack_req && !qp.sr.needs_go_back()) {
         // The requester asks for an answer (a message's last packet, a selective resend) past
         // a gap already NAKed: the NAK or the packet it asked for may have been lost, and
         // nothing else would tell the requester before its retransmission timer
@@ -1011,26 +989,12 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
     }
 }
 
-bool recv_path::sr_goes_back(qp_context& qp) {
-    bool go_back = qp.sr_overflow;
-    for (uint32_t i = 0; !qp.sr_slots.empty() && i <= qp.sr_beyond; ++i) {
-        go_back = go_back || (sr_slot(qp, i) & SR_DROPPED) != 0;
-    }
-    return go_back;
-}
-
 void recv_path::sr_nak(uint32_t qpn, qp_context& qp) {
-    const bool go_back = sr_goes_back(qp);
+    const bool go_back = qp.sr.needs_go_back();
     if (go_back) {
         // The requester resends everything from the gap on: every packet not kept up to the
         // highest one seen is coming again, so reaching it is no new gap.
-        for (uint32_t i = 0; !qp.sr_slots.empty() && i <= qp.sr_beyond; ++i) {
-            uint8_t& slot = sr_slot(qp, i);
-            if ((slot & SR_PLACED) == 0) {
-                slot = SR_COVERED;
-            }
-        }
-        qp.sr_overflow = false;
+        qp.sr.cover_unplaced();
         ++m_stats.sr_goback_naks;
     } else {
         ++m_stats.sr_selective_naks;
@@ -1047,25 +1011,23 @@ void recv_path::sr_advance(uint32_t qpn, qp_context& qp, uint32_t before, bool a
         return;  // not executed (a fatal NAK went out)
     }
     bool ack = ack_req;
-    if (!qp.sr_slots.empty()) {
-        sr_shift(qp, executed);
+    if (qp.sr.active()) {
+        qp.sr.shift(executed);
         // The kept packets that follow complete now, in PSN order (message by message).
-        while ((sr_slot(qp, 0) & SR_PLACED) != 0) {
-            const uint8_t slot = sr_slot(qp, 0);
-            if ((slot & SR_END) != 0) {
+        while ((qp.sr.slot(0) & sr_window::PLACED) != 0) {
+            const uint8_t slot = qp.sr.slot(0);
+            if ((slot & sr_window::END) != 0) {
                 ++m_stats.messages;
                 ++qp.msn;
             }
-            ack = ack || (slot & SR_ACKREQ) != 0;
-            sr_shift(qp, 1);
+            ack = ack || (slot & sr_window::ACKREQ) != 0;
+            qp.sr.shift(1);
             qp.expected_psn = (qp.expected_psn + 1) & PSN_MASK;
         }
         sr_prune(qpn, qp);
         // Something past the expected PSN arrived, and the packet there is not on its way
         // again after a go-back NAK: the next gap, NAKed at once.
-        const uint8_t gap = sr_slot(qp, 0);
-        if ((qp.sr_beyond > 0 || qp.sr_overflow || (gap & SR_DROPPED) != 0) &&
-            (gap & SR_COVERED) == 0) {
+        if (qp.sr.next_gap_open()) {
             sr_nak(qpn, qp);  // acknowledges everything before it
             return;
         }

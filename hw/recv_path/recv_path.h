@@ -23,10 +23,11 @@
 #include "hw/gsi/gsi.h"
 #include "hw/nic/nic_identity.h"
 #include "hw/recv_path/notification_point.h"
+#include "hw/recv_path/rc_responder.h"
 #include "hw/recv_path/recv_path_config.h"
 #include "hw/roce/roce.h"
 #include "hw/translation/translation.h"
-#include "hw/tx_engine/tx_engine.h"
+#include "hw/tx_engine/tx_engine_if.h"
 #include "tlm/ethernet/eth_link.h"
 
 namespace rnic::hw {
@@ -35,7 +36,7 @@ class recv_path : public sc_core::sc_module, public fabric::frame_sink_if {
 public:
     recv_path(sc_core::sc_module_name name, const recv_path_config& cfg, const clock_domain& clk,
               const nic_identity& id, context_store& contexts, translation& xlate, dma_engine& dma,
-              tx_engine& tx, cq_writer& cqw, sim_context& ctx);
+              tx_engine_if& tx, cq_writer& cqw, sim_context& ctx);
 
     // From the link, when the frame's last bit is in.
     void receive_frame(fabric::eth_frame&& frame) override;
@@ -130,18 +131,8 @@ private:
     void ack_thread();
 
     // Selective repeat (rnic.transport.recovery = selective_repeat, IRN): see README.md.
-    // Slot flags of the bitmap window (qp_context::sr_slots).
-    static constexpr uint8_t SR_PLACED = 1;    // placed, waiting for the packets before it
-    static constexpr uint8_t SR_END = 2;       // ... and it ends its message
-    static constexpr uint8_t SR_ACKREQ = 4;    // ... and it asked for an ACK
-    static constexpr uint8_t SR_DROPPED = 8;   // seen, not kept (a resend is needed)
-    static constexpr uint8_t SR_COVERED = 16;  // dropped, and a go-back NAK asked for it again
+    // The bitmap window itself is qp_context::sr (sr_window, rc_responder.h).
     bool selective() const { return m_cfg.transport.recovery == recovery_mode::SELECTIVE_REPEAT; }
-    uint8_t& sr_slot(qp_context& qp, uint32_t i) {
-        return qp.sr_slots[(qp.sr_head + i) % m_cfg.transport.sr_window];
-    }
-    // The window moves on by `n` PSNs (the slots leaving it are cleared).
-    void sr_shift(qp_context& qp, uint32_t n);
     // A request past the expected PSN (`diff` ahead): kept if within the window and placeable.
     void sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* frame,
                          const roce::parsed_frame& p, uint32_t diff);
@@ -151,8 +142,6 @@ private:
     // NAK for the gap at expected_psn: selective (resend that packet) unless a packet past it
     // was dropped unkept, then a sequence NAK (go back from it).
     void sr_nak(uint32_t qpn, qp_context& qp);
-    // True when the NAK for the QP's gap would be a go-back one (a packet past it dropped).
-    bool sr_goes_back(qp_context& qp);
     // Forgets the WRITE targets the expected PSN has passed.
     void sr_prune(uint32_t qpn, const qp_context& qp);
     enum class sr_put { PLACED, NOT_KEPT, FAILED };  // FAILED: NAKed fatally (in order only)
@@ -175,7 +164,7 @@ private:
     context_store& m_contexts;
     translation& m_xlate;
     dma_engine& m_dma;
-    tx_engine& m_tx;
+    tx_engine_if& m_tx;  // the transmit engine: responses out, requester events in
     cq_writer& m_cq_writer;
     sim_context& m_ctx;
     channel<fabric::eth_frame> m_fifo;

@@ -73,9 +73,8 @@ inline uint16_t ipv4_fold(const uint8_t* ip, size_t bytes = 20) {
     for (size_t i = 0; i < bytes; i += 2) {
         sum += (static_cast<uint32_t>(ip[i]) << 8) | ip[i + 1];
     }
-    while (sum >> 16) {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
+    sum = (sum & 0xFFFF) + (sum >> 16);  // two folds bring any 32-bit sum to 16 bits
+    sum = (sum & 0xFFFF) + (sum >> 16);
     return static_cast<uint16_t>(sum);
 }
 // The checksum to store in bytes 10-11: the complement of the sum of every other word (the
@@ -87,9 +86,8 @@ inline uint16_t ipv4_checksum(const uint8_t* ip, size_t bytes = 20) {
             sum += (static_cast<uint32_t>(ip[i]) << 8) | ip[i + 1];
         }
     }
-    while (sum >> 16) {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    sum = (sum & 0xFFFF) + (sum >> 16);
     return static_cast<uint16_t>(~sum);
 }
 // A received header's checksum is right: the sum of all its words, the checksum's included,

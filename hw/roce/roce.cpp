@@ -220,7 +220,7 @@ void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
     ip[9] = IP_PROTO_UDP;
     put32(ip + 12, h.src_ip);
     put32(ip + 16, h.dst_ip);
-    put16(ip + 10, ipv4_checksum(ip));
+    put16(ip + 10, static_cast<uint16_t>(~ipv4_fold(ip)));  // checksum field is still zero
 
     // UDP, checksum 0 (not used by RoCEv2; masked out of the ICRC)
     uint8_t* const udp = ip + IPV4_HEADER_BYTES;

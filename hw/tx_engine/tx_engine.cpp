@@ -199,7 +199,7 @@ void tx_engine::reset_qp(uint32_t qpn) {
     if (st.deadline != sc_core::SC_ZERO_TIME) {
         m_timers.erase({st.deadline, qpn});
     }
-    if (st.episode_open) {
+    if (st.rc.episode_open()) {
         end_episode(qpn, st, true);
     }
     // Requests sent and not retired yet: gone with the queue, no completion (IBA 10.3.1).
@@ -422,14 +422,13 @@ void tx_engine::process_wqe(wqe_item& w) {
     const uint32_t npk = packets_of(d.length, qp->pmtu);
     d.psn = qp->next_psn;
     qp->next_psn = (qp->next_psn + npk) & PSN_MASK;
-    if (!st.acked_any) {
-        st.acked_any = true;  // nothing of this connection is acknowledged yet
-        st.acked_psn = (d.psn - 1) & PSN_MASK;
-    }
+    st.rc.on_request(d.psn);
     o.on_wire = true;
     o.first_psn = d.psn;
     o.last_psn = (d.psn + npk - 1) & PSN_MASK;
-    o.resp_next = d.psn;
+    o.resp.first_psn = d.psn;
+    o.resp.packets = npk;
+    o.resp.next = d.psn;
     o.length = d.length;
     o.is_read = is_read;
     if (is_read) {
@@ -441,8 +440,8 @@ void tx_engine::process_wqe(wqe_item& w) {
     if (st.deadline == sc_core::SC_ZERO_TIME &&
         std::none_of(st.queue.begin(), st.queue.end(),
                      [](const outstanding& e) { return !e.done; })) {
-        st.retries_left = qp->retry_count;
-        st.rnr_left = qp->rnr_retry;
+        st.rc.refill_retries(qp->retry_count);
+        st.rc.refill_rnr(qp->rnr_retry);
     }
     st.queue.push_back(std::move(o));
     // The retransmission timer starts when the message's last packet (AckReq) is handed to the
@@ -603,8 +602,8 @@ void tx_engine::flush_outstanding(uint32_t qpn) {
             }
         }
     }
-    st.rnr_wait = false;
-    if (st.episode_open) {
+    st.rc.end_rnr_wait();
+    if (st.rc.episode_open()) {
         end_episode(qpn, st, true);
     }
     arm_timer(qpn, st, sc_core::SC_ZERO_TIME);
@@ -657,14 +656,7 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
     bool progress = acknowledge_through(qpn, it->second, psn);
     if (m_round_robin) {
         // Congestion window: the acknowledged bytes leave the QP's in-flight count.
-        qp_state& st = it->second;
-        bool opened = false;
-        while (!st.sent_log.empty() && psn_le(st.sent_log.front().first, st.acked_psn)) {
-            st.acked_total = st.sent_log.front().second;
-            st.sent_log.pop_front();
-            opened = true;
-        }
-        if (opened) {
+        if (it->second.rc.window_acked()) {
             m_sched_wake.notify(sc_core::SC_ZERO_TIME);
         }
     }
@@ -686,16 +678,14 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
         restart_timer(qpn, it->second);
     }
     qp_state& st = it->second;
-    if (from_wire && st.probe && psn_le(st.probe_from, psn)) {
+    uint32_t from = 0;
+    uint32_t to = 0;
+    if (from_wire && st.rc.lost_tail(psn, &from, &to)) {
         // Selective repeat, tail loss: this ACK answers the last selective resend, which went
-        // out after every PSN up to probe_psn. The responder NAKs the next gap at once when
-        // anything past it has arrived, so an ACK short of probe_psn means the packets after it
-        // never came (lost at the tail, where no later packet reveals the gap): they go again
-        // now, not after the retransmission timer.
-        st.probe = false;
-        if (!psn_le(st.probe_psn, psn)) {
-            resend_range(st, (psn + 1) & PSN_MASK, st.probe_psn);
-        }
+        // out after every PSN up to `to`, and stops short of it: the packets after `psn` never
+        // came (lost at the tail, where no later packet reveals the gap). They go again now,
+        // not after the retransmission timer.
+        resend_range(st, from, to);
     }
     retire(qpn);
 }
@@ -753,9 +743,9 @@ void tx_engine::timers_changed() {
 void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
     const qp_context* qp = m_contexts.qp_slot(qpn);
     if (qp != nullptr) {
-        st.retries_left = qp->retry_count;  // forward progress resets the retry budgets
+        st.rc.refill_retries(qp->retry_count);  // forward progress resets the retry budgets
     }
-    if (st.rnr_wait) {
+    if (st.rc.rnr_wait()) {
         // Progress of an earlier message (a READ's responses) during an RNR back-off: the
         // back-off still owns the timer and the RNR-NAKed message keeps its RNR budget.
         return;
@@ -767,7 +757,7 @@ void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
         waiting = waiting || (!o.done && o.sent);
     }
     if (qp != nullptr) {
-        st.rnr_left = qp->rnr_retry;
+        st.rc.refill_rnr(qp->rnr_retry);
     }
     arm_timer(qpn, st,
               waiting && qp != nullptr ? sc_core::sc_time_stamp() + timeout_of(*qp)
@@ -776,73 +766,71 @@ void tx_engine::restart_timer(uint32_t qpn, qp_state& st) {
 
 bool tx_engine::acknowledge_through(uint32_t qpn, qp_state& st, uint32_t psn) {
     const qp_context* qp = m_contexts.qp_slot(qpn);
-    if (!st.acked_any || qp == nullptr || psn_le(psn, st.acked_psn) ||
-        !psn_le(psn, (qp->next_psn - 1) & PSN_MASK)) {
-        return false;  // nothing new (a stale or duplicated ACK/NAK), or beyond what was sent
+    if (qp == nullptr) {
+        return false;
     }
-    st.acked_psn = psn;
-    if (st.episode_open && psn_le(st.episode_psn, psn)) {
+    bool ended = false;
+    const bool progress = st.rc.acknowledge(psn, (qp->next_psn - 1) & PSN_MASK, &ended);
+    if (ended) {
         end_episode(qpn, st, false);
     }
-    return true;
+    return progress;
 }
 
 void tx_engine::end_episode(uint32_t qpn, qp_state& st, bool failed) {
-    st.episode_open = false;
     recovery_stats& q = qp_recovery(qpn);
-    if (failed) {
-        ++m_recovery.recovery_failed;
-        ++q.recovery_failed;
-    } else if (st.episode_timed_out) {
-        ++m_recovery.recovered_by_timeout;
-        ++q.recovered_by_timeout;
-    } else {
-        ++m_recovery.recovered_by_nak;
-        ++q.recovered_by_nak;
+    switch (st.rc.end_episode(failed)) {
+        case episode_end::FAILED:
+            ++m_recovery.recovery_failed;
+            ++q.recovery_failed;
+            break;
+        case episode_end::BY_TIMEOUT:
+            ++m_recovery.recovered_by_timeout;
+            ++q.recovered_by_timeout;
+            break;
+        case episode_end::BY_NAK:
+            ++m_recovery.recovered_by_nak;
+            ++q.recovered_by_nak;
+            break;
     }
 }
 
-tx_engine::recovery_stats tx_engine::recovery_of(uint32_t qpn) const {
+recovery_stats tx_engine::recovery_of(uint32_t qpn) const {
     const auto it = m_recovery_by_qp.find(qpn);
     return it == m_recovery_by_qp.end() ? recovery_stats{} : it->second;
 }
 
 bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
     qp_state& st = m_qps[qpn];
-    if (!st.queued_resends.empty()) {
-        if (psn_le(st.queued_resends.front(), psn)) {
-            return true;  // the resends still queued start at or before `psn`: they cover it
-        }
-        // The queued resends start beyond `psn` (the message holding it has gone to the send
-        // path since and lost a packet again): they are superseded, the go-back-N starts over
-        // from `psn` so the messages go out in PSN order.
-        m_stats.superseded_resends += st.queued_resends.size();
-        st.queued_resends.clear();
-        ++st.resend_epoch;
+    uint64_t superseded = 0;
+    if (st.rc.resends_cover(psn, &superseded)) {
+        return true;  // the resends still queued start at or before `psn`: they cover it
     }
+    // Resends queued that start beyond `psn` (the message holding it has gone to the send path
+    // since and lost a packet again) are superseded: the go-back-N starts over from `psn`.
+    m_stats.superseded_resends += superseded;
     for (auto& o : st.queue) {
         if (o.done || !psn_le(psn, o.last_psn)) {
             continue;
         }
-        if (o.is_read && o.resp_next != o.first_psn) {
-            // Responses up to resp_next are placed: re-issue the READ from the first missing
+        if (o.is_read && o.resp.next != o.first_psn) {
+            // Responses up to resp.next are placed: re-issue the READ from the first missing
             // response (IBA 9.7.5.1.4), for the rest of the range. The responder serves it as
             // a duplicate READ, starting at that PSN.
             tx_job j = o.job;
-            const uint32_t skip = (o.resp_next - o.first_psn) & PSN_MASK;
+            const uint32_t skip = o.resp.next_index();
             const uint64_t bytes = static_cast<uint64_t>(skip) * j.desc.pmtu;
             if (bytes < j.desc.length) {
-                j.desc.psn = o.resp_next;
+                j.desc.psn = o.resp.next;
                 j.desc.remote_va += bytes;
                 j.desc.length -= static_cast<uint32_t>(bytes);
-                j.resend_epoch = st.resend_epoch;
-                st.queued_resends.push_back(j.desc.psn);
+                j.resend_epoch = st.rc.resend_epoch();
+                st.rc.queue_resend(j.desc.psn);
                 m_retransmits.push_back(std::move(j));
                 ++m_stats.retransmits;
                 ++m_stats.read_reissues;
                 if (selective()) {  // the rest is asked for: its gaps are no new ones
-                    o.resp_asked = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
-                    o.resp_gap = true;
+                    o.resp.asked_for(o.resp.packets);
                 }
                 continue;
             }
@@ -853,8 +841,8 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
             // and the packets before were acknowledged), as Middle/Last packets.
             const uint32_t k = (psn - o.first_psn) & PSN_MASK;
             tx_job j = slice_job(o, k, (o.last_psn - o.first_psn) & PSN_MASK);
-            j.resend_epoch = st.resend_epoch;
-            st.queued_resends.push_back(segment_first_psn(j.desc));
+            j.resend_epoch = st.rc.resend_epoch();
+            st.rc.queue_resend(segment_first_psn(j.desc));
             m_retransmits.push_back(std::move(j));
             ++m_stats.retransmits;
             continue;
@@ -862,12 +850,12 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
         // Whole messages go again; the responder drops the packets it already has as
         // duplicates and resumes at its expected PSN.
         m_retransmits.push_back(o.job);
-        m_retransmits.back().resend_epoch = st.resend_epoch;
-        st.queued_resends.push_back(o.job.desc.psn);
+        m_retransmits.back().resend_epoch = st.rc.resend_epoch();
+        st.rc.queue_resend(o.job.desc.psn);
         ++m_stats.retransmits;
     }
     m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
-    return !st.queued_resends.empty();
+    return st.rc.resends_queued();
 }
 
 void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
@@ -876,7 +864,7 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
         return;
     }
     qp_state& st = it->second;
-    if (st.acked_any && psn_le(psn, st.acked_psn)) {
+    if (st.rc.stale(psn)) {
         // NAKs a PSN acknowledged already: a NAK overtaken on the wire by a later ACK or NAK,
         // or a copy. The responder is past it; going back would only resend what it has.
         ++m_stats.stale_naks;
@@ -885,9 +873,9 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
     // The NAK acknowledges everything before `psn` in any case (IBA 9.7.5.1.3); if that is more
     // than was acknowledged before, it is forward progress: the retransmission timer and the
     // retry budget start over (a long message may make progress only through NAKs).
-    st.probe = false;
+    st.rc.cancel_probe();
     on_ack(qpn, (psn - 1) & PSN_MASK);
-    if (st.rnr_wait && psn == st.rnr_psn) {
+    if (st.rc.rnr_wait() && psn == st.rc.rnr_psn()) {
         return;  // the RNR timer owns the retry of this PSN
     }
     ++m_stats.nak_sequence;
@@ -899,12 +887,9 @@ void tx_engine::on_nak_sequence(uint32_t qpn, uint32_t psn) {
 }
 
 void tx_engine::open_nak_episode(uint32_t qpn, qp_state& st, uint32_t psn) {
-    if (st.episode_open) {
-        return;  // one episode until `episode_psn` is acknowledged, however many NAKs it takes
+    if (!st.rc.open_nak_episode(psn)) {
+        return;  // one episode until its PSN is acknowledged, however many NAKs it takes
     }
-    st.episode_open = true;
-    st.episode_timed_out = false;
-    st.episode_psn = psn;
     ++m_recovery.nak_episodes;
     ++qp_recovery(qpn).nak_episodes;
 }
@@ -915,16 +900,16 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
         return;
     }
     qp_state& st = it->second;
-    if (st.acked_any && psn_le(psn, st.acked_psn)) {
+    if (st.rc.stale(psn)) {
         ++m_stats.stale_naks;  // overtaken by a later ACK or NAK
         return;
     }
-    st.probe = false;  // the responder has something past `psn`: a gap, not a lost tail
+    st.rc.cancel_probe();  // the responder has something past `psn`: a gap, not a lost tail
     on_ack(qpn, (psn - 1) & PSN_MASK);  // acknowledges everything before `psn`
-    if (st.rnr_wait && psn == st.rnr_psn) {
+    if (st.rc.rnr_wait() && psn == st.rc.rnr_psn()) {
         return;
     }
-    if (st.resent_any && !st.ack_req_since_resend && psn_in(psn, st.resent_first, st.resent_last)) {
+    if (st.rc.repeat_of_resend(psn)) {
         // A repeated NAK (hw/recv_path: one per AckReq past the gap) that only an AckReq sent
         // before this packet's resend can have asked: the resend is on its way.
         ++m_stats.stale_naks;
@@ -1014,16 +999,12 @@ void tx_engine::on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay
         m_ack_observer(qpn, psn, true);  // congestion control: NAK event
     }
     qp_state& st = it->second;
-    if (st.rnr_left == 0) {
+    if (!st.rc.take_rnr_retry()) {
         ++m_stats.retry_exceeded;
         on_nak(qpn, psn, hsi::CQE_RNR_RETRY_EXCEEDED);
         return;
     }
-    if (st.rnr_left != 7) {  // 7 = retry forever (IBA)
-        --st.rnr_left;
-    }
-    st.rnr_wait = true;
-    st.rnr_psn = psn;
+    st.rc.start_rnr_wait(psn);
     arm_timer(qpn, st, sc_core::sc_time_stamp() + delay);
 }
 
@@ -1059,9 +1040,9 @@ void tx_engine::timer_thread() {
         if (head == nullptr) {
             continue;
         }
-        if (st.rnr_wait) {
-            st.rnr_wait = false;
-            go_back_n(qpn, st.rnr_psn);
+        if (st.rc.rnr_wait()) {
+            st.rc.end_rnr_wait();
+            go_back_n(qpn, st.rc.rnr_psn());
         } else {
             ++m_stats.timeouts;
             ++m_recovery.timeouts;
@@ -1071,22 +1052,18 @@ void tx_engine::timer_thread() {
             // again from its first missing response, and SEND / WRITE messages are resent whole
             // from the one holding that PSN (the send path builds whole messages; the responder
             // drops the packets it already has as duplicates).
-            const uint32_t una = (st.acked_psn + 1) & PSN_MASK;
+            const uint32_t una = st.rc.first_unacked();
             const uint32_t from =
                 head->is_read || psn_le(una, head->first_psn) ? head->first_psn : una;
-            if (!st.episode_open) {
-                st.episode_open = true;
-                st.episode_psn = from;
+            if (st.rc.timer_expired(from)) {
                 ++m_recovery.timeout_episodes;
                 ++qp_recovery(qpn).timeout_episodes;
             }
-            st.episode_timed_out = true;
-            if (st.retries_left == 0) {
+            if (!st.rc.take_retry()) {
                 ++m_stats.retry_exceeded;
                 on_nak(qpn, from, hsi::CQE_RETRY_EXCEEDED);
                 continue;
             }
-            --st.retries_left;
             go_back_n(qpn, from);
         }
         // The timer stays stopped until the resend's last packet is handed to the send path
@@ -1109,23 +1086,7 @@ void tx_engine::request_sent(const tx_job& job) {
         const uint32_t end =
             read ? packets_of(job.desc.length, job.desc.pmtu) : segment_end(job.desc);
         const uint32_t last = (job.desc.psn + end - 1) & PSN_MASK;
-        if (job.selective && !read && st.sent_any) {
-            st.probe = true;  // its ACK shows whether what was sent before it arrived
-            st.probe_from = segment_first_psn(job.desc);
-            st.probe_psn = st.sent_psn;
-        }
-        if (job.selective && !read) {
-            st.resent_any = true;
-            st.resent_first = segment_first_psn(job.desc);
-            st.resent_last = last;
-            st.ack_req_since_resend = false;
-        } else if (job.desc.ack_req) {
-            st.ack_req_since_resend = true;
-        }
-        if (!st.sent_any || psn_le(st.sent_psn, last)) {
-            st.sent_any = true;
-            st.sent_psn = last;
-        }
+        st.rc.sent(last, job.selective && !read, segment_first_psn(job.desc), job.desc.ack_req);
     }
     // Newest first: a new request is the last entry, a resend one of the oldest few.
     for (auto o = st.queue.rbegin(); o != st.queue.rend(); ++o) {
@@ -1134,7 +1095,7 @@ void tx_engine::request_sent(const tx_job& job) {
                 return;  // acknowledged while it was going out
             }
             o->sent = true;
-            if (!st.rnr_wait && st.deadline == sc_core::SC_ZERO_TIME) {
+            if (!st.rc.rnr_wait() && st.deadline == sc_core::SC_ZERO_TIME) {
                 arm_timer(qpn, st, sc_core::sc_time_stamp() + timeout_of(*qp));
             }
             return;
@@ -1174,10 +1135,9 @@ read_target tx_engine::find_read(uint32_t qpn, uint32_t psn) {
             t.length = o.length;
             t.segments = o.read_segments;
             t.flow_id = o.flow_id;
-            t.next_psn = o.resp_next;
+            t.next_psn = o.resp.next;
             t.sink_keys = o.read_keys;
-            const uint32_t index = (psn - o.first_psn) & PSN_MASK;
-            t.placed = index < o.resp_have.size() && o.resp_have[index] != 0;
+            t.placed = o.resp.placed(psn);
             if (const qp_context* qp = m_contexts.qp(qpn)) {
                 t.pdn = qp->pdn;
             }
@@ -1196,21 +1156,21 @@ void tx_engine::on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn,
     for (auto& o : st.queue) {
         if (o.is_read && !o.done && o.first_psn == first_psn) {
             if (in_order) {
-                o.resp_next = (psn + 1) & PSN_MASK;
-                o.resp_gap = false;
-                if (st.episode_open && psn_le(st.episode_psn, psn)) {
+                o.resp.next = (psn + 1) & PSN_MASK;
+                o.resp.gap = false;
+                if (st.rc.repairs_episode(psn)) {
                     end_episode(qpn, st, false);  // the missing response came
                 }
                 // A valid response is forward progress (IBA 9.7.6.1.2): the retransmission
                 // timer and the retry budget start over.
                 restart_timer(qpn, st);
-            } else if (!o.resp_gap) {
+            } else if (!o.resp.gap) {
                 // Once per gap: the responses behind the missing one are still arriving and
                 // must not each re-issue the READ. If the re-issued READ loses its first
                 // response too, the retransmission timer repairs it.
-                o.resp_gap = go_back_n(qpn, first_psn);
-                if (o.resp_gap) {  // a gap in the responses: like a sequence NAK
-                    open_nak_episode(qpn, st, o.resp_next);
+                o.resp.gap = go_back_n(qpn, first_psn);
+                if (o.resp.gap) {  // a gap in the responses: like a sequence NAK
+                    open_nak_episode(qpn, st, o.resp.next);
                 }
             }
             return;
@@ -1228,72 +1188,51 @@ void tx_engine::on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) {
         if (!o.is_read || o.done || o.first_psn != first_psn) {
             continue;
         }
-        const uint32_t n = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
-        if (o.resp_have.empty() && psn != o.resp_next) {
-            o.resp_have.assign(n, 0);  // the READ's first gap (in order, none is needed)
-        }
-        if (!o.resp_have.empty()) {
-            o.resp_have[(psn - o.first_psn) & PSN_MASK] = 1;
-        }
-        if (psn != o.resp_next) {
+        const read_progress::step step = o.resp.on_placed(psn);
+        if (step == read_progress::step::PAST_GAP) {
             // Past a gap: kept; the missing responses are asked for once (a READ of them only).
-            if (!o.resp_gap) {
+            if (!o.resp.gap) {
                 reissue_read_gap(qpn, st, o);
-                open_nak_episode(qpn, st, o.resp_next);  // a gap: like a sequence NAK
+                open_nak_episode(qpn, st, o.resp.next);  // a gap: like a sequence NAK
             }
             return;
         }
-        // In order: move past it and every response placed since.
-        uint32_t next = ((o.resp_next - o.first_psn) & PSN_MASK) + 1;
-        while (next < n && next < o.resp_have.size() && o.resp_have[next] != 0) {
-            ++next;
-        }
-        o.resp_next = (o.first_psn + next) & PSN_MASK;
-        // A gap inside the last re-issued run is being answered already.
-        o.resp_gap = next < o.resp_asked;
-        const uint32_t last_in = (o.resp_next - 1) & PSN_MASK;
-        if (st.episode_open && psn_le(st.episode_psn, last_in)) {
+        // In order: moved past it and every response placed since.
+        if (st.rc.repairs_episode((o.resp.next - 1) & PSN_MASK)) {
             end_episode(qpn, st, false);
         }
-        if (next == n) {
+        if (step == read_progress::step::DONE) {
             on_read_done(qpn, first_psn);  // every response is in
             return;
         }
         restart_timer(qpn, st);  // forward progress (IBA 9.7.6.1.2)
-        for (uint32_t k = next; !o.resp_gap && k < o.resp_have.size(); ++k) {
-            if (o.resp_have[k] != 0) {
-                reissue_read_gap(qpn, st, o);  // the next gap: responses past it are in
-                break;
-            }
+        if (!o.resp.gap && o.resp.kept_past_next()) {
+            reissue_read_gap(qpn, st, o);  // the next gap: responses past it are in
         }
         return;
     }
 }
 
 void tx_engine::reissue_read_gap(uint32_t qpn, qp_state& st, outstanding& o) {
-    const uint32_t n = ((o.last_psn - o.first_psn) & PSN_MASK) + 1;
-    const uint32_t from = (o.resp_next - o.first_psn) & PSN_MASK;
-    uint32_t to = from;
-    while (to < n && (to >= o.resp_have.size() || o.resp_have[to] == 0)) {
-        ++to;
-    }
+    uint32_t from = 0;
+    uint32_t to = 0;
+    o.resp.gap_range(&from, &to);
     tx_job j = o.job;
     const uint64_t skip = static_cast<uint64_t>(from) * j.desc.pmtu;
     if (skip >= j.desc.length) {
         return;
     }
-    j.desc.psn = o.resp_next;
+    j.desc.psn = o.resp.next;
     j.desc.remote_va += skip;
     j.desc.length = static_cast<uint32_t>(
         std::min<uint64_t>(j.desc.length - skip, static_cast<uint64_t>(to - from) * j.desc.pmtu));
-    j.resend_epoch = st.resend_epoch;
+    j.resend_epoch = st.rc.resend_epoch();
     j.selective = true;
     m_retransmits.push_back(std::move(j));
     m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
     ++m_stats.retransmits;
     ++m_stats.read_reissues;
-    o.resp_gap = true;
-    o.resp_asked = to;
+    o.resp.asked_for(to);
 }
 
 void tx_engine::on_read_done(uint32_t qpn, uint32_t first_psn) {
@@ -1375,11 +1314,11 @@ bool tx_engine::resend_live(const tx_job& job) {
         ++m_stats.dropped_stale;  // queued before the QP was reset or destroyed
         return false;
     }
-    if (!job.selective && job.resend_epoch != it->second.resend_epoch) {
+    if (!job.selective && job.resend_epoch != it->second.rc.resend_epoch()) {
         return false;  // superseded by a newer go-back-N of the QP (counted there)
     }
-    if (!job.selective && !it->second.queued_resends.empty()) {
-        it->second.queued_resends.pop_front();
+    if (!job.selective) {
+        it->second.rc.resend_taken();
     }
     if (in_error(job.desc.src_qpn)) {
         ++m_stats.dropped_in_error;
@@ -1572,7 +1511,7 @@ void tx_engine::stage_work() {
 bool tx_engine::supersedes(const tx_job& r, const tx_job& copy) const {
     const auto q = m_qps.find(r.desc.src_qpn);
     return q != m_qps.end() && r.generation == q->second.generation &&
-           r.resend_epoch == q->second.resend_epoch &&
+           r.resend_epoch == q->second.rc.resend_epoch() &&
            psn_le(segment_first_psn(r.desc), segment_first_psn(copy.desc));
 }
 
@@ -1635,16 +1574,6 @@ bool tx_engine::start_job(tx_lane& l) {
     return true;
 }
 
-void tx_engine::count_sent(qp_state& st, uint32_t psn, uint32_t bytes) {
-    if (st.counted_any && psn_le(psn, st.sent_high)) {
-        return;  // a resend: the same bytes are still the unacknowledged ones
-    }
-    st.counted_any = true;
-    st.sent_high = psn;
-    st.sent_total += bytes;
-    st.sent_log.emplace_back(psn, st.sent_total);
-}
-
 uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed) {
     const tx_descriptor& d = l.cur.desc;
     const uint32_t left = l.end - l.next;
@@ -1664,13 +1593,13 @@ uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed) {
         if (window != 0) {
             windowed = true;
             qp_state& st = m_qps[d.src_qpn];
-            const uint64_t inflight = st.sent_total - st.acked_total;
+            const uint64_t inflight = st.rc.in_flight();
             uint64_t add = 0;
             uint32_t fit = 0;
             for (; fit < n; ++fit) {
                 const uint32_t k = l.next + fit;
                 const uint32_t psn = (d.psn + k) & PSN_MASK;
-                if (st.counted_any && psn_le(psn, st.sent_high)) {
+                if (st.rc.sent_before(psn)) {
                     continue;  // resent bytes are in flight already
                 }
                 const uint64_t b = plan_packet(d, k).payload_len;
@@ -1721,12 +1650,12 @@ void tx_engine::send_turn(tx_lane& l, uint32_t packets, bool windowed) {
         auto it = m_qps.find(d.src_qpn);
         if (it != m_qps.end() && it->second.generation == job.generation) {
             for (uint32_t k = first; k < first + packets; ++k) {
-                count_sent(it->second, (d.psn + k) & PSN_MASK, plan_packet(d, k).payload_len);
+                it->second.rc.count_sent((d.psn + k) & PSN_MASK, plan_packet(d, k).payload_len);
             }
             const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
             if (qp != nullptr && qp->cc.window_bytes != 0) {
-                m_stats.sched_max_inflight = std::max(
-                    m_stats.sched_max_inflight, it->second.sent_total - it->second.acked_total);
+                m_stats.sched_max_inflight =
+                    std::max(m_stats.sched_max_inflight, it->second.rc.in_flight());
             }
         }
     }

@@ -26,87 +26,37 @@
 #include "hw/send_path/send_path_if.h"
 #include "hw/translation/translation.h"
 #include "hw/tx_engine/pacer.h"
+#include "hw/tx_engine/rc_requester.h"
 #include "hw/tx_engine/tx_engine_config.h"
+#include "hw/tx_engine/tx_engine_if.h"
 #include "hw/wqe_fetch/wqe_fetch.h"
 
 namespace rnic::hw {
 
-// A message ready to go: the descriptor and where its payload comes from.
-struct tx_job {
-    tx_descriptor desc;
-    std::vector<dma_segment> segments;  // payload in host memory, in order
-    std::vector<uint8_t> inline_data;   // or inline payload
-    // Keys of the payload source (the requester's gather lkeys, a READ response's rkey) and the
-    // PD they must still belong to: re-checked for every packet read from host memory.
-    std::vector<uint32_t> src_keys;
-    uint32_t src_pdn = 0;
-    uint32_t generation = 0;    // incarnation of src_qpn (reset/destroy): stale jobs are not sent
-    uint32_t resend_epoch = 0;  // go-back-N resends: superseded when the QP's epoch moved on
-    // Sent in turns (round-robin scheduler): when its first turn's payload read started (the
-    // timeline's payload_dma slice spans the whole message, as when it goes whole).
-    sc_core::sc_time dma_start;
-    bool selective = false;  // a selective repeat resend of one packet: never superseded
-};
-
-// Where the payload of an outstanding READ lands (for the receive path).
-struct read_target {
-    bool found = false;
-    uint32_t first_psn = 0;
-    uint32_t length = 0;
-    std::vector<dma_segment> segments;
-    uint64_t flow_id = 0;
-    uint32_t next_psn = 0;            // the response PSN the requester takes next (in order only)
-    uint32_t pdn = 0;                 // the QP's PD: the sink keys are re-checked per packet
-    std::vector<uint32_t> sink_keys;  // local keys of the sink's scatter entries
-    bool placed = false;              // selective repeat: the response at `psn` is placed already
-};
-
-class tx_engine : public sc_core::sc_module {
+// The receive path sees it through tx_engine_if (tx_engine_if.h).
+class tx_engine final : public sc_core::sc_module, public tx_engine_if {
 public:
     tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg, const clock_domain& clk,
               const nic_identity& id, context_store& contexts, translation& xlate, dma_engine& dma,
               channel<wqe_item>& wqes, send_path_if& send_path, cq_writer& cqw, sim_context& ctx);
 
-    // --- from the receive path (responder side) ---
-    // Queue an ACK/NAK or a READ response (blocking while the response FIFO is full).
-    void post_response(tx_job&& job);
-
-    // --- from the receive path (requester side) ---
-    // ACK (syndrome ACK) covering every request up to and including `psn`. `from_wire`: an
-    // ACK packet (not one implied by a NAK or a READ response).
-    void on_ack(uint32_t qpn, uint32_t psn, bool from_wire = false);
-    // NAK: the request at `psn` failed with the hsi::cqe_status given; the QP goes to error.
-    void on_nak(uint32_t qpn, uint32_t psn, uint8_t status);
-    // NAK PSN sequence error: the responder expects `psn`; go back N from there.
-    void on_nak_sequence(uint32_t qpn, uint32_t psn);
-    // Selective NAK (rnic.transport.recovery selective_repeat, IRN): the responder expects
-    // `psn` and keeps what came after it; resend only the packet at `psn`.
-    void on_nak_selective(uint32_t qpn, uint32_t psn);
-    // RNR NAK: no receive posted at the responder for `psn`; retry after `delay`.
-    void on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay);
-    // The outstanding READ whose response PSNs include `psn`.
-    read_target find_read(uint32_t qpn, uint32_t psn);
-    // A response of the READ starting at `first_psn` was placed (`in_order`), or arrived past a
-    // missing one: then the READ is re-issued (once per gap; the responder serves it again and
-    // the responses already placed are dropped as duplicates).
-    void on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn, bool in_order);
-    // The READ starting at `first_psn` received its last response packet.
-    void on_read_done(uint32_t qpn, uint32_t first_psn);
-    // Selective repeat: the response at `psn` of the READ starting at `first_psn` was placed,
-    // in PSN order or past a gap. Responses past a gap are kept; each gap is re-issued once, as a
-    // READ of the missing PSNs only; the READ completes when every response is in.
-    void on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn);
-    // The sink of the READ starting at `first_psn` no longer passes its key check (MR
-    // deregistered or invalidated mid-transfer): the READ completes with `status` and the QP
-    // goes to error.
-    void on_read_fault(uint32_t qpn, uint32_t first_psn, uint8_t status);
+    // --- tx_engine_if: from the receive path (documented in tx_engine_if.h) ---
+    void post_response(tx_job&& job) override;
+    void on_ack(uint32_t qpn, uint32_t psn, bool from_wire = false) override;
+    void on_nak(uint32_t qpn, uint32_t psn, uint8_t status) override;
+    void on_nak_sequence(uint32_t qpn, uint32_t psn) override;
+    void on_nak_selective(uint32_t qpn, uint32_t psn) override;
+    void on_rnr(uint32_t qpn, uint32_t psn, const sc_core::sc_time& delay) override;
+    read_target find_read(uint32_t qpn, uint32_t psn) override;
+    void on_read_response(uint32_t qpn, uint32_t first_psn, uint32_t psn, bool in_order) override;
+    void on_read_done(uint32_t qpn, uint32_t first_psn) override;
+    void on_read_placed(uint32_t qpn, uint32_t first_psn, uint32_t psn) override;
+    void on_read_fault(uint32_t qpn, uint32_t first_psn, uint8_t status) override;
 
     // --- QP error (IBA 10.3.1: every outstanding WR of both queues completes with a flush
     // error) ---
-    // The responder hit a fatal error on `qpn` (it sent a remote access / invalid request /
-    // remote operational NAK): the QP goes to ERROR, the async QP error event is posted and the
-    // send queue is flushed.
-    void qp_error(uint32_t qpn);
+    // The responder hit a fatal error on `qpn` (tx_engine_if).
+    void qp_error(uint32_t qpn) override;
     // The command processor moved `qpn` to ERROR (modify QP, e.g. NdkFlush): requests in flight
     // and queued complete with CQE_WR_FLUSH_ERR at once; nothing more of the QP is sent.
     void flush_qp(uint32_t qpn);
@@ -117,7 +67,7 @@ public:
     void reset_qp(uint32_t qpn);
     // Called whenever a QP enters ERROR through this engine (the receive path flushes the
     // posted receives).
-    void set_qp_error_listener(std::function<void(uint32_t)> fn) {
+    void set_qp_error_listener(std::function<void(uint32_t)> fn) override {
         m_error_listener = std::move(fn);
     }
 
@@ -180,21 +130,7 @@ public:
     };
     const stats& get_stats() const { return m_stats; }
     // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and
-    // `recovery_by_qp`). An episode starts when a loss is detected: a sequence NAK
-    // (`nak_episodes`) or a timer expiry with no NAK to act on (`timeout_episodes`). It ends when
-    // the PSN it went back to is acknowledged: `recovered_by_nak` if the NAK's resends repaired
-    // it, `recovered_by_timeout` if the retransmission timer had to fire during it, or
-    // `recovery_failed` if the QP left RTS first (retries exhausted, error, reset).
-    struct recovery_stats {
-        uint64_t nak_episodes = 0;
-        uint64_t timeout_episodes = 0;
-        uint64_t recovered_by_nak = 0;
-        uint64_t recovered_by_timeout = 0;
-        uint64_t recovery_failed = 0;
-        uint64_t timeouts = 0;
-        uint64_t retransmitted_packets = 0;
-        uint64_t retransmitted_bytes = 0;
-    };
+    // `recovery_by_qp`; recovery_stats in rc_requester.h, README "Loss recovery counters").
     const recovery_stats& get_recovery() const { return m_recovery; }
     // The same for one QP (zeros if it never recovered from a loss).
     recovery_stats recovery_of(uint32_t qpn) const;
@@ -215,10 +151,7 @@ private:
         uint32_t length = 0;
         std::vector<dma_segment> read_segments;
         std::vector<uint32_t> read_keys;  // READ: local keys of the sink (re-checked per packet)
-        uint32_t resp_next = 0;           // READ: next response PSN expected
-        bool resp_gap = false;            // READ: re-issued for a gap, no in-order response since
-        std::vector<uint8_t> resp_have;   // READ, selective repeat: responses placed, by index
-        uint32_t resp_asked = 0;          // ... and the end (index) of the last gap re-issued
+        read_progress resp;               // READ: its responses (rc_requester.h)
         bool on_wire = false;             // a request with PSNs (not a local operation)
         bool sent = false;  // its last packet (the one with AckReq) went to the send path
         uint64_t flow_id = 0;
@@ -227,54 +160,15 @@ private:
     struct qp_state {
         std::deque<outstanding> queue;
         uint32_t reads_in_flight = 0;
-        // Reliability (IBA 9.7): one retransmission timer per QP, restarted on progress.
+        // PSNs, retry budgets, recovery episode, resends, tail probe, window (rc_requester.h).
+        rc_requester rc;
+        // Reliability (IBA 9.7): one retransmission timer per QP, restarted on progress (an
+        // RNR back-off when rc.rnr_wait()).
         sc_core::sc_time deadline = sc_core::SC_ZERO_TIME;  // zero: timer stopped
-        bool rnr_wait = false;  // the timer is an RNR back-off, not a timeout
-        uint32_t rnr_psn = 0;
-        uint8_t retries_left = 7;
-        uint8_t rnr_left = 7;
-        // Go-back-N resends waiting for the transmit scheduler: the first PSN of each, in order.
-        // A new go-back-N whose PSN they do not cover supersedes them (a new epoch: the
-        // transmit scheduler drops jobs of an older one).
-        std::deque<uint32_t> queued_resends;
-        uint32_t resend_epoch = 0;
-        // The last PSN the responder is known to have received in order (from ACKs and NAKs):
-        // everything up to it is acknowledged. Valid once `acked_any`; before that, the first
-        // unacknowledged PSN is the first outstanding request's.
-        bool acked_any = false;
-        uint32_t acked_psn = 0;
-        // Selective repeat: the last PSN handed to the send path, and the tail probe of the last
-        // selective resend: when the ACK that covers the resend stops short of `probe_psn`
-        // (the last PSN sent before it), the packets between were lost.
-        bool sent_any = false;
-        uint32_t sent_psn = 0;
-        bool probe = false;
-        uint32_t probe_from = 0;  // the resend's PSN
-        uint32_t probe_psn = 0;
-        // The PSNs of the last selective resend, and whether a packet asking for an ACK went out
-        // after it: the responder repeats a selective NAK only for such a packet, so a repeat
-        // with none sent since the resend was asked before the resend could arrive.
-        bool resent_any = false;
-        uint32_t resent_first = 0;
-        uint32_t resent_last = 0;
-        bool ack_req_since_resend = false;
-        // The loss recovery episode in progress (see recovery_stats).
-        bool episode_open = false;
-        bool episode_timed_out = false;  // the timer fired during it
-        uint32_t episode_psn = 0;        // repaired once this PSN is acknowledged
         // Incarnation: bumped by reset_qp. WQEs fetched before reset_at belong to the old one.
         uint32_t generation = 0;
         bool was_reset = false;
         sc_core::sc_time reset_at = sc_core::SC_ZERO_TIME;
-        // Congestion window accounting (round-robin scheduler): payload bytes of the SEND/WRITE
-        // packets handed to the send path with a PSN not sent before, as (PSN, running total);
-        // what the responder acknowledged is popped. In flight = sent_total - acked_total (a
-        // go-back-N resend adds nothing: its bytes are still the same unacknowledged ones).
-        std::deque<std::pair<uint32_t, uint64_t>> sent_log;
-        uint64_t sent_total = 0;
-        uint64_t acked_total = 0;
-        bool counted_any = false;  // sent_high is valid
-        uint32_t sent_high = 0;    // highest PSN counted
     };
     // Round-robin scheduler: a QP's requester (or responder) work in order, and the message
     // going out a turn at a time.
@@ -313,8 +207,6 @@ private:
     // to the time its rate limiter slot comes).
     uint32_t turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed);
     void send_turn(tx_lane& l, uint32_t packets, bool windowed);
-    // A request packet with `psn` carrying `bytes` went to the send path (window accounting).
-    void count_sent(qp_state& st, uint32_t psn, uint32_t bytes);
     void timer_thread();
     void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
     void timers_changed();  // wakes the timer thread if the earliest deadline moved earlier
@@ -328,6 +220,7 @@ private:
     // retransmission timer and the retry budget start over, and an episode whose PSN is now
     // acknowledged ends.
     bool acknowledge_through(uint32_t qpn, qp_state& st, uint32_t psn);
+    // The QP's open recovery episode ends (rc_requester::end_episode), counted.
     void end_episode(uint32_t qpn, qp_state& st, bool failed);
     recovery_stats& qp_recovery(uint32_t qpn) { return m_recovery_by_qp[qpn]; }
     // A NAK (or a gap in READ responses) opens a recovery episode unless one is open.
