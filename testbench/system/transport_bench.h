@@ -343,6 +343,8 @@ public:
         p.ip = nc.ip;
         p.limits = m_bench.cfg.rnic.limits;
         p.default_mtu = nc.mtu;
+        p.cm_timeout_ns = ndk::cm_timeout_ns_of(m_bench.cfg.host.cm_response_timeout_log);
+        p.cm_retries = m_bench.cfg.host.cm_retries;
         return p;
     }
 

@@ -48,6 +48,8 @@ node_env::node_env(size_t index, std::string thread, const scenario::scenario_co
     m_params.timeout_log = static_cast<uint8_t>(cfg->workload.timeout_log);
     m_params.retry_count = static_cast<uint8_t>(cfg->workload.retry_count);
     m_params.rnr_retry = static_cast<uint8_t>(cfg->workload.rnr_retry);
+    m_params.cm_timeout_ns = ndk::cm_timeout_ns_of(cfg->host.cm_response_timeout_log);
+    m_params.cm_retries = cfg->host.cm_retries;
 }
 
 ndk::host_system& node_env::host() {
