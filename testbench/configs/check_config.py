@@ -11,9 +11,11 @@ What a file is, from its folder and its content:
                           compared in parameter order; the last such point in plan order)
   any other JSON          a scenario: `rnicsim run`
 Every run must exit 0 with result.passed, zero integrity mismatches and every byte of the
-summary checked, and no lossless port dropping a frame (every `lossless_drops` counter 0).
-Runs move at most --max-messages work requests (`--set workload.messages`, never fewer than one
-per QP); everything else is the file's own.
+summary checked, and no lossless port dropping a frame (every `lossless_drops` counter 0); a
+scenario that shows a failure on purpose says so in a comment line
+`// check_config: fails with "TEXT"`: its run must exit 1 with a failure containing TEXT. Runs
+move at most --max-messages work requests (`--set workload.messages`, never fewer than one per
+QP); everything else is the file's own.
 
 Usage: check_config.py --rnicsim BUILD/rnicsim --root SOURCE_DIR [--max-messages N] FILE
 Exit 0 passed, 1 failed (the reason on stderr).
@@ -82,6 +84,34 @@ def effective(rnicsim, scenario, sets):
     if r.returncode != 0:
         raise Failed("rnicsim show-config exited %d:\n%s" % (r.returncode, r.stderr.strip()))
     return json.loads(r.stdout)
+
+
+def expected_failure(path):
+    """TEXT of a `// check_config: fails with "TEXT"` line, or None."""
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith('// check_config: fails with "') and line.endswith('"'):
+                return line[len('// check_config: fails with "'):-1]
+    return None
+
+
+def run_failing(rnicsim, scenario, text):
+    """A scenario that fails on purpose: exit 1, a failure naming `text`."""
+    with tempfile.TemporaryDirectory(prefix="rnicsim-configs-") as tmp:
+        out = os.path.join(tmp, "out")
+        cmd = [rnicsim, "run", scenario, "--out", out]
+        print("+ " + " ".join(shlex.quote(a) for a in cmd), flush=True)
+        r = call(cmd)
+        sys.stdout.write(r.stdout)
+        if r.returncode != 1:
+            raise Failed("expected exit 1 (fails with %r), got %d:\n%s" %
+                         (text, r.returncode, r.stderr.strip()))
+        with open(os.path.join(out, "stats.json")) as f:
+            failures = json.load(f).get("result", {}).get("failures", [])
+        if not any(text in x for x in failures):
+            raise Failed("no failure contains %r: %s" % (text, failures))
+    print("FAILED AS EXPECTED: %s" % text)
 
 
 def run_checked(rnicsim, scenario, sets, max_messages):
@@ -226,6 +256,8 @@ def main():
                 run_checked(args.rnicsim, scenario, [], args.max_messages)
         elif kind == "sweep":
             check_sweep(args.rnicsim, path, args.max_messages)
+        elif expected_failure(path) is not None:
+            run_failing(args.rnicsim, path, expected_failure(path))
         else:
             run_checked(args.rnicsim, path, [], args.max_messages)
     except Failed as e:

@@ -467,6 +467,7 @@ TEST(EthSwitch, PfcIncastPausesSendersAfterArrivalWithoutLoss) {
         EXPECT_TRUE(icrc_ok(r.frame.data));
     }
     EXPECT_EQ(s.total_drops(), 0u);
+    EXPECT_EQ(s.sw->queue(1, 0).lossless_drops, 0u);
     // Headroom (independent of the switch's own figure): the round trip on the cable, our
     // pause frame waiting behind one maximum frame, the upstream finishing one maximum frame.
     const uint64_t headroom = 2 * 1000 * 100 / 8 + 2 * (9216 + 24) + 84;
@@ -816,6 +817,8 @@ TEST(EthSwitch, LosslessHeadroomOverflowIsCounted) {
     const uint64_t drops = s.sw->queue(1, 0).drops + s.sw->queue(2, 0).drops;
     EXPECT_GT(drops, 0u);
     EXPECT_EQ(drops, s.total_drops());
+    EXPECT_EQ(s.sw->queue(1, 0).lossless_drops + s.sw->queue(2, 0).lossless_drops, drops)
+        << "a lossless priority's drops are counted as such";
     EXPECT_EQ(s.hosts[0]->frames.size() + drops, 200u);
     EXPECT_LE(s.sw->buffer().at(1, 0).ingress_peak_bytes, cfg.xoff_bytes + cfg.headroom_bytes);
 }
@@ -889,4 +892,116 @@ TEST(EthSwitch, SameInstantArrivalsGoInIngressPortOrder) {
     ASSERT_EQ(h0.frames.size(), 2u);
     EXPECT_EQ(h0.frames[0].frame.flow_id, 1000u) << "port 1 before port 2";
     EXPECT_EQ(h0.frames[1].frame.flow_id, 2000u);
+}
+
+namespace {
+
+// PFC storm (issue 27): host 0 keeps asserting XOFF on priority 0 from 1 ns on (a NIC stuck
+// in XOFF), host 1 sends it 200 frames. The switch's queue toward host 0 fills, its ingress
+// from host 1 crosses XOFF and pauses host 1: the storm spreads. Returns the bench after
+// `run_us`.
+constexpr uint32_t STORM_FRAMES = 200;
+std::unique_ptr<star> storm(const switch_config& cfg, double run_us) {
+    auto s = std::make_unique<star>(cfg, 2);
+    star* sp = s.get();
+    sc_core::sc_spawn(
+        [sp]() {
+            sc_core::wait(1, SC_NS);
+            sp->links[0]->set_xoff(0, 1, true);  // never released
+        },
+        "stuck_nic");
+    std::vector<eth_frame> fs;
+    for (uint32_t k = 0; k < STORM_FRAMES; ++k) {
+        fs.push_back(roce_frame(1, 0, 1000, k));
+    }
+    s->send(1, std::move(fs));
+    sc_core::sc_start(run_us, sc_core::SC_US);
+    return s;
+}
+
+uint64_t data_frames(const host& h) {
+    return h.frames.size();
+}
+
+// The switch's pause frames to host 1 (side 1 of link 1): their times and whether XOFF.
+std::vector<std::pair<sc_time, bool>> pauses_to_host1(const star& s) {
+    std::vector<std::pair<sc_time, bool>> out;
+    for (const auto& c : s.caps[1]) {
+        uint8_t cev = 0;
+        rnic::fabric::pfc_quanta q{};
+        if (c.side == 1 && rnic::fabric::parse_pfc_frame(c.data, cev, q) && (cev & 1)) {
+            out.emplace_back(c.tx_start, q[0] != 0);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+// Without the watchdog the storm holds: nothing reaches host 0, host 1 stays paused, its
+// frames stay in the buffer.
+TEST(EthSwitchWatchdog, WithoutItAStormSpreadsToTheSender) {
+    switch_config cfg;
+    cfg.pfc_deadlock_detect_ns = 0;
+    auto s = storm(cfg, 300);
+    EXPECT_EQ(data_frames(*s->hosts[0]), 0u);
+    EXPECT_TRUE(s->sw->buffer().at(1, 0).xoff) << "host 1 still paused";
+    EXPECT_GT(s->sw->buffer_used(), 0u);
+    EXPECT_EQ(s->sw->queue(0, 0).pfcwd_storms, 0u);
+    const auto p = pauses_to_host1(*s);
+    ASSERT_FALSE(p.empty());
+    for (const auto& x : p) {
+        EXPECT_TRUE(x.second) << "no XON to host 1";
+    }
+}
+
+// Watchdog, action drop, detection 50 us: 50 us after host 0's pause reached the switch the
+// queue toward it is in a storm: its frames are dropped (counted), the ingress from host 1
+// drains below XON (the switch's XON goes out at that instant), host 1 sends the rest, which
+// is dropped as it arrives while the storm lasts (restoration 1 ms, past the run). Every
+// frame is accounted for: all 200 dropped by the watchdog, none delivered, no lossless drop.
+TEST(EthSwitchWatchdog, DropActionBreaksTheStormAndCountsItsDrops) {
+    switch_config cfg;
+    cfg.pfc_deadlock_detect_ns = 0;
+    cfg.pfc_watchdog.detection_ns = 50000;
+    cfg.pfc_watchdog.restoration_ns = 1e6;
+    cfg.pfc_watchdog.action = "drop";
+    auto s = storm(cfg, 300);
+    EXPECT_EQ(s->sw->queue(0, 0).pfcwd_storms, 1u);
+    EXPECT_EQ(s->sw->queue(0, 0).pfcwd_drops, STORM_FRAMES);
+    EXPECT_EQ(data_frames(*s->hosts[0]), 0u);
+    EXPECT_EQ(s->sw->buffer_used(), 0u);
+    EXPECT_FALSE(s->sw->buffer().at(1, 0).xoff) << "host 1 released";
+    EXPECT_EQ(s->sw->queue(1, 0).lossless_drops, 0u);
+    // The queue toward host 0 first holds a frame under the pause when host 1's first frame is
+    // ready: its last bit in at 10 ns + (1082 - 12) byte times + 50 ns, plus the 400 ns
+    // pipeline (a 1000-byte SEND Only is a 1058-byte frame, 1082 on the wire). The XON to
+    // host 1 leaves when the storm is declared, 50 us after that (the pause check runs then).
+    const double pause_at_ns = 10 + (1082 - 12) * 0.08 + 50 + 400;
+    const auto p = pauses_to_host1(*s);
+    ASSERT_GE(p.size(), 2u);
+    EXPECT_TRUE(p.front().second);
+    sc_time xon;
+    for (const auto& x : p) {
+        if (!x.second) {
+            xon = x.first;
+            break;
+        }
+    }
+    EXPECT_NEAR(xon.to_seconds() * 1e9, pause_at_ns + 50000, 1.0);
+}
+
+// Watchdog, action forward: the queue stops honouring the pauses for the storm and sends;
+// host 0 gets every frame, nothing is dropped.
+TEST(EthSwitchWatchdog, ForwardActionSendsIgnoringThePauses) {
+    switch_config cfg;
+    cfg.pfc_deadlock_detect_ns = 0;
+    cfg.pfc_watchdog.detection_ns = 50000;
+    cfg.pfc_watchdog.restoration_ns = 1e6;
+    cfg.pfc_watchdog.action = "forward";
+    auto s = storm(cfg, 300);
+    EXPECT_EQ(s->sw->queue(0, 0).pfcwd_storms, 1u);
+    EXPECT_EQ(s->sw->queue(0, 0).pfcwd_drops, 0u);
+    EXPECT_EQ(data_frames(*s->hosts[0]), STORM_FRAMES);
+    EXPECT_EQ(s->total_drops(), 0u);
 }

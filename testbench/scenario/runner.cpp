@@ -29,6 +29,7 @@
 #include "testbench/scenario/workload.h"
 #include "tlm/ethernet/eth_link.h"
 #include "tlm/switch/eth_switch.h"
+#include "tlm/switch/pfc_deadlock.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -46,6 +47,7 @@ struct testbench {
     std::vector<std::unique_ptr<fabric::eth_link>> links;
     std::vector<std::unique_ptr<node>> nodes;
     std::vector<std::unique_ptr<fabric::eth_switch>> switches;
+    fabric::pfc_deadlock_monitor deadlocks;  // over this process's switches
     std::unique_ptr<workload> load;
 
     // `vcd`: where the blocks trace their signals (the waves recorder), or null. `rtl_fst_base`:
@@ -135,6 +137,19 @@ struct testbench {
         } else {
             load = std::make_unique<workload>("workload", cfg, std::move(ns), ctx);
         }
+        // PFC deadlocks (tlm/switch/README.md): a cycle of stuck queues ends the run, named.
+        for (auto& sw : switches) {
+            if (sw && sw->config().pfc_deadlock_detect_ns > 0) {
+                deadlocks.add(*sw);
+            }
+        }
+        deadlocks.set_on_deadlock([this](const std::string& what) {
+            if (load) {
+                load->fabric_failure(what);
+            } else {
+                sc_core::sc_stop();
+            }
+        });
         if (vcd != nullptr) {
             trace_qps(cfg, vcd, waves);
         }

@@ -212,6 +212,13 @@ void workload::record_failure(size_t node, const std::string& what) {
     m_failures.push_back({ps, node, m_failures.size(), fmt::format("node{}: {}", node, what)});
 }
 
+void workload::fabric_failure(const std::string& what) {
+    const auto ps =
+        static_cast<uint64_t>(std::llround(sc_core::sc_time_stamp().to_seconds() * 1e12));
+    m_failures.push_back({ps, 0, m_failures.size(), what});
+    sc_core::sc_stop();
+}
+
 NTSTATUS workload::check(node_state& ns, NTSTATUS st, const char* what) {
     if (st != STATUS_SUCCESS) {
         fail(ns, fmt::format("{} returned 0x{:08x}", what, static_cast<uint32_t>(st)));

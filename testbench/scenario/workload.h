@@ -119,6 +119,10 @@ public:
     uint64_t total_messages() const { return m_total_all; }
     const std::vector<flow_spec>& flows() const { return m_flow_specs; }
 
+    // A failure of the fabric rather than of a node (a PFC deadlock): recorded as it is
+    // (failures are listed as "node<i>: ..." otherwise), and the run ends now (sc_stop).
+    void fabric_failure(const std::string& what);
+
 private:
     struct flow;
     struct node_state;

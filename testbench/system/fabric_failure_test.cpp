@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A fabric that fails (issue 27): a link that flaps and dies, rerouted around
-// (configs/fabric/link_flap_reroute.json).
+// (configs/fabric/link_flap_reroute.json); a ring whose routes make a cyclic buffer dependency,
+// whose PFC deadlock the run detects and names (configs/fabric/pfc_deadlock_ring.json).
+// Lossless priorities never drop: sw*.lossless_drops is 0 in every run here.
 //
 // One elaboration per process: ctest runs each TEST as its own process.
 #include <cstdint>
@@ -76,6 +78,7 @@ TEST(FabricReroute, FlappingLinkFlowsCompleteAfterReroute) {
     EXPECT_GT(resent, 0) << "RC recovered what the dead link swallowed";
     // After the final failure everything goes through sw1.
     EXPECT_GT(stat(r, "sw1", "frames"), stat(r, "sw2", "frames"));
+    EXPECT_EQ(over_switches(r, 4, "lossless_drops"), 0);
 }
 
 // The same flap without reroute: the flows hashed onto the dead link never get through, the
@@ -86,4 +89,45 @@ TEST(FabricReroute, WithoutRerouteTheDeadLinksFlowsFail) {
     EXPECT_EQ(over_switches(r, 4, "reroutes"), 0);
     EXPECT_EQ(stat(r, "sw0.port3", "link_downs"), 0);
     EXPECT_GT(stat(r, "link5.dir0", "faults_link_down"), 0);
+}
+
+namespace {
+
+double over_ring(const run_result& r, const std::string& name) {
+    double s = 0;
+    for (uint32_t i = 0; i < 5; ++i) {
+        s += stat(r, "r" + std::to_string(i), name);
+    }
+    return s;
+}
+
+}  // namespace
+
+// The ring deadlocks: the run ends at the detection (long before its 50 ms time limit), failed,
+// with one failure naming the cycle of the five ring queues (each r<i>.port1.q0, paused by
+// r<i+1>'s ingress port 2), and nothing lossless was dropped.
+TEST(FabricPfc, RingDeadlockIsDetectedAndNamed) {
+    const run_result r = run_file("pfc_deadlock_ring.json");
+    EXPECT_FALSE(r.passed());
+    ASSERT_EQ(r.failures.size(), 1u);
+    const std::string& f = r.failures[0];
+    EXPECT_EQ(f.rfind("PFC deadlock: a cycle of paused queues", 0), 0u) << f;
+    for (uint32_t i = 0; i < 5; ++i) {
+        EXPECT_NE(f.find("r" + std::to_string(i) + ".port1.q0 -> "), std::string::npos) << f;
+    }
+    EXPECT_EQ(f.find(".port0."), std::string::npos) << "host ports are not in the cycle: " << f;
+    EXPECT_LT(r.simulated_ns, 10'000'000u) << "ended at the detection, not the time limit";
+    EXPECT_EQ(over_ring(r, "lossless_drops"), 0);
+}
+
+// With deadlock detection off the same ring runs into its time limit: the detection above is
+// what ended it.
+TEST(FabricPfc, RingWithoutDetectionRunsToTheTimeLimit) {
+    const run_result r =
+        run_file("pfc_deadlock_ring.json",
+                 {"topology.switch.pfc_deadlock_detect_ns=0", "workload.time_limit_ms=5"});
+    EXPECT_FALSE(r.passed());
+    ASSERT_FALSE(r.failures.empty());
+    EXPECT_NE(r.failures[0].find("did not finish"), std::string::npos) << r.failures[0];
+    EXPECT_EQ(over_ring(r, "lossless_drops"), 0);
 }

@@ -64,7 +64,15 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::array<uint8_t, 6> mac{};
     uint32_t ipv4 = 0;
     std::array<uint8_t, 6> neighbor{};
-    bool up = true;  // link failure: the port sees its link (route_epoch)
+    bool up = true;       // link failure: the port sees its link (route_epoch)
+    uint8_t watched = 0;  // priorities whose pause the pause check follows
+    // ... since when each has held frames under a pause without a break (seen at the
+    // transmission choices: the MAC asks at every frame boundary, pause expiry and XON while
+    // frames are queued, so a break is always seen)
+    std::array<sc_core::sc_time, SWITCH_PRIORITIES> paused_since{};
+    uint8_t storm = 0;  // priorities in a PFC watchdog storm
+    std::array<sc_core::sc_time, SWITCH_PRIORITIES> storm_until{};  // ... until then
+    std::array<sc_core::sc_time, SWITCH_PRIORITIES> storm_ended{};  // last storm's end
     // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
     std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
     std::array<std::deque<packet>, SWITCH_PRIORITIES> q;
@@ -134,6 +142,25 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     ctx.stats.add(b, "link_down_drops",
                   sum([](const port_state& p) { return p.ps.link_down_drops; }), "frames",
                   "frames dropped because their egress port was down, all ports");
+    auto per_queue = [](auto field) {
+        return [field](const port_state& p) {
+            uint64_t t = 0;
+            for (const auto& q : p.qs) {
+                t += field(q);
+            }
+            return t;
+        };
+    };
+    ctx.stats.add(b, "lossless_drops",
+                  sum(per_queue([](const queue_stats& q) { return q.lossless_drops; })), "frames",
+                  "frames of lossless priorities dropped by the buffer (headroom overflow): "
+                  "PFC promises 0");
+    ctx.stats.add(b, "pfcwd_storms",
+                  sum(per_queue([](const queue_stats& q) { return q.pfcwd_storms; })), "count",
+                  "PFC watchdog: storms detected, all queues");
+    ctx.stats.add(b, "pfcwd_drops",
+                  sum(per_queue([](const queue_stats& q) { return q.pfcwd_drops; })), "frames",
+                  "PFC watchdog: frames dropped in storms (action drop), all queues");
     ctx.stats.add(b, "reroutes", m_reroutes, "count",
                   "route tables installed after a link went down or came back");
     ctx.stats.add(b, "ecn_marks", sum([](const port_state& p) {
@@ -158,6 +185,18 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     opts.dont_initialize();
     opts.set_sensitivity(&m_batch_event);
     sc_core::sc_spawn(sc_core::sc_bind(&eth_switch::process_batch, this), "arrivals", &opts);
+    // Paused queues are followed only with the watchdog or the deadlock check on.
+    const double wd = m_cfg.pfc_watchdog.detection_ns;
+    const double dl = m_cfg.pfc_deadlock_detect_ns;
+    m_check_ns = wd > 0 && dl > 0 ? std::min(wd, dl) : std::max(wd, dl);
+    m_wd_drop = m_cfg.pfc_watchdog.action == "drop";
+    if (m_check_ns > 0) {
+        sc_core::sc_spawn_options w;
+        w.spawn_method();
+        w.dont_initialize();
+        w.set_sensitivity(&m_pause_check);
+        sc_core::sc_spawn(sc_core::sc_bind(&eth_switch::on_pause_check, this), "pause_check", &w);
+    }
 }
 
 eth_switch::~eth_switch() = default;
@@ -221,6 +260,13 @@ void eth_switch::connect(uint32_t p, eth_link& link, int side) {
         s.add(qb, "ingress_peak_bytes", bq.ingress_peak_bytes, "bytes",
               "ingress accounting peak of this port and priority (PFC)");
         s.add(qb, "pauses_sent", q.pauses_sent, "count", "XOFF transitions of this ingress queue");
+        s.add(
+            qb, "lossless_drops", q.lossless_drops, "frames",
+            "frames of this lossless ingress priority dropped (headroom overflow): PFC promises 0");
+        s.add(qb, "pfcwd_storms", q.pfcwd_storms, "count",
+              "PFC watchdog: storms detected on this egress queue");
+        s.add(qb, "pfcwd_drops", q.pfcwd_drops, "frames",
+              "PFC watchdog: frames of this egress queue dropped in storms (action drop)");
         s.add(
             qb, "avg_bytes", [this, p, k]() { return nlohmann::json(average_occupancy(p, k)); },
             "bytes", "time-weighted average egress queue occupancy");
@@ -317,6 +363,139 @@ void eth_switch::flush_port(uint32_t p) {
             op.q[k].pop_front();
         }
         op.sched->drained(k);
+    }
+}
+
+uint64_t eth_switch::flush_queue(uint32_t p, uint32_t k) {
+    port_state& op = *m_ports[p];
+    uint64_t n = 0;
+    while (!op.q[k].empty()) {
+        const packet& pk = op.q[k].front();
+        occupancy_changed(op.qs[k], m_buf.at(p, k).egress_bytes);
+        m_buf.dequeue(pk.in_port, p, k, pk.bytes);
+        update_pfc(pk.in_port, pk.prio);
+        op.q[k].pop_front();
+        ++n;
+    }
+    if (n > 0) {
+        op.sched->drained(k);
+    }
+    return n;
+}
+
+const eth_link* eth_switch::port_link(uint32_t p) const {
+    return m_ports.at(p)->link;
+}
+
+int eth_switch::port_side(uint32_t p) const {
+    return m_ports.at(p)->side;
+}
+
+bool eth_switch::queue_stuck(uint32_t p, uint32_t k) const {
+    const port_state& op = *m_ports.at(p);
+    if (m_cfg.pfc_deadlock_detect_ns <= 0 || op.q[k].empty() || op.link == nullptr ||
+        ((op.storm >> k) & 1) || ((op.watched >> k) & 1) == 0 ||
+        ((op.link->paused(op.side) >> k) & 1) == 0) {
+        return false;
+    }
+    const sc_core::sc_time since = op.paused_since[k];
+    return sc_core::sc_time_stamp() - since >=
+           sc_core::sc_time(m_cfg.pfc_deadlock_detect_ns, sc_core::SC_NS);
+}
+
+bool eth_switch::holds_from(uint32_t p, uint32_t k, uint32_t in_port) const {
+    for (const packet& pk : m_ports.at(p)->q.at(k)) {
+        if (pk.in_port == in_port) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The pause check follows the paused priorities in `mask` of port `op` (they hold frames):
+// it runs when the earliest of them could reach a threshold.
+void eth_switch::watch(port_state& op, uint8_t mask, const sc_core::sc_time& now) {
+    op.watched |= mask;
+    sc_core::sc_time at = sc_core::sc_max_time();
+    for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+        if ((mask >> k) & 1) {
+            op.paused_since[k] = now;
+            const sc_core::sc_time since = std::max(now, op.storm_ended[k]);
+            at = std::min(at, since + sc_core::sc_time(m_check_ns, sc_core::SC_NS));
+        }
+    }
+    m_pause_check.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);  // the earliest wins
+}
+
+void eth_switch::on_pause_check() {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const double wd_ns = m_cfg.pfc_watchdog.detection_ns;
+    const double dl_ns = m_cfg.pfc_deadlock_detect_ns;
+    sc_core::sc_time next = sc_core::sc_max_time();
+    bool stuck = false;
+    for (uint32_t p = 0; p < m_ports.size(); ++p) {
+        port_state& op = *m_ports[p];
+        for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+            const auto bit = static_cast<uint8_t>(1u << k);
+            if ((op.storm & bit) != 0) {
+                if (op.storm_until[k] <= now) {
+                    op.storm &= static_cast<uint8_t>(~bit);  // restored: pauses honoured again
+                    op.storm_ended[k] = now;
+                    op.data.notify(sc_core::SC_ZERO_TIME);
+                } else {
+                    next = std::min(next, op.storm_until[k]);
+                }
+            }
+        }
+        if (op.watched == 0) {
+            continue;
+        }
+        const uint8_t paused = op.link->paused(op.side);
+        for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+            const auto bit = static_cast<uint8_t>(1u << k);
+            if ((op.watched & bit) == 0) {
+                continue;
+            }
+            if (op.q[k].empty() || (paused & bit) == 0 || (op.storm & bit) != 0) {
+                op.watched &= static_cast<uint8_t>(~bit);  // drained or resumed: unwatched
+                continue;
+            }
+            const sc_core::sc_time since = std::max(op.paused_since[k], op.storm_ended[k]);
+            if (wd_ns > 0) {
+                const sc_core::sc_time at = since + sc_core::sc_time(wd_ns, sc_core::SC_NS);
+                if (at <= now) {
+                    // A PFC storm: for restoration_ns, drop (the queue and what comes for it)
+                    // or send ignoring the pauses.
+                    op.storm |= bit;
+                    op.watched &= static_cast<uint8_t>(~bit);
+                    op.storm_until[k] =
+                        now + sc_core::sc_time(m_cfg.pfc_watchdog.restoration_ns, sc_core::SC_NS);
+                    next = std::min(next, op.storm_until[k]);
+                    ++op.qs[k].pfcwd_storms;
+                    if (m_wd_drop) {
+                        op.qs[k].pfcwd_drops += flush_queue(p, k);
+                    }
+                    op.data.notify(sc_core::SC_ZERO_TIME);
+                    continue;
+                }
+                next = std::min(next, at);
+            }
+            if (dl_ns > 0) {
+                const sc_core::sc_time at = since + sc_core::sc_time(dl_ns, sc_core::SC_NS);
+                if (at <= now) {
+                    stuck = true;
+                    next = std::min(next, now + sc_core::sc_time(dl_ns, sc_core::SC_NS));
+                } else {
+                    next = std::min(next, at);
+                }
+            }
+        }
+    }
+    if (next != sc_core::sc_max_time()) {
+        m_pause_check.notify(next - now);
+    }
+    if (stuck && m_stuck_observer) {
+        m_stuck_observer();
     }
 }
 
@@ -504,6 +683,12 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     queue_stats& eq = op.qs[prio];
     if (!m_buf.admit(in, out, prio, bytes)) {
         ++iq.drops;
+        iq.lossless_drops += m_cfg.lossless[prio] ? 1 : 0;
+        ++ip.ps.drops;
+        return;
+    }
+    if (((op.storm >> prio) & 1) && m_wd_drop) {
+        ++eq.pfcwd_drops;  // a PFC storm on that queue: the watchdog drops what comes for it
         ++ip.ps.drops;
         return;
     }
@@ -577,6 +762,9 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
         }
         retry_at = op.ctrl.front().first;
     }
+    if (op.storm != 0 && !m_wd_drop) {
+        paused &= static_cast<uint8_t>(~op.storm);  // PFC watchdog "forward": pauses ignored
+    }
     uint8_t eligible = 0;
     uint8_t backlogged = 0;
     std::array<uint64_t, SWITCH_PRIORITIES> head_bytes;
@@ -596,6 +784,27 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
             retry_at = std::min(retry_at, head.ready_at);
         }
     }
+    // The pause check's pending wake-up is cancelled once nothing is followed any more, so it
+    // never keeps a finished run going (the run ends when nothing is left to simulate).
+    auto forget_when_idle = [this](uint8_t before, uint8_t after) {
+        if (before != 0 && after == 0) {
+            for (const auto& pt : m_ports) {
+                if (pt->watched != 0 || pt->storm != 0) {
+                    return;
+                }
+            }
+            m_pause_check.cancel();
+        }
+    };
+    if (m_check_ns > 0) {
+        const uint8_t before = op.watched;
+        op.watched &= paused;  // a pause that ended is forgotten
+        const auto fresh = static_cast<uint8_t>(backlogged & paused & ~op.watched);
+        if (fresh != 0) {
+            watch(op, fresh, now);
+        }
+        forget_when_idle(before, op.watched);
+    }
     if (eligible == 0) {
         return false;
     }
@@ -604,6 +813,11 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     op.q[k].pop_front();
     if (op.q[k].empty()) {
         op.sched->drained(k);
+        if (m_check_ns > 0) {
+            const uint8_t before = op.watched;
+            op.watched &= static_cast<uint8_t>(~(1u << k));  // drained: forgotten
+            forget_when_idle(before, op.watched);
+        }
     }
     // Release the buffer as the frame leaves (its egress serialization is the link's).
     queue_stats& eq = op.qs[k];

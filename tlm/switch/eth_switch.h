@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -60,6 +61,16 @@ public:
     void set_route_epochs(std::vector<route_epoch> epochs);
     bool port_up(uint32_t port) const;
 
+    // PFC deadlock detection (pfc_deadlock.h): the link and side of port p; whether egress
+    // queue (p, k) is stuck (holds frames, paused for pfc_deadlock_detect_ns, no watchdog storm);
+    // whether a frame queued there came in at port `in_port`; who to tell when a queue gets
+    // stuck.
+    const eth_link* port_link(uint32_t p) const;
+    int port_side(uint32_t p) const;
+    bool queue_stuck(uint32_t p, uint32_t k) const;
+    bool holds_from(uint32_t p, uint32_t k, uint32_t in_port) const;
+    void set_stuck_observer(std::function<void()> fn) { m_stuck_observer = std::move(fn); }
+
     uint32_t ports() const { return static_cast<uint32_t>(m_ports.size()); }
     const switch_config& config() const { return m_cfg; }
 
@@ -68,8 +79,11 @@ public:
         uint64_t bytes = 0;
         uint64_t drops = 0;  // tail drops (lossy) and headroom overflows (lossless)
         uint64_t ecn_marks = 0;
-        uint64_t pauses_sent = 0;  // XOFF transitions of this ingress queue
-        double byte_ps = 0;        // integral of egress occupancy over time (time-weighted average)
+        uint64_t pauses_sent = 0;     // XOFF transitions of this ingress queue
+        uint64_t lossless_drops = 0;  // drops of a lossless priority (headroom overflow): 0
+        uint64_t pfcwd_storms = 0;    // PFC watchdog: storms detected on this egress queue
+        uint64_t pfcwd_drops = 0;     // ... frames it dropped (action "drop")
+        double byte_ps = 0;  // integral of egress occupancy over time (time-weighted average)
         sc_core::sc_time last_change;
     };
     struct port_stats {
@@ -122,6 +136,12 @@ private:
     void apply_epochs(const sc_core::sc_time& now);
     // Drops every frame queued at egress port p (counted in its link_down_drops).
     void flush_port(uint32_t p);
+    // Drops the frames of egress queue (p, k); returns how many.
+    uint64_t flush_queue(uint32_t p, uint32_t k);
+    // Paused queues: the watchdog's and the deadlock check's timer (a method process that
+    // runs only while some queue holds frames under a pause).
+    void watch(port_state& op, uint8_t mask, const sc_core::sc_time& now);
+    void on_pause_check();
     double uniform();
     // RED: marks the IPv4 header `iph` of an ECT frame CE with the probability of egress queue
     // (out, prio) as it is now (switch_buffer::mark_probability; checksum left to the caller).
@@ -139,6 +159,10 @@ private:
     bool m_mark_at_dequeue;                               // ecn_mark_at "dequeue"
     uint64_t m_salt = 0xCBF29CE484222325ull;              // FNV-1a of the switch's name (ECMP hash)
     std::vector<std::pair<uint32_t, eth_frame>> m_batch;  // this instant's arrivals
+    double m_check_ns = 0;  // the earlier of the watchdog's detection and the deadlock time
+    bool m_wd_drop = true;  // pfc_watchdog.action "drop" (else "forward")
+    sc_core::sc_event m_pause_check;
+    std::function<void()> m_stuck_observer;
     sc_core::sc_event m_batch_event;
 };
 

@@ -86,6 +86,14 @@ switch_config parse_switch_config(config::reader r) {
     r.get("reroute", c.reroute);
     r.get("link_down_detect_ns", c.link_down_detect_ns, 0.0, 1e12);
     r.get("link_up_detect_ns", c.link_up_detect_ns, 0.0, 1e12);
+    {
+        config::reader w = r.child("pfc_watchdog");
+        w.get("detection_ns", c.pfc_watchdog.detection_ns, 0.0, 1e12);
+        w.get("restoration_ns", c.pfc_watchdog.restoration_ns, 1.0, 1e12);
+        w.get_one_of("action", c.pfc_watchdog.action, {"drop", "forward"});
+        w.finish();
+    }
+    r.get("pfc_deadlock_detect_ns", c.pfc_deadlock_detect_ns, 0.0, 1e12);
     if (c.xon_bytes >= c.xoff_bytes) {
         r.error("xon_bytes", "must be below xoff_bytes (" + std::to_string(c.xoff_bytes) + ")");
     }

@@ -59,6 +59,18 @@ struct switch_config {
     bool reroute = true;
     double link_down_detect_ns = 10000;
     double link_up_detect_ns = 10000;
+    // PFC watchdog (switch vendors' "PFC watchdog": SONiC/NVIDIA, Arista, Cisco): an egress
+    // queue that holds frames while paused for detection_ns is in a PFC storm; for
+    // restoration_ns it drops its frames and those that arrive for it ("drop") or sends them
+    // ignoring the pauses ("forward"), then honours pauses again. detection_ns 0: off.
+    struct watchdog {
+        double detection_ns = 0;
+        double restoration_ns = 200e6;
+        std::string action = "drop";
+    } pfc_watchdog;
+    // PFC deadlock: an egress queue that holds frames while paused this long is stuck; a cycle
+    // of stuck queues (pfc_deadlock.h) ends the run with a report naming it. 0: off.
+    double pfc_deadlock_detect_ns = 1e6;
     switch_config();
 };
 // Reads switch keys (see tlm/switch/README.md); errors name their JSON path.
