@@ -110,6 +110,8 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
               "selective NAKs sent: resend the one packet at the expected PSN");
         s.add(b, "sr_goback_naks", m_stats.sr_goback_naks, "count",
               "sequence NAKs sent under selective repeat: a packet past the gap was dropped");
+        s.add(b, "sr_repeated_naks", m_stats.sr_repeated_naks, "count",
+              "selective NAKs sent again: an AckReq packet past a gap already NAKed");
         s.add(b, "sr_ooo_placed", m_stats.sr_ooo_placed, "count",
               "packets past the expected PSN placed directly and kept in the bitmap window");
         s.add(b, "sr_window_drops", m_stats.sr_window_drops, "count",
@@ -904,6 +906,16 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
         }
     }
     if (!qp.nak_sent) {  // one NAK per gap
+        sr_nak(qpn, qp);
+    } else if (bth.ack_req && !qp.sr.needs_go_back()) {
+        // The requester asks for an answer (a message's last packet, a selective resend) past
+        // a gap already NAKed: the NAK or the packet it asked for may have been lost, and
+        // nothing else would tell the requester before its retransmission timer
+        // (milliseconds). The selective NAK goes again (IRN NAKs every packet past a gap; here
+        // one per AckReq). The requester ignores a repeat that no AckReq sent after its resend
+        // can have asked (hw/tx_engine: the resend is on its way). A go-back NAK is not
+        // repeated: the stream it asked for is on its way.
+        ++m_stats.sr_repeated_naks;
         sr_nak(qpn, qp);
     }
 }

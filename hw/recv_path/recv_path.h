@@ -91,6 +91,7 @@ public:
         // Selective repeat only (registered in stats.json when it is on).
         uint64_t sr_selective_naks = 0;  // NAKs asking for one packet (the gap at expected PSN)
         uint64_t sr_goback_naks = 0;     // sequence NAKs: resend from the gap on (drops past it)
+        uint64_t sr_repeated_naks = 0;   // selective NAKs again: AckReq past a NAKed gap
         uint64_t sr_ooo_placed = 0;      // packets past the expected PSN placed and kept
         uint64_t sr_window_drops = 0;    // packets past the bitmap window: dropped
         uint64_t sr_unkept = 0;          // past the expected PSN, not placeable: dropped

@@ -88,11 +88,19 @@ bool rc_requester::resends_cover(uint32_t psn, uint64_t* superseded) {
     return false;
 }
 
-void rc_requester::sent(uint32_t last, bool selective_resend, uint32_t resend_first) {
+void rc_requester::sent(uint32_t last, bool selective_resend, uint32_t resend_first, bool ack_req) {
     if (selective_resend && m_sent_any) {
         m_probe = true;  // its ACK shows whether what was sent before it arrived
         m_probe_from = resend_first;
         m_probe_psn = m_sent_psn;
+    }
+    if (selective_resend) {
+        m_resent_any = true;
+        m_resent_first = resend_first;
+        m_resent_last = last;
+        m_ack_req_since_resend = false;
+    } else if (ack_req) {
+        m_ack_req_since_resend = true;
     }
     if (!m_sent_any || psn_le(m_sent_psn, last)) {
         m_sent_any = true;

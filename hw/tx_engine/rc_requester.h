@@ -105,10 +105,19 @@ public:
     uint32_t resend_epoch() const { return m_resend_epoch; }
 
     // --- Selective repeat: the tail probe (README "Selective repeat") ---
-    // A request whose last PSN is `last` went to the send path; a selective resend starting at
-    // `resend_first` (`selective_resend`) arms the probe: its ACK shows whether what was sent
-    // before it (up to the highest PSN sent so far) arrived.
-    void sent(uint32_t last, bool selective_resend, uint32_t resend_first);
+    // A request whose last PSN is `last` went to the send path (`ack_req`: its last packet asks
+    // for an ACK); a selective resend starting at `resend_first` (`selective_resend`) arms the
+    // probe: its ACK shows whether what was sent before it (up to the highest PSN sent so far)
+    // arrived.
+    void sent(uint32_t last, bool selective_resend, uint32_t resend_first, bool ack_req);
+    // A selective NAK for `psn` repeats one already answered: `psn` is in the last selective
+    // resend and no packet asking for an ACK went out after it. The responder repeats a
+    // selective NAK only for an AckReq packet past the gap (hw/recv_path), so only one sent
+    // before the resend can have asked it: the resend is on its way.
+    bool repeated_nak(uint32_t psn) const {
+        return m_resent_any && !m_ack_req_since_resend &&
+               roce::psn_in(psn, m_resent_first, m_resent_last);
+    }
     // An ACK from the wire through `psn`: if it answers the armed probe and stops short of the
     // highest PSN sent before the resend, the packets after `psn` up to that PSN never arrived:
     // true, with the range to resend (and the probe disarmed).
@@ -141,8 +150,13 @@ private:
     bool m_sent_any = false;
     uint32_t m_sent_psn = 0;  // the highest PSN handed to the send path
     bool m_probe = false;
-    uint32_t m_probe_from = 0;                             // the selective resend's PSN
-    uint32_t m_probe_psn = 0;                              // the highest PSN sent before it
+    uint32_t m_probe_from = 0;  // the selective resend's PSN
+    uint32_t m_probe_psn = 0;   // the highest PSN sent before it
+    // The PSNs of the last selective resend, and whether an AckReq packet went out after it.
+    bool m_resent_any = false;
+    uint32_t m_resent_first = 0;
+    uint32_t m_resent_last = 0;
+    bool m_ack_req_since_resend = false;
     std::deque<std::pair<uint32_t, uint64_t>> m_sent_log;  // (PSN, running total of bytes)
     uint64_t m_sent_total = 0;
     uint64_t m_acked_total = 0;

@@ -909,6 +909,12 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
     if (st.rc.rnr_wait() && psn == st.rc.rnr_psn()) {
         return;
     }
+    if (st.rc.repeated_nak(psn)) {
+        // A repeated NAK (hw/recv_path: one per AckReq past the gap) that only an AckReq sent
+        // before this packet's resend can have asked: the resend is on its way.
+        ++m_stats.stale_naks;
+        return;
+    }
     ++m_stats.selective_naks;
     open_nak_episode(qpn, st, psn);
     if (m_ack_observer) {
@@ -1080,7 +1086,7 @@ void tx_engine::request_sent(const tx_job& job) {
         const uint32_t end =
             read ? packets_of(job.desc.length, job.desc.pmtu) : segment_end(job.desc);
         const uint32_t last = (job.desc.psn + end - 1) & PSN_MASK;
-        st.rc.sent(last, job.selective && !read, segment_first_psn(job.desc));
+        st.rc.sent(last, job.selective && !read, segment_first_psn(job.desc), job.desc.ack_req);
     }
     // Newest first: a new request is the last entry, a resend one of the oldest few.
     for (auto o = st.queue.rbegin(); o != st.queue.rend(); ++o) {

@@ -102,6 +102,11 @@ bool output_dir::is_output_file(const std::string& name) {
     return false;
 }
 
+bool output_dir::is_plot_output(const std::string& name) {
+    // scripts/plot's default outputs beside a run's CSVs (flows.csv, cc.csv, several flows.csv).
+    return name == "flows.png" || name == "cc.png" || name == "compare.png";
+}
+
 output_dir::output_dir(std::string dir)
     : m_dir(std::move(dir)) {
     std::error_code ec;
@@ -110,10 +115,11 @@ output_dir::output_dir(std::string dir)
         if (!fs::is_directory(final_path, ec)) {
             throw output_dir_error(m_dir + ": exists and is not a directory");
         }
-        // Replacing the folder deletes it: only if it holds nothing but an earlier run's files.
+        // Replacing the folder deletes it: only if it holds nothing but an earlier run's files
+        // and scripts/plot's plots of them (which would describe the old run: they go with it).
         for (const auto& e : fs::directory_iterator(final_path, ec)) {
             const std::string name = e.path().filename().string();
-            if (!e.is_regular_file() || !is_output_file(name)) {
+            if (!e.is_regular_file() || !(is_output_file(name) || is_plot_output(name))) {
                 throw output_dir_error(m_dir + ": holds " + name +
                                        ", which rnicsim did not write; choose another --out");
             }

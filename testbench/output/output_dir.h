@@ -34,6 +34,9 @@ public:
 
     // Names a run may leave in its folder; anything else makes the constructor refuse `dir`.
     static bool is_output_file(const std::string& name);
+    // scripts/plot's default PNGs beside a run's CSVs (flows.png, cc.png, compare.png): a new
+    // run into the folder replaces them with the rest of the old run.
+    static bool is_plot_output(const std::string& name);
 
     // Removes the staging folder of the output_dir alive in this process (its files, then the
     // folder) using only async-signal-safe calls: for a signal handler ending a rank that was

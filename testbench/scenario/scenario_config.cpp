@@ -447,19 +447,7 @@ std::string apply_override(nlohmann::json& doc, const std::string& assignment) {
     return "";
 }
 
-scenario_config load_scenario(const std::string& file, const std::vector<std::string>& overrides) {
-    std::ifstream in(file);
-    if (!in) {
-        throw config::config_error({file + ": cannot open"});
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw config::config_error({file + ": " + e.what()});
-    }
+std::vector<std::string> resolve_file_references(nlohmann::json& doc, const std::string& file) {
     std::vector<std::string> errors;
     // "rnic": {"preset": "configs/hw/NAME.json", ...}: the preset's NIC parameters, then the
     // scenario's own keys on top (a JSON merge patch). Relative to the scenario's folder, then
@@ -514,11 +502,32 @@ scenario_config load_scenario(const std::string& file, const std::vector<std::st
             }
         }
     }
+    return errors;
+}
+
+scenario_config load_scenario(const std::string& file, const std::vector<std::string>& overrides) {
+    std::ifstream in(file);
+    if (!in) {
+        throw config::config_error({file + ": cannot open"});
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::json doc;
+    try {
+        doc = nlohmann::json::parse(text.str(), nullptr, true, /*ignore_comments=*/true);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw config::config_error({file + ": " + e.what()});
+    }
+    std::vector<std::string> errors;
+    // The overrides first: `--set rnic.preset=FILE` names a preset as the file's own key does.
     for (const auto& o : overrides) {
         std::string err = apply_override(doc, o);
         if (!err.empty()) {
             errors.push_back(std::move(err));
         }
+    }
+    for (auto& e : resolve_file_references(doc, file)) {
+        errors.push_back(std::move(e));
     }
     if (!errors.empty()) {
         throw config::config_error(errors);

@@ -126,8 +126,15 @@ scenario_config parse_scenario(const nlohmann::json& j);
 // way are created as needed. Returns an error message ("" on success).
 std::string apply_override(nlohmann::json& doc, const std::string& assignment);
 
+// Resolves the keys that name other files, relative to the scenario `file`'s folder, then to the
+// working directory: "rnic": {"preset": FILE} (the preset's NIC parameters under the document's
+// own rnic keys, a JSON merge patch; the key is removed) and workload.cdf (rewritten to the file
+// read). Returns the errors, each starting with its JSON path.
+std::vector<std::string> resolve_file_references(nlohmann::json& doc, const std::string& file);
+
 // Reads the file, applies the overrides in order and parses the result. Throws
-// config::config_error (unreadable file, JSON syntax, bad overrides, invalid values).
+// config::config_error (unreadable file, JSON syntax, bad overrides, invalid values). The
+// overrides go before the file references are resolved, so `--set rnic.preset=FILE` works.
 scenario_config load_scenario(const std::string& file, const std::vector<std::string>& overrides);
 
 }  // namespace rnic::scenario

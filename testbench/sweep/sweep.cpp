@@ -620,6 +620,15 @@ void validate(const sweep_spec& spec, const plan& p) {
         if (!overrides_ok) {
             continue;
         }
+        // As `rnicsim run` does after the overrides: a point may name its preset.
+        const std::vector<std::string> reference_errors =
+            scenario::resolve_file_references(doc, spec.base);
+        for (const auto& m : reference_errors) {
+            attribute(m, nullptr);
+        }
+        if (!reference_errors.empty()) {
+            continue;
+        }
         try {
             (void)scenario::parse_scenario(doc);
         } catch (const config::config_error& e) {

@@ -17,6 +17,7 @@
 //
 // One elaboration per process: ctest runs each TEST as its own process.
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -140,14 +141,19 @@ TEST(TransportSelective, EachLostPacketIsResentOnce) {
     const uint64_t resent = counter(r, "node0.nic.tx_engine", "retransmitted_packets");
     const uint64_t timeouts = counter(r, "node0.nic.tx_engine", "timeouts");
     const uint64_t packets_per_message = 65536 / 256;
+    // A selective NAK repeated for an AckReq past the gap (hw/recv_path) that the requester
+    // acts on while the first resend is still on its way resends the packet once more: the
+    // requester drops the repeats no AckReq sent after its resend can have asked, so few remain.
+    const uint64_t repeated = counter(r, "node1.nic.recv_path", "sr_repeated_naks");
     ASSERT_GT(dropped, 20u);
     // Every lost packet goes again at least once; one each if NAKs did all the repairing, and a
     // timeout resends at most the unfinished messages from the first unacknowledged PSN.
     EXPECT_GE(resent, dropped);
-    EXPECT_LE(resent, dropped + timeouts * w.queue_depth * packets_per_message)
-        << resent << " resent, " << dropped << " dropped, " << timeouts << " timeouts";
+    EXPECT_LE(resent, dropped + repeated + timeouts * w.queue_depth * packets_per_message)
+        << resent << " resent, " << dropped << " dropped, " << timeouts << " timeouts, " << repeated
+        << " repeated NAKs";
     if (timeouts == 0) {
-        EXPECT_EQ(resent, dropped);
+        EXPECT_LE(resent, dropped + dropped / 20) << "more than 5 % of the resends twice";
     }
     // The responder kept what came after each gap and asked for the gap alone.
     const std::string rx = "node1.nic.recv_path";
@@ -258,14 +264,17 @@ TEST(TransportSelective, FewerResendsThanGoBackNAtOnePercentLoss) {
     const uint64_t sr_timeouts = counter(sr, tx, "timeouts");
     const uint64_t goback_naks = counter(sr, "node1.nic.recv_path", "sr_goback_naks");
     const uint64_t tail = counter(sr, tx, "tail_resends");
+    const uint64_t repeated = counter(sr, "node1.nic.recv_path", "sr_repeated_naks");
     // The bound: a selective NAK resends one packet, and the responder NAKs each gap once, so
     // there are at most as many as request packets lost or overtaken (a reordered packet is a
     // gap until it arrives; IRN resends it too). A go-back NAK (a packet past the gap was not
     // kept) or a timer expiry resends at most the QP's unfinished messages from the gap:
     // queue_depth x 256 packets. An ACK of a selective resend that stops short of what was
-    // sent before the resend resends the packets in between (a lost tail; `tail_resends`).
-    const uint64_t bound =
-        sr_dropped + sr_reordered + (goback_naks + sr_timeouts) * w.queue_depth * 256 + tail;
+    // sent before the resend resends the packets in between (a lost tail; `tail_resends`). A
+    // selective NAK repeated for an AckReq past the gap (its first may have been lost) resends
+    // the packet once more.
+    const uint64_t bound = sr_dropped + sr_reordered +
+                           (goback_naks + sr_timeouts) * w.queue_depth * 256 + tail + repeated;
     EXPECT_LE(sr_resent, bound) << sr_resent << " resent, " << sr_dropped << " dropped, "
                                 << sr_reordered << " reordered, " << goback_naks
                                 << " go-back NAKs, " << sr_timeouts << " timeouts, " << tail
@@ -279,6 +288,63 @@ TEST(TransportSelective, FewerResendsThanGoBackNAtOnePercentLoss) {
     std::cout << "1% loss+1% reorder, 64 KiB @ MTU 256: selective " << sr_resent << " resent ("
               << bound << " bound), " << sr.goodput_gbps << " Gb/s; go-back-N " << gbn_resent
               << " resent, " << gbn_goodput << " Gb/s\n";
+}
+
+// The loss sweep's point of issue 24 (configs/sweeps/loss.json: configs/quickstart.json, 16 QPs
+// x queue depth 2, 128 x 64 KiB WRITEs, MTU 1024, 1 % of the frames dropped in both directions,
+// 4.2 ms retransmission timer), for two fault seeds, each against go-back-N on the same losses.
+// The rule (IRN): selective repeat repairs a loss with NAKs, not with the timer, so it keeps the
+// loss-free goodput and needs fewer timer expiries than go-back-N. One 4.2 ms expiry in this
+// ~1 ms run leaves a fifth of the goodput, so goodput and expiries are what is asserted, not
+// only the packets resent. Before the responder answered an AckReq past a gap already NAKed
+// (its NAK lost on the wire), the first seed gave 14.6 Gb/s and 3 expiries against go-back-N's
+// 15.4 and 1: the recovery then waited for the timer.
+json loss_point(const std::string& recovery, uint64_t fault_seed) {
+    std::ifstream in(source_dir() + "/configs/quickstart.json");
+    json doc = json::parse(in, nullptr, true, /*ignore_comments=*/true);
+    for (const std::string& o :
+         {std::string("workload.qps=16"), std::string("workload.queue_depth=2"),
+          std::string("workload.messages=128"), std::string("workload.message_bytes=65536"),
+          std::string("workload.timeout_log=10"), std::string("topology.link.faults.drop=0.01"),
+          "topology.link.faults.seed=" + std::to_string(fault_seed),
+          std::string("topology.nodes.0.mtu=1024"), std::string("topology.nodes.1.mtu=1024"),
+          "rnic.transport.recovery=" + recovery}) {
+        EXPECT_EQ(scenario::apply_override(doc, o), "");
+    }
+    return doc;
+}
+
+void ahead_of_go_back_n(uint64_t fault_seed) {
+    const std::string tx = "node0.nic.tx_engine";
+    const std::vector<std::pair<std::string, std::string>> names = {
+        {tx, "timeouts"}, {tx, "retransmitted_packets"}, {"link.dir0", "faults_dropped"}};
+    const json gbn = run_in_child(loss_point("go_back_n", fault_seed), names);
+    const json sr = run_in_child(loss_point("selective_repeat", fault_seed), names);
+    ASSERT_TRUE(gbn.value("passed", false));
+    ASSERT_TRUE(sr.value("passed", false));
+    EXPECT_EQ(sr.value("mismatches", 1), 0);
+    const double sr_gbps = sr["goodput_gbps"].get<double>();
+    const double gbn_gbps = gbn["goodput_gbps"].get<double>();
+    const uint64_t sr_timeouts = sr[tx + "/timeouts"].get<uint64_t>();
+    const uint64_t gbn_timeouts = gbn[tx + "/timeouts"].get<uint64_t>();
+    std::cout << "seed " << fault_seed << ": selective repeat " << sr_gbps << " Gb/s, "
+              << sr_timeouts << " timeouts, " << sr[tx + "/retransmitted_packets"] << " resent; "
+              << "go-back-N " << gbn_gbps << " Gb/s, " << gbn_timeouts << " timeouts, "
+              << gbn[tx + "/retransmitted_packets"] << " resent\n";
+    EXPECT_GT(gbn[std::string("link.dir0/faults_dropped")].get<uint64_t>(), 50u);  // ~1 % lost
+    EXPECT_LT(sr_timeouts, gbn_timeouts);
+    EXPECT_EQ(sr_timeouts, 0u);
+    // No expiry: the loss-free goodput (92.3 Gb/s at MTU 1024) less what the resends take.
+    EXPECT_GT(sr_gbps, 80.0);
+    EXPECT_GT(sr_gbps, 3 * gbn_gbps);
+}
+
+TEST(TransportSelective, AheadOfGoBackNAtOnePercentLossSeed5) {
+    ahead_of_go_back_n(5);
+}
+
+TEST(TransportSelective, AheadOfGoBackNAtOnePercentLossSeed2) {
+    ahead_of_go_back_n(2);
 }
 
 // --- selective repeat with the round-robin scheduler ------------------------------------------

@@ -89,6 +89,29 @@ TEST(Cli, ValidateAppliesOverrides) {
     EXPECT_NE(r.err.find("--set no-equals-sign: expected PATH=VALUE"), std::string::npos) << r.err;
 }
 
+// configs/README.md documents rnic.preset, and --set goes through the same checks as the file:
+// a preset named on the command line is read (relative to the scenario's folder, then to the
+// working directory) and its keys lie under the scenario's own rnic keys.
+TEST(Cli, SetNamesAPreset) {
+    scratch s;
+    cli_result r = rnicsim(s, {"show-config", quickstart(), "--set",
+                               "rnic.preset=" + source_dir() + "/configs/hw/nic200g_gen4x16.json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json shown = json::parse(r.out);
+    EXPECT_EQ(shown["rnic"]["context_cache"]["qpc"]["entries"], 2048);  // from the preset
+    EXPECT_EQ(shown["rnic"]["clock_mhz"], 500);                         // the scenario's own
+    EXPECT_FALSE(shown["rnic"].contains("preset"));
+    r = rnicsim(s, {"validate", quickstart(), "--set", "rnic.preset=hw/nic100g_gen3x16.json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;  // relative to the scenario's folder (configs/)
+    r = rnicsim(s, {"validate", quickstart(), "--set", "rnic.preset=hw/no_such_nic.json"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("rnic.preset: cannot open \"hw/no_such_nic.json\""), std::string::npos)
+        << r.err;
+    r = rnicsim(s, {"validate", quickstart(), "--set", "rnic.preset=3"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("rnic.preset: 3 is not a string"), std::string::npos) << r.err;
+}
+
 TEST(Cli, ShowConfigPrintsTheEffectiveConfig) {
     scratch s;
     const cli_result r = rnicsim(s, {"show-config", quickstart(), "--set", "workload.qps=2"});
@@ -132,6 +155,33 @@ TEST(Cli, RunRefusesAFolderWithForeignFiles) {
         << r.err;
     EXPECT_EQ(read_file(s.dir + "/notes.txt"), "mine");
     EXPECT_EQ(s.entries(), std::vector<std::string>{"notes.txt"});
+}
+
+// README: `scripts/plot DIR/flows.csv` writes DIR/flows.png (cc.csv: cc.png; several runs:
+// compare.png beside the first). A later run into DIR replaces them with the old run's files
+// (they plot the old run); any other file still makes it refuse the folder.
+TEST(Cli, RunReplacesTheRunsOwnPlots) {
+    scratch s;
+    const std::string out = s.dir + "/run";
+    const std::vector<std::string> small = {"--set", "workload.messages=4", "--set",
+                                            "workload.message_bytes=4096"};
+    std::vector<std::string> args = {"run", quickstart(), "--out", out};
+    args.insert(args.end(), small.begin(), small.end());
+    ASSERT_EQ(rnicsim(s, args).exit_code, 0);
+    for (const char* png : {"flows.png", "cc.png", "compare.png"}) {
+        s.write(std::string("run/") + png, "png");
+    }
+    cli_result r = rnicsim(s, args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(out + "/stats.json"));
+    EXPECT_FALSE(fs::exists(out + "/flows.png"));
+    EXPECT_FALSE(fs::exists(out + "/cc.png"));
+    EXPECT_FALSE(fs::exists(out + "/compare.png"));
+    s.write("run/loss.png", "png");  // a plot named by the user: not ours to delete
+    r = rnicsim(s, args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("holds loss.png, which rnicsim did not write"), std::string::npos)
+        << r.err;
 }
 
 TEST(Cli, UsageErrorsExit2) {

@@ -123,10 +123,10 @@ TEST(RcRequester, GoBackNResendsCoverOrAreSuperseded) {
 
 TEST(RcRequester, TailProbeFindsPacketsLostAfterTheLastOneThatArrived) {
     rc_requester rc;
-    rc.sent(9, false, 0);   // PSNs 0..9 sent
-    rc.sent(19, false, 0);  // 10..19 sent
+    rc.sent(9, false, 0, true);   // PSNs 0..9 sent
+    rc.sent(19, false, 0, true);  // 10..19 sent
     // A selective NAK asked for 12; its resend goes after everything up to 19.
-    rc.sent(12, true, 12);
+    rc.sent(12, true, 12, true);
     uint32_t from = 0;
     uint32_t to = 0;
     EXPECT_FALSE(rc.lost_tail(11, &from, &to));  // an ACK that does not cover the resend yet
@@ -136,16 +136,16 @@ TEST(RcRequester, TailProbeFindsPacketsLostAfterTheLastOneThatArrived) {
     EXPECT_EQ(to, 19u);
     EXPECT_FALSE(rc.lost_tail(15, &from, &to));  // disarmed: asked once
     // A resend whose ACK covers everything sent before it: nothing lost.
-    rc.sent(17, true, 17);
+    rc.sent(17, true, 17, true);
     EXPECT_FALSE(rc.lost_tail(19, &from, &to));
     // A NAK cancels the probe: the responder has something past a gap.
-    rc.sent(21, false, 0);
-    rc.sent(20, true, 20);
+    rc.sent(21, false, 0, true);
+    rc.sent(20, true, 20, true);
     rc.cancel_probe();
     EXPECT_FALSE(rc.lost_tail(20, &from, &to));
     // The first request sent: nothing before it to probe.
     rc_requester fresh;
-    fresh.sent(3, true, 3);
+    fresh.sent(3, true, 3, true);
     EXPECT_FALSE(fresh.lost_tail(3, &from, &to));
 }
 
@@ -169,6 +169,20 @@ TEST(RcRequester, WindowCountsNewBytesUntilAcknowledged) {
     ASSERT_TRUE(rc.acknowledge(2, 2, &ended));
     EXPECT_TRUE(rc.window_acked());
     EXPECT_EQ(rc.in_flight(), 0u);
+}
+
+TEST(RcRequester, RepeatedSelectiveNakOfTheLastResendIsRecognised) {
+    rc_requester rc;
+    rc.sent(19, false, 0, true);        // PSNs up to 19 sent, the message's last asks for an ACK
+    EXPECT_FALSE(rc.repeated_nak(12));  // nothing resent yet: a NAK at 12 is news
+    rc.sent(12, true, 12, true);        // the selective resend of 12
+    // A NAK at 12 now can only have been asked by an AckReq sent before the resend: a repeat.
+    EXPECT_TRUE(rc.repeated_nak(12));
+    EXPECT_FALSE(rc.repeated_nak(13));  // another PSN: a new gap
+    rc.sent(20, false, 0, false);       // no AckReq: still a repeat
+    EXPECT_TRUE(rc.repeated_nak(12));
+    rc.sent(21, false, 0, true);  // an AckReq after the resend: a NAK at 12 may answer it
+    EXPECT_FALSE(rc.repeated_nak(12));
 }
 
 read_progress read_of(uint32_t first, uint32_t packets) {
