@@ -105,15 +105,16 @@ public:
     uint32_t resend_epoch() const { return m_resend_epoch; }
 
     // --- Selective repeat: the tail probe (README "Selective repeat") ---
-    // A request whose last PSN is `last` went to the send path; a selective resend starting at
-    // `resend_first` (`selective_resend`) arms the probe: its ACK shows whether what was sent
-    // before it (up to the highest PSN sent so far) arrived.
-    // `ack_req`: the packets asked for an ACK (their last one carries AckReq).
+    // A request whose last PSN is `last` went to the send path (`ack_req`: its last packet asks
+    // for an ACK); a selective resend starting at `resend_first` (`selective_resend`) arms the
+    // probe: its ACK shows whether what was sent before it (up to the highest PSN sent so far)
+    // arrived.
     void sent(uint32_t last, bool selective_resend, uint32_t resend_first, bool ack_req);
-    // A selective NAK for `psn` repeated by the responder (hw/recv_path: one per AckReq past a
-    // gap) that only an AckReq sent before the last selective resend of `psn` can have asked:
-    // the resend is on its way, the NAK is stale.
-    bool repeat_of_resend(uint32_t psn) const {
+    // A selective NAK for `psn` repeats one already answered: `psn` is in the last selective
+    // resend and no packet asking for an ACK went out after it. The responder repeats a
+    // selective NAK only for an AckReq packet past the gap (hw/recv_path), so only one sent
+    // before the resend can have asked it: the resend is on its way.
+    bool repeated_nak(uint32_t psn) const {
         return m_resent_any && !m_ack_req_since_resend &&
                roce::psn_in(psn, m_resent_first, m_resent_last);
     }
@@ -151,8 +152,7 @@ private:
     bool m_probe = false;
     uint32_t m_probe_from = 0;  // the selective resend's PSN
     uint32_t m_probe_psn = 0;   // the highest PSN sent before it
-    // The PSNs of the last selective resend, and whether a packet asking for an ACK went out
-    // after it (repeat_of_resend).
+    // The PSNs of the last selective resend, and whether an AckReq packet went out after it.
     bool m_resent_any = false;
     uint32_t m_resent_first = 0;
     uint32_t m_resent_last = 0;

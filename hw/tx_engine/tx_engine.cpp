@@ -909,7 +909,7 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
     if (st.rc.rnr_wait() && psn == st.rc.rnr_psn()) {
         return;
     }
-    if (st.rc.repeat_of_resend(psn)) {
+    if (st.rc.repeated_nak(psn)) {
         // A repeated NAK (hw/recv_path: one per AckReq past the gap) that only an AckReq sent
         // before this packet's resend can have asked: the resend is on its way.
         ++m_stats.stale_naks;
@@ -1781,8 +1781,7 @@ uint32_t tx_engine::ack_segment_packets(const tx_descriptor& d) const {
     if (m_ack_segment_bytes == 0 || (d.kind != tx_kind::SEND && d.kind != tx_kind::WRITE)) {
         return 0;
     }
-    const uint32_t bytes = m_ack_segment_fn ? m_ack_segment_fn(d.src_qpn) : m_ack_segment_bytes;
-    return std::max<uint32_t>(1, bytes / d.pmtu);
+    return std::max<uint32_t>(1, m_ack_segment_bytes / d.pmtu);
 }
 
 void tx_engine::send_job(tx_job& job) {

@@ -149,25 +149,6 @@ TEST(RcRequester, TailProbeFindsPacketsLostAfterTheLastOneThatArrived) {
     EXPECT_FALSE(fresh.lost_tail(3, &from, &to));
 }
 
-TEST(RcRequester, RepeatedNakForAResendOnItsWayIsStale) {
-    // The responder repeats a selective NAK for every AckReq packet past its gap. A repeat can
-    // only be news when a packet asking for an ACK went out after the resend of that PSN.
-    rc_requester rc;
-    rc.sent(9, false, 0, true);            // 0..9, AckReq on 9
-    EXPECT_FALSE(rc.repeat_of_resend(5));  // nothing resent yet
-    rc.sent(5, true, 5, true);             // selective resend of 5
-    EXPECT_TRUE(rc.repeat_of_resend(5));   // asked by 9's AckReq, before the resend left
-    EXPECT_FALSE(rc.repeat_of_resend(6));  // another PSN: a new gap
-    rc.sent(12, false, 10, false);         // 10..12 without AckReq: still nothing could have asked
-    EXPECT_TRUE(rc.repeat_of_resend(5));
-    rc.sent(15, false, 13, true);  // 13..15 with AckReq on 15: a repeat now means 5 was lost
-    EXPECT_FALSE(rc.repeat_of_resend(5));
-    rc.sent(22, true, 20, true);  // a resend of a range: every PSN in it
-    EXPECT_TRUE(rc.repeat_of_resend(20));
-    EXPECT_TRUE(rc.repeat_of_resend(22));
-    EXPECT_FALSE(rc.repeat_of_resend(23));
-}
-
 TEST(RcRequester, WindowCountsNewBytesUntilAcknowledged) {
     rc_requester rc;
     rc.on_request(0);
@@ -188,6 +169,20 @@ TEST(RcRequester, WindowCountsNewBytesUntilAcknowledged) {
     ASSERT_TRUE(rc.acknowledge(2, 2, &ended));
     EXPECT_TRUE(rc.window_acked());
     EXPECT_EQ(rc.in_flight(), 0u);
+}
+
+TEST(RcRequester, RepeatedSelectiveNakOfTheLastResendIsRecognised) {
+    rc_requester rc;
+    rc.sent(19, false, 0, true);        // PSNs up to 19 sent, the message's last asks for an ACK
+    EXPECT_FALSE(rc.repeated_nak(12));  // nothing resent yet: a NAK at 12 is news
+    rc.sent(12, true, 12, true);        // the selective resend of 12
+    // A NAK at 12 now can only have been asked by an AckReq sent before the resend: a repeat.
+    EXPECT_TRUE(rc.repeated_nak(12));
+    EXPECT_FALSE(rc.repeated_nak(13));  // another PSN: a new gap
+    rc.sent(20, false, 0, false);       // no AckReq: still a repeat
+    EXPECT_TRUE(rc.repeated_nak(12));
+    rc.sent(21, false, 0, true);  // an AckReq after the resend: a NAK at 12 may answer it
+    EXPECT_FALSE(rc.repeated_nak(12));
 }
 
 read_progress read_of(uint32_t first, uint32_t packets) {
