@@ -1781,7 +1781,8 @@ uint32_t tx_engine::ack_segment_packets(const tx_descriptor& d) const {
     if (m_ack_segment_bytes == 0 || (d.kind != tx_kind::SEND && d.kind != tx_kind::WRITE)) {
         return 0;
     }
-    return std::max<uint32_t>(1, m_ack_segment_bytes / d.pmtu);
+    const uint32_t bytes = m_ack_segment_fn ? m_ack_segment_fn(d.src_qpn) : m_ack_segment_bytes;
+    return std::max<uint32_t>(1, bytes / d.pmtu);
 }
 
 void tx_engine::send_job(tx_job& job) {
