@@ -300,7 +300,7 @@ std::unique_ptr<output::timeseries> make_timeseries(const scenario_config& cfg,
                         sw != nullptr ? std::function<uint64_t(uint64_t)>([sw, p](uint64_t) {
                             uint64_t b = 0;
                             for (uint32_t q = 0; q < fabric::SWITCH_PRIORITIES; ++q) {
-                                b += sw->queue(p, q).occupancy_bytes;
+                                b += sw->buffer().at(p, q).egress_bytes;
                             }
                             return b;
                         })
