@@ -2,6 +2,7 @@
 // Congestion-control engine (reaction point), see cc_engine.h.
 #include "hw/cc/cc_engine.h"
 
+#include "hw/common/timestep_arbiter.h"
 #include "hw/roce/protocol.h"
 
 namespace rnic::hw::cc {
@@ -146,6 +147,15 @@ void cc_engine::reset_qp(uint32_t qpn) {
 
 void cc_engine::engine_thread() {
     for (;;) {
+        // Same-instant order: an ACK or CNP and a timer due at the same time stamp go in one
+        // order whatever the order SystemC runs the processes of the instant in (and so on
+        // any number of MPI ranks): with work at hand, the engine first lets the instant settle
+        // (every event of the instant queued), then takes the queued events, then the timers.
+        if (sc_core::sc_time_stamp() != m_settled_at &&
+            (!m_queue.empty() || (!m_timers.empty() && m_timers.begin()->first <= now_ps()))) {
+            hw::settle_instant();
+            m_settled_at = sc_core::sc_time_stamp();
+        }
         if (m_queue.empty()) {
             if (m_timers.empty()) {
                 sc_core::wait(m_wake);

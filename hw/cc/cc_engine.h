@@ -93,6 +93,8 @@ private:
     context_cache* m_cache = nullptr;
     std::deque<pending> m_queue;
     sc_core::sc_event m_wake;
+    // The time stamp at which the engine last let its instant settle (engine_thread).
+    sc_core::sc_time m_settled_at = sc_core::sc_max_time();
     std::set<std::pair<uint64_t, uint32_t>> m_timers;                 // (time ps, qpn)
     std::vector<std::deque<std::pair<uint32_t, uint64_t>>> m_stamps;  // per QP: (psn, sent ps)
     std::unordered_map<uint64_t, uint32_t> m_peer_qpn;  // (dest IP, dest QPN) -> stamped QP

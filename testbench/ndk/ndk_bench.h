@@ -638,6 +638,10 @@ inline adapter_params params_for(uint32_t node_id) {
     p.limits.max_pds = 8;
     p.limits.max_srqs = 8;
     p.limits.max_keys = 64;
+    // The driver tests time CM retries and give-ups: short timers (200 us x 4 retries, the
+    // driver's defaults before they became rdma_cm's 4.3 s x 15) keep them to microseconds.
+    p.cm_timeout_ns = 200e3;
+    p.cm_retries = 4;
     return p;
 }
 

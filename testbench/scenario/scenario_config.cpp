@@ -478,6 +478,9 @@ scenario_config parse_scenario(const nlohmann::json& j) {
     // The NIC's receive buffer must hold its PFC headroom on every lossless link a node is
     // cabled to, and leave room for XON below XOFF (two largest frames).
     for (size_t i = 0; i < s.topology.nodes.size() && i < s.topology.node_link.size(); ++i) {
+        if (s.topology.node_link[i] >= s.topology.links.size()) {
+            continue;  // not cabled (a topology error, reported at its own key)
+        }
         const fabric::eth_link_config& lc = s.topology.links[s.topology.node_link[i]].cfg;
         if (!lc.pfc || s.rnic.recv_path.pfc_headroom_bytes >= s.rnic.recv_path.fifo_bytes) {
             continue;  // (a headroom given above the buffer is reported at its own key)
