@@ -272,7 +272,9 @@ void recv_path::rx_thread() {
         // Flushes run between frames, so a receive is never completed twice.
         if (m_fifo.empty() && m_flushes.empty()) {
             const sc_core::sc_time idle = sc_core::sc_time_stamp();
-            m_stats.busy_ps += m_clk.ps_of(idle - m_busy_since);
+            // Waiting for the pipelined parse stage is latency, not the thread's work.
+            m_stats.busy_ps += m_clk.ps_of(idle - m_busy_since - m_parse_wait);
+            m_parse_wait = sc_core::SC_ZERO_TIME;
             while (m_fifo.empty() && m_flushes.empty()) {
                 sc_core::wait(m_fifo.written_event() | m_flush_event);
             }
@@ -302,7 +304,11 @@ void recv_path::rx_thread() {
                 std::max(m_clk.edge_at_or_after(m_arrivals.front()), m_parse_free);
             m_arrivals.pop_front();
             m_parse_free = start + m_clk.cycles(1);
-            m_clk.wait_until(start + m_clk.cycles(m_cfg.parse_cycles));
+            const sc_core::sc_time parsed = start + m_clk.cycles(m_cfg.parse_cycles);
+            if (parsed > arrived) {
+                m_parse_wait += parsed - arrived;
+            }
+            m_clk.wait_until(parsed);
         } else {
             m_clk.wait_cycles(m_cfg.parse_cycles);
         }

@@ -206,6 +206,7 @@ private:
     notification_point* m_np = nullptr;
     uint64_t m_current_flow = 0;    // flow of the frame being handled (ACKs inherit it)
     sc_core::sc_time m_busy_since;  // the receive thread's last wake from idle
+    sc_core::sc_time m_parse_wait;  // since then, waiting for the pipelined parse stage
     // parse_pipelined: when each frame in the FIFO arrived; the parse stage's next free edge.
     std::deque<sc_core::sc_time> m_arrivals;
     sc_core::sc_time m_parse_free;

@@ -27,6 +27,7 @@ host_config parse_host_config(config::reader r) {
     r.get("async_create", c.async_create);
     r.get("wqe_push", c.wqe_push);
     r.get("wqe_push_bytes", c.wqe_push_bytes, 64u, static_cast<uint32_t>(hsi::WQE_PUSH_MAX_SIZE));
+    r.get("wqe_push_inline_only", c.wqe_push_inline_only);
     if (c.wqe_push_bytes % 64 != 0) {
         r.error("wqe_push_bytes", "must be a multiple of 64");
     }

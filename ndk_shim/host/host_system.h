@@ -33,6 +33,7 @@ struct host_config {
     bool async_create = true;       // object creation returns STATUS_PENDING (command queue)
     bool wqe_push = false;          // WQEs up to wqe_push_bytes go to REG_WQE_PUSH (no doorbell)
     uint32_t wqe_push_bytes = 64;   // write-combining buffer: 64, 128, 192 or 256
+    bool wqe_push_inline_only = false;    // push only WQEs with inline data (mlx5's default)
     uint64_t dram_base = 0x100000000ull;  // first physical address handed out
     uint64_t seed = 1;                    // physical page scattering
     // Which region of kernel virtual addresses this host's allocations take (16 GiB each): a

@@ -170,8 +170,9 @@ struct qp_impl : NDK_QP, object_base {
 
     void teardown(std::function<void()> done) override;
     // Doorbell for the WQEs posted so far; `wqe` (its `bytes`, 0: none) is the one WQE this
-    // doorbell announces, pushed with it when host.wqe_push is on and it fits wqe_push_bytes.
-    void ring_sq(const uint8_t* wqe, uint32_t bytes);
+    // doorbell announces, pushed with it when host.wqe_push is on and it fits wqe_push_bytes
+    // (and, with host.wqe_push_inline_only, carries its payload inline).
+    void ring_sq(const uint8_t* wqe, uint32_t bytes, bool inline_data = false);
     // Writes one SQ WQE (ctrl + `payload` bytes after it) and rings unless deferred.
     NTSTATUS post_sq(hsi::wqe_ctrl ctrl, const void* payload, uint32_t payload_bytes,
                      void* request_context, NDK_OPERATION_TYPE type, ULONG flags);

@@ -73,12 +73,14 @@ NTSTATUS write_recv(uint8_t* slot, uint32_t index, const NDK_SGE* sgl, ULONG n) 
 // ---------------------------------------------------------------------------------------------
 // Posting
 // ---------------------------------------------------------------------------------------------
-void qp_impl::ring_sq(const uint8_t* wqe, uint32_t bytes) {
+void qp_impl::ring_sq(const uint8_t* wqe, uint32_t bytes, bool inline_data) {
     host_system& host = adapter->host;
     const uint64_t db = static_cast<uint64_t>(qpn) | static_cast<uint64_t>(sq_producer & 0xFFFF)
                                                          << 32;
+    // mlx5 (rdma-core providers/mlx5/qp.c) BlueFlames a lone WQE only when it has inline data
+    // unless MLX5_POST_SEND_PREFER_BF is set: host.wqe_push_inline_only.
     if (wqe != nullptr && host.config().wqe_push && bytes <= host.config().wqe_push_bytes &&
-        bytes <= hsi::WQE_PUSH_MAX_SIZE) {
+        bytes <= hsi::WQE_PUSH_MAX_SIZE && (inline_data || !host.config().wqe_push_inline_only)) {
         // WQE push: the whole WQE (one write-combined store of up to wqe_push_bytes) goes to
         // the NIC with the doorbell value in its control segment; no separate doorbell.
         uint8_t block[hsi::WQE_PUSH_MAX_SIZE];
@@ -132,7 +134,7 @@ NTSTATUS qp_impl::post_sq(hsi::wqe_ctrl ctrl, const void* payload, uint32_t payl
     if (doorbell_pending) {
         ring_sq(nullptr, 0);
     } else {
-        ring_sq(w, ctrl.size_bb * 64u);
+        ring_sq(w, ctrl.size_bb * 64u, (ctrl.flags & hsi::WQE_FLAG_INLINE) != 0);
     }
     return STATUS_SUCCESS;
 }

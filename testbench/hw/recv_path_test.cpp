@@ -89,10 +89,9 @@ struct rp_bench {
     translation xlate;
     fake_tx tx;
     recv_path rp;
-    rp_bench()
+    explicit rp_bench(const recv_path_config& cfg = rp_config())
         : xlate("xlate", translation_config{}, b.clk, b.contexts, b.ctx)
-        , rp("rp", rp_config(), b.clk, nic_identity{}, b.contexts, xlate, b.dma, tx, b.cqw, b.ctx) {
-    }
+        , rp("rp", cfg, b.clk, nic_identity{}, b.contexts, xlate, b.dma, tx, b.cqw, b.ctx) {}
     qp_context& qp(uint8_t state = hsi::QPS_RTS) {
         qp_context& q = b.make_qp(QPN, state);
         q.expected_psn = 100;
@@ -143,6 +142,42 @@ TEST(RecvPath, DuplicateRequestIsAcknowledgedAgainBeforeTheExpectedPsn) {
     EXPECT_EQ(t.rp.get_stats().duplicates, 2u);
     EXPECT_EQ(t.rp.get_stats().payload_bytes, 0u);  // nothing placed again
     EXPECT_EQ(t.b.contexts.qp(QPN)->expected_psn, 100u);
+}
+
+// With parse_pipelined, a frame's parse_cycles are a pipeline stage's latency: the response
+// comes no earlier than the parse allows, but the receive thread waiting for the stage is not
+// busy (busy_ps is its utilization, what "Bound by" reads), while without the pipeline the
+// parse is the thread's own work.
+void parse_latency_and_busy(bool pipelined) {
+    recv_path_config cfg = rp_config();
+    cfg.parse_pipelined = pipelined;
+    cfg.parse_cycles = 200;
+    rp_bench t(cfg);
+    t.qp();
+    sc_time put_at;
+    t.b.drv.body = [&] {
+        put_at = sc_time_stamp();
+        t.put(rp_bench::frame(roce::RC_WRITE_ONLY, 99, true));  // a duplicate: ACKed again
+        t.b.settle();
+    };
+    run(t.b);
+    const auto r = t.calls("response");
+    ASSERT_EQ(r.size(), 1u);
+    const sc_time parse = t.b.clk.cycles(200);
+    EXPECT_GE(r[0].at, put_at + parse);
+    const sc_time busy(static_cast<double>(t.rp.get_stats().busy_ps), SC_PS);
+    if (pipelined) {
+        EXPECT_LT(busy, t.b.clk.cycles(20)) << "the wait for the parse stage counted as busy";
+    } else {
+        EXPECT_GE(busy, parse);
+    }
+}
+
+TEST(RecvPath, PipelinedParseIsLatencyNotBusyTime) {
+    parse_latency_and_busy(true);
+}
+TEST(RecvPath, UnpipelinedParseIsBusyTime) {
+    parse_latency_and_busy(false);
 }
 
 TEST(RecvPath, OutOfSequenceRequestsAreNakedOncePerGapAtTheExpectedPsn) {

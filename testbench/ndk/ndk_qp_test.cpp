@@ -273,6 +273,57 @@ TEST(NdkQp, WqePushUpToWriteCombiningSize) {
     });
 }
 
+// host.wqe_push_inline_only, mlx5's rule (rdma-core providers/mlx5/qp.c BlueFlames a lone WQE
+// only for `inl || prefer_bf`): a WQE with an SGE that would fit the write-combining buffer goes
+// by doorbell, the same size of WQE with inline data is pushed.
+TEST(NdkQp, WqePushInlineOnlyAsMlx5) {
+    hw::sim_context ctx;
+    host_config cfg = sync_cfg();
+    cfg.wqe_push = true;
+    cfg.wqe_push_bytes = 128;
+    cfg.wqe_push_inline_only = true;
+    node n1("n1", cfg, ctx);
+    node n2("n2", cfg, ctx);
+    fake_network net;
+    run([&] {
+        endpoint a, b;
+        a.open(n1, net, params_for(1));
+        b.open(n2, net, params_for(2));
+        force_connected(a.qp);
+        force_connected(b.qp);
+        auto pushes = [&] {
+            size_t k = 0;
+            for (const auto& w : n1.nic.writes) {
+                k += w.offset == hsi::REG_WQE_PUSH ? 1 : 0;
+            }
+            return k;
+        };
+        NDK_SGE sge{};
+        sge.Length = 8;
+        sge.LogicalAddress.QuadPart = 0x1234'5000;
+        sge.MemoryRegionToken = 0x77;
+        ASSERT_EQ(a.qp->Dispatch->NdkSend(a.qp, nullptr, &sge, 1, 0), STATUS_SUCCESS);
+        settle();
+        EXPECT_EQ(n1.nic.values(hsi::REG_SQ_DOORBELL).size(), 1u);  // 128 B, but not inline
+        EXPECT_EQ(pushes(), 0u);
+        char text[8] = "inline";
+        NDK_SGE in{};
+        in.VirtualAddress = text;
+        in.Length = 8;
+        ASSERT_EQ(a.qp->Dispatch->NdkSend(a.qp, nullptr, &in, 1, NDK_OP_FLAG_INLINE),
+                  STATUS_SUCCESS);
+        settle();
+        EXPECT_EQ(n1.nic.values(hsi::REG_SQ_DOORBELL).size(), 1u);
+        ASSERT_EQ(pushes(), 1u);
+        for (const auto& w : n1.nic.writes) {
+            if (w.offset == hsi::REG_WQE_PUSH) {
+                ASSERT_EQ(w.data.size(), 128u);
+                EXPECT_EQ(std::memcmp(w.data.data() + 64, text, 8), 0);
+            }
+        }
+    });
+}
+
 // CreateQp / CreateQpWithSrq parameter checks -> INVALID_PARAMETER; the NIC refusing the QP ->
 // INSUFFICIENT_RESOURCES through the create completion (asynchronous mode), its QPN reused.
 TEST(NdkQp, CreateChecksAndAsyncExhaustion) {
