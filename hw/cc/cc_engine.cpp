@@ -194,6 +194,12 @@ void cc_engine::process(uint32_t qpn, const cc_event& event) {
         m_cache->access(ctx_kind::QPC, qpn, true, cache_port::OTHER);
     }
     m_clk.wait_cycles(EVENT_CYCLES);
+    // Same-instant order at the write-back: a packet the rate limiter hands on at this instant
+    // counts (SENT, on_sent: byte counter, rate) before the decision is computed and written,
+    // whatever the order SystemC runs the two processes in (on MPI ranks it differs: issue 23).
+    // Nothing else touches the state at this instant once it has settled.
+    hw::settle_instant();
+    m_settled_at = sc_core::sc_time_stamp();
     qp_context* qp = m_contexts.qp(qpn);
     if (qp == nullptr) {
         return;  // destroyed meanwhile

@@ -16,8 +16,9 @@
   mpi_test.py --rnicsim BIN --work DIR kernel_order SCENARIO [--set P=V]...
       the same scenario in one process (--kernel-order-check BIN: testbench/system/
       kernel_order_check.cpp) with unrelated timed events every 10 ns over 90 % of the
-      reference's simulated time, into DIR/kernel_order: every output must be byte for byte the
-      reference's, as for `ranks` (the same-instant order of the kernel must decide nothing).
+      reference's simulated time (at most its first KERNEL_ORDER_MAX_US), into
+      DIR/kernel_order: every output must be byte for byte the reference's, as for `ranks` (the
+      same-instant order of the kernel must decide nothing).
   mpi_test.py scenarios FILE...
       (CMake, at configure time) prints those of FILE... that are multi-node scenarios: a
       switch (topology.star, leaf_spine, fat_tree, switches or links) or more than two nodes;
@@ -75,6 +76,12 @@ CUT_DURATION_US = 200  # arrivals of a cdf-driven flow workload
 # fabric's are hundreds of MB even cut (writing and comparing them would be most of the label's
 # time), and their partition-independent order is the same code as a 16-node fabric's.
 CUT_ALL_OUTPUTS_NODES = 16
+# kernel_order: the unrelated events (one per 10 ns) cover 90 % of the run, at most its first
+# this many us. Each costs about 3 us of CPU (more under ASan); the faulty-link soak runs 68 ms
+# (its fault timers), 6.1 M events and 18 s of CPU uncapped, 0.5 M capped. Every same-instant
+# race found so far showed within it (the last one late, the cc engine's CNP/timer order fixed
+# in 699e82b, at 2.46 ms of cc/dcqcn_hpcc_testbed); the --ranks runs still cover the whole run.
+KERNEL_ORDER_MAX_US = 5000
 
 
 def multi_node(path):
@@ -204,7 +211,7 @@ def kernel_order(a):
         simulated_ns = json.load(f)["sim"]["simulated_ns"]
     out = os.path.join(a.work, "kernel_order")
     shutil.rmtree(out, ignore_errors=True)
-    span_us = 0.9 * simulated_ns / 1000.0
+    span_us = min(0.9 * simulated_ns / 1000.0, KERNEL_ORDER_MAX_US)
     if span_us < 0.05:
         fail(f"the reference run simulated {simulated_ns} ns: too short for the check")
     args = run_args(a, out, a.kernel_order_check) + ["--from-us", "0", "--span-us", f"{span_us:.3f}"]
