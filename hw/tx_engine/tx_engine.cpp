@@ -47,7 +47,16 @@ tx_engine_config parse_tx_engine_config(config::reader r) {
     r.get("response_fifo_depth", c.response_fifo_depth, 1u, 4096u);
     r.get("max_outstanding", c.max_outstanding, 1u, 65536u);
     config::reader sr = r.child("scheduler");
-    sr.get_one_of("policy", c.scheduler.policy, {"fifo", "round_robin"});
+    sr.get("policy", c.scheduler.policy);
+    std::string names;
+    bool known = false;
+    for (const tx_scheduler_registration& p : tx_schedulers()) {
+        names += std::string(names.empty() ? "\"" : ", \"") + p.name + "\"";
+        known = known || c.scheduler.policy == p.name;
+    }
+    if (!known) {
+        sr.error("policy", "\"" + c.scheduler.policy + "\" is not one of " + names);
+    }
     sr.get("burst_packets", c.scheduler.burst_packets, 1u, 4096u);
     sr.get("arbitration_cycles", c.scheduler.arbitration_cycles, 0u, 1000u);
     sr.finish();
@@ -74,12 +83,8 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     , m_responses("responses", cfg.response_fifo_depth) {
     SC_HAS_PROCESS(tx_engine);
     SC_THREAD(requester_thread);
-    m_round_robin = cfg.scheduler.policy == "round_robin";
-    if (m_round_robin) {
-        SC_THREAD(scheduler_thread);
-    } else {
-        SC_THREAD(transmit_thread);
-    }
+    m_sched = make_tx_scheduler(m_cfg, *this);
+    SC_THREAD(transmit_thread);
     SC_THREAD(timer_thread);
     auto& s = ctx.stats;
     const std::string b = this->name();
@@ -147,15 +152,8 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
           "WQEs of a QP reset or destroyed before they completed (no completion)");
     s.add(b, "dropped_stale", m_stats.dropped_stale, "count",
           "queued jobs of a QP reset or destroyed since, not sent");
-    if (m_round_robin) {
-        s.add(b, "sched_turns", m_stats.sched_turns, "count",
-              "round-robin turns: descriptors of 1..burst_packets packets handed on");
-        s.add(b, "sched_skipped_paced", m_stats.sched_skipped_paced, "count",
-              "QPs passed over in a round: their rate limiter slot was not due");
-        s.add(b, "sched_skipped_window", m_stats.sched_skipped_window, "count",
-              "QPs passed over in a round: congestion window full");
-        s.add(b, "sched_max_inflight", m_stats.sched_max_inflight, "bytes",
-              "most unacknowledged SEND/WRITE payload bytes of a QP whose window was set");
+    for (const tx_sched_counter& c : m_sched->counters()) {
+        s.add(b, c.name, *c.value, c.unit, c.description);
     }
     if (selective()) {
         s.add(b, "selective_naks", m_stats.selective_naks, "count",
@@ -177,10 +175,10 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
 
 void tx_engine::set_pacer(pacer* p) {
     m_pacer = p;
-    if (p != nullptr && !m_round_robin) {
-        m_ctx.stats.add(this->name(), "paced_bypasses", m_stats.paced_bypasses, "count",
-                        "ACK/NAKs, READ responses and requester jobs of QPs at line rate sent "
-                        "while a rate-limited job waited for its slot (fifo)");
+    if (p != nullptr) {
+        for (const tx_sched_counter& c : m_sched->paced_counters()) {
+            m_ctx.stats.add(this->name(), c.name, *c.value, c.unit, c.description);
+        }
     }
 }
 
@@ -654,7 +652,7 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
     // Progress: the ACK covers a PSN not acknowledged before (a message completed, or part of
     // one: a NAK acknowledges the packets before its PSN).
     bool progress = acknowledge_through(qpn, it->second, psn);
-    if (m_round_robin) {
+    if (m_sched->applies_windows()) {
         // Congestion window: the acknowledged bytes leave the QP's in-flight count.
         if (it->second.rc.window_acked()) {
             m_sched_wake.notify(sc_core::SC_ZERO_TIME);
@@ -1272,40 +1270,95 @@ void tx_engine::on_read_fault(uint32_t qpn, uint32_t first_psn, uint8_t status) 
     fail_qp(qpn);
 }
 
+// The transmit scheduler (tx_scheduler.h) decides what goes next; this thread hands it to the
+// send path and sleeps on what the scheduler names when nothing may go.
 void tx_engine::transmit_thread() {
     for (;;) {
-        while (m_responses.empty() && m_requests.empty() && m_retransmits.empty()) {
-            sc_core::wait(m_responses.written_event() | m_requests.written_event() |
-                          m_retransmit_event);
+        tx_turn t;
+        tx_sleep s;
+        if (!m_sched->next(t, s)) {
+            sleep(s);
+            continue;
         }
-        // Responder traffic first (ACKs and READ responses keep the peer's requester moving),
-        // then retransmissions, which must precede newer requests.
-        if (!m_responses.empty()) {
-            tx_job job = m_responses.get();
-            if (response_live(job)) {
-                send_fifo(job);
-            }
+        if (t.wait_cycles != 0) {
+            m_clk.wait_cycles(t.wait_cycles);
+        }
+        bool ok = true;
+        if (t.whole) {
+            send_job(*t.job);
         } else {
-            send_next_request();
+            bool ack = t.ack_at_end;
+            if (t.ack_at_segment_end && t.count != 0) {
+                const uint32_t per = ack_segment_packets(t.job->desc);
+                ack = ack || (per != 0 && (t.first + t.count) % per == 0);
+            }
+            ok = send_packets(*t.job, t.first, t.count, true, ack);
         }
+        m_sched->turn_done(ok);
     }
 }
 
-bool tx_engine::send_next_request() {
-    const bool resend = !m_retransmits.empty();
-    tx_job job;
-    if (resend) {
-        job = std::move(m_retransmits.front());
-        m_retransmits.pop_front();
+void tx_engine::sleep(const tx_sleep& s) {
+    sc_core::sc_event_or_list ev;
+    if (s.on_responses) {
+        ev |= m_responses.written_event();
+    }
+    if (s.on_requests) {
+        ev |= m_requests.written_event();
+        ev |= m_retransmit_event;
+    }
+    if (s.on_window) {
+        ev |= m_sched_wake;
+    }
+    if (s.on_rate) {
+        ev |= m_pacer->rate_changed_event();
+        m_pacer->watch(true);
+    }
+    if (s.until_ps != UINT64_MAX) {
+        const sc_core::sc_time slot(static_cast<double>(s.until_ps), sc_core::SC_PS);
+        sc_core::wait(m_clk.edge_at_or_after(slot) - sc_core::sc_time_stamp(), ev);
     } else {
-        job = m_requests.get();
+        sc_core::wait(ev);
     }
-    if (!(resend ? resend_live(job) : request_live(job))) {
-        return false;
+    if (s.on_rate) {
+        m_pacer->watch(false);
     }
-    send_fifo(job);
-    request_sent(job);
-    return true;
+}
+
+bool tx_engine::has(tx_queue q) const {
+    switch (q) {
+        case tx_queue::RESPONSES:
+            return !m_responses.empty();
+        case tx_queue::RESENDS:
+            return !m_retransmits.empty();
+        default:
+            return !m_requests.empty();
+    }
+}
+
+const tx_job& tx_engine::front(tx_queue q) {
+    switch (q) {
+        case tx_queue::RESPONSES:
+            return m_responses.front();
+        case tx_queue::RESENDS:
+            return m_retransmits.front();
+        default:
+            return m_requests.front();
+    }
+}
+
+tx_job tx_engine::take(tx_queue q) {
+    switch (q) {
+        case tx_queue::RESPONSES:
+            return m_responses.get();
+        case tx_queue::RESENDS: {
+            tx_job job = std::move(m_retransmits.front());
+            m_retransmits.pop_front();
+            return job;
+        }
+        default:
+            return m_requests.get();
+    }
 }
 
 bool tx_engine::resend_live(const tx_job& job) {
@@ -1362,152 +1415,6 @@ bool tx_engine::response_live(const tx_job& job) {
     return true;
 }
 
-// fifo with congestion control (README, "Timing"): every job but an ACK goes one packet per
-// descriptor (a segment of its message, which the send path times as the message's next packet
-// when nothing came between: a QP at line rate goes as with one descriptor), each after its
-// rate limiter slot. A rate cut can come mid-message (the first CNP), so the split cannot wait
-// for the QP to be limited. While a packet's slot is not due the engine does not sit in the
-// pacer but serves what the QP's rate limiter does not gate (await_slot): the responder traffic
-// queued behind (ACK/NAKs, READ responses of QPs at line rate), then the next requester job if
-// it is of another QP at line rate. Without congestion control this is send_job: fifo stays
-// one message at a time for requester data.
-void tx_engine::send_fifo(tx_job& job) {
-    if (m_pacer == nullptr || job.desc.kind == tx_kind::ACK) {
-        send_job(job);
-        return;
-    }
-    const uint32_t per = ack_segment_packets(job.desc);
-    const uint32_t end = segment_end(job.desc);
-    const bool single = end - job.desc.first_packet == 1;
-    for (uint32_t p = job.desc.first_packet; p < end; ++p) {
-        await_slot(job, p);
-        const bool ok = single ? send_packets(job, 0, 0, true)
-                               : send_packets(job, p, 1, true, per != 0 && (p + 1) % per == 0);
-        if (!ok) {
-            return;  // a source key failed: the job is over
-        }
-    }
-}
-
-void tx_engine::await_slot(const tx_job& job, uint32_t index) {
-    for (;;) {
-        serve_bypassing(job);
-        const uint64_t slot_ps = m_pacer->try_pace(job.desc, index);
-        if (slot_ps == 0) {
-            return;  // booked (or the QP is at line rate now)
-        }
-        if (m_bypass_depth == 0 && bypass_request(job)) {
-            continue;  // a request of another QP went; the slot may be due now
-        }
-        // Sleep until the first edge at or after the slot, new work, or a rate change (which
-        // may move the slot).
-        sc_core::sc_event_or_list ev;
-        ev |= m_responses.written_event();
-        ev |= m_pacer->rate_changed_event();
-        if (m_bypass_depth == 0) {
-            ev |= m_requests.written_event();
-            ev |= m_retransmit_event;
-        }
-        const sc_core::sc_time at =
-            m_clk.edge_at_or_after(sc_core::sc_time(static_cast<double>(slot_ps), sc_core::SC_PS));
-        m_pacer->watch(true);
-        sc_core::wait(at - sc_core::sc_time_stamp(), ev);
-        m_pacer->watch(false);
-    }
-}
-
-bool tx_engine::bypass_request(const tx_job& cur) {
-    // The next requester job in fifo order (resends first), if its QP is not the waiting job's
-    // and is at line rate; anything else stays behind the waiting job.
-    const bool resend = !m_retransmits.empty();
-    if (!resend && m_requests.empty()) {
-        return false;
-    }
-    const tx_job& head = resend ? m_retransmits.front() : m_requests.front();
-    const uint32_t qpn = head.desc.src_qpn;
-    if (qpn == cur.desc.src_qpn || m_pacer->limited(qpn)) {
-        return false;
-    }
-    ++m_bypass_depth;
-    if (send_next_request()) {
-        ++m_stats.paced_bypasses;
-    }
-    --m_bypass_depth;
-    return true;
-}
-
-void tx_engine::serve_bypassing(const tx_job& cur) {
-    while (!m_responses.empty()) {
-        const tx_job& head = m_responses.front();
-        const uint32_t qpn = head.desc.src_qpn;
-        // Responder order: nothing of the QP whose READ response waits overtakes it; a READ
-        // response that is rate limited itself waits its turn (and holds what is behind it).
-        if (cur.desc.kind == tx_kind::READ_RESPONSE && qpn == cur.desc.src_qpn) {
-            return;
-        }
-        if (head.desc.kind != tx_kind::ACK && m_pacer->limited(qpn)) {
-            return;
-        }
-        tx_job job = m_responses.get();
-        if (response_live(job)) {
-            ++m_stats.paced_bypasses;
-            send_job(job);
-        }
-    }
-}
-
-// --- Round-robin transmit scheduler ---------------------------------------------------------
-//
-// Per-QP arbitration at packet granularity (README, "Scheduler"). Work is staged from the same
-// queues transmit_thread reads into one lane per QP and direction (requester: go-back-N
-// resends, then new requests; responder: READ responses and the ACKs behind them). Lanes with
-// work take turns in a ring; a turn hands the send path one descriptor for the next 1 ..
-// burst_packets packets of the lane's message. A lane whose rate limiter slot is not due or
-// whose congestion window is full is passed over, not waited on. ACKs with nothing queued
-// ahead of them in their responder lane go first, between turns.
-
-void tx_engine::enter_ring(uint32_t key) {
-    tx_lane& l = m_lanes[key];
-    if (!l.in_ring) {
-        l.in_ring = true;
-        m_ring.push_back(key);
-    }
-}
-
-void tx_engine::stage_work() {
-    while (!m_retransmits.empty()) {
-        tx_job job = std::move(m_retransmits.front());
-        m_retransmits.pop_front();
-        const uint32_t key = job.desc.src_qpn * 2;
-        m_lanes[key].resends.push_back(std::move(job));
-        enter_ring(key);
-    }
-    while (!m_responses.empty()) {
-        const tx_job& head = m_responses.front();
-        const uint32_t key = head.desc.src_qpn * 2 + 1;
-        auto it = m_lanes.find(key);
-        const bool lane_busy =
-            it != m_lanes.end() && (it->second.active || !it->second.jobs.empty());
-        if (head.desc.kind == tx_kind::ACK && !lane_busy) {
-            m_acks.push_back(m_responses.get());
-            continue;
-        }
-        if (m_staged_responses >= m_cfg.response_fifo_depth) {
-            break;
-        }
-        ++m_staged_responses;
-        m_lanes[key].jobs.push_back(m_responses.get());
-        enter_ring(key);
-    }
-    while (!m_requests.empty() && m_staged_requests < m_cfg.job_fifo_depth) {
-        tx_job job = m_requests.get();
-        const uint32_t key = job.desc.src_qpn * 2;
-        ++m_staged_requests;
-        m_lanes[key].jobs.push_back(std::move(job));
-        enter_ring(key);
-    }
-}
-
 bool tx_engine::supersedes(const tx_job& r, const tx_job& copy) const {
     const auto q = m_qps.find(r.desc.src_qpn);
     return q != m_qps.end() && r.generation == q->second.generation &&
@@ -1515,266 +1422,44 @@ bool tx_engine::supersedes(const tx_job& r, const tx_job& copy) const {
            psn_le(segment_first_psn(r.desc), segment_first_psn(copy.desc));
 }
 
-bool tx_engine::start_job(tx_lane& l) {
-    while (!l.active) {
-        if (l.parked && (l.resends.empty() || !l.resends.front().selective)) {
-            // The copy set aside for selective resends resumes, unless a go-back-N queued
-            // since goes back to it or before (its resends carry it again).
-            l.parked = false;
-            if (!l.resends.empty() && supersedes(l.resends.front(), l.parked_cur)) {
-                l.parked_cur = tx_job{};
-                continue;
-            }
-            l.cur = std::move(l.parked_cur);
-            l.parked_cur = tx_job{};
-            l.resend = l.parked_resend;
-            l.next = l.parked_next;
-            l.end = l.parked_end;
-            l.active = true;
-            return true;
-        }
-        if (!l.resends.empty()) {
-            // As transmit_thread: a resend of an older incarnation or a superseded go-back-N
-            // is dropped, one of a QP in error is not sent.
-            tx_job job = std::move(l.resends.front());
-            l.resends.pop_front();
-            if (!resend_live(job)) {
-                continue;
-            }
-            l.cur = std::move(job);
-            l.resend = true;
-        } else if (!l.jobs.empty()) {
-            tx_job job = std::move(l.jobs.front());
-            l.jobs.pop_front();
-            const bool response =
-                job.desc.kind == tx_kind::ACK || job.desc.kind == tx_kind::READ_RESPONSE;
-            if (response) {
-                --m_staged_responses;
-            } else {
-                --m_staged_requests;
-            }
-            if (job.generation != generation_of(job.desc.src_qpn)) {
-                ++m_stats.dropped_stale;
-                continue;
-            }
-            // ACKs and NAKs always go; requests and READ responses of a QP in error do not.
-            if (job.desc.kind != tx_kind::ACK && in_error(job.desc.src_qpn)) {
-                ++m_stats.dropped_in_error;
-                continue;
-            }
-            l.cur = std::move(job);
-            l.resend = false;
-        } else {
-            return false;
-        }
-        l.active = true;
-        l.next = l.cur.desc.first_packet;  // a segment (selective repeat) from its first packet
-        l.end = segment_end(l.cur.desc);
+uint32_t tx_engine::window_fit(const tx_descriptor& d, uint32_t next, uint32_t n, bool& windowed) {
+    // The algorithm's window_bytes in the QPC's congestion-control slice (hw/cc).
+    const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
+    const uint32_t window = qp != nullptr ? qp->cc.window_bytes : 0;
+    if (window == 0) {
+        return n;
     }
-    return true;
+    windowed = true;
+    qp_state& st = m_qps[d.src_qpn];
+    const uint64_t inflight = st.rc.in_flight();
+    uint64_t add = 0;
+    uint32_t fit = 0;
+    for (; fit < n; ++fit) {
+        const uint32_t k = next + fit;
+        const uint32_t psn = (d.psn + k) & PSN_MASK;
+        if (st.rc.sent_before(psn)) {
+            continue;  // resent bytes are in flight already
+        }
+        const uint64_t b = plan_packet(d, k).payload_len;
+        if (inflight + add != 0 && inflight + add + b > window) {
+            break;
+        }
+        add += b;
+    }
+    return fit;
 }
 
-uint32_t tx_engine::turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed) {
-    const tx_descriptor& d = l.cur.desc;
-    const uint32_t left = l.end - l.next;
-    uint32_t n = std::min(left, m_cfg.scheduler.burst_packets);
-    if (d.kind == tx_kind::ACK) {
-        return 1;
-    }
-    if (const uint32_t per = ack_segment_packets(d); per != 0) {
-        n = std::min(n, per - l.next % per);  // a turn ends at a congestion-control segment's end
-    }
-    // Congestion window (hw/cc: the algorithm's window_bytes in the QPC's congestion-control
-    // slice): a new SEND/WRITE packet goes only if the QP's unacknowledged bytes stay within it
-    // (or nothing is in flight: a packet larger than the window still moves).
-    if (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE) {
-        const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
-        const uint32_t window = qp != nullptr ? qp->cc.window_bytes : 0;
-        if (window != 0) {
-            windowed = true;
-            qp_state& st = m_qps[d.src_qpn];
-            const uint64_t inflight = st.rc.in_flight();
-            uint64_t add = 0;
-            uint32_t fit = 0;
-            for (; fit < n; ++fit) {
-                const uint32_t k = l.next + fit;
-                const uint32_t psn = (d.psn + k) & PSN_MASK;
-                if (st.rc.sent_before(psn)) {
-                    continue;  // resent bytes are in flight already
-                }
-                const uint64_t b = plan_packet(d, k).payload_len;
-                if (inflight + add != 0 && inflight + add + b > window) {
-                    break;
-                }
-                add += b;
-            }
-            if (fit == 0) {
-                ++m_stats.sched_skipped_window;
-                return 0;
-            }
-            n = fit;
-        }
-    }
-    // Rate limiter: a limited QP's turn is one packet, and only when its slot is due.
-    if (m_pacer != nullptr && m_pacer->limited(d.src_qpn)) {
-        const uint64_t at = m_pacer->try_pace(d, l.next);
-        if (at != 0) {
-            ++m_stats.sched_skipped_paced;
-            wake_ps = std::min(wake_ps, at);
-            return 0;
-        }
-        return 1;
-    }
-    if (m_pacer != nullptr) {
-        m_pacer->try_pace(d, l.next);  // not limited: books nothing, tells the listener
-    }
-    return n;
-}
-
-void tx_engine::send_turn(tx_lane& l, uint32_t packets, bool windowed) {
-    tx_job& job = l.cur;
+uint64_t tx_engine::count_sent(const tx_job& job, uint32_t first, uint32_t packets) {
     const tx_descriptor& d = job.desc;
-    const uint32_t first = l.next;
-    const bool whole = first == d.first_packet && first + packets == l.end;
-    ++m_stats.sched_turns;
-    // Under a window the responder is asked to ACK every turn (AckReq on its last packet): it
-    // ACKs only packets that ask, and the window opens only with ACKs.
-    // A congestion-control segment ending with this turn asks for its ACK too (turn_size does
-    // not let a turn cross a segment boundary).
-    const uint32_t per = ack_segment_packets(d);
-    const bool segment_end_here = per != 0 && (first + packets) % per == 0;
-    const bool ok =
-        send_packets(job, first, whole ? 0 : packets, true, windowed || segment_end_here);
-    l.next += packets;
-    if (ok && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE)) {
-        auto it = m_qps.find(d.src_qpn);
-        if (it != m_qps.end() && it->second.generation == job.generation) {
-            for (uint32_t k = first; k < first + packets; ++k) {
-                it->second.rc.count_sent((d.psn + k) & PSN_MASK, plan_packet(d, k).payload_len);
-            }
-            const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
-            if (qp != nullptr && qp->cc.window_bytes != 0) {
-                m_stats.sched_max_inflight =
-                    std::max(m_stats.sched_max_inflight, it->second.rc.in_flight());
-            }
-        }
+    auto it = m_qps.find(d.src_qpn);
+    if (it == m_qps.end() || it->second.generation != job.generation) {
+        return 0;
     }
-    if (!ok || l.next >= l.end) {
-        const bool request =
-            d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE || d.kind == tx_kind::READ_REQUEST;
-        if (ok && request) {
-            request_sent(job);  // its last packet (AckReq) is with the send path
-        }
-        l.active = false;
-        l.cur = tx_job{};
+    for (uint32_t k = first; k < first + packets; ++k) {
+        it->second.rc.count_sent((d.psn + k) & PSN_MASK, plan_packet(d, k).payload_len);
     }
-}
-
-void tx_engine::scheduler_thread() {
-    bool watching = false;
-    for (;;) {
-        stage_work();
-        if (!m_acks.empty()) {
-            tx_job job = std::move(m_acks.front());
-            m_acks.pop_front();
-            if (job.generation != generation_of(job.desc.src_qpn)) {
-                ++m_stats.dropped_stale;
-            } else {
-                send_job(job);
-            }
-            continue;
-        }
-        // One round over the lanes with work, from the one after the last served.
-        uint64_t wake_ps = UINT64_MAX;
-        bool served = false;
-        for (size_t i = 0, n = m_ring.size(); i < n && !served; ++i) {
-            const uint32_t key = m_ring.front();
-            m_ring.pop_front();
-            tx_lane& l = m_lanes[key];
-            if (l.active && !l.resends.empty()) {
-                if (!l.resends.front().selective) {
-                    // A go-back-N that arrived while this message was going out and goes back
-                    // to it or before: its resends carry the message again from its first
-                    // packet (it is unfinished), so the rest of this copy is not sent (the
-                    // responder would drop it as out of sequence) and the resends go now. This
-                    // also frees a message held by a full window that only the resends can
-                    // open.
-                    if (supersedes(l.resends.front(), l.cur)) {
-                        l.active = false;
-                        l.cur = tx_job{};
-                    }
-                } else if (!l.cur.selective && !l.parked) {
-                    // A selective resend (selective repeat) carries only the packet its NAK
-                    // asked for, never the rest of this message, which the responder keeps
-                    // taking past the gap: the copy is set aside and resumes at its next packet
-                    // once the selective resends ahead of it have gone (start_job).
-                    l.parked = true;
-                    l.parked_cur = std::move(l.cur);
-                    l.parked_resend = l.resend;
-                    l.parked_next = l.next;
-                    l.parked_end = l.end;
-                    l.cur = tx_job{};
-                    l.active = false;
-                }
-            }
-            if (!start_job(l)) {
-                l.in_ring = false;
-                continue;
-            }
-            // The job's QP may have failed or been reset since it was taken (it may have waited
-            // for its rate limiter or window): the rest of its message is not sent (requests and
-            // READ responses; ACKs always go).
-            const uint32_t qpn = l.cur.desc.src_qpn;
-            const bool stale = l.cur.generation != generation_of(qpn);
-            if (stale || (l.cur.desc.kind != tx_kind::ACK && in_error(qpn))) {
-                ++(stale ? m_stats.dropped_stale : m_stats.dropped_in_error);
-                l.active = false;
-                l.cur = tx_job{};
-                m_ring.push_back(key);
-                continue;
-            }
-            bool windowed = false;
-            const uint32_t packets = turn_size(l, wake_ps, windowed);
-            if (packets == 0) {
-                m_ring.push_back(key);  // not eligible now: its place comes round again
-                continue;
-            }
-            if (m_cfg.scheduler.arbitration_cycles != 0) {
-                m_clk.wait_cycles(m_cfg.scheduler.arbitration_cycles);
-            }
-            send_turn(l, packets, windowed);
-            served = true;
-            m_ring.push_back(key);  // dropped from the ring at its next turn if it has no work
-        }
-        if (served) {
-            continue;
-        }
-        // Nothing eligible: sleep until new work, an ACK (a window opens), a rate change or the
-        // earliest rate limiter slot.
-        if (!m_ring.empty() && m_pacer != nullptr && !watching) {
-            m_pacer->watch(true);
-            watching = true;
-        }
-        sc_core::sc_event_or_list ev;
-        ev |= m_responses.written_event();
-        ev |= m_requests.written_event();
-        ev |= m_retransmit_event;
-        ev |= m_sched_wake;
-        if (watching) {
-            ev |= m_pacer->rate_changed_event();
-        }
-        if (wake_ps != UINT64_MAX) {
-            const sc_core::sc_time slot(static_cast<double>(wake_ps), sc_core::SC_PS);
-            const sc_core::sc_time at = m_clk.edge_at_or_after(slot);
-            sc_core::wait(at - sc_core::sc_time_stamp(), ev);
-        } else {
-            sc_core::wait(ev);
-        }
-        if (watching) {
-            m_pacer->watch(false);
-            watching = false;
-        }
-    }
+    const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
+    return qp != nullptr && qp->cc.window_bytes != 0 ? it->second.rc.in_flight() : 0;
 }
 
 uint32_t tx_engine::ack_segment_packets(const tx_descriptor& d) const {

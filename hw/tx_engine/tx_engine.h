@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -29,12 +30,14 @@
 #include "hw/tx_engine/rc_requester.h"
 #include "hw/tx_engine/tx_engine_config.h"
 #include "hw/tx_engine/tx_engine_if.h"
+#include "hw/tx_engine/tx_scheduler.h"
 #include "hw/wqe_fetch/wqe_fetch.h"
 
 namespace rnic::hw {
 
-// The receive path sees it through tx_engine_if (tx_engine_if.h).
-class tx_engine final : public sc_core::sc_module, public tx_engine_if {
+// The receive path sees it through tx_engine_if (tx_engine_if.h); the transmit scheduler
+// (tx_scheduler.h, chosen by name) through tx_sched_host.
+class tx_engine final : public sc_core::sc_module, public tx_engine_if, private tx_sched_host {
 public:
     tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg, const clock_domain& clk,
               const nic_identity& id, context_store& contexts, translation& xlate, dma_engine& dma,
@@ -77,7 +80,8 @@ public:
     // Congestion control (hw/cc), when on: every request / READ-response packet waits for its
     // slot in the rate limiter before it goes to the send path, and ACKs (with the PSN they
     // cover; NAKs flagged) are reported for the NIC-measured RTT.
-    // Congestion control's rate limiter (with fifo, also registers `paced_bypasses`).
+    // Congestion control's rate limiter (also registers the scheduler's paced counters:
+    // fifo's `paced_bypasses`).
     void set_pacer(pacer* p);
     void set_ack_observer(std::function<void(uint32_t qpn, uint32_t psn, bool nak)> fn) {
         m_ack_observer = std::move(fn);
@@ -117,16 +121,8 @@ public:
         uint64_t source_key_faults = 0;  // payload source key failed its per-packet check
         uint64_t reset_discarded = 0;    // WQEs of a QP reset/destroyed first: no completion
         uint64_t dropped_stale = 0;      // queued jobs of a reset/destroyed QP, not sent
-        // Round-robin scheduler (registered only with that policy).
-        uint64_t sched_turns = 0;           // turns given (a descriptor of 1..burst packets)
-        uint64_t sched_skipped_paced = 0;   // QPs passed over: rate limiter slot not due
-        uint64_t sched_skipped_window = 0;  // QPs passed over: congestion window full
-        uint64_t sched_max_inflight =
-            0;                        // most unacknowledged SEND/WRITE bytes of a QP with a window
-        uint64_t paced_bypasses = 0;  // fifo + congestion control: responses / requester jobs
-                                      // sent while a rate-limited job waited for its slot
-        uint64_t selective_naks = 0;  // selective NAKs acted on (selective repeat only)
-        uint64_t tail_resends = 0;    // packets resent after an ACK showed a lost tail
+        uint64_t selective_naks = 0;     // selective NAKs acted on (selective repeat only)
+        uint64_t tail_resends = 0;       // packets resent after an ACK showed a lost tail
     };
     const stats& get_stats() const { return m_stats; }
     // Loss recovery, per QP and in total (stats.json: the `recovery_*` counters and
@@ -170,43 +166,23 @@ private:
         bool was_reset = false;
         sc_core::sc_time reset_at = sc_core::SC_ZERO_TIME;
     };
-    // Round-robin scheduler: a QP's requester (or responder) work in order, and the message
-    // going out a turn at a time.
-    struct tx_lane {
-        std::deque<tx_job> resends;  // go-back-N resends (requester), before newer requests
-        std::deque<tx_job> jobs;     // new requests / READ responses and the ACKs behind them
-        tx_job cur;                  // the message going out
-        bool active = false;
-        bool resend = false;  // cur is a go-back-N resend
-        uint32_t next = 0;    // its next packet (index in the message)
-        uint32_t end = 0;     // one past its last packet (a segment ends before the message)
-        bool in_ring = false;
-        // A message copy set aside while selective resends of the QP go (its state as above).
-        bool parked = false;
-        tx_job parked_cur;
-        bool parked_resend = false;
-        uint32_t parked_next = 0;
-        uint32_t parked_end = 0;
-    };
-
     void requester_thread();
+    // The one producer of the send path: asks the scheduler for the next turn and sends it, or
+    // sleeps on what the scheduler names.
     void transmit_thread();
-    // The round-robin transmit scheduler (replaces transmit_thread with that policy).
-    void scheduler_thread();
-    // Moves queued work (requests, responses, go-back-N resends) into the per-QP lanes within
-    // the FIFO depths; ACKs of a responder with nothing queued go to m_acks (sent first).
-    void stage_work();
-    void enter_ring(uint32_t key);
-    // Takes the lane's next job (resends first) as `cur`; drops stale / superseded / failed
-    // ones as transmit_thread does. False: the lane has no work.
-    bool start_job(tx_lane& l);
-    // Go-back-N resend `r` (of the QP's current epoch) goes back to `copy`'s first PSN or
-    // before: it carries that message again, so the rest of `copy` is not sent.
-    bool supersedes(const tx_job& r, const tx_job& copy) const;
-    // Packets of `l`'s current message that may go in this turn (0: skipped; `wake_ps` lowered
-    // to the time its rate limiter slot comes).
-    uint32_t turn_size(tx_lane& l, uint64_t& wake_ps, bool& windowed);
-    void send_turn(tx_lane& l, uint32_t packets, bool windowed);
+    void sleep(const tx_sleep& s);
+    // --- tx_sched_host: what the scheduler asks (documented in tx_scheduler.h) ---
+    bool has(tx_queue q) const override;
+    const tx_job& front(tx_queue q) override;
+    tx_job take(tx_queue q) override;
+    bool supersedes(const tx_job& r, const tx_job& copy) const override;
+    bool paced() const override { return m_pacer != nullptr; }
+    bool limited(uint32_t qpn) const override { return m_pacer->limited(qpn); }
+    uint64_t try_pace(const tx_descriptor& d, uint32_t index) override {
+        return m_pacer->try_pace(d, index);
+    }
+    uint32_t window_fit(const tx_descriptor& d, uint32_t next, uint32_t n, bool& windowed) override;
+    uint64_t count_sent(const tx_job& job, uint32_t first, uint32_t packets) override;
     void timer_thread();
     void arm_timer(uint32_t qpn, qp_state& st, const sc_core::sc_time& deadline);
     void timers_changed();  // wakes the timer thread if the earliest deadline moved earlier
@@ -214,7 +190,7 @@ private:
     // A request (new or resent) of `job`'s QP went to the send path whole, its last packet (the
     // one with AckReq) included: the message now waits for a response; the timer starts if it
     // is not running.
-    void request_sent(const tx_job& job);
+    void request_sent(const tx_job& job) override;
     // The responder acknowledged every PSN up to `psn` (an ACK, or a NAK for psn + 1). True if
     // that is beyond what was acknowledged before (forward progress, IBA 9.7.6.1.2): the
     // retransmission timer and the retry budget start over, and an episode whose PSN is now
@@ -252,30 +228,14 @@ private:
     void complete_now(const wqe_item& w, uint8_t opcode, uint8_t status);
     void push_cqe(uint32_t qpn, const outstanding& o);
     void send_job(tx_job& job);
-    // fifo: send_job, except that with congestion control a job goes packet by packet and the
-    // responder traffic queued behind it goes while it waits for a slot (README, "Timing").
-    void send_fifo(tx_job& job);
-    // fifo: waits for packet `index` of `job`'s rate limiter slot (and books it), serving the
-    // responder traffic that may bypass it meanwhile.
-    void await_slot(const tx_job& job, uint32_t index);
-    // fifo: sends the responses at the head of the queue that may pass `cur`, which waits for
-    // its rate limiter: ACK/NAKs and READ responses of QPs at line rate, none of cur's own QP
-    // if cur is a READ response (responder order).
-    void serve_bypassing(const tx_job& cur);
     // A response taken from the queue still goes (false: dropped, counted).
-    bool response_live(const tx_job& job);
+    bool response_live(const tx_job& job) override;
     // A go-back-N resend / new request taken from its queue still goes (false: dropped,
     // counted; a resend's retransmission counters are counted here).
-    bool resend_live(const tx_job& job);
-    // fifo: takes the next requester job (go-back-N resends first) and sends it unless it is
-    // dropped (stale, superseded, its QP in error); true when it was sent.
-    bool send_next_request();
-    bool request_live(const tx_job& job);
-    // fifo: while `cur` waits for its slot (and no other job is bypassing it), sends the next
-    // requester job whole if its QP is another one at line rate. False: nothing taken.
-    bool bypass_request(const tx_job& cur);
+    bool resend_live(const tx_job& job) override;
+    bool request_live(const tx_job& job) override;
     // Packets per congestion-control segment of `d` (set_ack_segment_bytes), 0: none.
-    uint32_t ack_segment_packets(const tx_descriptor& d) const;
+    uint32_t ack_segment_packets(const tx_descriptor& d) const override;
     // Packets first .. first + count - 1 of `job`'s message (count 0: the job's descriptor as
     // it is: the whole message, or a selective-repeat segment). `scheduled`: the round-robin
     // scheduler booked the first packet's rate-limiter slot; the others are passed without
@@ -320,17 +280,10 @@ private:
     std::function<void(uint32_t)> m_error_listener;
     pacer* m_pacer = nullptr;          // congestion control's rate limiter (null: off)
     uint32_t m_ack_segment_bytes = 0;  // set_ack_segment_bytes
-    uint32_t m_bypass_depth = 0;       // fifo: a requester job is bypassing a paced one
     std::function<uint32_t(uint32_t)> m_ack_segment_fn;  // set_ack_segment_fn
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
-    // Round-robin scheduler state.
-    bool m_round_robin = false;
-    std::unordered_map<uint32_t, tx_lane> m_lanes;  // key: qpn * 2 + (1: responder)
-    std::deque<uint32_t> m_ring;                    // lanes with work, in turn order
-    std::deque<tx_job> m_acks;                      // ACKs / NAKs with nothing ahead of them
-    uint32_t m_staged_requests = 0;                 // requests in lanes, not started
-    uint32_t m_staged_responses = 0;                // responses in lanes, not started
-    sc_core::sc_event m_sched_wake;                 // a window opened (ACK)
+    std::unique_ptr<tx_scheduler> m_sched;  // rnic.tx_engine.scheduler.policy
+    sc_core::sc_event m_sched_wake;         // a window opened (ACK; a scheduler that applies them)
 };
 
 }  // namespace rnic::hw

@@ -14,6 +14,7 @@
 
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/send_path/send_path_if.h"
+#include "hw/translation/translation.h"  // dma_segment
 
 namespace rnic::hw {
 
