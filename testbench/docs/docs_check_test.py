@@ -12,6 +12,7 @@ tolerance and a generated table. Asserted:
   - a table cell changed by hand fails, naming its line and both values;
   - --update writes the true figures and table back, after which --check passes again;
   - a run that fails makes --check fail naming the command, and --update leaves the file alone;
+  - a figure followed by a comma keeps the comma;
   - a README edited while the runs ran is not overwritten by --update, which fails saying so.
 """
 import json
@@ -137,6 +138,13 @@ def main():
                "--check does not name a failed command", r)
         r = docs("--update", readme, binary)
         expect(r.returncode == 1 and read() == broken, "--update wrote a file with a failed run", r)
+
+        # A figure followed by a comma: the comma is text, not part of the number.
+        comma = README.replace("-->0 timeouts;", "-->7, then timeouts;")
+        write(comma)
+        r = docs("--update", readme, binary)
+        expect(r.returncode == 0 and "-->0, then timeouts;" in read(),
+               "--update took the comma after a figure as part of it:\n" + read(), r)
 
         # A README edited while the runs ran: --update keeps the edit (writes nothing) and fails.
         edited = README.replace("--set timeouts=0", f"--set timeouts=0 --edit {readme}").replace(
