@@ -954,9 +954,7 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
             // what was kept. The gap before it is still open: the stream's copy of the
             // expected PSN was lost, so it is NAKed (once) as for any packet past a gap.
             ++m_stats.duplicates;
-            if (!qp.nak_sent) {
-                sr_nak(qpn, qp);
-            }
+            sr_nak_past_gap(qpn, qp, bth.ack_req);
             return;
         }
         qp.sr.seen(diff);
@@ -980,16 +978,20 @@ void recv_path::sr_out_of_order(uint32_t qpn, qp_context& qp, const uint8_t* fra
             slot = sr_window::DROPPED;
         }
     }
+    sr_nak_past_gap(qpn, qp, bth.ack_req);
+}
+
+void recv_path::sr_nak_past_gap(uint32_t qpn, qp_context& qp, bool ack_req) {
     if (!qp.nak_sent) {  // one NAK per gap
         sr_nak(qpn, qp);
-    } else if (bth.ack_req && !qp.sr.needs_go_back()) {
-        // The requester asks for an answer (a message's last packet, a selective resend) past
-        // a gap already NAKed: the NAK or the packet it asked for may have been lost, and
-        // nothing else would tell the requester before its retransmission timer
-        // (milliseconds). The selective NAK goes again (IRN NAKs every packet past a gap; here
-        // one per AckReq). The requester ignores a repeat that no AckReq sent after its resend
-        // can have asked (hw/tx_engine: the resend is on its way). A go-back NAK is not
-        // repeated: the stream it asked for is on its way.
+    } else if (ack_req && !qp.sr.needs_go_back()) {
+        // The requester asks for an answer (a message's last packet, a selective resend, or a
+        // copy of a kept one in a timer's resend) past a gap already NAKed: the NAK or the
+        // packet it asked for may have been lost, and nothing else would tell the requester
+        // before its retransmission timer (milliseconds). The selective NAK goes again (IRN
+        // NAKs every packet past a gap; here one per AckReq). The requester ignores a repeat
+        // that no AckReq sent after its resend can have asked (hw/tx_engine: the resend is on
+        // its way). A go-back NAK is not repeated: the stream it asked for is on its way.
         ++m_stats.sr_repeated_naks;
         sr_nak(qpn, qp);
     }

@@ -141,6 +141,8 @@ private:
     void sr_advance(uint32_t qpn, qp_context& qp, uint32_t before, bool ack_req);
     // NAK for the gap at expected_psn: selective (resend that packet) unless a packet past it
     // was dropped unkept, then a sequence NAK (go back from it).
+    // A packet past a gap: the gap's NAK, or a repeat of it for an AckReq (README).
+    void sr_nak_past_gap(uint32_t qpn, qp_context& qp, bool ack_req);
     void sr_nak(uint32_t qpn, qp_context& qp);
     // Forgets the WRITE targets the expected PSN has passed.
     void sr_prune(uint32_t qpn, const qp_context& qp);

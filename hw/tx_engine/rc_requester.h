@@ -124,6 +124,17 @@ public:
     bool lost_tail(uint32_t psn, uint32_t* from, uint32_t* to);
     // A NAK: the responder has something past a gap, so it is no lost tail.
     void cancel_probe() { m_probe = false; }
+    // A selective NAK for `psn` (not stale): true if it is news, the probe then disarmed (as
+    // for any NAK); false for a repeat (repeated_nak), which leaves the probe armed: it answers
+    // an AckReq sent before the resend and tells nothing about what was sent after it, so a
+    // lost NAK of the next gap is still found by the resend's ACK (issue 24).
+    bool take_selective_nak(uint32_t psn) {
+        if (repeated_nak(psn)) {
+            return false;
+        }
+        cancel_probe();
+        return true;
+    }
 
     // --- Congestion window (round-robin scheduler): SEND/WRITE payload bytes in flight ---
     // A request packet with `psn` carrying `bytes` went to the send path (a PSN sent before is

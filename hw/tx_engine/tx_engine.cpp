@@ -902,12 +902,14 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
         ++m_stats.stale_naks;  // overtaken by a later ACK or NAK
         return;
     }
-    st.rc.cancel_probe();  // the responder has something past `psn`: a gap, not a lost tail
+    // News disarms the tail probe (the responder has something past `psn`: a gap, not a lost
+    // tail); a repeat leaves it armed (rc_requester::take_selective_nak).
+    const bool news = st.rc.take_selective_nak(psn);
     on_ack(qpn, (psn - 1) & PSN_MASK);  // acknowledges everything before `psn`
     if (st.rc.rnr_wait() && psn == st.rc.rnr_psn()) {
         return;
     }
-    if (st.rc.repeated_nak(psn)) {
+    if (!news) {
         // A repeated NAK (hw/recv_path: one per AckReq past the gap) that only an AckReq sent
         // before this packet's resend can have asked: the resend is on its way.
         ++m_stats.stale_naks;

@@ -11,7 +11,9 @@ tolerance and a generated table. Asserted:
     value; a change within the tolerance passes, one outside it fails;
   - a table cell changed by hand fails, naming its line and both values;
   - --update writes the true figures and table back, after which --check passes again;
-  - a run that fails makes --check fail naming the command, and --update leaves the file alone.
+  - a run that fails makes --check fail naming the command, and --update leaves the file alone;
+  - a figure followed by a comma keeps the comma;
+  - a README edited while the runs ran is not overwritten by --update, which fails saying so.
 """
 import json
 import os
@@ -48,6 +50,10 @@ def fake(argv):
     if "--fail" in argv:
         print("rnicsim: the run failed on purpose", file=sys.stderr)
         return 1
+    if "--edit" in argv:  # someone edits the README while the runs run
+        path = argv[argv.index("--edit") + 1]
+        with open(path, "a") as f:
+            f.write("An edit made while the runs ran.\n")
     os.makedirs(out)
     sets = dict(a.split("=", 1) for a in argv if "=" in a)
     if cmd == "run":
@@ -132,6 +138,22 @@ def main():
                "--check does not name a failed command", r)
         r = docs("--update", readme, binary)
         expect(r.returncode == 1 and read() == broken, "--update wrote a file with a failed run", r)
+
+        # A figure followed by a comma: the comma is text, not part of the number.
+        comma = README.replace("-->0 timeouts;", "-->7, then timeouts;")
+        write(comma)
+        r = docs("--update", readme, binary)
+        expect(r.returncode == 0 and "-->0, then timeouts;" in read(),
+               "--update took the comma after a figure as part of it:\n" + read(), r)
+
+        # A README edited while the runs ran: --update keeps the edit (writes nothing) and fails.
+        edited = README.replace("--set timeouts=0", f"--set timeouts=0 --edit {readme}").replace(
+            "91.6 Gb/s", "1.0 Gb/s")
+        write(edited)
+        r = docs("--update", readme, binary)
+        expect(r.returncode == 1 and "changed since the check began" in r.stderr
+               and read() == edited + "An edit made while the runs ran.\n",
+               "--update overwrote an edit made while the runs ran", r)
 
     for f in failures:
         print("FAILED:", f)

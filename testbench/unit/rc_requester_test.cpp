@@ -185,6 +185,28 @@ TEST(RcRequester, RepeatedSelectiveNakOfTheLastResendIsRecognised) {
     EXPECT_FALSE(rc.repeated_nak(12));
 }
 
+// Issue 24 (soak_rc_scale_selective): the NAK of the next gap is lost, and a repeated NAK of the
+// PSN just resent arrives before the resend's ACK. The repeat answers an AckReq sent before the
+// resend, so it must not disarm the probe: the resend's ACK then shows the packets after it
+// missing and they go again, instead of after the retransmission timer (67 ms by default).
+TEST(RcRequester, RepeatedSelectiveNakLeavesTheTailProbeArmed) {
+    rc_requester rc;
+    rc.sent(19, false, 0, true);              // PSNs 0..19, the message's last asks for an ACK
+    rc.sent(12, true, 12, true);              // the selective resend of 12 (NAKed), sent after 19
+    EXPECT_FALSE(rc.take_selective_nak(12));  // a repeat: ignored
+    uint32_t from = 0;
+    uint32_t to = 0;
+    // The resend's ACK covers 12..15 only: a gap at 16 whose NAK was lost; 16..19 go again.
+    ASSERT_TRUE(rc.lost_tail(15, &from, &to));
+    EXPECT_EQ(from, 16u);
+    EXPECT_EQ(to, 19u);
+    // A NAK that is news disarms it: the responder has something past that gap.
+    rc.sent(25, false, 0, true);
+    rc.sent(21, true, 21, true);
+    EXPECT_TRUE(rc.take_selective_nak(23));
+    EXPECT_FALSE(rc.lost_tail(22, &from, &to));
+}
+
 read_progress read_of(uint32_t first, uint32_t packets) {
     read_progress r;
     r.first_psn = first;
