@@ -99,6 +99,11 @@ public:
         uint64_t sr_unkept = 0;          // past the expected PSN, not placeable: dropped
     };
     const stats& get_stats() const { return m_stats; }
+    // busy_ps with the busy stretch under way counted up to `now` (not before the last event
+    // this block ran: timeseries.csv asks at a boundary it has simulated up to).
+    uint64_t busy_ps_at(const sc_core::sc_time& now) const {
+        return m_stats.busy_ps + (m_idle ? 0 : m_clk.ps_of(now - m_busy_since));
+    }
 
 private:
     void rx_thread();
@@ -206,6 +211,7 @@ private:
     notification_point* m_np = nullptr;
     uint64_t m_current_flow = 0;    // flow of the frame being handled (ACKs inherit it)
     sc_core::sc_time m_busy_since;  // the receive thread's last wake from idle
+    bool m_idle = true;             // the receive thread waits for a frame
     // parse_pipelined: when each frame in the FIFO arrived; the parse stage's next free edge.
     std::deque<sc_core::sc_time> m_arrivals;
     sc_core::sc_time m_parse_free;
