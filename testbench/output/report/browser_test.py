@@ -180,7 +180,7 @@ def readme_png(png, dest):
     with Image.open(png) as im:
         top = im.convert("RGB").crop((0, 0, im.width, min(im.height, 2400)))
         small = top.resize((top.width // 2, top.height // 2), Image.LANCZOS)
-        small.quantize(colors=64, method=Image.MEDIANCUT).save(dest, optimize=True)
+        small.quantize(colors=64, method=Image.FASTOCTREE).save(dest, optimize=True)
 
 
 def main():
