@@ -99,6 +99,18 @@ public:
         uint64_t sr_unkept = 0;          // past the expected PSN, not placeable: dropped
     };
     const stats& get_stats() const { return m_stats; }
+    // busy_ps with the busy stretch under way counted up to `now` (not before the last event
+    // this block ran: timeseries.csv asks at a boundary it has simulated up to).
+    uint64_t busy_ps_at(const sc_core::sc_time& now) const {
+        if (m_idle) {
+            return m_stats.busy_ps;
+        }
+        // A wait for the pipelined parse stage is counted whole when it starts; the part of it
+        // still ahead of `now` has not been waited yet.
+        const sc_core::sc_time ahead =
+            m_parse_wait_end > now ? m_parse_wait_end - now : sc_core::SC_ZERO_TIME;
+        return m_stats.busy_ps + m_clk.ps_of(now - m_busy_since - (m_parse_wait - ahead));
+    }
 
 private:
     void rx_thread();
@@ -206,9 +218,11 @@ private:
     context_cache* m_cache = nullptr;
     gsi* m_gsi = nullptr;
     notification_point* m_np = nullptr;
-    uint64_t m_current_flow = 0;    // flow of the frame being handled (ACKs inherit it)
-    sc_core::sc_time m_busy_since;  // the receive thread's last wake from idle
-    sc_core::sc_time m_parse_wait;  // since then, waiting for the pipelined parse stage
+    uint64_t m_current_flow = 0;        // flow of the frame being handled (ACKs inherit it)
+    sc_core::sc_time m_busy_since;      // the receive thread's last wake from idle
+    sc_core::sc_time m_parse_wait;      // since then, waiting for the pipelined parse stage
+    sc_core::sc_time m_parse_wait_end;  // the end of the last such wait (may lie ahead)
+    bool m_idle = true;                 // the receive thread waits for a frame
     // parse_pipelined: when each frame in the FIFO arrived; the parse stage's next free edge.
     std::deque<sc_core::sc_time> m_arrivals;
     sc_core::sc_time m_parse_free;

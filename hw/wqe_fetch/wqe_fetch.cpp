@@ -44,8 +44,10 @@ wqe_fetch::wqe_fetch(sc_core::sc_module_name name, const wqe_fetch_config& cfg,
           "most SQ ring reads in flight at once");
     s.add(this->name(), "outstanding_full", m_stats.outstanding_full, "count",
           "times a scheduled QP waited because max_outstanding ring reads were in flight");
-    s.add(this->name(), "busy_ps", m_stats.busy_ps, "ps",
-          "read-slot time (issue to last WQE parsed) over max_outstanding");
+    s.add(
+        this->name(), "busy_ps",
+        [this] { return nlohmann::json(busy_ps_at(sc_core::sc_time_stamp())); }, "ps",
+        "read-slot time (issue to last WQE parsed) over max_outstanding, up to now");
     s.add(this->name(), "stall_ps", m_stats.stall_ps, "ps",
           "time a parsed WQE waited for the transmit engine (output FIFO full)");
     s.add(
@@ -111,6 +113,16 @@ void wqe_fetch::issue(uint32_t qpn) {
     m_doorbell.reschedule(qpn);
     ++m_count;
     m_stats.max_in_flight = std::max<uint64_t>(m_stats.max_in_flight, m_count);
+}
+
+uint64_t wqe_fetch::busy_ps_at(const sc_core::sc_time& now) const {
+    const auto max = static_cast<uint32_t>(m_batches.size());
+    uint64_t busy = m_stats.busy_ps;
+    for (uint32_t k = 0; k < m_count; ++k) {
+        const batch& b = m_batches[(m_head + k) % max];
+        busy += m_clk.ps_of(now - b.doorbell_time) / max;
+    }
+    return busy;
 }
 
 // One thread: it issues the reads of scheduled QPs while fewer than max_outstanding are in

@@ -66,6 +66,9 @@ public:
         uint64_t stall_ps = 0;  // time blocked on the transmit engine (output FIFO full)
     };
     const stats& get_stats() const { return m_stats; }
+    // busy_ps with the reads in flight counted up to `now` (stats.json: the end of the run;
+    // timeseries.csv: a boundary it has simulated up to).
+    uint64_t busy_ps_at(const sc_core::sc_time& now) const;
 
 private:
     // One ring read: up to `batch` WQEs of a QP, in flight until `done`, parsed in issue order.

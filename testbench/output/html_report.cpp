@@ -342,6 +342,21 @@ void timeseries_charts(const csv& c, json& charts) {
             charts.push_back(ch);
         }
     }
+    const auto util = columns_of(s, ".util");
+    if (!util.empty()) {
+        json ser = json::array();
+        for (size_t u : top(util, s.mean, TOP + 1)) {
+            ser.push_back(series(strip(s.names[u], ".util"), points(s.t_us, s.cols[u])));
+        }
+        if (!ser.empty()) {
+            charts.push_back(chart("utilization", "Busiest resources over time",
+                                   "What bound the run, and when? (busy fraction per interval of "
+                                   "the most utilized of " +
+                                       std::to_string(util.size()) +
+                                       " NIC and PCIe resources, stats.json \"utilization\")",
+                                   "line", t_axis, axis("busy fraction"), ser));
+        }
+    }
     const auto queues = columns_of(s, ".queue_bytes");
     if (!queues.empty()) {
         json ser = aggregate_and_top(s, queues, fmt::format("max of {} ports", queues.size()), true,

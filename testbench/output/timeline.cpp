@@ -69,7 +69,8 @@ void pb_fixed64(std::string& o, uint32_t field, uint64_t v) {
         o += static_cast<char>(v >> (8 * i));
     }
 }
-// Perfetto's field numbers (trace_subset.proto beside the test lists them with their messages).
+// Perfetto's field numbers (testbench/output/perfetto/perfetto_trace_subset.proto: Perfetto's own
+// schema text for these messages).
 namespace pf {
 constexpr uint32_t TRACE_PACKET = 1;  // Trace.packet
 constexpr uint32_t TIMESTAMP = 8;     // TracePacket.*

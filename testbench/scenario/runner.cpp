@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -326,6 +327,102 @@ std::unique_ptr<output::timeseries> make_timeseries(const scenario_config& cfg,
             const std::string n = "node" + std::to_string(i);
             ts->add(n + ".goodput_gbps", kind::rate, 8.0, 3, reader(bytes));
             ts->add(n + ".mpps", kind::rate, 1e3, 4, reader(msgs));
+        }
+    }
+    if (c.utilization) {
+        // The node resources with a busy-time counter (stats.json "utilization"): busy ps per
+        // ns of the interval / 1000, the busy fraction. Each counted up to the boundary: WQE
+        // fetch and the receive thread through their stats (busy stretches under way included),
+        // PCIe without the TLP time reserved beyond the boundary.
+        const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
+        for (size_t i = 0; i < t.nodes.size(); ++i) {
+            const std::string n = "node" + std::to_string(i) + ".";
+            const bool mine = tb.nodes[i] != nullptr;
+            // The blocks by their SystemC names (the stats.json block names).
+            auto block = [&](const std::string& name) -> sc_core::sc_object* {
+                sc_core::sc_object* o = sc_core::sc_find_object((n + name).c_str());
+                if (o == nullptr) {
+                    throw std::logic_error("timeseries: no block " + n + name);
+                }
+                return o;
+            };
+            std::function<uint64_t(uint64_t)> fetch;
+            std::function<uint64_t(uint64_t)> recv;
+            if (mine) {
+                const auto* f = dynamic_cast<const hw::wqe_fetch*>(block("nic.wqe_fetch"));
+                const auto* r = dynamic_cast<const hw::recv_path*>(block("nic.recv_path"));
+                if (f == nullptr || r == nullptr) {
+                    throw std::logic_error("timeseries: " + n + "nic's blocks are not as named");
+                }
+                fetch = [f](uint64_t at) {
+                    return f->busy_ps_at(sc_core::sc_time::from_value(at));
+                };
+                recv = [r](uint64_t at) { return r->busy_ps_at(sc_core::sc_time::from_value(at)); };
+            }
+            ts->add(n + "nic.wqe_fetch.util", kind::rate, 1e-3, 4, std::move(fetch));
+            ts->add(n + "nic.recv_path.util", kind::rate, 1e-3, 4, std::move(recv));
+            fabric::pcie_link* pcie = mine ? &tb.nodes[i]->pcie : nullptr;
+            if (pcie != nullptr) {
+                pcie->track_busy(true);
+            }
+            for (const bool up : {true, false}) {
+                std::function<uint64_t(uint64_t)> read;
+                if (pcie != nullptr) {
+                    read = [pcie, up, ps_per_unit](uint64_t at) {
+                        return pcie->busy_ps_at(up, static_cast<double>(at) * ps_per_unit);
+                    };
+                }
+                ts->add(n + (up ? "pcie.up.util" : "pcie.down.util"), kind::rate, 1e-3, 4,
+                        std::move(read));
+            }
+        }
+    }
+    if (c.cc && cfg.rnic.cc.algorithm != "none") {
+        // Each node's QPs' congestion-control rates at the boundary, from its rate log (cc.csv):
+        // the mean and the lowest over the QPs that have a rate (a row in the log) by then.
+        struct cc_rates {
+            const hw::cc::cc_engine* cc = nullptr;
+            double ps_per_unit = 1;
+            size_t cursor = 0;
+            std::map<uint32_t, uint64_t> rate_mbps;  // by QPN
+            uint64_t sum = 0;
+            void update(uint64_t at) {
+                const auto& log = cc->rate_log();
+                const double at_ps = static_cast<double>(at) * ps_per_unit;
+                for (; cursor < log.size() && static_cast<double>(log[cursor].time_ps) <= at_ps;
+                     ++cursor) {
+                    uint64_t& r = rate_mbps[log[cursor].qpn];
+                    sum = sum - r + log[cursor].rate_mbps;
+                    r = log[cursor].rate_mbps;
+                }
+            }
+        };
+        const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
+        for (size_t i = 0; i < t.nodes.size(); ++i) {
+            std::function<uint64_t(uint64_t)> mean;
+            std::function<uint64_t(uint64_t)> low;
+            const hw::cc::cc_engine* cc =
+                tb.nodes[i] != nullptr ? tb.nodes[i]->nic.congestion_control() : nullptr;
+            if (cc != nullptr) {
+                auto st = std::make_shared<cc_rates>();
+                st->cc = cc;
+                st->ps_per_unit = ps_per_unit;
+                mean = [st](uint64_t at) -> uint64_t {
+                    st->update(at);
+                    return st->rate_mbps.empty() ? 0 : st->sum / st->rate_mbps.size();
+                };
+                low = [st](uint64_t at) -> uint64_t {
+                    st->update(at);
+                    uint64_t m = ~uint64_t{0};
+                    for (const auto& [qpn, r] : st->rate_mbps) {
+                        m = std::min(m, r);
+                    }
+                    return st->rate_mbps.empty() ? 0 : m;
+                };
+            }
+            const std::string n = "node" + std::to_string(i);
+            ts->add(n + ".cc_mean_gbps", kind::instant, 1e-3, 3, std::move(mean));
+            ts->add(n + ".cc_min_gbps", kind::instant, 1e-3, 3, std::move(low));
         }
     }
     return ts;

@@ -410,43 +410,45 @@ outputs_config parse_outputs(config::reader r, const hw::nic_limits& lim,
     if (t.end_ns <= t.start_ns) {
         ts.error("end_ns", fmt::format("{} is not after start_ns {}", t.end_ns, t.start_ns));
     }
-    // timeseries.sample: which columns, from "links", "pauses", "queues", "nodes".
-    static const std::array<const char*, 4> kinds = {"links", "pauses", "queues", "nodes"};
+    // timeseries.sample: which columns, from the names below.
+    const std::array<std::pair<const char*, bool*>, 6> kinds = {{{"links", &t.links},
+                                                                 {"pauses", &t.pauses},
+                                                                 {"queues", &t.queues},
+                                                                 {"nodes", &t.nodes},
+                                                                 {"utilization", &t.utilization},
+                                                                 {"cc", &t.cc}}};
+    std::string names;
+    for (const auto& [k, flag] : kinds) {
+        names += std::string(names.empty() ? "" : ", ") + "\"" + k + "\"";
+    }
     nlohmann::json sample = nlohmann::json::array();
     if (const nlohmann::json* v = ts.raw("sample"); v != nullptr) {
         if (!v->is_array()) {
-            ts.error("sample", config::describe(*v) +
-                                   " is not an array of \"links\", "
-                                   "\"pauses\", \"queues\", \"nodes\"");
+            ts.error("sample", config::describe(*v) + " is not an array of " + names);
         } else {
-            t.links = t.pauses = t.queues = t.nodes = false;
+            for (const auto& [k, flag] : kinds) {
+                *flag = false;
+            }
             for (size_t i = 0; i < v->size(); ++i) {
                 const nlohmann::json& e = (*v)[i];
                 bool* flag = nullptr;
-                if (e == "links") {
-                    flag = &t.links;
-                } else if (e == "pauses") {
-                    flag = &t.pauses;
-                } else if (e == "queues") {
-                    flag = &t.queues;
-                } else if (e == "nodes") {
-                    flag = &t.nodes;
+                for (const auto& [k, f] : kinds) {
+                    if (e == k) {
+                        flag = f;
+                    }
                 }
                 if (flag == nullptr) {
                     ts.error("sample." + std::to_string(i),
-                             config::describe(e) +
-                                 " is not one of \"links\", \"pauses\", \"queues\", \"nodes\"");
+                             config::describe(e) + " is not one of " + names);
                     continue;
                 }
                 *flag = true;
             }
         }
     }
-    for (const char* k : kinds) {
-        const std::string n = k;
-        if ((n == "links" && t.links) || (n == "pauses" && t.pauses) ||
-            (n == "queues" && t.queues) || (n == "nodes" && t.nodes)) {
-            sample.push_back(n);
+    for (const auto& [k, flag] : kinds) {
+        if (*flag) {
+            sample.push_back(k);
         }
     }
     ts.set_effective("sample", sample);

@@ -106,6 +106,10 @@ struct timeseries_config {
     bool pauses = true;  // link<i>.dir<s>.paused: 1 when PFC pauses some priority of it
     bool queues = true;  // <switch>.port<p>.queue_bytes (all priorities), <switch>.buffer_bytes
     bool nodes = true;   // node<i>.goodput_gbps, node<i>.mpps: the node's completed WRs
+    // node<i>.<resource>.util: busy fraction of each resource with a busy-time counter
+    bool utilization = true;
+    // node<i>.cc_{mean,min}_gbps: its QPs' congestion-control rates (rnic.cc.algorithm set)
+    bool cc = true;
     bool on() const { return interval_ns > 0; }
 };
 

@@ -162,6 +162,136 @@ TEST(TimeSeries, RowsAddUpToTheCountersAndAddNoEvents) {
     EXPECT_LE(peak, stats["blocks"]["sw0"]["buffer_peak_bytes"].get<double>());
 }
 
+// Utilization columns: busy fraction x interval summed over the rows = the block's busy-time
+// counter in stats.json (the same counter stats.json's "utilization" divides), and no interval
+// busier than itself. 64 B WRITEs at the message rate keep the receiving NIC's receive thread
+// busy for stretches much longer than the 500 ns interval, which it used to count only when the
+// stretch ended, and PCIe reserves TLPs ahead of time, which it counted when reserved (an
+// interval then showed up to 5.0 at line rate).
+TEST(TimeSeries, UtilizationAddsUpToTheBusyCountersAndStaysAtMostOne) {
+    scratch s;
+    struct resource {
+        std::string column;
+        std::string block;
+        std::string counter;
+    };
+    // Per run: the busiest interval of each resource.
+    auto check = [&](const std::string& config, const std::string& messages) {
+        std::map<std::string, double> busiest;
+        const std::string out = s.dir + "/" + messages;
+        const cli_result r = rnicsim(
+            s, {"run", source_dir() + config, "--out", out, "--set",
+                "workload.messages=" + messages, "--set", "outputs.timeseries.interval_ns=500",
+                "--set", R"(outputs.timeseries.sample=["utilization"])"});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        const json stats = json::parse(read_file(out + "/stats.json"));
+        const table t = read_table(read_file(out + "/timeseries.csv"));
+        EXPECT_GT(t.rows, 20u);
+        EXPECT_EQ(t.names.size(), 1u + 2 * 4);  // 2 nodes x wqe_fetch, recv_path, pcie up/down
+        const auto& time = t.cols.at("time_ns");
+        const double end_ns = stats["sim"]["simulated_ns"].get<double>();
+        for (int n = 0; n < 2; ++n) {
+            const std::string node = "node" + std::to_string(n);
+            for (const resource& x :
+                 std::vector<resource>{{".nic.wqe_fetch.util", ".nic.wqe_fetch", "busy_ps"},
+                                       {".nic.recv_path.util", ".nic.recv_path", "busy_ps"},
+                                       {".pcie.up.util", ".pcie", "up_busy_ps"},
+                                       {".pcie.down.util", ".pcie", "down_busy_ps"}}) {
+                const auto& u = t.cols.at(node + x.column);
+                double busy_ps = 0;
+                for (size_t i = 0; i < t.rows; ++i) {
+                    const double dt = time[i] - (i == 0 ? 0.0 : time[i - 1]);
+                    busy_ps += u[i] * dt * 1e3;
+                    if (x.column != ".nic.wqe_fetch.util") {
+                        // Counted up to each boundary: never more than the interval. (WQE fetch
+                        // counts a read's QP-context lookup when the read is issued.)
+                        EXPECT_LE(u[i], 1.0)
+                            << config << " " << node << x.column << " at " << time[i];
+                    }
+                    busiest[node + x.column] = std::max(busiest[node + x.column], u[i]);
+                }
+                // 4 decimals per cell: at most 0.00005 x dt ns of rounding per row.
+                EXPECT_NEAR(busy_ps, stats["blocks"][node + x.block][x.counter].get<double>(),
+                            0.00005 * end_ns * 1e3 + 1)
+                    << config << " " << node << x.column;
+            }
+        }
+        return busiest;
+    };
+    // 64 B WRITEs at the message rate: the receiving NIC's receive thread is busy in stretches
+    // much longer than an interval; some interval is all busy.
+    EXPECT_GT(check("/configs/bench/write_64b_msg_rate.json", "3000")["node1.nic.recv_path.util"],
+              0.99);
+    // 64 KiB WRITEs at line rate: PCIe reserves a message's TLPs microseconds ahead (the
+    // sender's payload reads come down, the receiver's writes go up); all busy at times.
+    auto line = check("/configs/bench/write_64k_line_rate.json", "50");
+    EXPECT_GT(line["node0.pcie.down.util"], 0.99);
+    EXPECT_GT(line["node1.pcie.up.util"], 0.99);
+}
+
+// Congestion-control columns: at each boundary, each node's mean and lowest rate over its QPs
+// that have one, as cc.csv's rows up to then give them.
+TEST(TimeSeries, CcRatesFollowCcCsv) {
+    scratch s;
+    const std::string out = s.dir + "/out";
+    const cli_result r =
+        rnicsim(s, {"run", source_dir() + "/configs/fabric/incast_8to1_dcqcn.json", "--out", out,
+                    "--set", "workload.messages=8", "--set", "outputs.timeseries.interval_ns=2000",
+                    "--set", R"(outputs.timeseries.sample=["cc"])"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const table t = read_table(read_file(out + "/timeseries.csv"));
+    EXPECT_EQ(t.names.size(), 1u + 2 * 9);
+    // cc.csv: time_ns,node,qpn,rate_mbps,target_mbps,alpha,cnps, in time order.
+    struct row {
+        double t;
+        int node;
+        int qpn;
+        double mbps;
+    };
+    std::vector<row> rows;
+    std::istringstream in(read_file(out + "/cc.csv"));
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+        std::stringstream f(line);
+        std::vector<std::string> c;
+        for (std::string x; std::getline(f, x, ',');) {
+            c.push_back(x);
+        }
+        rows.push_back({std::stod(c[0]), std::stoi(c[1]), std::stoi(c[2]), std::stod(c[3])});
+    }
+    ASSERT_GT(rows.size(), 20u);
+    const auto& time = t.cols.at("time_ns");
+    double lowest = 1e9;
+    for (int n = 0; n < 9; ++n) {
+        const std::string node = "node" + std::to_string(n);
+        size_t k = 0;
+        std::map<int, double> rate;
+        for (size_t i = 0; i < t.rows; ++i) {
+            for (; k < rows.size() && rows[k].t <= time[i]; ++k) {
+                if (rows[k].node == n) {
+                    rate[rows[k].qpn] = rows[k].mbps;
+                }
+            }
+            double sum = 0;
+            double low = 0;
+            for (const auto& [q, v] : rate) {
+                sum += v;
+                low = (low == 0 || v < low) ? v : low;
+            }
+            const double mean = rate.empty() ? 0 : std::floor(sum / rate.size());
+            EXPECT_NEAR(t.cols.at(node + ".cc_mean_gbps")[i], mean / 1e3, 0.0005)
+                << node << " at " << time[i];
+            EXPECT_NEAR(t.cols.at(node + ".cc_min_gbps")[i], low / 1e3, 0.0005)
+                << node << " at " << time[i];
+            if (!rate.empty()) {
+                lowest = std::min(lowest, low);
+            }
+        }
+    }
+    EXPECT_LT(lowest, 50000);  // DCQCN cut some sender below half its 100 Gb/s
+}
+
 TEST(TimeSeries, WindowAndColumnsAsAsked) {
     scratch s;
     const std::string out = s.dir + "/out";

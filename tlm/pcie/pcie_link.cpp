@@ -72,11 +72,38 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
 
 double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes) {
     const double start = std::max(t_ps, free_ps);
+    const bool back_to_back = start == free_ps;
     const double dur = bytes * m_byte_ns * PS_PER_NS;
     free_ps = start + dur;
     st.wire_bytes += bytes;
     st.busy_ps += static_cast<uint64_t>(dur);
+    if (m_track_busy) {
+        const bool up = &st == &m_up;
+        std::deque<reserved>& q = up ? m_up_ahead : m_down_ahead;
+        if (back_to_back && !q.empty()) {
+            q.back().ps += static_cast<uint64_t>(dur);  // one busy stretch with the last TLP
+        } else {
+            q.push_back({start, static_cast<uint64_t>(dur)});
+        }
+        (up ? m_up_ahead_ps : m_down_ahead_ps) += static_cast<uint64_t>(dur);
+    }
     return free_ps;
+}
+
+uint64_t pcie_link::busy_ps_at(bool up, double now_ps) {
+    std::deque<reserved>& q = up ? m_up_ahead : m_down_ahead;
+    uint64_t& ahead = up ? m_up_ahead_ps : m_down_ahead_ps;
+    // Reserved in time order, one after the other (back-to-back TLPs as one stretch): only the
+    // first can straddle now.
+    while (!q.empty() && q.front().start + static_cast<double>(q.front().ps) <= now_ps) {
+        ahead -= q.front().ps;
+        q.pop_front();
+    }
+    uint64_t done = 0;
+    if (!q.empty() && q.front().start < now_ps) {
+        done = std::min(q.front().ps, static_cast<uint64_t>(now_ps - q.front().start));
+    }
+    return (up ? m_up : m_down).busy_ps - ahead + done;
 }
 
 double pcie_link::write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,

@@ -80,6 +80,12 @@ public:
     const direction_stats& upstream() const { return m_up; }
     const direction_stats& downstream() const { return m_down; }
     uint64_t tag_stall_ps() const { return m_tag_stall_ps; }
+    // Busy time of a direction (up: device->host) up to `now_ps`: busy_ps counts a TLP's whole
+    // time when the TLP is reserved, possibly ahead of now; this takes off the part still
+    // ahead. Only after track_busy(true) before the run (timeseries.csv turns it on; off, a TLP
+    // costs nothing more), else busy_ps itself.
+    void track_busy(bool on) { m_track_busy = on; }
+    uint64_t busy_ps_at(bool up, double now_ps);
 
 private:
     struct pending_write {
@@ -128,6 +134,17 @@ private:
     direction_stats m_up;
     direction_stats m_down;
     uint64_t m_tag_stall_ps = 0;
+    // With track_busy: per direction, the TLPs reserved and not yet over at the last
+    // busy_ps_at (start, ps counted), in time order, and their ps.
+    struct reserved {
+        double start;
+        uint64_t ps;
+    };
+    bool m_track_busy = false;
+    std::deque<reserved> m_up_ahead;
+    std::deque<reserved> m_down_ahead;
+    uint64_t m_up_ahead_ps = 0;
+    uint64_t m_down_ahead_ps = 0;
     uint64_t m_msi_writes = 0;
     uint64_t m_iommu_faults = 0;
     std::unordered_set<uint64_t> m_iommu_unmapped;  // 4 KiB page numbers

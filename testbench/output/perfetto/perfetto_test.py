@@ -7,12 +7,19 @@
 Runs SCENARIO twice, with outputs.trace on in the JSON form (trace.json) and in Perfetto's
 protobuf form (outputs.trace_format "perfetto": trace.perfetto-trace), decodes the protobuf with
 Debian's python3-protobuf and a module that protoc (protobuf-compiler) generates from
-trace_subset.proto (written from Perfetto's documented field numbers, not from Perfetto's
-sources), and wants:
-  - every packet on sequence 1, the first clearing the incremental state, every interned name
-    defined before its use, every TrackEvent on a track a TrackDescriptor declared, a thread's
-    track under its process's;
-  - per track, begin/end events that nest (a slice ends after it begins, on its own track);
+perfetto_trace_subset.proto (Perfetto's own schema text for the messages used), and wants what
+Perfetto's trace processor needs to import it:
+  - no unknown field anywhere: every field written is one of Perfetto's, with its number and
+    wire type;
+  - every packet on sequence 1, the first clearing the incremental state
+    (SEQ_INCREMENTAL_STATE_CLEARED), every packet that uses an interned name marked
+    SEQ_NEEDS_INCREMENTAL_STATE and the name interned before it on the sequence;
+  - every TrackEvent with a timestamp, on a track a TrackDescriptor declared before it; a
+    thread's track under its process's track with the process's pid, and no tid used twice
+    (the trace processor keys threads by tid);
+  - the slices as the trace processor forms them: the events sorted by timestamp (file order
+    for ties), a begin opens a slice on its track, an end closes the innermost open one, and
+    every slice ends;
   - the same slices as trace.json: (track name, stage, start ns, end ns) as multisets, the JSON
     times (us with 6 decimals) floored to ns as the protobuf's;
   - the same flows: per WQE flow id the same slices in the same order, and as many flow links
@@ -52,13 +59,13 @@ def run(a, out, extra):
 
 
 def load_module(tmp):
-    proto = os.path.join(HERE, "trace_subset.proto")
+    proto = os.path.join(HERE, "perfetto_trace_subset.proto")
     p = subprocess.run(["protoc", f"--proto_path={HERE}", f"--python_out={tmp}", proto],
                        capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"protoc failed (protobuf-compiler installed? scripts/setup):\n{p.stderr}")
     sys.path.insert(0, tmp)
-    return importlib.import_module("trace_subset_pb2")
+    return importlib.import_module("perfetto_trace_subset_pb2")
 
 
 def json_slices(path):
@@ -80,15 +87,33 @@ def json_slices(path):
     return slices, arrows
 
 
+def unknown_fields(msg, path, out):
+    """Appends (path, field number) of every field the schema does not know, recursively."""
+    for f in msg.UnknownFields():
+        out.append((path, f.field_number))
+    for fd, v in msg.ListFields():
+        if fd.message_type is None:
+            continue
+        for sub in (v if fd.label == fd.LABEL_REPEATED else [v]):
+            unknown_fields(sub, f"{path}.{fd.name}", out)
+
+
 def proto_slices(pb, path):
     trace = pb.Trace()
     with open(path, "rb") as f:
         trace.ParseFromString(f.read())
     if not trace.packet:
         fail("no packet in the protobuf trace")
-    if not trace.packet[0].sequence_flags & 1:
-        fail("the first packet does not clear the incremental state (sequence_flags bit 0)")
-    tracks, interned, open_slices, slices = {}, {}, collections.defaultdict(list), []
+    unknown = []
+    unknown_fields(trace, "Trace", unknown)
+    if unknown:
+        fail(f"{len(unknown)} fields Perfetto's schema does not know, e.g. {unknown[:5]}")
+    cleared = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+    needs = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+    if not trace.packet[0].sequence_flags & cleared:
+        fail("the first packet does not clear the incremental state")
+    # File order: descriptors and interned names are sequence state, taken as they come.
+    tracks, pids, tids, interned, events = {}, {}, set(), {}, []
     for i, p in enumerate(trace.packet):
         if p.trusted_packet_sequence_id != 1:
             fail(f"packet {i} is on sequence {p.trusted_packet_sequence_id}, not 1")
@@ -96,12 +121,21 @@ def proto_slices(pb, path):
             interned[n.iid] = n.name
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
+            if d.uuid in tracks:
+                fail(f"packet {i}: track uuid {d.uuid} declared twice")
             if d.HasField("thread"):
                 if d.parent_uuid not in tracks or tracks[d.parent_uuid][0] != "process":
                     fail(f"thread track {d.thread.thread_name} has no process track before it")
+                if d.thread.pid != pids[d.parent_uuid]:
+                    fail(f"thread track {d.thread.thread_name}: pid {d.thread.pid}, its "
+                         f"process's {pids[d.parent_uuid]}")
+                if d.thread.tid in tids:
+                    fail(f"thread track {d.thread.thread_name}: tid {d.thread.tid} used twice")
+                tids.add(d.thread.tid)
                 tracks[d.uuid] = ("thread", d.thread.thread_name)
             elif d.HasField("process"):
                 tracks[d.uuid] = ("process", d.process.process_name)
+                pids[d.uuid] = d.process.pid
             else:
                 fail(f"packet {i}: a track descriptor without a process or a thread")
         if p.HasField("track_event"):
@@ -113,19 +147,25 @@ def proto_slices(pb, path):
             if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
                 if e.name_iid not in interned:
                     fail(f"packet {i}: name iid {e.name_iid} used before it was interned")
-                if not p.sequence_flags & 2:
+                if not p.sequence_flags & needs:
                     fail(f"packet {i}: uses interned data without SEQ_NEEDS_INCREMENTAL_STATE")
-                open_slices[e.track_uuid].append((interned[e.name_iid], p.timestamp, list(e.flow_ids)))
+                events.append((p.timestamp, i, e.track_uuid, interned[e.name_iid],
+                               list(e.flow_ids)))
             elif e.type == pb.TrackEvent.TYPE_SLICE_END:
-                if not open_slices[e.track_uuid]:
-                    fail(f"packet {i}: a slice end on a track with no open slice")
-                name, start, flows = open_slices[e.track_uuid].pop()
-                if p.timestamp < start:
-                    fail(f"packet {i}: slice {name} ends ({p.timestamp}) before it begins ({start})")
-                slices.append((tracks[e.track_uuid][1], name, start, p.timestamp,
-                               flows[0] if flows else 0))
+                events.append((p.timestamp, i, e.track_uuid, None, None))
             else:
                 fail(f"packet {i}: event type {e.type}")
+    # Timestamp order (the trace processor sorts the events of a file; ties keep file order).
+    events.sort(key=lambda x: (x[0], x[1]))
+    open_slices, slices = collections.defaultdict(list), []
+    for ts, i, track, name, flows in events:
+        if name is not None:
+            open_slices[track].append((name, ts, flows))
+            continue
+        if not open_slices[track]:
+            fail(f"packet {i}: a slice end on a track with no open slice")
+        name, start, flows = open_slices[track].pop()
+        slices.append((tracks[track][1], name, start, ts, flows[0] if flows else 0))
     left = sum(len(v) for v in open_slices.values())
     if left:
         fail(f"{left} slices never end")

@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """ctest Report.browser.*: report.html opened in headless Chromium (Debian's `chromium`).
 
-  browser_test.py --rnicsim BIN --work DIR [--expect ID[,ID]...]... [--set P=V]... (run | sweep) SCENARIO
+  browser_test.py --rnicsim BIN --work DIR [--expect ID[,ID]...]... [--set P=V]...
+                  [--readme-png PNG] (run | sweep) SCENARIO
 
 Runs the scenario (or a sweep of it: 3 message sizes x WRITE/READ) into DIR/out, opens DIR/out/report.html in a fresh headless
 Chromium driven over the DevTools protocol (--remote-debugging-pipe: NUL-separated JSON on file
 descriptors 3 and 4, no network, no websocket), and wants: no console error and no uncaught
 exception; the page's script finished (body data-ready="1"); every chart box has
 data-rendered > 0 (it drew points); each --expect ID is among the charts; the page loaded
-nothing from the network. Keeps DIR/report.png, a screenshot of the whole page.
+nothing from the network. Keeps DIR/report.png, a screenshot of the whole page; --readme-png
+also writes the README's picture from it (the top of the page at half size, 64 colours).
 
 Exit 0 when the test holds, 1 with the reason otherwise.
 """
@@ -172,12 +174,22 @@ def open_report(html, png):
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def readme_png(png, dest):
+    """The README's picture: the page's top 2,400 px at half size, in a 64-colour palette."""
+    from PIL import Image  # python3-pil (python3-matplotlib depends on it)
+    with Image.open(png) as im:
+        top = im.convert("RGB").crop((0, 0, im.width, min(im.height, 2400)))
+        small = top.resize((top.width // 2, top.height // 2), Image.LANCZOS)
+        small.quantize(colors=64, method=Image.FASTOCTREE).save(dest, optimize=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rnicsim", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--readme-png")
     ap.add_argument("what", choices=["run", "sweep"])
     ap.add_argument("scenario")
     a = ap.parse_args()
@@ -221,6 +233,8 @@ def main():
         fail(f"charts missing: {missing} (the page has {ids})")
     if os.path.getsize(png) < 10000:
         fail(f"{png} is {os.path.getsize(png)} bytes: a blank page?")
+    if a.readme_png:
+        readme_png(png, a.readme_png)
     print(f"ok: {len(ids)} charts with data ({', '.join(f'{c[0]}={c[1]}' for c in state['charts'])}), "
           f"{state['tables']} tables; screenshot {png}")
 
