@@ -368,6 +368,31 @@ def markdown(rows, configs, args):
     return "\n".join(lines)
 
 
+# --idle-memory: the quickstart's one flow (node 0 to node 1) in a leaf-spine of 32 hosts per leaf
+# and 2 spines, at two sizes; every other node and switch is idle. The difference of the peak RSS
+# over the difference of the node count is what one more idle node (and 1/32 of a leaf switch)
+# costs, elaboration and all its processes' stacks included.
+IDLE_LEAVES = (2, 8)
+
+
+def idle_memory(rnicsim):
+    scenario = os.path.join(ROOT, "configs", "quickstart.json")
+    row = {"scenario": "idle_node_memory"}
+    rss = []
+    for leaves in IDLE_LEAVES:
+        topology = {"leaf_spine": {"leaves": leaves, "spines": 2, "hosts_per_leaf": 32}}
+        _, _, wall, cpu, rusage, _, error = execute(
+            rnicsim, scenario, ["topology=" + json.dumps(topology), "workload.messages=10"])
+        if error is not None:
+            return {"scenario": "idle_node_memory", "error": "%d nodes: %s" % (32 * leaves, error)}
+        rss.append(rusage.ru_maxrss)  # KiB
+        row["peak_rss_mb_%d_nodes" % (32 * leaves)] = round(rusage.ru_maxrss / 1024.0, 1)
+        row["cpu_s_%d_nodes" % (32 * leaves)] = round(cpu, 3)
+    nodes = 32 * (IDLE_LEAVES[1] - IDLE_LEAVES[0])
+    row["kb_per_idle_node"] = round((rss[1] - rss[0]) / nodes, 1)
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -390,8 +415,16 @@ def main():
                     help="override a config value of every scenario (as rnicsim run --set)")
     ap.add_argument("--markdown", action="store_true",
                     help="print README's benchmark table (the JSON lines go to stderr)")
+    ap.add_argument("--idle-memory", action="store_true",
+                    help="only measure the memory of an idle node: peak RSS of the quickstart's "
+                         "flow in a leaf-spine of %d and of %d nodes, the difference per node "
+                         "(kb_per_idle_node)" % (32 * IDLE_LEAVES[0], 32 * IDLE_LEAVES[1]))
     ap.add_argument("scenarios", nargs="*")
     args = ap.parse_args()
+    if args.idle_memory:
+        row = idle_memory(args.rnicsim)
+        print(json.dumps(row), flush=True)
+        sys.exit(1 if "error" in row else 0)
     args.cc = [a for a in args.cc_algorithms.split(",") if a] if args.cc else []
     # The commit of the tree at the start (what scripts/bench just built), for --markdown.
     commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"],

@@ -23,13 +23,10 @@ context_store::context_store(uint32_t max_qps, uint32_t max_cqs, uint32_t max_sr
     m_mtt_holes.emplace_back(0, max_mtt_pages);
 }
 
+// A lookup never allocates: a handle in a page never written is not valid.
 template <typename T>
-static T* slot(std::vector<T>& v, uint32_t i) {
-    return i < v.size() ? &v[i] : nullptr;
-}
-template <typename T>
-static T* valid(std::vector<T>& v, uint32_t i) {
-    T* p = slot(v, i);
+static T* valid(paged_table<T>& t, uint32_t i) {
+    T* p = t.find(i);
     return p != nullptr && p->valid ? p : nullptr;
 }
 
@@ -46,23 +43,23 @@ pd_context* context_store::pd(uint32_t n) {
     return valid(m_pds, n);
 }
 qp_context* context_store::qp_slot(uint32_t n) {
-    return slot(m_qps, n);
+    return m_qps.slot(n);
 }
 cq_context* context_store::cq_slot(uint32_t n) {
-    return slot(m_cqs, n);
+    return m_cqs.slot(n);
 }
 srq_context* context_store::srq_slot(uint32_t n) {
-    return slot(m_srqs, n);
+    return m_srqs.slot(n);
 }
 pd_context* context_store::pd_slot(uint32_t n) {
-    return slot(m_pds, n);
+    return m_pds.slot(n);
 }
 mpt_entry* context_store::mpt_slot(uint32_t key) {
-    return slot(m_mpt, hsi::key_index(key));
+    return m_mpt.slot(hsi::key_index(key));
 }
 
 mpt_entry* context_store::mpt(uint32_t key) {
-    mpt_entry* e = slot(m_mpt, hsi::key_index(key));
+    mpt_entry* e = m_mpt.find(hsi::key_index(key));
     if (e == nullptr || !e->allocated || e->key != key) {
         return nullptr;
     }

@@ -127,6 +127,44 @@ struct pd_context {
     uint32_t refcount = 0;
 };
 
+// A table of `size` entries whose storage comes in pages of PAGE entries, each allocated (its
+// entries default-constructed) the first time one of its slots is asked for: an idle NIC's
+// tables sized to rnic.limits hold no memory, a busy one's only the pages its handles fall in
+// (1024-node fabrics, issue 29). Entries never move once allocated.
+template <typename T>
+class paged_table {
+public:
+    static constexpr uint32_t PAGE = 32;
+    explicit paged_table(uint32_t size)
+        : m_size(size)
+        , m_pages((size + PAGE - 1) / PAGE) {}
+    uint32_t size() const { return m_size; }
+    // The entry, allocating its page; nullptr out of range.
+    T* slot(uint32_t i) {
+        if (i >= m_size) {
+            return nullptr;
+        }
+        std::unique_ptr<T[]>& page = m_pages[i / PAGE];
+        if (!page) {
+            page = std::make_unique<T[]>(PAGE);
+        }
+        return &page[i % PAGE];
+    }
+    // The entry if its page exists (an absent page's entries are all default: never valid);
+    // nullptr otherwise.
+    T* find(uint32_t i) {
+        if (i >= m_size) {
+            return nullptr;
+        }
+        std::unique_ptr<T[]>& page = m_pages[i / PAGE];
+        return page ? &page[i % PAGE] : nullptr;
+    }
+
+private:
+    uint32_t m_size;
+    std::vector<std::unique_ptr<T[]>> m_pages;
+};
+
 class context_store {
 public:
     context_store(uint32_t max_qps, uint32_t max_cqs, uint32_t max_srqs, uint32_t max_pds,
@@ -158,11 +196,11 @@ public:
     uint32_t mtt_pages_free() const { return m_mtt_free; }
 
 private:
-    std::vector<qp_context> m_qps;
-    std::vector<cq_context> m_cqs;
-    std::vector<srq_context> m_srqs;
-    std::vector<pd_context> m_pds;
-    std::vector<mpt_entry> m_mpt;
+    paged_table<qp_context> m_qps;
+    paged_table<cq_context> m_cqs;
+    paged_table<srq_context> m_srqs;
+    paged_table<pd_context> m_pds;
+    paged_table<mpt_entry> m_mpt;
     // calloc'd, not a std::vector: the zero pages come fresh from the OS and stay unmapped until
     // a registration writes them, so an idle NIC does not pay its 2 MiB of RSS (1024-node fabrics).
     struct free_deleter {

@@ -40,11 +40,13 @@ tag_cache::tag_cache(const cache_config& cfg, uint64_t seed)
     , m_lru(cfg.policy == "lru")
     , m_random(cfg.policy == "random")
     , m_sets(std::max<uint32_t>(1, cfg.entries / std::max<uint32_t>(1, cfg.ways)))
-    , m_lines(static_cast<size_t>(m_sets) * cfg.ways)
     , m_rng(seed | 1) {}
 
 tag_cache::result tag_cache::access(uint64_t tag, bool write) {
     result r;
+    if (m_lines.empty()) {
+        m_lines.resize(static_cast<size_t>(m_sets) * m_cfg.ways);  // the first access: all invalid
+    }
     const uint32_t set = static_cast<uint32_t>(tag % m_sets);
     line* first = &m_lines[static_cast<size_t>(set) * m_cfg.ways];
     line* last = first + m_cfg.ways;
@@ -80,6 +82,9 @@ tag_cache::result tag_cache::access(uint64_t tag, bool write) {
 }
 
 void tag_cache::invalidate(uint64_t tag) {
+    if (m_lines.empty()) {
+        return;  // never accessed: nothing cached
+    }
     const uint32_t set = static_cast<uint32_t>(tag % m_sets);
     line* first = &m_lines[static_cast<size_t>(set) * m_cfg.ways];
     for (line* l = first; l != first + m_cfg.ways; ++l) {

@@ -60,6 +60,7 @@ private:
     bool m_lru;     // policy "lru" (decoded once: looked at on every access)
     bool m_random;  // policy "random"
     uint32_t m_sets;
+    // m_sets x ways, allocated by the first access: an idle NIC's caches hold no memory.
     std::vector<line> m_lines;
     uint64_t m_clock = 0;
     uint64_t m_rng;
