@@ -19,7 +19,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     : sc_module(name)
     , m_cfg(cfg)
     , m_id(id)
-    , m_clk(std::string(this->name()) + ".clk", cfg.clock_mhz)
+    , m_clk(std::string(this->name()) + ".clk", cfg.clock_mhz, id.clock_ppm)
     , m_contexts(cfg.limits.max_qps, cfg.limits.max_cqs, cfg.limits.max_srqs, cfg.limits.max_pds,
                  cfg.limits.max_keys, cfg.limits.max_mtt_pages)
     , m_dma("dma_engine", cfg.dma, m_clk, ctx)
@@ -111,6 +111,11 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
         }
     }
     link.set_mac(link_side, id.mac);  // source of the MAC's PFC pause frames
+    if (id.clock_ppm != 0) {          // only then: runs on exact clocks keep their stats.json
+        ctx.stats.add(
+            this->name(), "clock_ppm", [this] { return nlohmann::json(m_clk.offset_ppm()); }, "ppm",
+            "offset of this node's oscillator (topology.clocks): core clock and MAC");
+    }
     link.attach(link_side, &m_recv_path);
 }
 

@@ -82,6 +82,13 @@ struct testbench {
             links.push_back(std::make_unique<fabric::eth_link>(l.name.c_str(), l.cfg, ctx));
             for (int side = 0; side < 2; ++side) {
                 const link_end& e = side == 0 ? l.a : l.b;
+                // The MAC at this end runs on its node's or switch's oscillator.
+                const double ppm = e.is_switch ? t.switch_ppm[e.index] : t.node_ppm[e.index];
+                if (ppm != 0 || t.clocks.jitter_ps > 0) {
+                    links.back()->set_clock(
+                        side, ppm, t.clocks.jitter_ps,
+                        t.jitter_seed(static_cast<uint32_t>(links.size() - 1), side));
+                }
                 if (!here(e)) {
                     links.back()->set_remote(side, t.cut_through(e));
                     if (waves != nullptr) {  // the other rank sends in this direction
@@ -121,6 +128,11 @@ struct testbench {
                 sw->add_route(r.prefix, r.length, r.ports);
             }
             sw->set_route_epochs(std::move(epochs[s]));
+            if (const double ppm = t.switch_ppm[s]; ppm != 0) {  // its ports' MACs (above)
+                ctx.stats.add(
+                    d.name, "clock_ppm", [ppm] { return nlohmann::json(ppm); }, "ppm",
+                    "offset of this switch's oscillator (topology.clocks): its ports' MACs");
+            }
             switches.push_back(std::move(sw));
         }
         std::vector<node*> ns;  // null: another rank's node
