@@ -155,6 +155,18 @@ struct testbench {
                 deadlocks.add(*sw);
             }
         }
+        // Cut links whose far end is another rank's switch (a cycle through it is not seen).
+        for (size_t li = 0; li < t.links.size(); ++li) {
+            const link_desc& l = t.links[li];
+            for (int side = 0; side < 2; ++side) {
+                const link_end& e = side == 0 ? l.a : l.b;
+                if (links[li] && e.is_switch && !here(e)) {
+                    deadlocks.add_remote_switch_end(
+                        links[li].get(), side,
+                        t.switches[e.index].name + ".port" + std::to_string(e.port));
+                }
+            }
+        }
         deadlocks.set_on_deadlock([this](const std::string& what) {
             if (load) {
                 load->fabric_failure(what);

@@ -171,3 +171,50 @@ TEST(FabricPfc, DownUpScenarioWithoutTheFailuresCompletes) {
     EXPECT_TRUE(r.passed());
     EXPECT_EQ(r.mismatches, 0u);
 }
+
+// NICs watch their own link (issue 27): the cable of the quickstart goes dead for good at 30 us.
+// Each NIC's port sees the loss of signal after its 10 us debounce (hw/nic/nic.cpp), counts it
+// once and stays down; the QPs' retries run out (retry exceeded: STATUS_IO_TIMEOUT, as an
+// RC QP completes on real hardware) and the failures name the port's state.
+TEST(NicPort, DeadCableIsSeenAndNamedInTheQpsFailures) {
+    const run_result r = rnic::scenario::run_scenario(rnic::scenario::load_scenario(
+        source_dir() + "/configs/quickstart.json",
+        {"topology.link.faults.link_down_ns=[[30000, 1e15]]", "workload.messages=64",
+         "workload.timeout_log=6", "workload.retry_count=2", "host.cm_response_timeout_log=6",
+         "outputs.report=false"}));
+    EXPECT_FALSE(r.passed());
+    for (const char* n : {"node0.nic.port", "node1.nic.port"}) {
+        EXPECT_EQ(stat(r, n, "link_downs"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_ups"), 0) << n;
+        EXPECT_EQ(stat(r, n, "link_up"), 0) << n;
+        // Down from 40 us (30 + 10 detection) to the end of the run.
+        EXPECT_NEAR(stat(r, n, "link_down_ps"), (r.simulated_ns - 40000) * 1000.0, 1000) << n;
+    }
+    bool named = false;
+    for (const auto& f : r.failures) {
+        named = named || (f.find("0xc00000b5") != std::string::npos &&
+                          f.find("node0.nic.port sees its link down (loss of signal) since "
+                                 "40000 ns") != std::string::npos);
+    }
+    EXPECT_TRUE(named) << (r.failures.empty() ? "" : r.failures[0]);
+}
+
+// A 100 us loss of signal (30-130 us): both ports see it from 40 us to 140 us (10 us detection
+// each way), once; RC resends what was lost and the run passes.
+TEST(NicPort, FlapIsCountedAndRecovered) {
+    const run_result r = rnic::scenario::run_scenario(rnic::scenario::load_scenario(
+        source_dir() + "/configs/quickstart.json",
+        {"topology.link.faults.link_down_ns=[[30000, 130000]]", "workload.messages=64",
+         "workload.timeout_log=6", "host.cm_response_timeout_log=6", "outputs.report=false"}));
+    for (const auto& f : r.failures) {
+        ADD_FAILURE() << f;
+    }
+    EXPECT_TRUE(r.passed());
+    for (const char* n : {"node0.nic.port", "node1.nic.port"}) {
+        EXPECT_EQ(stat(r, n, "link_downs"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_ups"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_up"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_down_ps"), 100e6) << n;
+    }
+    EXPECT_GT(stat(r, "link.dir0", "faults_link_down"), 0) << "the loss hit traffic";
+}
