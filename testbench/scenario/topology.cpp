@@ -765,6 +765,7 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
     topology_config t;
     t.link = fabric::parse_eth_link_config(r.child("link"));
     const nlohmann::json link_effective = ctx.effective["topology"]["link"];
+    const bool clocks_given = r.has("clocks");
     t.clocks = parse_clocks(r.child("clocks"));
 
     const char* gen_keys[] = {"star", "leaf_spine", "fat_tree"};
@@ -1316,6 +1317,8 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
             eff["partition"] = *partition;
         }
         ctx.effective["topology"] = std::move(eff);
+    } else if (!clocks_given) {
+        ctx.effective["topology"].erase("clocks");  // today's two-node form keeps its keys
     }
     r.finish();
     return t;
