@@ -2,9 +2,20 @@
 // The RNIC top.
 #include "hw/nic/nic.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace rnic::hw {
 
 namespace {
+// The port's loss-of-signal debounce (port_thread): a loss shorter than this goes unseen, the
+// signal is seen again this long after it is back. 10 us: the switch ports' default
+// (topology.switch.link_down_detect_ns, tlm/switch/README.md), so both ends of a host cable see
+// a loss at the same time; not configurable per NIC yet.
+constexpr double PORT_LINK_DOWN_DETECT_NS = 10000;
+constexpr double PORT_LINK_UP_DETECT_NS = 10000;
+
 // DIR/rtl.fst for node 0 (the initiator), DIR/rtl.node<N>.fst for the others.
 std::string rtl_fst_path(const std::string& base, uint32_t node_id) {
     if (base.empty()) {
@@ -19,7 +30,7 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
     : sc_module(name)
     , m_cfg(cfg)
     , m_id(id)
-    , m_clk(std::string(this->name()) + ".clk", cfg.clock_mhz)
+    , m_clk(std::string(this->name()) + ".clk", cfg.clock_mhz, id.clock_ppm)
     , m_contexts(cfg.limits.max_qps, cfg.limits.max_cqs, cfg.limits.max_srqs, cfg.limits.max_pds,
                  cfg.limits.max_keys, cfg.limits.max_mtt_pages)
     , m_dma("dma_engine", cfg.dma, m_clk, ctx)
@@ -111,7 +122,74 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
         }
     }
     link.set_mac(link_side, id.mac);  // source of the MAC's PFC pause frames
+    if (!link.config().faults.link_down_ns.empty()) {
+        // Only a link that loses its signal gives the port something to watch (and counters).
+        const std::string b = std::string(this->name()) + ".port";
+        ctx.stats.add(b, "link_downs", m_port_stats.link_downs, "count",
+                      "times the port saw its link go down (loss of signal)");
+        ctx.stats.add(b, "link_ups", m_port_stats.link_ups, "count",
+                      "times the port saw its link come back");
+        ctx.stats.add(
+            b, "link_down_ps",
+            [this] {
+                uint64_t ps = m_port_stats.link_down_ps;
+                if (!m_link_up) {
+                    ps += m_clk.ps_of(sc_core::sc_time_stamp() - m_link_down_since);
+                }
+                return nlohmann::json(ps);
+            },
+            "ps", "time the port saw its link down (until the end of the run if still down)");
+        ctx.stats.add(
+            b, "link_up", [this] { return nlohmann::json(m_link_up ? 1 : 0); }, "bool",
+            "1: the port sees its link up at the end of the run");
+        if (ctx.vcd != nullptr) {
+            sc_core::sc_trace(ctx.vcd, m_link_up, b + ".link_up");
+        }
+        sc_core::sc_spawn(
+            sc_core::sc_bind(&nic::port_thread, this, link.config().faults.link_down_ns), "port");
+    }
+    if (id.clock_ppm != 0) {  // only then: runs on exact clocks keep their stats.json
+        ctx.stats.add(
+            this->name(), "clock_ppm", [this] { return nlohmann::json(m_clk.offset_ppm()); }, "ppm",
+            "offset of this node's oscillator (topology.clocks): core clock and MAC");
+    }
     link.attach(link_side, &m_recv_path);
+}
+
+void nic::port_thread(std::vector<std::pair<double, double>> down_ns) {
+    // The PHY sees loss of signal PORT_LINK_DOWN_DETECT_NS after it begins (a shorter loss goes
+    // unseen) and the signal again PORT_LINK_UP_DETECT_NS after it ends, like a switch port
+    // (tlm/switch/README.md). Frames the NIC sends meanwhile are lost on the wire; RC recovers
+    // them, or runs out of retries (IBV_WC_RETRY_EXC_ERR: completion status
+    // STATUS_IO_TIMEOUT), and the run's failures name the port's state.
+    // The windows the port sees down, [down, up) in ns; windows that touch are one.
+    std::vector<std::pair<double, double>> seen;
+    std::sort(down_ns.begin(), down_ns.end());
+    for (const auto& [from, to] : down_ns) {
+        if (to - from <= PORT_LINK_DOWN_DETECT_NS) {
+            continue;
+        }
+        const double down = from + PORT_LINK_DOWN_DETECT_NS;
+        const double up = to >= 1e16 ? 1e18 : to + PORT_LINK_UP_DETECT_NS;  // 1e18: for good
+        if (!seen.empty() && down <= seen.back().second) {
+            seen.back().second = std::max(seen.back().second, up);
+        } else {
+            seen.emplace_back(down, up);
+        }
+    }
+    for (const auto& [down, up] : seen) {
+        sc_core::wait(sc_core::sc_time(down, sc_core::SC_NS) - sc_core::sc_time_stamp());
+        m_link_up = false;
+        m_link_down_since = sc_core::sc_time_stamp();
+        ++m_port_stats.link_downs;
+        if (up >= 1e18) {
+            return;  // down for good
+        }
+        sc_core::wait(sc_core::sc_time(up, sc_core::SC_NS) - sc_core::sc_time_stamp());
+        m_link_up = true;
+        ++m_port_stats.link_ups;
+        m_port_stats.link_down_ps += m_clk.ps_of(sc_core::sc_time_stamp() - m_link_down_since);
+    }
 }
 
 nic::~nic() = default;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include <systemc>
 #include <tlm>
@@ -56,9 +58,15 @@ public:
     cq_writer& completions() { return m_cq_writer; }
     // Congestion control (rnic.cc.algorithm other than "none"), else null.
     cc::cc_engine* congestion_control() { return m_cc.get(); }
+    // The port: whether it sees its link up now (loss of signal), and when it last saw it go down.
+    bool link_up() const { return m_link_up; }
+    const sc_core::sc_time& link_down_since() const { return m_link_down_since; }
     notification_point* cnp_generator() { return m_np.get(); }
 
 private:
+    // Follows the loss-of-signal intervals of the NIC's link (only when it has any).
+    void port_thread(std::vector<std::pair<double, double>> down_ns);
+
     nic_config m_cfg;
     nic_identity m_id;
     clock_domain m_clk;
@@ -75,6 +83,14 @@ private:
     tx_engine m_tx_engine;
     recv_path m_recv_path;
     gsi m_gsi;  // QP1: CM MADs as UD frames (BAR0 window routed by the doorbell block)
+    // The port: link state as the MAC sees it, counters.
+    bool m_link_up = true;  // traced
+    sc_core::sc_time m_link_down_since;
+    struct port_stats {
+        uint64_t link_downs = 0;
+        uint64_t link_ups = 0;
+        uint64_t link_down_ps = 0;  // time seen down (up to the end of the run when still down)
+    } m_port_stats;
     // Congestion control, only when rnic.cc.algorithm is not "none": the transmit scheduler's
     // rate limiter, the receive path's notification point, the reaction point's engine.
     std::unique_ptr<pacer> m_pacer;

@@ -10,19 +10,12 @@
 
 namespace rnic::hw {
 
-namespace {
-uint64_t ps_of(const sc_core::sc_time& t) {
-    return t.value() / sc_core::sc_time(1, sc_core::SC_PS).value();
-}
-}  // namespace
-
 uint64_t edge_after(const clock_domain& clk, const sc_core::sc_time& t) {
-    return ps_of(t) / clk.period_ps() + 1;
+    return clk.cycle_after(t);
 }
 
 sc_core::sc_time time_of_edge(const clock_domain& clk, uint64_t edge) {
-    return sc_core::sc_time::from_value(edge * clk.period_ps() *
-                                        sc_core::sc_time(1, sc_core::SC_PS).value());
+    return clk.time_of_cycle(edge);
 }
 
 void frame_to_beats(const std::vector<uint8_t>& frame, const uint64_t* cycles, uint32_t nbeats,

@@ -155,4 +155,55 @@ TEST(ClockDomain, TwoDomainsKeepTheirOwnGrids) {
     }
 }
 
+// A clock `ppm` off nominal (topology.clocks) runs at f x (1 + ppm/1e6): 500 MHz at +50 ppm has
+// a period of 2 ns / 1.00005 = 1999.90000 ps, kept in fs; its edge n is at floor(n x period) ps,
+// so a million cycles take 1,999,900,005 ps less the fraction (100 ns less than nominal), and
+// -50 ppm adds 100 ns. Every edge + cycles(n) waited on lands on edge n further.
+TEST(ClockDomain, OffsetInPpmMakesTheFrequencyExact) {
+    const clock_domain fast("fast", 500, 50);
+    const clock_domain slow("slow", 500, -50);
+    const clock_domain exact("exact", 500, 0);
+    EXPECT_EQ(fast.period_fs(), 1999900u);  // 2e6 / 1.00005 = 1999900.005
+    EXPECT_EQ(slow.period_fs(), 2000100u);  // 2e6 / 0.99995 = 2000100.005
+    EXPECT_EQ(exact.period_fs(), 2000000u);
+    EXPECT_DOUBLE_EQ(fast.offset_ppm(), 50.0);
+    EXPECT_EQ(fast.period(), ps(1999));
+    EXPECT_EQ(fast.time_of_cycle(1000000), ps(1999900000));
+    EXPECT_EQ(slow.time_of_cycle(1000000), ps(2000100000));
+    // Measured frequency: whole cycles in one simulated ms (the last edge at or before it)
+    // against f x (1 + ppm/1e6).
+    const sc_time ms(1, sc_core::SC_MS);
+    EXPECT_EQ(fast.cycle_after(ms) - 1, 500025u);  // 500000 x 1.00005 = 500025
+    EXPECT_EQ(slow.cycle_after(ms) - 1, 499975u);
+    EXPECT_EQ(exact.cycle_after(ms) - 1, 500000u);
+    // edge_at_or_after and cycle_of agree with the edge times.
+    for (uint64_t n = 0; n < 5000; n += 7) {
+        const sc_time e = fast.time_of_cycle(n);
+        EXPECT_EQ(fast.edge_at_or_after(e), e) << n;
+        EXPECT_EQ(fast.cycle_of(e), n) << n;
+        if (n > 0) {
+            EXPECT_EQ(fast.edge_at_or_after(e - ps(1)), e) << n;
+            EXPECT_EQ(fast.cycle_after(e - ps(1)), n) << n;
+            EXPECT_EQ(fast.cycle_after(e), n + 1) << n;
+        }
+    }
+    std::vector<std::pair<sc_time, sc_time>> got;  // (reached, expected)
+    run_thread([&] {
+        fast.wait_cycles(3);
+        got.emplace_back(sc_core::sc_time_stamp(), fast.time_of_cycle(3));
+        for (uint64_t k = 3, n = 1; k < 40000; k += n, n = n % 13 + 1) {
+            fast.wait_until(sc_core::sc_time_stamp() + fast.cycles(n));
+            got.emplace_back(sc_core::sc_time_stamp(), fast.time_of_cycle(k + n));
+        }
+        sc_core::wait(ps(700));
+        const uint64_t k = fast.cycle_of(sc_core::sc_time_stamp());
+        fast.wait_cycles(2);
+        got.emplace_back(sc_core::sc_time_stamp(), fast.time_of_cycle(k + 2));
+    });
+    ASSERT_GT(got.size(), 5000u);
+    for (const auto& [reached, expected] : got) {
+        ASSERT_EQ(reached, expected);
+    }
+}
+
 }  // namespace

@@ -219,6 +219,65 @@ TEST(EthLink, BackToBackFramesRunAtLineRate) {
     EXPECT_EQ(b.link.get_stats(0).frames, 0u);
 }
 
+// Each MAC transmits on its own oscillator (set_clock, topology.clocks): a port 100 ppm fast
+// sends 1000 back-to-back 1024-byte slots in 1000 x 1024 x 80 ps / 1.0001 (81,911,809 ps,
+// 8,191 ps less than nominal), each frame's start within 1 ps of that exact schedule; the other
+// direction, at -40 ppm, is 40 ppm slow. With a jitter of 500 ps each frame starts off the
+// exact schedule by a uniform draw in [0, 500] ps (less the first frame's), the rate unchanged.
+TEST(EthLink, EachPortSendsOnItsOwnOscillator) {
+    eth_link_config cfg;  // 100 Gb/s: 80 ps per byte
+    cfg.propagation_ns = 0;
+    cfg.tx_fifo_frames = 16;
+    bench b(cfg);
+    b.link.set_clock(0, 100, 0, 1);
+    b.link.set_clock(1, -40, 0, 1);
+    // A second link, both ports exact but for 500 ps of phase noise on side 0.
+    bench j(cfg, "jittery");
+    j.link.set_clock(0, 0, 500, 7);
+    constexpr int N = 1000;
+    constexpr size_t LEN = 1000;  // 1024-byte slot
+    auto stream = [](eth_link& l, int side) {
+        sc_core::sc_spawn(
+            [&l, side] {
+                for (int i = 0; i < N; ++i) {
+                    l.tx(side).put(make_frame(LEN, i));
+                }
+            },
+            sc_core::sc_gen_unique_name("mac"));
+    };
+    stream(b.link, 0);
+    stream(b.link, 1);
+    stream(j.link, 0);
+    sc_core::sc_start();
+    for (int side = 0; side < 2; ++side) {
+        const double ppm = side == 0 ? 100 : -40;
+        const auto& rx = b.rx[1 - side].frames;
+        ASSERT_EQ(rx.size(), static_cast<size_t>(N));
+        const double slot_ps = 1024 * 80.0 / (1 + ppm * 1e-6);
+        for (int i = 0; i < N; ++i) {
+            EXPECT_NEAR(rx[i].frame.tx_start.to_seconds() * 1e12, i * slot_ps, 1.0) << side << i;
+        }
+    }
+    const double end0 = b.rx[1].frames.back().frame.tx_start.to_seconds() * 1e12;
+    EXPECT_NEAR(999 * 1024 * 80.0 - end0, 999 * 1024 * 80.0 * (1 - 1 / 1.0001), 1.0);
+
+    // Phase noise: frame i starts at i x slot + o_i - o_0, o uniform in [0, 500] ps: within
+    // 500 ps of the exact schedule, with the spread of a uniform draw (sd 500 / sqrt(12) =
+    // 144 ps), the rate exact.
+    const auto& jr = j.rx[1].frames;
+    ASSERT_EQ(jr.size(), static_cast<size_t>(N));
+    double sum = 0;
+    double sum2 = 0;
+    for (int i = 0; i < N; ++i) {
+        const double off = jr[i].frame.tx_start.to_seconds() * 1e12 - i * 1024 * 80.0;
+        EXPECT_LE(std::abs(off), 500) << i;
+        sum += off;
+        sum2 += off * off;
+    }
+    const double mean = sum / N;
+    EXPECT_NEAR(std::sqrt(sum2 / N - mean * mean), 500 / std::sqrt(12.0), 15);
+}
+
 // The MAC FIFO holds tx_fifo_frames; the producer's put() blocks until the serializer takes a
 // frame, so a full FIFO releases one slot per wire time.
 TEST(EthLink, FifoBackPressure) {

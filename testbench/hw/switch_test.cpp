@@ -3,6 +3,7 @@
 // independent formulas: the IPv4 checksum by the RFC 1071 sum over the header, the ICRC by
 // hw/roce's compute_icrc, timing by serialization + propagation + pipeline, PFC frames by the
 // 802.1Qbb byte layout, ECN by the RED formula, DWRR by the weight ratio.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -555,6 +556,72 @@ TEST(EthSwitch, LossyPriorityTailDropsAndCounts) {
     EXPECT_EQ(qdrops, drops);
     EXPECT_LE(s.sw->buffer_peak(), cfg.buffer_bytes);
     EXPECT_LE(s.sw->buffer().at(0, 0).egress_peak_bytes, cfg.buffer_bytes);
+}
+
+namespace {
+// Three senders (hosts 1..3) stream `per_sender` 1024-byte RoCE frames back to back at 100 Gb/s
+// into a lossy queue toward host 0, host i's MAC `ppm[i - 1]` off nominal and the switch's port
+// toward host 0 `switch_ppm` off (set_clock). Returns the frames of each sender host 0 received.
+std::vector<uint64_t> lossy_incast_shares(const std::vector<double>& ppm, double switch_ppm,
+                                          uint32_t per_sender) {
+    switch_config cfg;
+    cfg.lossless.fill(false);
+    cfg.buffer_bytes = 262144;
+    cfg.xoff_bytes = 32768;
+    star s(cfg, 4);
+    s.links[0]->set_clock(1, switch_ppm, 0, 9);
+    for (uint32_t i = 1; i <= 3; ++i) {
+        s.links[i]->set_clock(0, ppm[i - 1], 0, i);
+        sc_core::sc_spawn(
+            [&s, i, per_sender] {
+                sc_core::wait(sc_time(10, SC_NS));
+                for (uint32_t k = 0; k < per_sender; ++k) {
+                    s.links[i]->tx(0).put(roce_frame(i, 0, 1024, k));
+                }
+            },
+            sc_core::sc_gen_unique_name("sender"));
+    }
+    std::vector<uint64_t> got(3, 0);
+    s.hosts[0]->frames.reserve(per_sender * 3);
+    sc_core::sc_start();
+    for (const auto& r : s.hosts[0]->frames) {
+        const uint32_t src =
+            (static_cast<uint32_t>(r.frame.data[26 + 2]) << 8) | r.frame.data[26 + 3];
+        const uint32_t host = (src >> 8) & 0xFF;  // 10.0.i.2
+        if (host >= 1 && host <= 3) {
+            ++got[host - 1];
+        }
+    }
+    return got;
+}
+}  // namespace
+
+// Phase lock (issue 27): three senders on exactly the nominal clock deliver their frames to the
+// full egress queue at the same instants, frame after frame, so each slot the egress frees goes
+// to the same sender (ties go in ingress port order) and the other two get nothing through: one
+// sender takes over 95 % of 20,000 slots.
+TEST(EthSwitchClocks, ExactClocksStarveTwoSendersOfALossyIncast) {
+    const std::vector<uint64_t> got = lossy_incast_shares({0, 0, 0}, 0, 20000);
+    const double total = static_cast<double>(got[0] + got[1] + got[2]);
+    ASSERT_GT(total, 19000) << got[0] << " " << got[1] << " " << got[2];  // egress at line rate
+    const uint64_t most = std::max({got[0], got[1], got[2]});
+    EXPECT_GT(static_cast<double>(most) / total, 0.95) << got[0] << " " << got[1] << " " << got[2];
+}
+
+// Each port on its own oscillator within IEEE 802.3's +-100 ppm (senders +100, +30, -40 ppm,
+// the switch -100): the arrival phases slide past each other and past the egress slots, a
+// 1106-byte slot's phase turning once in 1e6 / (difference in ppm) frames (at most 14,300 here:
+// the closest pair is 70 ppm apart), so over 20,000 frames each (1.8 ms) each sender's share of
+// what got through is within 0.1 of 1/3. Drift does not make a lossy queue fair over windows
+// shorter than that turn (clocks 20 ppm apart take 50,000 frames, 4.4 ms).
+TEST(EthSwitchClocks, DriftingClocksShareALossyIncastFairly) {
+    const std::vector<uint64_t> got = lossy_incast_shares({100, 30, -40}, -100, 20000);
+    const double total = static_cast<double>(got[0] + got[1] + got[2]);
+    ASSERT_GT(total, 19000) << got[0] << " " << got[1] << " " << got[2];
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_NEAR(static_cast<double>(got[i]) / total, 1.0 / 3, 0.1)
+            << "sender " << i + 1 << ": " << got[0] << " " << got[1] << " " << got[2];
+    }
 }
 
 // RED: with the egress held by the receiver's own pause frame, frame k is enqueued behind k

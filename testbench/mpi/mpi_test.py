@@ -298,6 +298,25 @@ def death(a):
     print(f"rank {a.victim} killed: exit {p.returncode}, every other rank reported, no outputs")
 
 
+def deadlock(a):
+    """A PFC deadlock scenario on N ranks: the run ends (exit 1) at the detection, naming the
+    cycle (a part holds it whole) or saying that it crosses ranks, not at the time limit."""
+    os.makedirs(a.work, exist_ok=True)
+    out = os.path.join(a.work, f"deadlock{a.n}")
+    shutil.rmtree(out, ignore_errors=True)
+    p = subprocess.run(run_args(a, out) + ["--ranks", str(a.n)], env=env(), capture_output=True,
+                       text=True, timeout=a.timeout)
+    print(p.stdout[-3000:])
+    if p.returncode != 1:
+        fail(f"--ranks {a.n} exited {p.returncode} (want 1, the deadlock):\n{p.stderr[-3000:]}")
+    if not re.search(r"PFC deadlock (suspected across ranks|: a cycle of paused queues)",
+                     p.stdout + p.stderr):
+        fail(f"--ranks {a.n}: no PFC deadlock named:\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
+    if "did not finish" in p.stdout:
+        fail(f"--ranks {a.n}: ran into the time limit")
+    print(f"--ranks {a.n}: the deadlock ended the run, named")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rnicsim")
@@ -319,6 +338,10 @@ def main():
     d.add_argument("victim", type=int)
     d.add_argument("scenario")
     d.add_argument("--set", action="append")
+    dl = sub.add_parser("deadlock")
+    dl.add_argument("n", type=int)
+    dl.add_argument("scenario")
+    dl.add_argument("--set", action="append")
     sc = sub.add_parser("scenarios")
     sc.add_argument("files", nargs="*")
     a = ap.parse_args()
@@ -332,7 +355,8 @@ def main():
     a.cut = cut_sets(a) if a.cut else []
     if a.cut:
         print(f"cut: {' '.join(a.cut)}")
-    {"single": single, "ranks": ranks, "death": death, "kernel_order": kernel_order}[a.cmd](a)
+    {"single": single, "ranks": ranks, "death": death, "kernel_order": kernel_order,
+     "deadlock": deadlock}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,13 @@ ndk::host_config host_of(const scenario_config& cfg, size_t index, const node_co
     return h;
 }
 
-hw::nic_identity identity_of(size_t index, const node_config& n) {
+hw::nic_identity identity_of(size_t index, const topology_config& t) {
+    const node_config& n = t.nodes[index];
     hw::nic_identity id;
     id.node_id = static_cast<uint32_t>(index);
     id.mac = n.mac;
     id.ip = n.ip;
+    id.clock_ppm = index < t.node_ppm.size() ? t.node_ppm[index] : 0;
     return id;
 }
 }  // namespace
@@ -34,7 +36,7 @@ node::node(sc_core::sc_module_name name, size_t index, const scenario_config& cf
     , m_host_cfg(host_of(cfg, index, cfg.topology.nodes[index]))
     , memory("memory", sc_core::sc_time(cfg.host.memory_latency_ns, sc_core::SC_NS))
     , pcie("pcie", cfg.rnic.pcie, "", ctx)
-    , nic("nic", cfg.rnic, identity_of(index, cfg.topology.nodes[index]), link, side, ctx)
+    , nic("nic", cfg.rnic, identity_of(index, cfg.topology), link, side, ctx)
     , host("host", m_host_cfg, memory, pcie, ctx)  // binds host.mmio_out -> pcie.host_mmio_in
     , m_index(index) {
     nic.dma_out().bind(pcie.dev_dma_in);

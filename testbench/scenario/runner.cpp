@@ -83,6 +83,13 @@ struct testbench {
             links.push_back(std::make_unique<fabric::eth_link>(l.name.c_str(), l.cfg, ctx));
             for (int side = 0; side < 2; ++side) {
                 const link_end& e = side == 0 ? l.a : l.b;
+                // The MAC at this end runs on its node's or switch's oscillator.
+                const double ppm = e.is_switch ? t.switch_ppm[e.index] : t.node_ppm[e.index];
+                if (ppm != 0 || t.clocks.jitter_ps > 0) {
+                    links.back()->set_clock(
+                        side, ppm, t.clocks.jitter_ps,
+                        t.jitter_seed(static_cast<uint32_t>(links.size() - 1), side));
+                }
                 if (!here(e)) {
                     links.back()->set_remote(side, t.cut_through(e));
                     if (waves != nullptr) {  // the other rank sends in this direction
@@ -122,6 +129,11 @@ struct testbench {
                 sw->add_route(r.prefix, r.length, r.ports);
             }
             sw->set_route_epochs(std::move(epochs[s]));
+            if (const double ppm = t.switch_ppm[s]; ppm != 0) {  // its ports' MACs (above)
+                ctx.stats.add(
+                    d.name, "clock_ppm", [ppm] { return nlohmann::json(ppm); }, "ppm",
+                    "offset of this switch's oscillator (topology.clocks): its ports' MACs");
+            }
             switches.push_back(std::move(sw));
         }
         std::vector<node*> ns;  // null: another rank's node
@@ -142,6 +154,18 @@ struct testbench {
         for (auto& sw : switches) {
             if (sw && sw->config().pfc_deadlock_detect_ns > 0) {
                 deadlocks.add(*sw);
+            }
+        }
+        // Cut links whose far end is another rank's switch (a cycle through it is not seen).
+        for (size_t li = 0; li < t.links.size(); ++li) {
+            const link_desc& l = t.links[li];
+            for (int side = 0; side < 2; ++side) {
+                const link_end& e = side == 0 ? l.a : l.b;
+                if (links[li] && e.is_switch && !here(e)) {
+                    deadlocks.add_remote_switch_end(
+                        links[li].get(), side,
+                        t.switches[e.index].name + ".port" + std::to_string(e.port));
+                }
             }
         }
         deadlocks.set_on_deadlock([this](const std::string& what) {

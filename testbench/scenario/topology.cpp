@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "hw/common/numeric.h"
+
 #include <fmt/format.h>
 
 namespace rnic::scenario {
@@ -725,10 +727,46 @@ void parse_partition(config::reader& r, const nlohmann::json& j, topology_config
 }
 }  // namespace
 
+namespace {
+// FNV-1a of a name: the stable key of an element's draws.
+uint64_t name_hash(const std::string& name) {
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (const char c : name) {
+        h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+    }
+    return h;
+}
+
+clocks_config parse_clocks(config::reader r) {
+    clocks_config c;
+    r.get("ppm", c.ppm, 0.0, 1000.0);
+    r.get("jitter_ps", c.jitter_ps, 0.0, 5000.0);
+    r.get("seed", c.seed, uint64_t{0}, ~uint64_t{0});
+    r.finish();
+    return c;
+}
+}  // namespace
+
+double clock_offset_ppm(const clocks_config& c, const std::string& name) {
+    if (c.ppm == 0) {
+        return 0;
+    }
+    // 53 random bits -> [0, 1) -> [-ppm, +ppm).
+    const uint64_t x = splitmix64(c.seed ^ name_hash(name));
+    const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
+    return (2 * u - 1) * c.ppm;
+}
+
+uint64_t topology_config::jitter_seed(uint32_t link, int side) const {
+    return splitmix64(clocks.seed ^ name_hash(links[link].name) ^ (side == 0 ? 0 : 0xD1D1ull));
+}
+
 topology_config parse_topology(config::reader r, config::parse_context& ctx) {
     topology_config t;
     t.link = fabric::parse_eth_link_config(r.child("link"));
     const nlohmann::json link_effective = ctx.effective["topology"]["link"];
+    const bool clocks_given = r.has("clocks");
+    t.clocks = parse_clocks(r.child("clocks"));
 
     const char* gen_keys[] = {"star", "leaf_spine", "fat_tree"};
     const char* gen_key = nullptr;
@@ -1225,6 +1263,16 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         }
     }
 
+    // Each element's clock (topology.clocks), drawn from its name.
+    t.node_ppm.resize(t.nodes.size());
+    for (size_t i = 0; i < t.nodes.size(); ++i) {
+        t.node_ppm[i] = clock_offset_ppm(t.clocks, "node" + std::to_string(i));
+    }
+    t.switch_ppm.resize(t.switches.size());
+    for (size_t s = 0; s < t.switches.size(); ++s) {
+        t.switch_ppm[s] = clock_offset_ppm(t.clocks, t.switches[s].name);
+    }
+
     // topology.partition: once the nodes and switches are known.
     const nlohmann::json* partition = r.raw("partition");
     if (partition != nullptr) {
@@ -1261,6 +1309,7 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
         eff["switches"] = std::move(ss);
         eff["links"] = std::move(links_effective);
         eff["link"] = link_effective;
+        eff["clocks"] = ctx.effective["topology"]["clocks"];
         if (!t.switches.empty()) {
             eff["switch"] = ctx.effective["topology"]["switch"];
         }
@@ -1268,6 +1317,8 @@ topology_config parse_topology(config::reader r, config::parse_context& ctx) {
             eff["partition"] = *partition;
         }
         ctx.effective["topology"] = std::move(eff);
+    } else if (!clocks_given) {
+        ctx.effective["topology"].erase("clocks");  // today's two-node form keeps its keys
     }
     r.finish();
     return t;

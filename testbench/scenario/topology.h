@@ -77,6 +77,18 @@ struct route {
     }
 };
 
+// topology.clocks: every node's and switch's oscillator (configs/README.md, "Clocks").
+struct clocks_config {
+    // Each element's offset is a uniform draw in [-ppm, +ppm] (IEEE 802.3 allows +-100 ppm per
+    // port), from `seed` and the element's name ("node3", "leaf1"): the same on any number of
+    // ranks. 0 (default): every clock exact.
+    double ppm = 0;
+    double jitter_ps = 0;  // > 0: each frame's slot on the wire stretched by up to this (uniform)
+    uint64_t seed = 1;
+};
+// The offset `c` draws for the element named `name`.
+double clock_offset_ppm(const clocks_config& c, const std::string& name);
+
 struct topology_config {
     // "back_to_back", "explicit", "star", "leaf_spine" or "fat_tree": where it came from.
     std::string form = "back_to_back";
@@ -85,6 +97,7 @@ struct topology_config {
     std::vector<link_desc> links;
     fabric::eth_link_config link;  // topology.link: the back-to-back cable / every link's defaults
     fabric::switch_config sw;      // topology.switch: the defaults of every switch's cfg
+    clocks_config clocks;          // topology.clocks
 
     // Derived (computed by parse_topology from the above).
     // Where node i is cabled: links[node_link[i]], side node_side[i].
@@ -101,6 +114,11 @@ struct topology_config {
     };
     std::vector<std::vector<port_info>> ports;
     std::vector<std::vector<route>> routes;  // per switch, in the order given to add_route
+    // Per node and per switch: its clock's offset in ppm (drawn from clocks).
+    std::vector<double> node_ppm;
+    std::vector<double> switch_ppm;
+    // The seed of the jitter stream of the MAC at `side` of links[link].
+    uint64_t jitter_seed(uint32_t link, int side) const;
 
     // topology.partition (testbench/distributed): the parts a partitioned run gives its ranks
     // (part k to rank k), each a list of node ("node3") and switch names; every node and switch

@@ -657,10 +657,15 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
     const bool ok = res.Status == STATUS_SUCCESS;
     if (!ok) {
         ++c.error_completions;
+        std::string port;  // a QP that failed behind a dead port: say so (hw/nic port)
+        if (ns.n != nullptr && !ns.n->nic.link_up()) {
+            port = fmt::format("; {}.port sees its link down (loss of signal) since {:.0f} ns",
+                               ns.n->nic.name(), ns.n->nic.link_down_since().to_seconds() * 1e9);
+        }
         record_failure(ns.index, fmt::format("QP {} request {}: completion status 0x{:08x} "
-                                             "(provider error {})",
+                                             "(provider error {}){}",
                                              q, idx, static_cast<uint32_t>(res.Status),
-                                             res.ProviderErrorCode));
+                                             res.ProviderErrorCode, port));
     }
 
     if (r.initiator) {

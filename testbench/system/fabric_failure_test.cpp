@@ -131,3 +131,90 @@ TEST(FabricPfc, RingWithoutDetectionRunsToTheTimeLimit) {
     EXPECT_NE(r.failures[0].find("did not finish"), std::string::npos) << r.failures[0];
     EXPECT_EQ(over_ring(r, "lossless_drops"), 0);
 }
+
+// A PFC deadlock made by rerouting (issue 27; configs/fabric/pfc_deadlock_down_up.json): with
+// leaf0-spine0 and leaf3-spine1 dead, node0's and node3's traffic to each other goes down to a
+// middle leaf and up again; with the up-down flows between leaf1 and leaf2 the four make a
+// cyclic buffer dependency through both spines and both middle leaves (Hu et al., HotNets
+// 2016). The run ends at the detection, long before its 50 ms limit, naming that cycle, with
+// nothing lossless dropped.
+TEST(FabricPfc, DownUpRouteDeadlockIsDetectedAndNamed) {
+    const run_result r = run_file("pfc_deadlock_down_up.json");
+    EXPECT_FALSE(r.passed());
+    ASSERT_EQ(r.failures.size(), 1u);
+    const std::string& f = r.failures[0];
+    EXPECT_EQ(f.rfind("PFC deadlock: a cycle of paused queues", 0), 0u) << f;
+    for (const char* q : {"leaf1.port2.q0 -> ", "spine1.port2.q0 -> ", "leaf2.port1.q0 -> ",
+                          "spine0.port1.q0 -> "}) {
+        EXPECT_NE(f.find(q), std::string::npos) << q << " in " << f;
+    }
+    EXPECT_EQ(f.find("leaf0."), std::string::npos) << "the dead links' leaves are not in it";
+    EXPECT_EQ(f.find("leaf3."), std::string::npos) << f;
+    EXPECT_LT(r.simulated_ns, 10'000'000u) << "ended at the detection, not the time limit";
+    double lossless_drops = 0;
+    for (const char* sw : {"leaf0", "leaf1", "leaf2", "leaf3", "spine0", "spine1"}) {
+        lossless_drops += stat(r, sw, "lossless_drops");
+        EXPECT_GT(stat(r, sw, "reroutes"), 0) << sw << " rerouted around the dead links";
+    }
+    EXPECT_EQ(lossless_drops, 0);
+}
+
+// Without the failures the same flows take up-down routes only: no cycle, every flow completes.
+TEST(FabricPfc, DownUpScenarioWithoutTheFailuresCompletes) {
+    const run_result r =
+        run_file("pfc_deadlock_down_up.json",
+                 {"topology.links.4.faults.link_down_ns=[]", "workload.messages=16",
+                  "topology.links.11.faults.link_down_ns=[]"});
+    for (const auto& f : r.failures) {
+        ADD_FAILURE() << f;
+    }
+    EXPECT_TRUE(r.passed());
+    EXPECT_EQ(r.mismatches, 0u);
+}
+
+// NICs watch their own link (issue 27): the cable of the quickstart goes dead for good at 30 us.
+// Each NIC's port sees the loss of signal after its 10 us debounce (hw/nic/nic.cpp), counts it
+// once and stays down; the QPs' retries run out (retry exceeded: STATUS_IO_TIMEOUT, as an
+// RC QP completes on real hardware) and the failures name the port's state.
+TEST(NicPort, DeadCableIsSeenAndNamedInTheQpsFailures) {
+    const run_result r = rnic::scenario::run_scenario(rnic::scenario::load_scenario(
+        source_dir() + "/configs/quickstart.json",
+        {"topology.link.faults.link_down_ns=[[30000, 1e15]]", "workload.messages=64",
+         "workload.timeout_log=6", "workload.retry_count=2", "host.cm_response_timeout_log=6",
+         "outputs.report=false"}));
+    EXPECT_FALSE(r.passed());
+    for (const char* n : {"node0.nic.port", "node1.nic.port"}) {
+        EXPECT_EQ(stat(r, n, "link_downs"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_ups"), 0) << n;
+        EXPECT_EQ(stat(r, n, "link_up"), 0) << n;
+        // Down from 40 us (30 + 10 detection) to the end of the run.
+        EXPECT_NEAR(stat(r, n, "link_down_ps"), (r.simulated_ns - 40000) * 1000.0, 1000) << n;
+    }
+    bool named = false;
+    for (const auto& f : r.failures) {
+        named = named || (f.find("0xc00000b5") != std::string::npos &&
+                          f.find("node0.nic.port sees its link down (loss of signal) since "
+                                 "40000 ns") != std::string::npos);
+    }
+    EXPECT_TRUE(named) << (r.failures.empty() ? "" : r.failures[0]);
+}
+
+// A 100 us loss of signal (30-130 us): both ports see it from 40 us to 140 us (10 us detection
+// each way), once; RC resends what was lost and the run passes.
+TEST(NicPort, FlapIsCountedAndRecovered) {
+    const run_result r = rnic::scenario::run_scenario(rnic::scenario::load_scenario(
+        source_dir() + "/configs/quickstart.json",
+        {"topology.link.faults.link_down_ns=[[30000, 130000]]", "workload.messages=64",
+         "workload.timeout_log=6", "host.cm_response_timeout_log=6", "outputs.report=false"}));
+    for (const auto& f : r.failures) {
+        ADD_FAILURE() << f;
+    }
+    EXPECT_TRUE(r.passed());
+    for (const char* n : {"node0.nic.port", "node1.nic.port"}) {
+        EXPECT_EQ(stat(r, n, "link_downs"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_ups"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_up"), 1) << n;
+        EXPECT_EQ(stat(r, n, "link_down_ps"), 100e6) << n;
+    }
+    EXPECT_GT(stat(r, "link.dir0", "faults_link_down"), 0) << "the loss hit traffic";
+}

@@ -576,3 +576,43 @@ TEST(Flows, SizeDistributionAndPoissonArrivals) {
 }
 
 }  // namespace
+
+// topology.clocks: each element's offset is a uniform draw in [-ppm, +ppm] from the seed and
+// its name alone (so every rank draws the same), recorded in config.json; bad values name
+// their JSON path.
+TEST(Topology, ClockOffsetsAreSeededPerElementName) {
+    json doc = topo({{"leaf_spine", {{"leaves", 8}, {"spines", 4}, {"hosts_per_leaf", 16}}},
+                     {"clocks", {{"ppm", 100}, {"seed", 7}}}});
+    const scenario_config a = parse_scenario(doc);
+    const auto& t = a.topology;
+    ASSERT_EQ(t.node_ppm.size(), 128u);
+    ASSERT_EQ(t.switch_ppm.size(), 12u);
+    double sum = 0;
+    double lo = 0;
+    double hi = 0;
+    for (size_t i = 0; i < t.node_ppm.size(); ++i) {
+        const double p = t.node_ppm[i];
+        EXPECT_GE(p, -100);
+        EXPECT_LT(p, 100);
+        EXPECT_EQ(p, rnic::scenario::clock_offset_ppm(t.clocks, "node" + std::to_string(i)));
+        sum += p;
+        lo = std::min(lo, p);
+        hi = std::max(hi, p);
+    }
+    // 128 uniform draws on [-100, 100): mean within 4 sd (57.7 / sqrt(128) = 5.1) of 0, and
+    // spread over most of the range.
+    EXPECT_NEAR(sum / 128, 0, 20.5);
+    EXPECT_LT(lo, -80);
+    EXPECT_GT(hi, 80);
+    EXPECT_EQ(t.switch_ppm[0], rnic::scenario::clock_offset_ppm(t.clocks, t.switches[0].name));
+    EXPECT_EQ(a.effective["topology"]["clocks"]["ppm"], 100);
+    // Another seed, other draws; ppm 0 (the default), every clock exact.
+    doc["topology"]["clocks"]["seed"] = 8;
+    EXPECT_NE(parse_scenario(doc).topology.node_ppm, t.node_ppm);
+    doc["topology"].erase("clocks");
+    for (double p : parse_scenario(doc).topology.node_ppm) {
+        EXPECT_EQ(p, 0);
+    }
+    EXPECT_EQ(error_of(topo({{"clocks", {{"ppm", -1}}}})).rfind("topology.clocks.ppm: ", 0), 0u);
+    EXPECT_EQ(error_of(topo({{"clocks", {{"jitter", 1}}}})).rfind("topology.clocks.jitter", 0), 0u);
+}

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hw/common/numeric.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/roce/protocol.h"
 #include "tlm/ethernet/vlan.h"
@@ -108,6 +109,14 @@ uint64_t eth_wire_bytes(size_t frame_len_without_fcs) {
 }
 
 namespace {
+// set_clock's phase noise of frame n of a direction: uniform in [0, jitter_ps] whole ps, keyed
+// by n and the direction's stream (its first draw, read from a copy: the stream never moves).
+double jitter_offset(const std::mt19937_64& rng, double jitter_ps, uint64_t n) {
+    const uint64_t key = std::mt19937_64(rng)();
+    const double u = static_cast<double>(splitmix64(key ^ n) >> 11) * 0x1.0p-53;
+    return std::floor(u * (jitter_ps + 1));
+}
+
 // Seed offsets of the fault streams: direction 1's and faults.ecn_mark's (xor'ed into faults.seed).
 constexpr uint64_t DIR1_SEED = 0xD1D1'0000'0000'0001ull;
 constexpr uint64_t ECN_SEED = 0xEC4E'0000'0000'0000ull;
@@ -172,6 +181,14 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
             sc_core::sc_trace(ctx.vcd, m_xoff[side], b + ".pfc_xoff", 8);
         }
     }
+}
+
+void eth_link::set_clock(int side, double ppm, double jitter_ps, uint64_t seed) {
+    m_fs_per_byte[side] = ppm == 0 ? 0 : 8e6 / m_cfg.rate_gbps / (1.0 + ppm * 1e-6);
+    m_carry_fs[side] = 0;
+    // At most half the shortest slot (84 bytes): a frame never starts before the last ended.
+    m_jitter_ps[side] = std::min(jitter_ps, 42.0 * m_ps_per_byte);
+    m_jitter_rng[side].seed(seed);
 }
 
 void eth_link::set_xoff(int side, uint8_t mask, bool on) {
@@ -335,8 +352,17 @@ void eth_link::serializer_thread(int side) {
             mark_ecn(side, f);  // before the capture: wire.pcap shows the CE mark
         }
         const uint64_t wire = eth_wire_bytes(f.data.size());
-        const sc_core::sc_time dur(std::round(static_cast<double>(wire) * m_ps_per_byte),
+        sc_core::sc_time dur;
+        if (m_fs_per_byte[side] == 0) {
+            dur = sc_core::sc_time(std::round(static_cast<double>(wire) * m_ps_per_byte),
                                    sc_core::SC_PS);
+        } else {
+            // The MAC's own bit time (set_clock): whole picoseconds, the fraction carried.
+            const double fs = static_cast<double>(wire) * m_fs_per_byte[side] + m_carry_fs[side];
+            const double ps = std::floor(fs / 1000.0);
+            m_carry_fs[side] = fs - ps * 1000.0;
+            dur = sc_core::sc_time(ps, sc_core::SC_PS);
+        }
         auto& st = m_stats[side];
         ++st.frames;
         st.bytes += f.data.size();
@@ -359,15 +385,26 @@ void eth_link::serializer_thread(int side) {
         const uint64_t in_bytes = (cut_through && !mac_control)
                                       ? 8 + std::min<uint64_t>(f.data.size(), CUT_THROUGH_BYTES)
                                       : wire - 12;
-        const sc_core::sc_time arrive =
-            f.tx_start +
-            sc_core::sc_time(std::round(static_cast<double>(in_bytes) * m_ps_per_byte),
-                             sc_core::SC_PS) +
-            sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
+        const double in_ps =
+            m_fs_per_byte[side] == 0
+                ? std::round(static_cast<double>(in_bytes) * m_ps_per_byte)
+                : std::floor(static_cast<double>(in_bytes) * m_fs_per_byte[side] / 1000.0);
+        const sc_core::sc_time arrive = f.tx_start + sc_core::sc_time(in_ps, sc_core::SC_PS) +
+                                        sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
         if (m_ctx.tracer != nullptr) {
             m_ctx.tracer->slice(m_track[side], "wire", f.flow_id, f.tx_start, arrive);
         }
         deliver(side, std::move(f), arrive);
+        if (m_jitter_ps[side] > 0) {
+            // Phase noise (set_clock): frame n starts off its clock's schedule by a draw keyed
+            // by n; the next one's offset replaces this one's, so the rate is unchanged.
+            const uint64_t n = st.frames;
+            dur = dur +
+                  sc_core::sc_time(jitter_offset(m_jitter_rng[side], m_jitter_ps[side], n + 1),
+                                   sc_core::SC_PS) -
+                  sc_core::sc_time(jitter_offset(m_jitter_rng[side], m_jitter_ps[side], n),
+                                   sc_core::SC_PS);
+        }
         sc_core::wait(dur);
         m_busy[side] = false;
     }

@@ -144,6 +144,13 @@ public:
     // Source MAC of the pause frames the MAC at `side` sends.
     void set_mac(int side, const std::array<uint8_t, 6>& mac) { m_mac[side] = mac; }
     void set_pause_quanta(int side, uint16_t quanta) { m_quanta[side] = quanta; }
+    // The oscillator of the MAC at `side` (topology.clocks: its node's or switch's): `ppm` off
+    // the nominal bit time (IEEE 802.3 allows +-100 ppm per port), so each frame it sends takes
+    // (wire bytes x 8 x bit time) / (1 + ppm/1e6), ps fractions carried from frame to frame;
+    // jitter_ps > 0: each frame starts off that schedule by a uniform draw in [0, jitter_ps] ps
+    // (phase noise, no change of rate; at most half the 84-byte slot; stream seeded by `seed`).
+    // Before the simulation starts. 0 and 0: the nominal bit time exactly, as before clocks.
+    void set_clock(int side, double ppm, double jitter_ps, uint64_t seed);
     // The receiver at `side` asserts (on) or releases PFC XOFF for the priorities in `mask`. A
     // change queues one pause frame out of `side`, sent ahead of data once the frame on the wire
     // is done (XOFF: the configured quanta, XON: 0); XOFF is refreshed every half pause time
@@ -230,6 +237,12 @@ private:
     // between two ranks (testbench/distributed) draw exactly what one process draws.
     std::mt19937_64 m_rng[2];
     std::mt19937_64 m_ecn_rng[2];  // faults.ecn_mark's own streams
+    // set_clock: per direction, femtoseconds per byte (0: nominal, the rounded-ps rule), the
+    // fraction of a picosecond carried to the next frame, the jitter and its stream.
+    double m_fs_per_byte[2] = {0, 0};
+    double m_carry_fs[2] = {0, 0};
+    double m_jitter_ps[2] = {0, 0};
+    std::mt19937_64 m_jitter_rng[2];
     hw::sim_context& m_ctx;
     sc_core::sc_event m_in_flight_event[2];
     std::function<void(int, const eth_frame&)> m_capture;

@@ -88,6 +88,36 @@ void pfc_deadlock_monitor::check() {
         }
     }
     if (cycle.empty()) {
+        // A partitioned run: a stuck queue paused by another rank's switch may close a cycle
+        // there, which no rank can see. Say so rather than run into the time limit.
+        for (uint32_t s = 0; s < m_switches.size(); ++s) {
+            const eth_switch& sw = *m_switches[s];
+            for (uint32_t p = 0; p < sw.ports(); ++p) {
+                const auto far = m_remote.find({sw.port_link(p), 1 - sw.port_side(p)});
+                if (far == m_remote.end()) {
+                    continue;
+                }
+                for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+                    if (!sw.queue_stuck(p, k)) {
+                        continue;
+                    }
+                    m_found = true;
+                    if (m_on) {
+                        m_on("PFC deadlock suspected across ranks: " + name({s, p, k}) +
+                             " has held frames while paused by " + far->second +
+                             " (simulated by another rank) for " +
+                             std::to_string(
+                                 static_cast<uint64_t>(sw.config().pfc_deadlock_detect_ns)) +
+                             " ns; a partitioned run does not follow a cycle of paused queues "
+                             "across "
+                             "ranks (tlm/switch/README.md, \"PFC deadlock\"): run it in one "
+                             "process, "
+                             "or give topology.partition a part that holds the whole cycle");
+                    }
+                    return;
+                }
+            }
+        }
         return;
     }
     m_found = true;

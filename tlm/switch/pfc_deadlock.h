@@ -24,6 +24,12 @@ public:
     // Every switch of the fabric (of this process), before the simulation starts.
     void add(eth_switch& sw);
     void set_on_deadlock(std::function<void(const std::string&)> fn) { m_on = std::move(fn); }
+    // A partitioned run: side `side` of `link` (a cut link) is switch port `name` ("leaf1.port2")
+    // simulated by another rank. A stuck queue paused from there may be part of a cycle that
+    // crosses ranks, which this monitor cannot follow: check() then ends the run saying so.
+    void add_remote_switch_end(const eth_link* link, int side, std::string name) {
+        m_remote[{link, side}] = std::move(name);
+    }
     // Called by a switch that found a stuck queue: searches the cycle, reports it once.
     void check();
     bool found() const { return m_found; }
@@ -45,6 +51,7 @@ private:
 
     std::vector<eth_switch*> m_switches;
     std::map<std::pair<const eth_link*, int>, std::pair<uint32_t, uint32_t>> m_ends;  // -> sw, port
+    std::map<std::pair<const eth_link*, int>, std::string> m_remote;  // another rank's ports
     std::function<void(const std::string&)> m_on;
     bool m_found = false;
 };
