@@ -87,6 +87,9 @@ public:
     // the send path as segments of that many packets (from the message's start), each asking
     // for an ACK on its last packet (tx_descriptor::first_packet; README "Congestion control").
     void set_ack_segment_bytes(uint32_t bytes) { m_ack_segment_bytes = bytes; }
+    // HPCC: every SEND/WRITE request packet carries an empty INT stack for the switches to fill
+    // (tx_descriptor::telemetry; hw/roce/README.md, "In-band telemetry").
+    void set_telemetry(bool on) { m_telemetry = on; }
     // Optional: the segment of one QP now (hw/cc: smaller at low rates), at most the above.
     void set_ack_segment_fn(std::function<uint32_t(uint32_t qpn)> fn) {
         m_ack_segment_fn = std::move(fn);
@@ -320,6 +323,7 @@ private:
     std::function<void(uint32_t)> m_error_listener;
     pacer* m_pacer = nullptr;          // congestion control's rate limiter (null: off)
     uint32_t m_ack_segment_bytes = 0;  // set_ack_segment_bytes
+    bool m_telemetry = false;          // set_telemetry
     uint32_t m_bypass_depth = 0;       // fifo: a requester job is bypassing a paced one
     std::function<uint32_t(uint32_t)> m_ack_segment_fn;  // set_ack_segment_fn
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
