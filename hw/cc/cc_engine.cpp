@@ -66,7 +66,13 @@ void cc_engine::on_sent(uint32_t qpn, uint32_t psn, uint32_t wire_bytes) {
         }
     }
     if (qpn < m_snd_nxt.size()) {
-        m_snd_nxt[qpn] = (psn + 1) & roce::PSN_MASK;  // snd_nxt (a resend moves it back)
+        snd_nxt_state& n = m_snd_nxt[qpn];
+        const uint64_t t = now_ps();
+        if (n.at_ps != t) {
+            n.before = n.now;
+            n.at_ps = t;
+        }
+        n.now = (psn + 1) & roce::PSN_MASK;  // snd_nxt (a resend moves it back)
     }
     if (!m_algo->wants_sent(qp->cc)) {
         return;
@@ -249,7 +255,12 @@ void cc_engine::process(uint32_t qpn, const cc_event& event) {
     }
     // snd_nxt as the engine acts (HPCC's lastUpdateSeq): the PSN after the newest packet the
     // scheduler handed on (qp->next_psn is assigned a whole message ahead).
-    ev.next_psn = qpn < m_snd_nxt.size() ? m_snd_nxt[qpn] : qp->next_psn;
+    if (qpn < m_snd_nxt.size()) {
+        const snd_nxt_state& n = m_snd_nxt[qpn];
+        ev.next_psn = n.at_ps == ev.now_ps ? n.before : n.now;
+    } else {
+        ev.next_psn = qp->next_psn;
+    }
     const uint64_t old_timer = qp->cc.timer_at_ps;
     apply(qpn, qp->cc, old_timer, m_algo->on_event(qp->cc, ev), ev.now_ps,
           ev.kind == cc_event_kind::CNP);

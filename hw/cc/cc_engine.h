@@ -106,7 +106,15 @@ private:
     std::vector<std::deque<std::pair<uint32_t, uint64_t>>> m_stamps;  // per QP: (psn, sent ps)
     std::unordered_map<uint64_t, uint32_t> m_peer_qpn;  // (dest IP, dest QPN) -> stamped QP
     std::vector<roce::int_stack> m_telemetry;           // per QP: the stack of the ACK at hand
-    std::vector<uint32_t> m_snd_nxt;  // per QP (HPCC): the PSN after the newest packet sent
+    // Per QP (HPCC): snd_nxt, the PSN after the newest packet sent, and its value before the
+    // instant it last changed (an ACK taken at that instant sees the earlier one, whatever the
+    // order of the instant's processes: exact on any number of ranks).
+    struct snd_nxt_state {
+        uint32_t now = 0;
+        uint32_t before = 0;
+        uint64_t at_ps = 0;
+    };
+    std::vector<snd_nxt_state> m_snd_nxt;
     std::vector<rate_row> m_log;
     stats m_stats;
 };
