@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "hw/cc/cc_state.h"
+#include "hw/roce/telemetry.h"
 
 namespace rnic::hw::cc {
 
@@ -32,8 +33,11 @@ enum class cc_event_kind : uint8_t {
 struct cc_event {
     cc_event_kind kind = cc_event_kind::SENT;
     uint64_t now_ps = 0;
-    uint32_t bytes = 0;   // SENT: wire bytes of the packet; ACK: payload bytes newly acked
-    uint64_t rtt_ps = 0;  // ACK/NAK: 0 when no sample (nothing timed was acknowledged)
+    uint32_t bytes = 0;         // SENT: wire bytes of the packet; ACK: payload bytes newly acked
+    uint64_t rtt_ps = 0;        // ACK/NAK: 0 when no sample (nothing timed was acknowledged)
+    uint32_t psn = 0;           // ACK/NAK: the newest PSN the ACK covers
+    uint32_t next_psn = 0;      // ACK/NAK: the QP's next PSN to send (snd_nxt) when it is taken
+    roce::int_stack telemetry;  // ACK/NAK: the INT stack the ACK reflects (nhop 0: none)
 };
 
 // What the algorithm decides; unset fields leave the QP's value as it is.
@@ -76,6 +80,9 @@ public:
     // The segment for this QP now (at most ack_segment_bytes(); TIMELY shrinks it at low rates
     // so that samples keep coming).
     virtual uint32_t ack_segment_bytes(const cc_qp_state& s) const { return ack_segment_bytes(); }
+    // ACKs must carry the switches' in-band telemetry (HPCC): the NIC sends every request packet
+    // with an INT stack and reflects the stack of a request in the ACK it answers with.
+    virtual bool wants_telemetry() const { return false; }
     // Non-null: the receive path's notification point turns CE marks into CNPs with these.
     virtual const np_params* notification_point() const { return nullptr; }
 };

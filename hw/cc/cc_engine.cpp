@@ -31,6 +31,16 @@ cc_engine::cc_engine(sc_core::sc_module_name name, std::unique_ptr<cc_algorithm>
         s.add(b, "rtt_samples", m_stats.rtt_samples, "count",
               "ACK/NAK events with an RTT (newest stamped packet the ACK covers -> ACK)");
     }
+    if (m_algo->wants_telemetry()) {
+        m_telemetry.resize(contexts.max_qps());
+        m_snd_nxt.resize(contexts.max_qps());
+        s.add(b, "int_acks", m_stats.int_acks, "count",
+              "ACKs with the switches' INT stack given to the algorithm");
+        s.add(b, "int_frames", m_stats.int_frames, "frames",
+              "frames sent with an INT stack (requests, and ACKs reflecting one)");
+        s.add(b, "int_bytes", m_stats.int_bytes, "bytes",
+              "INT stack bytes of those frames (44 each: the NIC's telemetry overhead)");
+    }
     m_pacer.set_listener(
         [this](uint32_t qpn, uint32_t psn, uint32_t bytes) { on_sent(qpn, psn, bytes); });
 }
@@ -54,6 +64,15 @@ void cc_engine::on_sent(uint32_t qpn, uint32_t psn, uint32_t wire_bytes) {
         if (st.size() > 4096) {
             st.pop_front();  // stamps of packets never acknowledged (a flushed QP)
         }
+    }
+    if (qpn < m_snd_nxt.size()) {
+        snd_nxt_state& n = m_snd_nxt[qpn];
+        const uint64_t t = now_ps();
+        if (n.at_ps != t) {
+            n.before = n.now;
+            n.at_ps = t;
+        }
+        n.now = (psn + 1) & roce::PSN_MASK;  // snd_nxt (a resend moves it back)
     }
     if (!m_algo->wants_sent(qp->cc)) {
         return;
@@ -97,7 +116,37 @@ void cc_engine::on_wire(const std::vector<uint8_t>& f) {
     }
 }
 
+void cc_engine::on_telemetry(uint32_t qpn, const roce::int_stack& s) {
+    if (qpn < m_telemetry.size()) {
+        m_telemetry[qpn] = s;
+    }
+}
+
+void cc_engine::count_telemetry(const std::vector<uint8_t>& f) {
+    if (roce::int_stack_offset(f.data(), f.size()) != 0) {
+        ++m_stats.int_frames;
+        m_stats.int_bytes += roce::INT_STACK_BYTES;
+    }
+}
+
 void cc_engine::on_ack(uint32_t qpn, uint32_t psn, bool nak) {
+    if (!m_telemetry.empty()) {
+        // HPCC: an event per ACK that reflects telemetry (the transmit engine's other implied
+        // ACKs, a NAK's, a READ response's, carry none).
+        if (qpn >= m_telemetry.size() || m_telemetry[qpn].nhop == 0) {
+            return;
+        }
+        cc_event ev;
+        ev.kind = nak ? cc_event_kind::NAK : cc_event_kind::ACK;
+        ev.now_ps = now_ps();
+        ev.psn = psn;
+        ev.telemetry = m_telemetry[qpn];
+        m_telemetry[qpn].nhop = 0;
+        ++m_stats.int_acks;
+        m_queue.push_back({qpn, ev});
+        m_wake.notify(sc_core::SC_ZERO_TIME);
+        return;
+    }
     if (m_stamps.empty() || qpn >= m_stamps.size()) {
         return;
     }
@@ -209,6 +258,14 @@ void cc_engine::process(uint32_t qpn, const cc_event& event) {
     ev.now_ps = now_ps();  // the time the engine acts on it
     if (ev.kind == cc_event_kind::CNP) {
         ++qp->cc.cnps;
+    }
+    // snd_nxt as the engine acts (HPCC's lastUpdateSeq): the PSN after the newest packet the
+    // scheduler handed on (qp->next_psn is assigned a whole message ahead).
+    if (qpn < m_snd_nxt.size()) {
+        const snd_nxt_state& n = m_snd_nxt[qpn];
+        ev.next_psn = n.at_ps == ev.now_ps ? n.before : n.now;
+    } else {
+        ev.next_psn = qp->next_psn;
     }
     const uint64_t old_timer = qp->cc.timer_at_ps;
     apply(qpn, qp->cc, old_timer, m_algo->on_event(qp->cc, ev), ev.now_ps,

@@ -46,6 +46,10 @@ public:
     void on_wire(const std::vector<uint8_t>& frame);
     // An ACK (or the implied ACK of a NAK) covering `psn` arrived for requester `qpn`.
     void on_ack(uint32_t qpn, uint32_t psn, bool nak);
+    // HPCC: the ACK about to be taken (on_ack) reflects this INT stack.
+    void on_telemetry(uint32_t qpn, const roce::int_stack& s);
+    // HPCC: a frame of this NIC starts on the wire; counts the INT stacks it sends.
+    void count_telemetry(const std::vector<uint8_t>& frame);
     // A CNP for `qpn` arrived (from the notification point).
     void on_cnp(uint32_t qpn);
     // The QP was reset or destroyed: its state, timer and stamps start over.
@@ -69,6 +73,9 @@ public:
         uint64_t rate_changes = 0;  // decisions that changed a QP's rate
         uint64_t sent_events = 0;   // SENT events given to the algorithm
         uint64_t rtt_samples = 0;   // ACK/NAK events carrying an RTT (delay-based algorithms)
+        uint64_t int_acks = 0;      // ACKs with an INT stack given to the algorithm (HPCC)
+        uint64_t int_frames = 0;    // frames sent with an INT stack (requests and reflecting ACKs)
+        uint64_t int_bytes = 0;     // their INT stacks' bytes (the NIC's telemetry overhead)
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -98,6 +105,16 @@ private:
     std::set<std::pair<uint64_t, uint32_t>> m_timers;                 // (time ps, qpn)
     std::vector<std::deque<std::pair<uint32_t, uint64_t>>> m_stamps;  // per QP: (psn, sent ps)
     std::unordered_map<uint64_t, uint32_t> m_peer_qpn;  // (dest IP, dest QPN) -> stamped QP
+    std::vector<roce::int_stack> m_telemetry;           // per QP: the stack of the ACK at hand
+    // Per QP (HPCC): snd_nxt, the PSN after the newest packet sent, and its value before the
+    // instant it last changed (an ACK taken at that instant sees the earlier one, whatever the
+    // order of the instant's processes: exact on any number of ranks).
+    struct snd_nxt_state {
+        uint32_t now = 0;
+        uint32_t before = 0;
+        uint64_t at_ps = 0;
+    };
+    std::vector<snd_nxt_state> m_snd_nxt;
     std::vector<rate_row> m_log;
     stats m_stats;
 };

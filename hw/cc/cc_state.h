@@ -9,7 +9,7 @@
 
 namespace rnic::hw::cc {
 
-// The congestion-control slice of a QP context (72 B of the 256 B QPC line). The first fields
+// The congestion-control slice of a QP context (104 B of the 256 B QPC line). The first fields
 // are the same for every algorithm (the pacer reads them, waves.vcd and cc.csv show them); the
 // scratch area belongs to the algorithm, which views it through slice<T>().
 struct cc_qp_state {
@@ -20,10 +20,10 @@ struct cc_qp_state {
     uint32_t window_bytes = 0;  // in-flight cap; 0: none
     uint32_t epoch = 0;         // bumped on QP reset: timers of an older incarnation are stale
     uint64_t timer_at_ps = 0;   // this QP's pending timer (0: none)
-    alignas(8) std::array<uint8_t, 32> scratch{};  // algorithm-private state
+    alignas(8) std::array<uint8_t, 64> scratch{};  // algorithm-private state
 };
 
-// The algorithm's private state, kept in cc_qp_state::scratch (trivially copyable, <= 32 B).
+// The algorithm's private state, kept in cc_qp_state::scratch (trivially copyable, <= 64 B).
 template <typename T>
 T& slice(cc_qp_state& s) {
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(s.scratch) &&

@@ -8,11 +8,13 @@ namespace rnic::hw::cc {
 // Each algorithm's file defines its parse function.
 cc_factory parse_dcqcn(config::reader r);
 cc_factory parse_timely(config::reader r);
+cc_factory parse_hpcc(config::reader r);
 
 const std::vector<registration>& algorithms() {
     static const std::vector<registration> list = {
         {"dcqcn", &parse_dcqcn},
         {"timely", &parse_timely},
+        {"hpcc", &parse_hpcc},
     };
     return list;
 }

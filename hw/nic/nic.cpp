@@ -112,6 +112,14 @@ nic::nic(sc_core::sc_module_name name, const nic_config& cfg, const nic_identity
             link.set_tx_observer(link_side,
                                  [this](const fabric::eth_frame& f) { m_cc->on_wire(f.data); });
         }
+        if (m_cc->algorithm().wants_telemetry()) {
+            // HPCC: requests carry an INT stack, the ACKs' reflected stacks go to the engine.
+            m_tx_engine.set_telemetry(true);
+            m_recv_path.set_telemetry_observer(
+                [this](uint32_t qpn, const roce::int_stack& s) { m_cc->on_telemetry(qpn, s); });
+            link.set_tx_observer(
+                link_side, [this](const fabric::eth_frame& f) { m_cc->count_telemetry(f.data); });
+        }
         m_tx_engine.set_ack_observer(
             [this](uint32_t qpn, uint32_t psn, bool nak) { m_cc->on_ack(qpn, psn, nak); });
         if (const cc::np_params* np = m_cc->algorithm().notification_point()) {

@@ -43,7 +43,13 @@ nic_config parse_nic_config(config::reader r) {
                     "carry whole messages only; rtl/send_path/CONTRACT.md)");
     }
     if (c.cc.factory && c.send_path.impl != "model" &&
-        c.cc.factory(cc::cc_env{})->ack_segment_bytes() != 0) {
+        c.cc.factory(cc::cc_env{})->wants_telemetry()) {
+        r.error("cc.algorithm",
+                "\"" + c.cc.algorithm +
+                    "\" needs rnic.send_path.impl \"model\" (the RTL send path "
+                    "builds no INT stack; hw/roce/README.md, \"In-band telemetry\")");
+    } else if (c.cc.factory && c.send_path.impl != "model" &&
+               c.cc.factory(cc::cc_env{})->ack_segment_bytes() != 0) {
         // Segments that ask for an ACK mid-message (tx_descriptor::first_packet) have no form
         // on the RTL send path's descriptor pins.
         r.error("cc." + c.cc.algorithm + ".segment_bytes",

@@ -514,7 +514,8 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
     return recv_take::OK;
 }
 
-void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome) {
+void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome,
+                         const roce::int_stack* reflect) {
     tx_job job;
     job.desc.flow_id = m_current_flow;
     tx_descriptor& d = job.desc;
@@ -529,6 +530,10 @@ void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8
     d.dst_mac = qp.dest_mac;
     d.src_ip = m_id.ip;
     d.dst_ip = qp.dest_ip;
+    if (reflect != nullptr) {
+        d.telemetry = true;
+        d.int_ = *reflect;
+    }
     if (!roce::aeth_is_ack(syndrome)) {
         ++m_stats.naks_sent;
     }
@@ -624,7 +629,8 @@ void recv_path::flush_ack(uint32_t qpn, qp_context& qp) {
     pending_ack& a = m_pending_acks[qpn];
     if (a.count > 0) {
         a.count = 0;
-        send_ack(qpn, qp, a.psn, roce::AETH_ACK_NO_CREDIT);
+        send_ack(qpn, qp, a.psn, roce::AETH_ACK_NO_CREDIT, a.telemetry ? &a.int_ : nullptr);
+        a.telemetry = false;
     }
 }
 
@@ -669,6 +675,12 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
                                const roce::parsed_frame& p, uint64_t flow_id) {
     const auto& bth = p.hdr.bth_;
     const uint8_t op = bth.opcode;
+    if (p.hdr.telemetry) {
+        // HPCC: the ACK that answers (the newest request) reflects its INT stack.
+        pending_ack& a = m_pending_acks[qpn];
+        a.telemetry = true;
+        a.int_ = p.hdr.int_;
+    }
     uint32_t diff = 0;
     const rc::psn_check check = rc::check_psn(bth.psn, qp.expected_psn, &diff);
     if (check != rc::psn_check::IN_ORDER) {
@@ -860,6 +872,9 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
         switch (syn >> 5) {
             case 0:
                 ++m_stats.acks_received;
+                if (p.hdr.telemetry && m_telemetry_observer) {
+                    m_telemetry_observer(qpn, p.hdr.int_);
+                }
                 m_tx.on_ack(qpn, bth.psn, true);
                 break;
             case 1:

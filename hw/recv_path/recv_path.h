@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <utility>
 #include <vector>
@@ -61,6 +62,11 @@ public:
     // Congestion control on: every frame of a known QP passes the notification point (CE marks
     // -> CNPs; arriving CNPs -> reaction point).
     void set_notification_point(notification_point* np) { m_np = np; }
+    // HPCC: an ACK that carries an INT stack hands it to congestion control (before the
+    // transmit engine takes the ACK itself).
+    void set_telemetry_observer(std::function<void(uint32_t qpn, const roce::int_stack&)> fn) {
+        m_telemetry_observer = std::move(fn);
+    }
 
     struct stats {
         uint64_t frames = 0;
@@ -130,7 +136,9 @@ private:
     // Writes `len` bytes to the scatter list at message offset `offset`; false on overflow.
     bool place(const std::vector<dma_segment>& segs, uint64_t offset, const uint8_t* data,
                uint32_t len);
-    void send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome);
+    // `reflect`: the INT stack the ACK carries back (HPCC), null: none.
+    void send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome,
+                  const roce::int_stack* reflect = nullptr);
     void post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint8_t status,
                        uint32_t byte_len, uint32_t imm, bool solicited, uint64_t flow_id);
     void throttle(const sc_core::sc_time& sent);
@@ -194,6 +202,8 @@ private:
         uint32_t count = 0;  // messages acknowledged by the held ACK
         uint32_t psn = 0;
         sc_core::sc_time since;
+        bool telemetry = false;  // the newest request it answers carried an INT stack: reflected
+        roce::int_stack int_;
     };
     std::vector<pending_ack> m_pending_acks;
     // Receive WQEs read ahead, per QP RQ (index qpn) and per SRQ (max_qps + srqn).
@@ -218,6 +228,7 @@ private:
     context_cache* m_cache = nullptr;
     gsi* m_gsi = nullptr;
     notification_point* m_np = nullptr;
+    std::function<void(uint32_t, const roce::int_stack&)> m_telemetry_observer;
     uint64_t m_current_flow = 0;        // flow of the frame being handled (ACKs inherit it)
     sc_core::sc_time m_busy_since;      // the receive thread's last wake from idle
     sc_core::sc_time m_parse_wait;      // since then, waiting for the pipelined parse stage

@@ -155,8 +155,20 @@ uint32_t icrc_from_ip(const uint8_t* ip, size_t n) {
         }
     }
     uint32_t crc = libdeflate_crc32(LRH_CRC, masked, m);
-    if (n > m) {
-        crc = libdeflate_crc32(crc, ip + m, n - m);
+    // An INT stack before the ICRC is variant too (switches write it): read as ones.
+    const bool stack = n >= MASKED_SPAN + INT_STACK_BYTES &&
+                       (ip[IPV4_HEADER_BYTES + UDP_HEADER_BYTES + 8] & BTH8_INT_FLAG) != 0;
+    const size_t end = stack ? n - INT_STACK_BYTES : n;
+    if (end > m) {
+        crc = libdeflate_crc32(crc, ip + m, end - m);
+    }
+    if (stack) {
+        static const std::array<uint8_t, INT_STACK_BYTES> ONES = [] {
+            std::array<uint8_t, INT_STACK_BYTES> a{};
+            a.fill(0xFF);
+            return a;
+        }();
+        crc = libdeflate_crc32(crc, ONES.data(), ONES.size());
     }
     return crc;
 }
@@ -192,7 +204,8 @@ void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
     }
     const size_t hdr = TABLES.header_bytes[op];
     const uint8_t pad = pad_bytes(len);
-    const size_t ip_total = hdr - ETH_HEADER_BYTES + len + pad + ICRC_BYTES;
+    const size_t stack = h.telemetry ? INT_STACK_BYTES : 0;
+    const size_t ip_total = hdr - ETH_HEADER_BYTES + len + pad + stack + ICRC_BYTES;
     if (ip_total > 0xFFFF) {
         throw std::length_error("roce::build_frame: payload of " + std::to_string(len) +
                                 " bytes exceeds the IPv4 total length");
@@ -237,7 +250,7 @@ void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
     put16(p + 2, b.pkey);
     p[4] = static_cast<uint8_t>((b.fecn ? 0x80 : 0) | (b.becn ? 0x40 : 0));
     put24(p + 5, b.dest_qp & QPN_MASK);
-    p[8] = b.ack_req ? 0x80 : 0;
+    p[8] = static_cast<uint8_t>((b.ack_req ? 0x80 : 0) | (h.telemetry ? BTH8_INT_FLAG : 0));
     put24(p + 9, b.psn & PSN_MASK);
     p += BTH_BYTES;
 
@@ -265,6 +278,9 @@ void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
 
     if (len != 0) {
         std::memcpy(frame + hdr, payload, len);
+    }
+    if (h.telemetry) {
+        int_write_stack(h.int_, frame + hdr + len + pad);
     }
 
     // ICRC over IPv4..pad, least significant byte first.
@@ -369,7 +385,17 @@ parse_error parse_frame(const uint8_t* frame, size_t len, parsed_frame& out) {
         return parse_error::UNKNOWN_OPCODE;
     }
     const size_t hdr = TABLES.header_bytes[op];
-    const size_t frame_end = ETH_HEADER_BYTES + covered;  // first ICRC byte
+    size_t frame_end = ETH_HEADER_BYTES + covered;  // first ICRC byte
+    const bool stack = (b[8] & BTH8_INT_FLAG) != 0;
+    if (stack) {
+        // The INT stack ends at the ICRC (its type byte checked; the hops are the switches').
+        if (hdr + INT_STACK_BYTES > frame_end ||
+            !int_read_stack(frame + frame_end - INT_STACK_BYTES, out.hdr.int_)) {
+            return parse_error::BAD_LENGTH;
+        }
+        frame_end -= INT_STACK_BYTES;
+        out.hdr.telemetry = true;
+    }
     if (hdr > frame_end) {
         return parse_error::BAD_LENGTH;
     }

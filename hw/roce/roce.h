@@ -13,7 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "hw/roce/protocol.h"  // PSN arithmetic, AETH syndromes, IPv4 checksum
+#include "hw/roce/protocol.h"   // PSN arithmetic, AETH syndromes, IPv4 checksum
+#include "hw/roce/telemetry.h"  // HPCC in-band telemetry stack
 
 namespace rnic::roce {
 
@@ -116,6 +117,10 @@ struct frame_header {
     aeth aeth_;
     uint32_t immdt = 0;
     uint32_t ieth_rkey = 0;
+    // HPCC in-band telemetry: the frame carries an INT stack (INT_STACK_BYTES) between payload/pad
+    // and ICRC, flagged by BTH8_INT_FLAG (hw/roce/README.md, "In-band telemetry").
+    bool telemetry = false;
+    int_stack int_;
 };
 
 // Eth+IPv4+UDP+BTH+extension headers (no payload/pad/ICRC); 0 for unknown opcodes.
@@ -123,6 +128,7 @@ struct frame_header {
 size_t header_bytes(uint8_t opcode);
 
 // Full frame without FCS: headers + payload + pad to 4 B + ICRC; 0 for unknown opcodes.
+// A frame with telemetry is INT_STACK_BYTES longer.
 size_t frame_bytes(uint8_t opcode, size_t payload_len);
 
 // Pad bytes that bring a payload of `payload_len` bytes to a multiple of 4.
@@ -132,17 +138,19 @@ constexpr uint8_t pad_bytes(size_t payload_len) {
 
 // Appends one frame (no FCS) to `out`: IPv4 header checksum computed, DF set, UDP checksum 0,
 // BTH pad count set from `len` (h.bth_.pad_count is ignored), pad bytes zero, ICRC appended
-// least significant byte first. Throws std::invalid_argument for an unknown opcode or a payload
-// on an opcode that carries none, std::length_error if the frame exceeds the IPv4 total length.
-// Allocates nothing besides growing `out`.
+// least significant byte first; with h.telemetry the INT stack h.int_ after the pad. Throws
+// std::invalid_argument for an unknown opcode or a payload on an opcode that carries none,
+// std::length_error if the frame exceeds the IPv4 total length. Allocates nothing besides growing
+// `out`.
 void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
                  std::vector<uint8_t>& out);
 
 // ICRC of a frame that starts at the Ethernet header (IPv4 without options) and is
 // `len_without_icrc` bytes long without its ICRC. Covers an LRH stand-in of eight 0xFF, then
 // everything after the Ethernet header with TOS, TTL, IP checksum, UDP checksum and BTH byte 4
-// (FECN/BECN/reserved) read as all ones. Returns the CRC value; on the wire its least significant
-// byte comes first.
+// (FECN/BECN/reserved) read as all ones, and, when the BTH flags an INT stack, the stack's
+// INT_STACK_BYTES before the ICRC read as all ones too (switches write it on the way). Returns
+// the CRC value; on the wire its least significant byte comes first.
 uint32_t compute_icrc(const uint8_t* frame, size_t len_without_icrc);
 
 enum class parse_error {
@@ -163,7 +171,7 @@ const char* to_string(parse_error e);
 struct parsed_frame {
     frame_header hdr;
     size_t payload_offset = 0;  // from the start of the frame
-    size_t payload_len = 0;     // without pad
+    size_t payload_len = 0;     // without pad (and without the INT stack)
 };
 
 // Validates everything (lengths consistent with IP total length / UDP length, IP checksum,

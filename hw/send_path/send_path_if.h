@@ -14,6 +14,7 @@
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
 #include "hw/common/sim_context.h"
+#include "hw/roce/telemetry.h"
 #include "hw/send_path/send_path_config.h"
 #include "tlm/ethernet/eth_link.h"
 
@@ -64,6 +65,11 @@ struct tx_descriptor {
     // (rtl/send_path/CONTRACT.md); the RTL wrapper fails a run that gives it a segment.
     uint32_t first_packet = 0;
     uint32_t packets = 0;
+    // HPCC in-band telemetry (hw/roce/telemetry.h): every packet carries an INT stack, `int_`
+    // (requests: empty, for the switches to fill; an ACK: the stack of the request it answers).
+    // Model only, like segments.
+    bool telemetry = false;
+    roce::int_stack int_;
 };
 
 // Payload of the current message, in order, as the DMA engine delivers it. `ready` is the time

@@ -107,7 +107,8 @@ packet_plan plan_packet(const tx_descriptor& d, uint32_t index) {
     }
     p.opcode = choose_opcode(d, p.first, p.last);
     p.header_bytes = static_cast<uint32_t>(roce::header_bytes(p.opcode));
-    p.frame_bytes = static_cast<uint32_t>(roce::frame_bytes(p.opcode, p.payload_len));
+    p.frame_bytes = static_cast<uint32_t>(roce::frame_bytes(p.opcode, p.payload_len) +
+                                          (d.telemetry ? roce::INT_STACK_BYTES : 0));
     p.beats = (p.frame_bytes + SEND_PATH_BEAT_BYTES - 1) / SEND_PATH_BEAT_BYTES;
     p.input_beats = (p.payload_len + SEND_PATH_BEAT_BYTES - 1) / SEND_PATH_BEAT_BYTES;
     return p;
@@ -158,6 +159,8 @@ roce::frame_header make_frame_header(const tx_descriptor& d, const packet_plan& 
     h.aeth_.msn = d.msn & 0xFFFFFF;
     h.immdt = d.imm_or_key;
     h.ieth_rkey = d.imm_or_key;
+    h.telemetry = d.telemetry;
+    h.int_ = d.int_;
     return h;
 }
 

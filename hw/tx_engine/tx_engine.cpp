@@ -417,6 +417,7 @@ void tx_engine::process_wqe(wqe_item& w) {
     }
     d.remote_va = w.ctrl.remote_va;
     d.rkey = w.ctrl.rkey;
+    d.telemetry = m_telemetry && (d.kind == tx_kind::SEND || d.kind == tx_kind::WRITE);
     const uint32_t npk = packets_of(d.length, qp->pmtu);
     d.psn = qp->next_psn;
     qp->next_psn = (qp->next_psn + npk) & PSN_MASK;

@@ -91,6 +91,9 @@ public:
     // the send path as segments of that many packets (from the message's start), each asking
     // for an ACK on its last packet (tx_descriptor::first_packet; README "Congestion control").
     void set_ack_segment_bytes(uint32_t bytes) { m_ack_segment_bytes = bytes; }
+    // HPCC: every SEND/WRITE request packet carries an empty INT stack for the switches to fill
+    // (tx_descriptor::telemetry; hw/roce/README.md, "In-band telemetry").
+    void set_telemetry(bool on) { m_telemetry = on; }
     // Optional: the segment of one QP now (hw/cc: smaller at low rates), at most the above.
     void set_ack_segment_fn(std::function<uint32_t(uint32_t qpn)> fn) {
         m_ack_segment_fn = std::move(fn);
@@ -280,6 +283,7 @@ private:
     std::function<void(uint32_t)> m_error_listener;
     pacer* m_pacer = nullptr;          // congestion control's rate limiter (null: off)
     uint32_t m_ack_segment_bytes = 0;  // set_ack_segment_bytes
+    bool m_telemetry = false;          // set_telemetry
     std::function<uint32_t(uint32_t)> m_ack_segment_fn;  // set_ack_segment_fn
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
     std::unique_ptr<tx_scheduler> m_sched;  // rnic.tx_engine.scheduler.policy

@@ -477,6 +477,20 @@ scenario_config parse_scenario(const nlohmann::json& j) {
                                  std::to_string(s.rnic.limits.max_mtu));
         }
     }
+    // HPCC's signal is the switches' in-band telemetry: a switch that does not stamp it would
+    // leave the senders at line rate without a word.
+    if (s.rnic.cc.algorithm == "hpcc") {
+        for (size_t i = 0; i < s.topology.switches.size(); ++i) {
+            if (!s.topology.switches[i].cfg.int_telemetry) {
+                ctx.errors.push_back(
+                    "topology.switch.int_telemetry: false on switch " +
+                    s.topology.switches[i].name +
+                    ", but rnic.cc.algorithm \"hpcc\" needs every switch's in-band telemetry "
+                    "(set it true)");
+                break;
+            }
+        }
+    }
     // The NIC's receive buffer must hold its PFC headroom on every lossless link a node is
     // cabled to, and leave room for XON below XOFF (two largest frames).
     for (size_t i = 0; i < s.topology.nodes.size() && i < s.topology.node_link.size(); ++i) {

@@ -662,8 +662,9 @@ std::string config_error(const json& rnic) {
 TEST(CcConfig, AlgorithmsAndErrorsWithPaths) {
     EXPECT_EQ(config_error({{"cc", {{"algorithm", "dcqcn"}}}}), "");
     EXPECT_EQ(config_error({{"cc", {{"algorithm", "timely"}}}}), "");
-    EXPECT_EQ(config_error({{"cc", {{"algorithm", "hpcc"}}}}),
-              "rnic.cc.algorithm: \"hpcc\" is not one of \"none\", \"dcqcn\", \"timely\"");
+    EXPECT_EQ(config_error({{"cc", {{"algorithm", "hpcc"}}}}), "");
+    EXPECT_EQ(config_error({{"cc", {{"algorithm", "bbr"}}}}),
+              "rnic.cc.algorithm: \"bbr\" is not one of \"none\", \"dcqcn\", \"timely\", \"hpcc\"");
     EXPECT_EQ(config_error({{"cc", {{"dcqcn", {{"rp_gd", 16}}}}}}),
               "rnic.cc.dcqcn.rp_gd: 16 out of range [0, 15]");
     EXPECT_EQ(config_error({{"cc", {{"dcqcn", {{"rpg_gd", 11}}}}}}),

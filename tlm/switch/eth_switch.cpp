@@ -9,6 +9,7 @@
 
 #include "hw/common/numeric.h"
 #include "hw/roce/protocol.h"
+#include "hw/roce/telemetry.h"
 #include "tlm/ethernet/vlan.h"
 
 namespace rnic::fabric {
@@ -64,8 +65,11 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::array<uint8_t, 6> mac{};
     uint32_t ipv4 = 0;
     std::array<uint8_t, 6> neighbor{};
-    bool up = true;       // link failure: the port sees its link (route_epoch)
-    uint8_t watched = 0;  // priorities whose pause the pause check follows
+    bool up = true;               // link failure: the port sees its link (route_epoch)
+    uint64_t rate_mbps = 0;       // the link's rate (INT records)
+    uint64_t int_hops = 0;        // INT records written into frames leaving here
+    uint64_t int_stack_full = 0;  // frames with an INT stack and no free slot left
+    uint8_t watched = 0;          // priorities whose pause the pause check follows
     // ... since when each has held frames under a pause without a break (seen at the
     // transmission choices: the MAC asks at every frame boundary, pause expiry and XON while
     // frames are queued, so a break is always seen)
@@ -240,6 +244,19 @@ void eth_switch::connect(uint32_t p, eth_link& link, int side) {
     s.add(b, "link_down_drops", pt.ps.link_down_drops, "frames",
           "frames flushed from this port's queues or routed to it while its link was down");
     s.add(b, "link_downs", pt.ps.link_downs, "count", "times this port saw its link go down");
+    pt.rate_mbps = static_cast<uint64_t>(std::llround(lc.rate_gbps * 1000.0));
+    if (m_cfg.int_telemetry) {
+        if (roce::int_rate_code(pt.rate_mbps) < 0) {
+            throw std::invalid_argument(
+                std::string(name()) + ".port" + std::to_string(p) + ": int_telemetry: a " +
+                std::to_string(lc.rate_gbps) +
+                " Gb/s link has no INT rate code (10, 25, 40, 50, 100, 200, 400, 800 Gb/s)");
+        }
+        s.add(b, "int_hops", pt.int_hops, "count",
+              "INT records written into frames leaving this port (8 bytes each)");
+        s.add(b, "int_stack_full", pt.int_stack_full, "frames",
+              "frames leaving with an INT stack whose 5 slots were taken (hop not recorded)");
+    }
     s.add(b, "pause_frames_sent", link.get_stats(side).pfc_frames, "frames",
           "PFC pause frames sent (XOFF, refresh and XON)");
     s.add(b, "pauses_received", link.get_stats(side).pauses, "frames",
@@ -572,6 +589,27 @@ double eth_switch::uniform() {
     return static_cast<double>(m_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
+void eth_switch::stamp_telemetry(port_state& op, uint32_t out, std::vector<uint8_t>& f,
+                                 const sc_core::sc_time& now) {
+    if (roce::int_stack_offset(f.data(), f.size()) == 0) {
+        return;  // no stack (not HPCC traffic)
+    }
+    // The record of the frame's dequeue: bytes queued on the port after it left (every
+    // priority), bytes the port sent before it, the time in ns (the authors' PushHop).
+    uint64_t queued = 0;
+    for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
+        queued += m_buf.at(out, k).egress_bytes;
+    }
+    static const sc_core::sc_time::value_type NS = sc_core::sc_time(1, sc_core::SC_NS).value();
+    const uint64_t word =
+        roce::int_encode_hop(op.rate_mbps, now.value() / NS, op.ps.tx_bytes, queued);
+    if (roce::int_push_hop(f.data(), f.size(), word)) {
+        ++op.int_hops;
+    } else {
+        ++op.int_stack_full;
+    }
+}
+
 void eth_switch::occupancy_changed(queue_stats& q, uint64_t old_bytes) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     q.byte_ps += static_cast<double>(old_bytes) * ((now - q.last_change).to_seconds() * 1e12);
@@ -833,6 +871,9 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
         if (eq.ecn_marks != before) {
             set_ipv4_checksum(iph);
         }
+    }
+    if (m_cfg.int_telemetry) {
+        stamp_telemetry(op, o, pk.f.data, now);
     }
     update_pfc(pk.in_port, pk.prio);
     ++eq.frames;

@@ -131,6 +131,10 @@ private:
     bool pull(uint32_t out_port, uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at);
     // Egress occupancy of a queue is about to change from `old_bytes`: integrate it.
     void occupancy_changed(queue_stats& q, uint64_t old_bytes);
+    // HPCC: writes this hop's INT record into a frame that carries a stack, as it leaves
+    // egress port `out` (switch_config::int_telemetry).
+    void stamp_telemetry(port_state& op, uint32_t out, std::vector<uint8_t>& frame,
+                         const sc_core::sc_time& now);
     void update_pfc(uint32_t in_port, uint32_t prio);
     // Applies the route epochs due at `now` (set_route_epochs).
     void apply_epochs(const sc_core::sc_time& now);

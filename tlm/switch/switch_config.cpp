@@ -81,6 +81,7 @@ switch_config parse_switch_config(config::reader r) {
     get_array(r, "kmax_bytes", c.kmax_bytes, uint64_t{0}, uint64_t{1} << 40);
     get_array(r, "pmax", c.pmax, 0.0, 1.0);
     r.get_one_of("ecn_mark_at", c.ecn_mark_at, {"enqueue", "dequeue"});
+    r.get("int_telemetry", c.int_telemetry);
     r.get("ecmp_seed", c.ecmp_seed, uint64_t{0}, ~uint64_t{0});
     r.get("seed", c.seed, uint64_t{0}, ~uint64_t{0});
     r.get("reroute", c.reroute);

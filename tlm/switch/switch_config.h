@@ -48,6 +48,11 @@ struct switch_config {
     // "dequeue" (on the queue it leaves behind as it starts out: the mark is not delayed by the
     // queue it waits in; the HPCC authors' ns-3 switch, SwitchNotifyDequeue).
     std::string ecn_mark_at = "enqueue";
+    // HPCC in-band telemetry: at egress, a frame that carries an INT stack (hw/roce/telemetry.h)
+    // gets this hop's record (link rate, time, bytes the port sent, bytes queued on the port),
+    // as the HPCC authors' switch does at dequeue (switch-node.cc, SwitchNotifyDequeue).
+    // false: the stack passes untouched (a switch without INT).
+    bool int_telemetry = false;
     // ECMP hash seed (5-tuple hash; the UDP source port carries RoCEv2's entropy) and the
     // seed of the marking decisions.
     uint64_t ecmp_seed = 0;
