@@ -18,15 +18,14 @@ std::vector<tx_sched_counter> fifo_scheduler::paced_counters() const {
              "rate-limited job waited for its slot (fifo)"}};
 }
 
-bool fifo_scheduler::take_request(tx_job& job) {
+bool fifo_scheduler::take_request() {
     const bool resend = m_host.has(tx_queue::RESENDS);
-    job = m_host.take(resend ? tx_queue::RESENDS : tx_queue::REQUESTS);
-    return resend ? m_host.resend_live(job) : m_host.request_live(job);
+    m_host.take(resend ? tx_queue::RESENDS : tx_queue::REQUESTS, m_whole);
+    return resend ? m_host.resend_live(m_whole) : m_host.request_live(m_whole);
 }
 
-bool fifo_scheduler::begin(tx_job&& job, bool request, bool bypass, tx_turn& t) {
-    if (!m_host.paced() || job.desc.kind == tx_kind::ACK) {
-        m_whole = std::move(job);
+bool fifo_scheduler::begin(bool request, bool bypass, tx_turn& t) {
+    if (!m_host.paced() || m_whole.desc.kind == tx_kind::ACK) {
         t.job = &m_whole;
         t.whole = true;
         m_turn = request ? turn_kind::WHOLE_REQUEST : turn_kind::WHOLE;
@@ -35,7 +34,7 @@ bool fifo_scheduler::begin(tx_job&& job, bool request, bool bypass, tx_turn& t) 
     // A rate limiter is on: every job but an ACK goes a packet per turn (a rate cut can come
     // mid-message, so the split cannot wait for the QP to be limited).
     frame f;
-    f.job = std::move(job);
+    f.job = std::move(m_whole);
     f.next = f.job.desc.first_packet;
     f.end = segment_end(f.job.desc);
     f.per = m_host.ack_segment_packets(f.job.desc);
@@ -58,10 +57,9 @@ bool fifo_scheduler::serve_bypassing(const frame& f, tx_turn& t) {
         if (head.desc.kind != tx_kind::ACK && m_host.limited(qpn)) {
             return false;
         }
-        tx_job job = m_host.take(tx_queue::RESPONSES);
-        if (m_host.response_live(job)) {
+        m_host.take(tx_queue::RESPONSES, m_whole);
+        if (m_host.response_live(m_whole)) {
             ++m_paced_bypasses;
-            m_whole = std::move(job);
             t.job = &m_whole;
             t.whole = true;
             m_turn = turn_kind::WHOLE;
@@ -82,10 +80,9 @@ bool fifo_scheduler::bypass_request(const frame& f) {
     if (qpn == f.job.desc.src_qpn || m_host.limited(qpn)) {
         return false;
     }
-    tx_job job;
-    if (take_request(job)) {
+    if (take_request()) {
         tx_turn unused;
-        begin(std::move(job), true, true, unused);  // paced: always a frame
+        begin(true, true, unused);  // paced: always a frame
     }
     return true;
 }
@@ -96,15 +93,14 @@ bool fifo_scheduler::next(tx_turn& t, tx_sleep& s) {
         if (m_frames.empty()) {
             // Responder traffic first (ACKs and READ responses keep the peer's requester
             // moving), then resends, which must precede newer requests.
-            tx_job job;
             bool request = false;
             if (m_host.has(tx_queue::RESPONSES)) {
-                job = m_host.take(tx_queue::RESPONSES);
-                if (!m_host.response_live(job)) {
+                m_host.take(tx_queue::RESPONSES, m_whole);
+                if (!m_host.response_live(m_whole)) {
                     continue;
                 }
             } else if (m_host.has(tx_queue::RESENDS) || m_host.has(tx_queue::REQUESTS)) {
-                if (!take_request(job)) {
+                if (!take_request()) {
                     continue;
                 }
                 request = true;
@@ -112,7 +108,7 @@ bool fifo_scheduler::next(tx_turn& t, tx_sleep& s) {
                 s = tx_sleep{};
                 return false;
             }
-            if (begin(std::move(job), request, false, t)) {
+            if (begin(request, false, t)) {
                 return true;
             }
             continue;

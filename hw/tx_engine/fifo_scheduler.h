@@ -41,10 +41,10 @@ private:
         bool request = false;  // a requester job (its timer may start when it has gone)
         bool bypass = false;   // passing the frame below it
     };
-    // Takes the job to send: whole (`t` filled, true) or as a new frame (false).
-    bool begin(tx_job&& job, bool request, bool bypass, tx_turn& t);
-    // The next resend (else request) if it is live; false when it was dropped.
-    bool take_request(tx_job& job);
+    // Sends the job taken into m_whole: whole (`t` filled, true) or as a new frame (false).
+    bool begin(bool request, bool bypass, tx_turn& t);
+    // Takes the next resend (else request) into m_whole; false when it was dropped.
+    bool take_request();
     // The response at the head of the queue, if it may pass `f`'s waiting packet, as a whole
     // turn (true).
     bool serve_bypassing(const frame& f, tx_turn& t);
@@ -55,7 +55,7 @@ private:
 
     tx_sched_host& m_host;
     std::vector<frame> m_frames;  // at most two
-    tx_job m_whole;               // the job of a whole turn
+    tx_job m_whole;               // the job taken, and the job of a whole turn
     enum class turn_kind { NONE, WHOLE, WHOLE_REQUEST, WHOLE_BYPASSING, PACKET };
     turn_kind m_turn = turn_kind::NONE;
     uint64_t m_paced_bypasses = 0;

@@ -46,9 +46,9 @@ void round_robin_scheduler::enter_ring(uint32_t key) {
 
 void round_robin_scheduler::stage_work() {
     while (m_host.has(tx_queue::RESENDS)) {
-        tx_job job = m_host.take(tx_queue::RESENDS);
-        const uint32_t key = key_of(job.desc.src_qpn, false);
-        m_lanes[key].resends.push_back(std::move(job));
+        const uint32_t key = key_of(m_host.front(tx_queue::RESENDS).desc.src_qpn, false);
+        auto& resends = m_lanes[key].resends;
+        m_host.take(tx_queue::RESENDS, resends.emplace_back());
         enter_ring(key);
     }
     while (m_host.has(tx_queue::RESPONSES)) {
@@ -58,21 +58,20 @@ void round_robin_scheduler::stage_work() {
         const bool lane_busy =
             it != m_lanes.end() && (it->second.active || !it->second.jobs.empty());
         if (head.desc.kind == tx_kind::ACK && !lane_busy) {
-            m_acks.push_back(m_host.take(tx_queue::RESPONSES));
+            m_host.take(tx_queue::RESPONSES, m_acks.emplace_back());
             continue;
         }
         if (m_staged_responses >= m_response_depth) {
             break;
         }
         ++m_staged_responses;
-        m_lanes[key].jobs.push_back(m_host.take(tx_queue::RESPONSES));
+        m_host.take(tx_queue::RESPONSES, m_lanes[key].jobs.emplace_back());
         enter_ring(key);
     }
     while (m_host.has(tx_queue::REQUESTS) && m_staged_requests < m_job_depth) {
-        tx_job job = m_host.take(tx_queue::REQUESTS);
-        const uint32_t key = key_of(job.desc.src_qpn, false);
+        const uint32_t key = key_of(m_host.front(tx_queue::REQUESTS).desc.src_qpn, false);
         ++m_staged_requests;
-        m_lanes[key].jobs.push_back(std::move(job));
+        m_host.take(tx_queue::REQUESTS, m_lanes[key].jobs.emplace_back());
         enter_ring(key);
     }
 }

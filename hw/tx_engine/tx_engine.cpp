@@ -1350,17 +1350,20 @@ const tx_job& tx_engine::front(tx_queue q) {
     }
 }
 
-tx_job tx_engine::take(tx_queue q) {
+void tx_engine::take(tx_queue q, tx_job& into) {
     switch (q) {
         case tx_queue::RESPONSES:
-            return m_responses.get();
-        case tx_queue::RESENDS: {
-            tx_job job = std::move(m_retransmits.front());
+            into = std::move(m_responses.front());
+            m_responses.pop();
+            break;
+        case tx_queue::RESENDS:
+            into = std::move(m_retransmits.front());
             m_retransmits.pop_front();
-            return job;
-        }
+            break;
         default:
-            return m_requests.get();
+            into = std::move(m_requests.front());
+            m_requests.pop();
+            break;
     }
 }
 

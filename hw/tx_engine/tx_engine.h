@@ -177,7 +177,7 @@ private:
     // --- tx_sched_host: what the scheduler asks (documented in tx_scheduler.h) ---
     bool has(tx_queue q) const override;
     const tx_job& front(tx_queue q) override;
-    tx_job take(tx_queue q) override;
+    void take(tx_queue q, tx_job& into) override;
     bool supersedes(const tx_job& r, const tx_job& copy) const override;
     bool paced() const override { return m_pacer != nullptr; }
     bool limited(uint32_t qpn) const override { return m_pacer->limited(qpn); }

@@ -37,7 +37,8 @@ public:
 
     virtual bool has(tx_queue q) const = 0;
     virtual const tx_job& front(tx_queue q) = 0;
-    virtual tx_job take(tx_queue q) = 0;
+    // Moves the job at the head of `q` into `into` (no temporary: a job is large).
+    virtual void take(tx_queue q, tx_job& into) = 0;
 
     // A response taken from its queue still goes (ACK/NAKs always unless their QP was reset
     // since; READ responses not when their QP is in error).

@@ -60,10 +60,9 @@ public:
 
     bool has(tx_queue which) const override { return !q[static_cast<int>(which)].empty(); }
     const tx_job& front(tx_queue which) override { return q[static_cast<int>(which)].front(); }
-    tx_job take(tx_queue which) override {
-        tx_job j = std::move(q[static_cast<int>(which)].front());
+    void take(tx_queue which, tx_job& into) override {
+        into = std::move(q[static_cast<int>(which)].front());
         q[static_cast<int>(which)].pop_front();
-        return j;
     }
     bool live(const tx_job& j) {
         if (dead.count(j.desc.src_qpn) != 0) {
