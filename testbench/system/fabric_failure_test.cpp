@@ -5,6 +5,7 @@
 // Lossless priorities never drop: sw*.lossless_drops is 0 in every run here.
 //
 // One elaboration per process: ctest runs each TEST as its own process.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -241,7 +242,11 @@ const rnic::scenario::flow_result* flow(const run_result& r, uint32_t src, uint3
 TEST(FabricPfc, StormWithoutWatchdogSpreadsToOtherFlows) {
     const run_result r = run_file("pfc_storm.json");
     EXPECT_FALSE(r.passed());
-    EXPECT_GT(stat(r, "link3.dir0", "pfc_frames"), 1) << "the storm sends and refreshes pauses";
+    // One XOFF at 20 us, refreshed every half pause time while held (802.1Qbb: 0xFFFF quanta
+    // of 512 bit times at 100 Gb/s = 335.5 us, refresh 167.8 us) until the run ends.
+    const double refresh_ns = 65535 * 5.12 / 2;
+    EXPECT_EQ(stat(r, "link3.dir0", "pfc_frames"),
+              1 + std::floor((static_cast<double>(r.simulated_ns) - 20000) / refresh_ns));
     EXPECT_GT(stat(r, "link3.dir1", "pfc_pauses"), 0) << "the storm pauses sw0's port to node3";
     EXPECT_GT(stat(r, "link0.dir0", "pfc_pauses"), 0) << "sw0 pauses node0: the storm spread";
     const auto* victim = flow(r, 0, 2);
