@@ -153,6 +153,35 @@ TEST(EthLinkConfig, ParsesRateDelayFifoAndFaults) {
     EXPECT_THROW(bad.throw_if_errors(), rnic::config::config_error);
 }
 
+// faults.pfc_storm_*: a list of priorities becomes the class-enable mask, "b" side 1; bad
+// values are errors that name their JSON path.
+TEST(EthLinkConfig, PfcStormKeys) {
+    rnic::config::parse_context pc;
+    const auto j = nlohmann::json::parse(R"({"faults": {"pfc_storm_side": "b",
+        "pfc_storm_priorities": [0, 3], "pfc_storm_start_ns": 100, "pfc_storm_end_ns": 200}})");
+    const eth_link_config c =
+        rnic::fabric::parse_eth_link_config(rnic::config::reader(j, "link", pc));
+    EXPECT_TRUE(pc.errors.empty());
+    EXPECT_EQ(c.faults.pfc_storm_side, 1);
+    EXPECT_EQ(c.faults.pfc_storm_priorities, 0x09);
+    EXPECT_DOUBLE_EQ(c.faults.pfc_storm_end_ns, 200.0);
+    EXPECT_FALSE(c.faults.any()) << "a storm touches no frame";
+    EXPECT_EQ(eth_link_config{}.faults.pfc_storm_priorities, 0) << "off by default";
+
+    for (const char* bad_json :
+         {R"({"faults": {"pfc_storm_priorities": [8]}})",
+          R"({"faults": {"pfc_storm_priorities": 1}})", R"({"faults": {"pfc_storm_side": "c"}})",
+          R"({"faults": {"pfc_storm_priorities": [0], "pfc_storm_start_ns": 5,
+                         "pfc_storm_end_ns": 5}})",
+          R"({"pfc": false, "faults": {"pfc_storm_priorities": [0]}})"}) {
+        rnic::config::parse_context bad;
+        rnic::fabric::parse_eth_link_config(
+            rnic::config::reader(nlohmann::json::parse(bad_json), "topology.link", bad));
+        ASSERT_EQ(bad.errors.size(), 1u) << bad_json;
+        EXPECT_EQ(bad.errors[0].rfind("topology.link.faults.pfc_storm_", 0), 0u) << bad.errors[0];
+    }
+}
+
 // 100 Gb/s = 80 ps per byte: a 1000 B frame occupies 1024 x 80 = 81.92 ns of the wire and is
 // in at the peer 1012 x 80 ps + 50 ns after its first bit left.
 TEST(EthLink, SerializationAndArrivalTime) {

@@ -5,8 +5,10 @@
 // Lossless priorities never drop: sw*.lossless_drops is 0 in every run here.
 //
 // One elaboration per process: ctest runs each TEST as its own process.
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -217,4 +219,60 @@ TEST(NicPort, FlapIsCountedAndRecovered) {
         EXPECT_EQ(stat(r, n, "link_down_ps"), 100e6) << n;
     }
     EXPECT_GT(stat(r, "link.dir0", "faults_link_down"), 0) << "the loss hit traffic";
+}
+
+namespace {
+
+const rnic::scenario::flow_result* flow(const run_result& r, uint32_t src, uint32_t dst) {
+    for (const auto& f : r.flows) {
+        if (f.src == src && f.dst == dst) {
+            return &f;
+        }
+    }
+    ADD_FAILURE() << "no flow " << src << " -> " << dst;
+    return nullptr;
+}
+
+}  // namespace
+
+// A PFC storm (configs/fabric/pfc_storm.json): node3's NIC holds XOFF on priority 0 toward sw0
+// from 20 us with real, refreshed pause frames. Without a watchdog the storm spreads: sw0's
+// queue to node3 backs up, sw0 pauses node0, and node0 -> node2, which never touches node3,
+// stalls with it; the run ends at its time limit, nothing lossless dropped.
+TEST(FabricPfc, StormWithoutWatchdogSpreadsToOtherFlows) {
+    const run_result r = run_file("pfc_storm.json");
+    EXPECT_FALSE(r.passed());
+    // One XOFF at 20 us, refreshed every half pause time while held (802.1Qbb: 0xFFFF quanta
+    // of 512 bit times at 100 Gb/s = 335.5 us, refresh 167.8 us) until the run ends.
+    const double refresh_ns = 65535 * 5.12 / 2;
+    EXPECT_EQ(stat(r, "link3.dir0", "pfc_frames"),
+              1 + std::floor((static_cast<double>(r.simulated_ns) - 20000) / refresh_ns));
+    EXPECT_GT(stat(r, "link3.dir1", "pfc_pauses"), 0) << "the storm pauses sw0's port to node3";
+    EXPECT_GT(stat(r, "link0.dir0", "pfc_pauses"), 0) << "sw0 pauses node0: the storm spread";
+    const auto* victim = flow(r, 0, 2);
+    ASSERT_NE(victim, nullptr);
+    EXPECT_FALSE(victim->complete);
+    EXPECT_EQ(stat(r, "sw0", "pfcwd_storms"), 0);
+    EXPECT_EQ(stat(r, "sw0", "lossless_drops"), 0);
+}
+
+// The same storm with sw0's PFC watchdog (drop, 100 us): the queue to node3 is declared in a
+// storm and its frames dropped (counted), sw0's ingress from node0 drains, node0 -> node2 and
+// node1 -> node2 complete intact; node0 -> node3, whose frames the watchdog drops, does not.
+TEST(FabricPfc, WatchdogBreaksTheStormAndOtherFlowsComplete) {
+    const run_result r =
+        run_file("pfc_storm.json", {"topology.switch.pfc_watchdog={\"detection_ns\": 100000, "
+                                    "\"restoration_ns\": 1e9}"});
+    EXPECT_EQ(stat(r, "sw0", "pfcwd_storms"), 1);
+    EXPECT_GT(stat(r, "sw0", "pfcwd_drops"), 0);
+    EXPECT_EQ(stat(r, "sw0", "lossless_drops"), 0);
+    for (const auto& [src, dst] : std::vector<std::pair<uint32_t, uint32_t>>{{0, 2}, {1, 2}}) {
+        const auto* f = flow(r, src, dst);
+        ASSERT_NE(f, nullptr);
+        EXPECT_TRUE(f->complete) << src << " -> " << dst;
+    }
+    const auto* stuck = flow(r, 0, 3);
+    ASSERT_NE(stuck, nullptr);
+    EXPECT_FALSE(stuck->complete);
+    EXPECT_EQ(r.mismatches, 0u);
 }

@@ -33,6 +33,37 @@ eth_link_config parse_eth_link_config(config::reader r) {
     f.get("window_end_ns", fc.window_end_ns, 0.0, 1e18);
     f.get("ecn_mark", fc.ecn_mark, 0.0, 1.0);
     f.get("seed", fc.seed, uint64_t{0}, ~uint64_t{0});
+    std::string storm_side = "a";
+    f.get_one_of("pfc_storm_side", storm_side, {"a", "b"});
+    fc.pfc_storm_side = storm_side == "a" ? 0 : 1;
+    nlohmann::json storm_prios = nlohmann::json::array();
+    if (const nlohmann::json* pr = f.raw("pfc_storm_priorities")) {
+        bool ok = pr->is_array();
+        for (size_t i = 0; ok && i < pr->size(); ++i) {
+            const auto& p = (*pr)[i];
+            ok = p.is_number_integer() && p.get<int64_t>() >= 0 && p.get<int64_t>() <= 7;
+            if (ok) {
+                fc.pfc_storm_priorities |= static_cast<uint8_t>(1u << p.get<int>());
+            }
+        }
+        if (!ok) {
+            f.error("pfc_storm_priorities", "expected a list of priorities 0 .. 7");
+        }
+    }
+    for (int p = 0; p < 8; ++p) {
+        if ((fc.pfc_storm_priorities >> p) & 1) {
+            storm_prios.push_back(p);
+        }
+    }
+    f.set_effective("pfc_storm_priorities", storm_prios);
+    f.get("pfc_storm_start_ns", fc.pfc_storm_start_ns, 0.0, 1e18);
+    f.get("pfc_storm_end_ns", fc.pfc_storm_end_ns, 0.0, 1e18);
+    if (fc.pfc_storm_priorities != 0 && fc.pfc_storm_end_ns <= fc.pfc_storm_start_ns) {
+        f.error("pfc_storm_end_ns", "must be greater than pfc_storm_start_ns");
+    }
+    if (fc.pfc_storm_priorities != 0 && !c.pfc) {
+        f.error("pfc_storm_priorities", "a PFC storm needs the link's pfc (true)");
+    }
     if (const nlohmann::json* down = f.raw("link_down_ns")) {
         bool ok = down->is_array();
         for (size_t i = 0; ok && i < down->size(); ++i) {
@@ -140,6 +171,10 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
                           sc_core::sc_gen_unique_name("serializer"));
         sc_core::sc_spawn(sc_core::sc_bind(&eth_link::delivery_thread, this, side),
                           sc_core::sc_gen_unique_name("delivery"));
+        if (cfg.faults.pfc_storm_priorities != 0 && cfg.faults.pfc_storm_side == side) {
+            sc_core::sc_spawn(sc_core::sc_bind(&eth_link::storm_thread, this, side),
+                              sc_core::sc_gen_unique_name("pfc_storm"));
+        }
         const std::string b = std::string(this->name()) + ".dir" + std::to_string(side);
         m_track[side] = b;
         ctx.stats.add(b, "frames", m_stats[side].frames, "frames", "frames sent in this direction");
@@ -195,13 +230,38 @@ void eth_link::set_xoff(int side, uint8_t mask, bool on) {
     if (!m_cfg.pfc) {
         return;
     }
-    const uint8_t next = on ? (m_xoff[side] | mask) : (m_xoff[side] & ~mask);
+    m_rx_xoff[side] = on ? (m_rx_xoff[side] | mask) : (m_rx_xoff[side] & ~mask);
+    update_xoff(side);
+}
+
+void eth_link::update_xoff(int side) {
+    const uint8_t next = m_rx_xoff[side] | m_storm_xoff[side];
     const uint8_t changed = next ^ m_xoff[side];
     if (changed == 0) {
         return;
     }
     m_xoff[side] = next;
     queue_pause(side, changed);
+}
+
+void eth_link::storm_thread(int side) {
+    // The side simulated by another rank storms there (its serializer sends the pause frames).
+    const fault_config& fc = m_cfg.faults;
+    if (m_remote[side]) {
+        return;
+    }
+    const sc_core::sc_time start(fc.pfc_storm_start_ns, sc_core::SC_NS);
+    if (start > sc_core::sc_time_stamp()) {
+        sc_core::wait(start - sc_core::sc_time_stamp());
+    }
+    m_storm_xoff[side] = fc.pfc_storm_priorities;
+    update_xoff(side);
+    if (fc.pfc_storm_end_ns >= 1e18) {
+        return;
+    }
+    sc_core::wait(sc_core::sc_time(fc.pfc_storm_end_ns, sc_core::SC_NS) - start);
+    m_storm_xoff[side] = 0;
+    update_xoff(side);
 }
 
 void eth_link::queue_pause(int side, uint8_t changed) {

@@ -96,6 +96,15 @@ struct fault_config {
     // (hw/cc) without a switch. Drawn from its own stream (seeded from `seed`), so setting it
     // changes no other fault's draws; it is not one of any()'s kinds.
     double ecn_mark = 0;
+    // PFC storm (a peer stuck asserting XOFF: a NIC whose receive pipeline hangs keeps sending
+    // pause frames): in [pfc_storm_start_ns, pfc_storm_end_ns) the MAC at side pfc_storm_side
+    // holds XOFF on the priorities of pfc_storm_priorities (bit p: priority p; 0: no storm) on
+    // top of what its receiver asks, with real pause frames (sent and refreshed as for any
+    // XOFF). Not one of any()'s kinds: no frame is touched.
+    int pfc_storm_side = 0;
+    uint8_t pfc_storm_priorities = 0;
+    double pfc_storm_start_ns = 0;
+    double pfc_storm_end_ns = 1e18;
     uint64_t seed = 1;
     bool any() const {
         return drop > 0 || corrupt > 0 || duplicate > 0 || reorder > 0 || jitter_ns > 0 ||
@@ -156,7 +165,8 @@ public:
     // is done (XOFF: the configured quanta, XON: 0); XOFF is refreshed every half pause time
     // while asserted. No effect when the link's pfc is off.
     void set_xoff(int side, uint8_t mask, bool on);
-    uint8_t xoff(int side) const { return m_xoff[side]; }
+    // XOFF the receiver at `side` asserts (a storm's, faults.pfc_storm_*, not included).
+    uint8_t xoff(int side) const { return m_rx_xoff[side]; }
     // Priorities whose transmission out of `side` is paused now.
     uint8_t paused(int side) const;
     // The same at time `t` (a sample of timeseries.csv, taken whatever this kernel's clock).
@@ -222,6 +232,9 @@ private:
     void apply_pause(int side, uint8_t class_enable, const pfc_quanta& quanta);
     sc_core::sc_time max_pause_until(int side) const;
     void queue_pause(int side, uint8_t changed);
+    // m_xoff[side] = the receiver's XOFF | the storm's; queues a pause frame on a change.
+    void update_xoff(int side);
+    void storm_thread(int side);
     double uniform(int side) {
         return std::uniform_real_distribution<double>(0.0, 1.0)(m_rng[side]);
     }
@@ -255,7 +268,9 @@ private:
     std::array<uint8_t, 6> m_mac[2]{};
     uint16_t m_quanta[2] = {0xFFFF, 0xFFFF};
     sc_core::sc_time m_quantum;
-    uint8_t m_xoff[2] = {0, 0};  // traced: priorities this side's receiver holds off
+    uint8_t m_xoff[2] = {0, 0};        // traced: priorities this side's MAC holds off (sent XOFF)
+    uint8_t m_rx_xoff[2] = {0, 0};     // what this side's receiver asks (set_xoff)
+    uint8_t m_storm_xoff[2] = {0, 0};  // faults.pfc_storm_*: held on top, while the storm lasts
     bool m_ctrl_pending[2] = {false, false};
     uint8_t m_ctrl_cev[2] = {0, 0};  // class-enable vector of the pending pause frame
     sc_core::sc_time m_next_refresh[2];
