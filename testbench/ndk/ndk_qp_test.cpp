@@ -183,6 +183,14 @@ TEST(NdkQp, PostWritesWqesAndRingsDoorbells) {
     });
 }
 
+// Opens `a` on n1 and `b` on n2 and puts both QPs in the connected state without a CM exchange.
+void open_connected(endpoint& a, endpoint& b, node& n1, node& n2, fake_network& net) {
+    a.open(n1, net, params_for(1));
+    b.open(n2, net, params_for(2));
+    force_connected(a.qp);
+    force_connected(b.qp);
+}
+
 TEST(NdkQp, WqePushCarriesDoorbell) {
     hw::sim_context ctx;
     host_config cfg = sync_cfg();
@@ -192,10 +200,7 @@ TEST(NdkQp, WqePushCarriesDoorbell) {
     fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, net, params_for(1));
-        b.open(n2, net, params_for(2));
-        force_connected(a.qp);
-        force_connected(b.qp);
+        open_connected(a, b, n1, n2, net);
         char t[16] = "pushed";
         NDK_SGE in{};
         in.VirtualAddress = t;
@@ -236,10 +241,7 @@ TEST(NdkQp, WqePushUpToWriteCombiningSize) {
     fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, net, params_for(1));
-        b.open(n2, net, params_for(2));
-        force_connected(a.qp);
-        force_connected(b.qp);
+        open_connected(a, b, n1, n2, net);
         NDK_SGE sge{};
         sge.Length = 8;
         sge.LogicalAddress.QuadPart = 0x1234'5000;
@@ -287,10 +289,7 @@ TEST(NdkQp, WqePushInlineOnlyAsMlx5) {
     fake_network net;
     run([&] {
         endpoint a, b;
-        a.open(n1, net, params_for(1));
-        b.open(n2, net, params_for(2));
-        force_connected(a.qp);
-        force_connected(b.qp);
+        open_connected(a, b, n1, n2, net);
         auto pushes = [&] {
             size_t k = 0;
             for (const auto& w : n1.nic.writes) {
