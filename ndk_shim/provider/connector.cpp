@@ -698,7 +698,13 @@ void adapter_impl::cm_receive(const cm_message& msg) {
         }
     }
     if (target != nullptr) {
+        // Answering takes host CPU time (cm_send waits), during which the consumer may close
+        // the connector: it stays busy until its message is handled, so the close completes
+        // after (ndkpi.md 5), not under our feet.
+        ++target->busy;
         target->on_message(msg);
+        --target->busy;
+        progress(target);
     } else if (msg.type == cm_message::DREQ) {
         // The connector is gone: still answer, so the peer's Disconnect completes.
         cm_message rep;
