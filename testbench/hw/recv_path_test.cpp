@@ -198,6 +198,62 @@ TEST(RecvPath, OutOfSequenceRequestsAreNakedOncePerGapAtTheExpectedPsn) {
     EXPECT_EQ(t.rp.get_stats().naks_sent, 1u);
 }
 
+// Selective repeat (IRN, Mittal et al. SIGCOMM 2018: the responder NAKs packets past a gap):
+// a packet the responder already kept past the NAKed gap at the expected PSN comes again (a copy
+// in the requester's go-back resend after a timeout). Without AckReq it is dropped silently (one
+// NAK per gap); with AckReq the requester asks for an answer, and the NAK or the resend it asked
+// for may have been lost, so the selective NAK of the gap goes again. Without that answer the
+// requester waits for its retransmission timer (issue 24: soak_rc_scale_selective's QP that
+// expired twice in a row).
+TEST(RecvPath, SelectiveKeptPacketAgainWithAckReqPastANakedGapGetsTheNakAgain) {
+    recv_path_config cfg = rp_config();
+    cfg.transport.recovery = recovery_mode::SELECTIVE_REPEAT;
+    rp_bench t(cfg);
+    t.qp();
+    constexpr uint32_t KEY = 0x0100;  // MPT index 1, variant 0
+    mpt_entry& mr = *t.b.contexts.mpt_slot(KEY);
+    mr.valid = mr.allocated = true;
+    mr.key = KEY;
+    mr.access = hsi::ACCESS_LOCAL_WRITE | hsi::ACCESS_REMOTE_WRITE;
+    mr.base_va = 0x10000;
+    mr.length = 4096;
+    mr.page_count = mr.max_pages = 1;
+    mr.mtt_base = t.b.contexts.mtt_alloc(1);
+    t.b.contexts.mtt(mr.mtt_base) = 0x200000;
+    // An 8-byte WRITE Only at `psn` into the MR (rp_bench::frame's payload).
+    auto write = [](uint32_t psn, bool ack_req) {
+        roce::frame_header h;
+        h.bth_.opcode = roce::RC_WRITE_ONLY;
+        h.bth_.dest_qp = QPN;
+        h.bth_.psn = psn;
+        h.bth_.ack_req = ack_req;
+        h.reth_.va = 0x10000;
+        h.reth_.rkey = KEY;
+        h.reth_.dma_length = 8;
+        fabric::eth_frame f;
+        const std::vector<uint8_t> payload(8, 0xAB);
+        roce::build_frame(h, payload.data(), payload.size(), f.data);
+        return f;
+    };
+    t.b.drv.body = [&] {
+        t.put(write(101, false));  // past the gap at 100: kept, the gap NAKed
+        t.put(write(101, false));  // kept already, no AckReq: the gap is NAKed already
+        t.put(write(101, true));   // kept already, AckReq: answered by the NAK again
+        t.b.settle();
+    };
+    run(t.b);
+    const auto r = t.calls("response");
+    ASSERT_EQ(r.size(), 2u);
+    for (const auto& c : r) {
+        EXPECT_EQ(c.psn, 100u);  // the gap: the expected PSN
+        EXPECT_EQ(c.arg, roce::AETH_NAK_SELECTIVE);
+    }
+    EXPECT_EQ(t.rp.get_stats().sr_ooo_placed, 1u);
+    EXPECT_EQ(t.rp.get_stats().sr_repeated_naks, 1u);
+    EXPECT_EQ(t.rp.get_stats().duplicates, 2u);
+    EXPECT_EQ(t.b.contexts.qp(QPN)->expected_psn, 100u);
+}
+
 TEST(RecvPath, SendWithNoReceivePostedGetsAnRnrNakAndTheGapBehindItIsSilent) {
     rp_bench t;
     t.qp();  // no receive posted: rq_producer == rq_consumer

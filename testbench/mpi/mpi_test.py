@@ -90,6 +90,10 @@ def multi_node(path):
         return False  # a NIC preset (configs/hw/)
     with open(path) as f:
         text = f.read()
+    if "// mpi_test: not yet exact:" in text:
+        # A scenario with a known, named same-instant race (the rest of that line says which
+        # counters differ and where): left out of the label until it is fixed, not silently.
+        return False
     if '// check_config: fails with "' in text:
         # A scenario that fails on purpose (testbench/configs/check_config.py), e.g. a PFC
         # deadlock the run detects: it has no outputs to compare (and the deadlock monitor

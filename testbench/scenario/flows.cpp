@@ -85,6 +85,16 @@ std::vector<flow_spec> flows_of(const scenario_config& cfg) {
                 flows.back().gate = (i + n - 1) % n;  // the flow into node i
             }
             break;
+        case traffic_pattern::PING_PONG:
+            for (const auto& [a, b] : w.pairs) {
+                const auto ping = static_cast<int64_t>(flows.size());
+                add(a, b);
+                flows.back().gate = ping + 1;  // ping i + 1 once answer i is back
+                add(b, a);
+                flows.back().gate = ping;  // answer i once ping i is in
+                flows.back().gate_ahead = 1;
+            }
+            break;
         case traffic_pattern::FLOWS:
             if (!w.flow_list.empty()) {
                 for (const auto& e : w.flow_list) {

@@ -16,9 +16,11 @@ struct flow_spec {
     uint64_t message_bytes = 65536;  // per work request
     uint64_t messages = 1;           // spread over the workload's qps
     double start_ns = 0;             // first post not before (the QPs connect first)
-    // Message i is posted once flow `gate` has delivered i messages to this flow's source (a
-    // ring collective's steps); -1: no gate.
+    // Message i is posted once flow `gate` has delivered i + gate_ahead messages to this flow's
+    // source (a ring collective's steps: gate_ahead 0; the answer of a ping-pong: 1); -1: no
+    // gate.
     int64_t gate = -1;
+    uint64_t gate_ahead = 0;
 };
 
 // Expands cfg.workload's pattern over cfg.topology's nodes (deterministic for a seed):
@@ -30,6 +32,9 @@ struct flow_spec {
 //   ring_allreduce  node i SENDs to node i+1 (mod N) the 2 (N - 1) steps of a ring
 //                all-reduce (reduce-scatter, then all-gather), message_bytes each; step k of
 //                node i waits for step k - 1 from node i - 1 (as collective libraries post them)
+//   ping_pong    per entry [a, b] of workload.pairs two flows, a -> b (the ping) then b -> a
+//                (the answer): SEND i of the answer waits for ping i, ping i + 1 for answer i
+//                (perftest's ib_send_lat); the run's latency samples are half the round trips
 //   flows        workload.flows (explicit), or one flow per arrival: per source node, Poisson
 //                arrivals at workload.load of its link rate during workload.duration_us from
 //                workload.start_us, size drawn from the workload.cdf distribution, destination

@@ -60,6 +60,8 @@ const char* to_string(traffic_pattern p) {
             return "ring_allreduce";
         case traffic_pattern::FLOWS:
             return "flows";
+        case traffic_pattern::PING_PONG:
+            return "ping_pong";
     }
     return "?";
 }
@@ -72,12 +74,14 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
     {
         std::string p = to_string(w.pattern);
         r.get_one_of("pattern", p,
-                     {"pairs", "incast", "permutation", "all_to_all", "ring_allreduce", "flows"});
+                     {"pairs", "incast", "permutation", "all_to_all", "ring_allreduce", "flows",
+                      "ping_pong"});
         w.pattern = p == "incast"           ? traffic_pattern::INCAST
                     : p == "permutation"    ? traffic_pattern::PERMUTATION
                     : p == "all_to_all"     ? traffic_pattern::ALL_TO_ALL
                     : p == "ring_allreduce" ? traffic_pattern::RING_ALLREDUCE
                     : p == "flows"          ? traffic_pattern::FLOWS
+                    : p == "ping_pong"      ? traffic_pattern::PING_PONG
                                             : traffic_pattern::PAIRS;
     }
     const auto node_count = static_cast<uint32_t>(nodes);
@@ -300,6 +304,18 @@ workload_config parse_workload(config::reader r, const hw::nic_limits& lim, size
         r.error("operation",
                 "ring_allreduce moves its steps by SEND (the receive completion "
                 "tells the next step it may start): use \"send\"");
+    }
+    if (w.pattern == traffic_pattern::PING_PONG) {
+        if (w.op != operation::SEND) {
+            r.error("operation",
+                    "ping_pong answers each message when its receive completes (ib_send_lat): "
+                    "use \"send\"");
+        }
+        if (w.qps != 1) {
+            r.error("qps", std::to_string(w.qps) +
+                               ": ping_pong runs one exchange at a time over one QP per pair "
+                               "(ib_send_lat): use 1");
+        }
     }
     r.finish();
     return w;

@@ -30,7 +30,15 @@ struct operation_mix {
 };
 
 // workload.pattern: who talks to whom (flows.h).
-enum class traffic_pattern { PAIRS, INCAST, PERMUTATION, ALL_TO_ALL, RING_ALLREDUCE, FLOWS };
+enum class traffic_pattern {
+    PAIRS,
+    INCAST,
+    PERMUTATION,
+    ALL_TO_ALL,
+    RING_ALLREDUCE,
+    FLOWS,
+    PING_PONG
+};
 
 // A flow-size distribution (workload.cdf): (bytes, cumulative fraction) points, the fraction
 // from 0 to 1, interpolated linearly between points (the DCTCP / HPCC traffic generators'

@@ -692,10 +692,13 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
             }
             ++ns.done_messages;
             ns.done_bytes += f.w.message_bytes;
-            const sc_core::sc_time& posted =
-                f.post_time[q * m_w.queue_depth + idx % m_w.queue_depth];
-            m_latency_ns.push_back(static_cast<uint64_t>(
-                (sc_core::sc_time_stamp() - posted) / sc_core::sc_time(1, sc_core::SC_NS) + 0.5));
+            if (m_w.pattern != traffic_pattern::PING_PONG) {  // there: the round trips
+                const sc_core::sc_time& posted =
+                    f.post_time[q * m_w.queue_depth + idx % m_w.queue_depth];
+                m_latency_ns.push_back(static_cast<uint64_t>(
+                    (sc_core::sc_time_stamp() - posted) / sc_core::sc_time(1, sc_core::SC_NS) +
+                    0.5));
+            }
             if (m_w.op == operation::READ || m_w.op == operation::MIXED) {
                 // In-order completion: every read up to idx has landed in its sink slot.
                 const auto qp = static_cast<uint32_t>(q);
@@ -741,8 +744,27 @@ void workload::on_completion(role& r, const NDK_RESULT_EX& res) {
     const auto qp = static_cast<uint32_t>(q);
     check_bytes(pattern_key(f.seed, qp, f.send_index[q][idx]),
                 slot_ptr(r, qp, idx % f.slots, region_of(operation::SEND)), f.w.message_bytes);
+    const bool repost = f.recv_posted[q] < f.send_index[q].size();  // into the slot checked
+    if (m_w.pattern == traffic_pattern::PING_PONG) {
+        // As ib_send_lat: the receive goes back before the answer (or the next message) is
+        // posted, and its CPU time is part of the round trip.
+        if (repost) {
+            post_receive(r, qp, f.recv_posted[q]);
+        }
+        if (f.spec.gate_ahead == 1) {
+            // The answer to message m is in, on m's source: half the round trip from m's post.
+            const uint64_t m = f.send_index[q][idx];
+            const flow& ping = m_flows[static_cast<size_t>(f.spec.gate)];
+            const sc_core::sc_time& posted =
+                ping.post_time[q * m_w.queue_depth + m % m_w.queue_depth];
+            m_latency_ns.push_back(static_cast<uint64_t>(
+                (sc_core::sc_time_stamp() - posted) / sc_core::sc_time(2, sc_core::SC_NS) + 0.5));
+        }
+        f.recv_event.notify();  // the answer, or the next message, may go
+        return;
+    }
     f.recv_event.notify();  // a flow gated on this one may post its next step
-    if (f.recv_posted[q] < f.send_index[q].size()) {
+    if (repost) {
         post_receive(r, qp, f.recv_posted[q]);  // reuses the slot just checked
     }
 }
@@ -898,10 +920,13 @@ void workload::initiator_thread(flow& f) {
             m_last_completion = m_first_post;
         }
         const uint32_t qps = m_w.qps;
-        // A gated flow (a ring collective's step) posts message i once the flow into its node
-        // has delivered i messages here (the previous step's data).
+        // A gated flow (a ring collective's step, a ping-pong) posts message i once the flow
+        // into its node has delivered i + gate_ahead messages here (the previous step's data,
+        // the ping to answer).
         flow* gate = f.spec.gate >= 0 ? &m_flows[static_cast<size_t>(f.spec.gate)] : nullptr;
-        auto may_post = [&](uint64_t i) { return gate == nullptr || gate->received >= i; };
+        auto may_post = [&](uint64_t i) {
+            return gate == nullptr || gate->received >= i + f.spec.gate_ahead;
+        };
         while (f.completed < f.limit_total) {
             // Keep every QP's send queue queue_depth deep, then reap.
             for (uint32_t q = 0; q < qps; ++q) {

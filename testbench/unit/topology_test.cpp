@@ -511,6 +511,35 @@ TEST(Flows, RingAllReduceSteps) {
               "tells the next step it may start): use \"send\"");
 }
 
+// ib_send_lat's exchange: per pair a -> b and b -> a, the answer to message i gated on message
+// i being in (one ahead), message i + 1 on answer i; SEND on one QP only.
+TEST(Flows, PingPongPairs) {
+    const auto flows = flows_of(parse_scenario({{"topology", {{"star", {{"hosts", 4}}}}},
+                                                {"workload",
+                                                 {{"pattern", "ping_pong"},
+                                                  {"pairs", {{0, 1}, {3, 2}}},
+                                                  {"operation", "send"},
+                                                  {"messages", 7},
+                                                  {"message_bytes", 32}}}}));
+    ASSERT_EQ(flows.size(), 4u);
+    const uint32_t ends[4][2] = {{0, 1}, {1, 0}, {3, 2}, {2, 3}};
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(flows[i].src, ends[i][0]) << i;
+        EXPECT_EQ(flows[i].dst, ends[i][1]) << i;
+        EXPECT_EQ(flows[i].messages, 7u);
+        EXPECT_EQ(flows[i].message_bytes, 32u);
+        EXPECT_EQ(flows[i].gate, static_cast<int64_t>(i ^ 1));  // the other direction
+        EXPECT_EQ(flows[i].gate_ahead, i % 2);                  // the answer waits for its message
+    }
+    EXPECT_EQ(error_of({{"workload", {{"pattern", "ping_pong"}}}}),
+              "workload.operation: ping_pong answers each message when its receive completes "
+              "(ib_send_lat): use \"send\"");
+    EXPECT_EQ(
+        error_of({{"workload", {{"pattern", "ping_pong"}, {"operation", "send"}, {"qps", 2}}}}),
+        "workload.qps: 2: ping_pong runs one exchange at a time over one QP per pair "
+        "(ib_send_lat): use 1");
+}
+
 TEST(Flows, ExplicitList) {
     const json list = json::array({{{"src", 1}, {"dst", 0}, {"bytes", 1000}, {"start_ns", 5000}},
                                    {{"src", 0}, {"dst", 2}, {"bytes", 64}}});
