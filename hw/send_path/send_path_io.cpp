@@ -256,6 +256,20 @@ const uint8_t* send_path_inputs::payload_in_place(uint64_t from, size_t n) const
     return nullptr;
 }
 
+send_path_inputs::payload_span send_path_inputs::payload_at(uint64_t from) const {
+    for (const auto& c : m_chunks) {
+        const uint64_t end = c.offset + c.bytes.size();
+        if (end <= from) {
+            continue;
+        }
+        if (from < c.offset) {
+            break;
+        }
+        return {c.bytes.data() + (from - c.offset), static_cast<size_t>(end - from), c.valid_edge};
+    }
+    return {};
+}
+
 void send_path_inputs::release_descriptor() {
     if (!m_desc.front().passes_slot) {
         --m_desc_slots;
