@@ -245,15 +245,23 @@ void send_path_inputs::copy_payload(uint64_t from, size_t n, uint8_t* dst) const
     }
 }
 
-const uint8_t* send_path_inputs::payload_in_place(uint64_t from, size_t n) const {
+send_path_inputs::payload_span send_path_inputs::payload_at(uint64_t from) const {
     for (const auto& c : m_chunks) {
         const uint64_t end = c.offset + c.bytes.size();
         if (end <= from) {
             continue;
         }
-        return from >= c.offset && from + n <= end ? c.bytes.data() + (from - c.offset) : nullptr;
+        if (from < c.offset) {
+            break;
+        }
+        return {c.bytes.data() + (from - c.offset), static_cast<size_t>(end - from), c.valid_edge};
     }
-    return nullptr;
+    return {};
+}
+
+const uint8_t* send_path_inputs::payload_in_place(uint64_t from, size_t n) const {
+    const payload_span s = payload_at(from);
+    return s.bytes >= n ? s.data : nullptr;
 }
 
 void send_path_inputs::release_descriptor() {

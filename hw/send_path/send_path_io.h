@@ -210,6 +210,15 @@ public:
     void copy_payload(uint64_t from, size_t n, uint8_t* dst) const;
     // The bytes [from, from + n) in place when one chunk holds them all (no copy), else null.
     const uint8_t* payload_in_place(uint64_t from, size_t n) const;
+    // The part of the chunk holding stream byte `from` that starts there: its bytes stay in
+    // place until the chunk is released (release_payload past its end, or clear()). Empty
+    // (data null) when no chunk holds `from`.
+    struct payload_span {
+        const uint8_t* data = nullptr;
+        size_t bytes = 0;
+        uint64_t valid_edge = 0;
+    };
+    payload_span payload_at(uint64_t from) const;
     // Notified (delta) on every put.
     const sc_core::sc_event& input_event() const { return m_input_event; }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "hw/roce/roce.h"
@@ -168,6 +169,9 @@ void send_path_rtl::reset(uint32_t cycles) {
     m_in.clear();
     m_desc_seq = m_pl_msg = m_out_msg = 0;
     m_pl_beat = m_out_pkt = m_out_beat = 0;
+    m_span_from = m_span_end = 0;
+    m_span_data = nullptr;
+    m_pl_de = nullptr;
     m_frame_len = 0;
     m_frame_no = 0;
     m_desc_shown = m_pl_shown = false;
@@ -212,17 +216,36 @@ bool send_path_rtl::next_payload_beat(uint64_t& valid_edge) {
             m_pl_msg = m_in.oldest_descriptor();
             m_pl_beat = 0;
         }
-        if (!m_in.has_descriptor(m_pl_msg)) {
-            return false;
+        if (m_pl_de == nullptr || m_pl_de_seq != m_pl_msg) {
+            if (!m_in.has_descriptor(m_pl_msg)) {
+                return false;
+            }
+            m_pl_de = &m_in.descriptor(m_pl_msg);  // in place until released (m_pl_msg passed it)
+            m_pl_de_seq = m_pl_msg;
         }
-        const auto& de = m_in.descriptor(m_pl_msg);
+        const auto& de = *m_pl_de;
         if (!hw::carries_payload(de.desc) || uint64_t{m_pl_beat} * 64 >= de.desc.length) {
             ++m_pl_msg;
             m_pl_beat = 0;
             continue;
         }
         const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
-        const uint64_t to = std::min<uint64_t>(from + 64, de.payload_offset + de.desc.length);
+        const uint64_t end = de.payload_offset + de.desc.length;
+        const uint64_t to = std::min<uint64_t>(from + 64, end);
+        m_beat_from = from;
+        m_beat_n = static_cast<uint32_t>(to - from);
+        m_beat_last = to == end;
+        if (from < m_span_from || to > m_span_end) {
+            const auto span = m_in.payload_at(from);
+            m_span_data = span.data;
+            m_span_from = from;
+            m_span_end = from + span.bytes;
+            m_span_edge = span.valid_edge;
+        }
+        if (to <= m_span_end) {
+            valid_edge = m_span_edge;  // one chunk holds the whole beat
+            return true;
+        }
         if (m_in.payload_end() < to) {
             return false;
         }
@@ -484,15 +507,17 @@ bool send_path_rtl::edge(uint64_t e) {
         uint64_t v = 0;
         const bool pl_known = pv || next_payload_beat(v);
         if (!pv && pl_known && v <= e) {
-            const auto& de = m_in.descriptor(m_pl_msg);
-            const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
-            const uint64_t end = de.payload_offset + de.desc.length;
-            const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
+            const size_t n = m_beat_n;
             uint8_t* lanes = m_core->payload_lanes();
-            m_in.copy_payload(from, n, lanes);
-            std::fill(lanes + n, lanes + 64, uint8_t{0});
-            m_core->set_payload_meta(n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1,
-                                     from + n == end);
+            if (m_beat_from + n <= m_span_end) {
+                std::memcpy(lanes, m_span_data + (m_beat_from - m_span_from), n);
+            } else {
+                m_in.copy_payload(m_beat_from, n, lanes);  // the beat spans two chunks
+            }
+            if (n < 64) {
+                std::fill(lanes + n, lanes + 64, uint8_t{0});
+            }
+            m_core->set_payload_meta(n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1, m_beat_last);
             pv = true;
             m_pl_shown = true;
             new_pl = true;
@@ -550,12 +575,9 @@ bool send_path_rtl::edge(uint64_t e) {
             r.new_pl = true;
             const uint8_t* lanes = m_core->payload_lanes();
             std::copy(lanes, lanes + 64, r.pl.begin());
-            const auto& de = m_in.descriptor(m_pl_msg);
-            const uint64_t from = de.payload_offset + uint64_t{m_pl_beat} * 64;
-            const uint64_t end = de.payload_offset + de.desc.length;
-            const size_t n = static_cast<size_t>(std::min<uint64_t>(64, end - from));
+            const size_t n = m_beat_n;
             r.keep = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-            r.last = from + n == end;
+            r.last = m_beat_last;
         }
         while (m_history.size() > WINDOW_EDGES) {
             replay(m_history.front(), false);
@@ -644,8 +666,7 @@ bool send_path_rtl::edge(uint64_t e) {
     if (hs_p) {
         m_pl_shown = false;
         ++m_pl_beat;
-        const auto& de = m_in.descriptor(m_pl_msg);
-        if (uint64_t{m_pl_beat} * 64 >= de.desc.length) {
+        if (m_beat_last) {
             ++m_pl_msg;
             m_pl_beat = 0;
         }

@@ -127,6 +127,18 @@ private:
     uint64_t m_desc_seq = 0;  // next descriptor to present
     uint64_t m_pl_msg = 0;    // message whose payload is being presented
     uint32_t m_pl_beat = 0;   // its next payload beat
+    // The beat at the payload cursor, as next_payload_beat() last found it: stream bytes
+    // [m_beat_from, m_beat_from + m_beat_n), the last of its message when m_beat_last.
+    uint64_t m_beat_from = 0;
+    uint32_t m_beat_n = 0;
+    bool m_beat_last = false;
+    // The input chunk the cursor reads (stream bytes [m_span_from, m_span_end) in place at
+    // m_span_data, usable from m_span_edge), so that a beat inside it costs no search; and
+    // the descriptor entry of m_pl_msg. Both forgotten on reset (the inputs are cleared).
+    uint64_t m_span_from = 0, m_span_end = 0, m_span_edge = 0;
+    const uint8_t* m_span_data = nullptr;
+    const hw::send_path_inputs::descriptor_entry* m_pl_de = nullptr;
+    uint64_t m_pl_de_seq = 0;
     uint64_t m_out_msg = 0;   // message of the frame being received
     uint32_t m_out_pkt = 0;   // its packet number
     uint32_t m_out_beat = 0;  // beats of the current frame received
