@@ -26,6 +26,7 @@ recv_path_config parse_recv_path_config(config::reader r) {
     r.get("fifo_bytes", c.fifo_bytes, uint64_t{1024}, uint64_t{1} << 32);
     r.get("parse_cycles", c.parse_cycles, 0u, 1000u);
     r.get("parse_pipelined", c.parse_pipelined);
+    r.get("lanes", c.lanes, 1u, 32u);
     r.get("placement_lag_ns", c.placement_lag_ns, 0.0, 1e6);
     r.get("ack_coalesce", c.ack_coalesce, 1u, 1024u);
     r.get("ack_delay_ns", c.ack_delay_ns, 0.0, 1e9);
@@ -104,6 +105,21 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     SC_THREAD(rx_thread);
     SC_THREAD(ack_thread);
     const std::string b = this->name();
+    for (uint32_t i = 0; i < cfg.lanes; ++i) {
+        m_lanes.emplace_back();
+    }
+    m_nlanes = cfg.lanes;
+    m_lanes[0].fifo = &m_fifo;
+    m_lanes[0].track = b;
+    for (uint32_t i = 1; i < cfg.lanes; ++i) {
+        // Each lane can hold every frame the buffer can (steering may send all to one lane).
+        m_lanes[i].own_fifo = std::make_unique<channel<fabric::eth_frame>>(
+            "rx_fifo" + std::to_string(i), cfg.fifo_bytes / 60 + 1);
+        m_lanes[i].fifo = m_lanes[i].own_fifo.get();
+        m_lanes[i].track = b + ".lane" + std::to_string(i);
+        sc_core::sc_spawn([this, i] { lane_thread(i); },
+                          ("rx_thread_" + std::to_string(i)).c_str());
+    }
     auto& s = ctx.stats;
     s.add(b, "frames", m_stats.frames, "count", "frames received");
     s.add(
@@ -144,6 +160,22 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
           "access / invalid request / operational NAKs sent (the QP went to error)");
     s.add(b, "flushed_receives", m_stats.flushed_receives, "count",
           "receive WQEs completed with a flush error (QP in error)");
+    if (cfg.lanes > 1) {
+        m_srq_busy.resize(contexts.max_srqs());
+        for (uint32_t i = 0; i < cfg.lanes; ++i) {
+            const std::string l = "lane" + std::to_string(i);
+            s.add(b, l + "_frames", m_lanes[i].stats.frames, "count",
+                  "frames handled by receive lane " + std::to_string(i));
+            s.add(
+                b, l + "_busy_ps",
+                [this, i] { return nlohmann::json(lane_busy_ps_at(i, sc_core::sc_time_stamp())); },
+                "ps", "time receive lane " + std::to_string(i) + " was handling frames");
+            s.add(b, l + "_stall_ps", m_lanes[i].stats.stall_ps, "ps",
+                  "of that, time receive lane " + std::to_string(i) +
+                      " waited for the transmit engine, the CQ writer, the placement buffer or "
+                      "another lane's same-cycle hand-off");
+        }
+    }
     if (selective()) {
         m_sr_writes.resize(contexts.max_qps());  // empty per QP until it sees a WRITE
         s.add(b, "sr_selective_naks", m_stats.sr_selective_naks, "count",
@@ -182,7 +214,8 @@ void recv_path::bind_link(fabric::eth_link& link, int side) {
 
 void recv_path::receive_frame(fabric::eth_frame&& frame) {
     const uint64_t bytes = frame.data.size();
-    if (m_fifo_bytes + bytes > m_cfg.fifo_bytes || m_fifo.full()) {
+    rx_lane& lane = m_lanes[steer(frame)];
+    if (m_fifo_bytes + bytes > m_cfg.fifo_bytes || lane.fifo->full()) {
         ++m_stats.fifo_drops;  // the headroom above XOFF did not cover what was on the cable
         if (m_link != nullptr && m_link->config().pfc &&
             ((m_cfg.pfc_priorities >> (frame.priority & 7)) & 1) != 0) {
@@ -192,18 +225,117 @@ void recv_path::receive_frame(fabric::eth_frame&& frame) {
     }
     m_fifo_bytes += bytes;
     m_stats.fifo_peak_bytes = std::max(m_stats.fifo_peak_bytes, m_fifo_bytes);
-    m_fifo.put(std::move(frame));  // never blocks: not full
     if (m_cfg.parse_pipelined) {
-        m_arrivals.push_back(sc_core::sc_time_stamp());
+        // Parsed from the edge after it arrived (or after the previous frame entered the
+        // stage): one parse stage for every lane, one frame per cycle in arrival order.
+        const sc_core::sc_time start =
+            std::max(m_clk.edge_at_or_after(sc_core::sc_time_stamp()), m_parse_free);
+        m_parse_free = start + m_clk.cycles(1);
+        lane.parsed.push_back(start + m_clk.cycles(m_cfg.parse_cycles));
     }
+    lane.fifo->put(std::move(frame));  // never blocks: not full
     if (m_link != nullptr && m_fifo_bytes >= m_pfc.xoff) {
         m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), true);
     }
 }
 
 void recv_path::flush_receives(uint32_t qpn, const sc_core::sc_time& at) {
-    m_flushes.emplace_back(qpn, at);
-    m_flush_event.notify(sc_core::SC_ZERO_TIME);
+    rx_lane& lane = m_lanes[lane_of(qpn)];  // between that lane's frames: per-QP order
+    lane.flushes.emplace_back(qpn, at);
+    lane.flush_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+uint32_t recv_path::steer_qpn(const fabric::eth_frame& f) const {
+    // The parse stage's result: the BTH's destination QP of a RoCEv2 frame (an 802.1Q tag
+    // skipped); anything else (ARP, malformed frames) goes to lane 0.
+    const auto& d = f.data;
+    size_t l3 = 14;
+    if (d.size() >= 18 && d[12] == 0x81 && d[13] == 0x00) {
+        l3 += 4;
+    }
+    if (d.size() < l3 + 20 || d[l3 - 2] != 0x08 || d[l3 - 1] != 0x00 || d[l3 + 9] != 17) {
+        return 0;
+    }
+    const size_t udp = l3 + static_cast<size_t>(d[l3] & 0x0F) * 4;
+    const size_t bth = udp + 8;
+    if (d.size() < bth + 12 || ((d[udp + 2] << 8) | d[udp + 3]) != roce::ROCEV2_UDP_PORT) {
+        return 0;
+    }
+    const uint32_t qpn = (uint32_t{d[bth + 5]} << 16) | (uint32_t{d[bth + 6]} << 8) | d[bth + 7];
+    return lane_of(qpn);
+}
+
+int recv_path::lane_index() const {
+    const sc_core::sc_process_b* me = sc_core::sc_get_current_process_b();
+    for (uint32_t i = 0; i < m_lanes.size(); ++i) {
+        if (m_lanes[i].process == me) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;  // the ACK timer thread
+}
+
+uint64_t recv_path::lane_flow() const {
+    const int i = lane_index();
+    // The ACK timer thread: the flow handled last, as with one lane.
+    return i < 0 ? m_current_flow : m_lanes[i].flow;
+}
+
+int recv_path::stall_begin() {
+    const int li = lane_index();
+    if (li >= 0) {
+        m_lanes[li].stalling = true;
+        m_lanes[li].stall_since = sc_core::sc_time_stamp();
+    }
+    return li;
+}
+
+void recv_path::stall_end(int lane, const sc_core::sc_time& since) {
+    if (lane >= 0) {
+        rx_lane& l = m_lanes[lane];
+        l.stats.stall_ps += m_clk.ps_of(sc_core::sc_time_stamp() - since);
+        l.stalling = false;
+    }
+}
+
+void recv_path::take_turn(lane_port& port, const std::function<bool()>& full,
+                          const sc_core::sc_event* freed) {
+    const int li = lane_index();
+    const uint32_t n = lanes() + 1;  // the lanes, then the ACK timer thread
+    const uint32_t slot = li < 0 ? lanes() : static_cast<uint32_t>(li);
+    const sc_core::sc_time since = sc_core::sc_time_stamp();
+    stall_begin();
+    port.waiting |= uint64_t{1} << slot;
+    settle_instant();  // every hand-off of this instant has asked
+    for (;;) {
+        if (!full()) {
+            // Round robin: the first asker after the one served last.
+            uint32_t first = slot;
+            for (uint32_t k = 1; k <= n; ++k) {
+                const uint32_t c = (port.last + k) % n;
+                if (((port.waiting >> c) & 1) != 0) {
+                    first = c;
+                    break;
+                }
+            }
+            if (first == slot) {
+                break;
+            }
+            sc_core::wait(port.turn);
+        } else {
+            sc_core::wait(*freed);
+        }
+        settle_instant();
+    }
+    port.waiting &= ~(uint64_t{1} << slot);
+    port.last = slot;
+    port.turn.notify(sc_core::SC_ZERO_TIME);
+    stall_end(li, since);
+}
+
+void recv_path::take_response_turn() {
+    take_turn(
+        m_response_port, [this] { return m_tx.response_fifo_full(); }, m_tx.response_taken());
 }
 
 void recv_path::reset_qp(uint32_t qpn) {
@@ -270,48 +402,56 @@ void recv_path::flush_queue(uint32_t qpn) {
 }
 
 void recv_path::rx_thread() {
+    lane_thread(0);
+}
+
+void recv_path::lane_thread(uint32_t i) {
+    rx_lane& lane = m_lanes[i];
+    lane.process = sc_core::sc_get_current_process_b();
+    channel<fabric::eth_frame>& fifo = *lane.fifo;
     for (;;) {
         // Flushes run between frames, so a receive is never completed twice.
-        if (m_fifo.empty() && m_flushes.empty()) {
+        if (fifo.empty() && lane.flushes.empty()) {
             const sc_core::sc_time idle = sc_core::sc_time_stamp();
             // Waiting for the pipelined parse stage is latency, not the thread's work.
-            m_stats.busy_ps += m_clk.ps_of(idle - m_busy_since - m_parse_wait);
-            m_parse_wait = sc_core::SC_ZERO_TIME;
-            m_idle = true;
-            while (m_fifo.empty() && m_flushes.empty()) {
-                sc_core::wait(m_fifo.written_event() | m_flush_event);
+            lane.stats.busy_ps += m_clk.ps_of(idle - lane.busy_since - lane.parse_wait);
+            lane.parse_wait = sc_core::SC_ZERO_TIME;
+            lane.idle = true;
+            m_stats.busy_ps = m_nlanes == 1 ? lane.stats.busy_ps : busy_ps_at(idle);  // lanes: mean
+            while (fifo.empty() && lane.flushes.empty()) {
+                sc_core::wait(fifo.written_event() | lane.flush_event);
             }
-            m_idle = false;
-            m_busy_since = sc_core::sc_time_stamp();
+            lane.idle = false;
+            lane.busy_since = sc_core::sc_time_stamp();
         }
-        if (!m_flushes.empty()) {
-            const auto [qpn, at] = m_flushes.front();
-            m_flushes.pop_front();
+        if (!lane.flushes.empty()) {
+            const auto [qpn, at] = lane.flushes.front();
+            lane.flushes.pop_front();
             if (at > sc_core::sc_time_stamp()) {
                 m_clk.wait_until(at);
             }
             flush_queue(qpn);
             continue;
         }
-        fabric::eth_frame f = m_fifo.get();
+        fabric::eth_frame f = fifo.get();
         m_fifo_bytes -= f.data.size();
         if (m_link != nullptr && m_link->xoff(m_link_side) != 0 && m_fifo_bytes <= m_pfc.xon) {
             m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), false);
         }
         const sc_core::sc_time arrived = sc_core::sc_time_stamp();
         ++m_stats.frames;
+        if (m_nlanes > 1) {
+            ++lane.stats.frames;
+        }
         m_stats.bytes += f.data.size();
         if (m_cfg.parse_pipelined) {
-            // Parsed from the edge after it arrived (or after the previous frame entered the
-            // stage), while the handler was busy with earlier frames.
-            const sc_core::sc_time start =
-                std::max(m_clk.edge_at_or_after(m_arrivals.front()), m_parse_free);
-            m_arrivals.pop_front();
-            m_parse_free = start + m_clk.cycles(1);
-            const sc_core::sc_time parsed = start + m_clk.cycles(m_cfg.parse_cycles);
+            // Parsed while the lane was busy with earlier frames (receive_frame): the lane
+            // waits only for what is left of it.
+            const sc_core::sc_time parsed = lane.parsed.front();
+            lane.parsed.pop_front();
             if (parsed > arrived) {
-                m_parse_wait += parsed - arrived;
-                m_parse_wait_end = parsed;
+                lane.parse_wait += parsed - arrived;
+                lane.parse_wait_end = parsed;
             }
             m_clk.wait_until(parsed);
         } else {
@@ -321,6 +461,7 @@ void recv_path::rx_thread() {
         // classified the frame on the link already.
         fabric::strip_vlan_tag(f.data);
         if (m_gsi != nullptr && gsi::claims(f.data)) {
+            order();
             m_gsi->receive(std::move(f));  // QP1 MAD or ARP: the GSI block checks and places it
             continue;
         }
@@ -334,9 +475,11 @@ void recv_path::rx_thread() {
             continue;
         }
         m_current_flow = f.flow_id;
+        lane.flow = f.flow_id;
         handle(f, p);
         if (m_ctx.tracer != nullptr) {
-            m_ctx.tracer->slice(name(), "receive", f.flow_id, arrived, sc_core::sc_time_stamp());
+            m_ctx.tracer->slice(i == 0 ? name() : lane.track.c_str(), "receive", f.flow_id, arrived,
+                                sc_core::sc_time_stamp());
         }
     }
 }
@@ -346,6 +489,7 @@ void recv_path::handle(const fabric::eth_frame& f, const roce::parsed_frame& p) 
     if (m_cache != nullptr && qpn < m_contexts.max_qps()) {
         m_cache->access(ctx_kind::QPC, qpn, true, cache_port::RECV_PATH);  // expected PSN, MSN
     }
+    order();  // lanes: what follows touches blocks shared by every lane
     qp_context* qp = m_contexts.qp(qpn);
     if (qp == nullptr) {
         ++m_stats.unknown_qp;
@@ -376,7 +520,9 @@ void recv_path::throttle(const sc_core::sc_time& sent) {
     const sc_core::sc_time lag(m_cfg.placement_lag_ns, sc_core::SC_NS);
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (sent > now + lag) {
+        const int li = m_nlanes > 1 ? stall_begin() : -1;
         m_clk.wait_until(sent - lag);
+        stall_end(li, now);
     }
 }
 
@@ -395,7 +541,9 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
             const sc_core::sc_time sent =
                 m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
             if (m_ctx.tracer != nullptr) {
-                m_ctx.tracer->slice(name(), "rx_dma", m_current_flow, issued, sent);
+                const int li = m_nlanes == 1 ? 0 : lane_index();
+                m_ctx.tracer->slice(li <= 0 ? name() : m_lanes[li].track.c_str(), "rx_dma",
+                                    current_flow(), issued, sent);
             }
             throttle(sent);
             m_stats.payload_bytes += n;
@@ -436,6 +584,25 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
     if ((qp.srqn != 0 && srq == nullptr) || (srq != nullptr && srq->error)) {
         return recv_take::NONE;
     }
+    if (srq != nullptr && m_nlanes > 1) {
+        // Lanes: one at a time per SRQ (its consumer index and read-ahead), the waiting ones
+        // in lane order.
+        const uint32_t srqn = qp.srqn;
+        while (m_srq_busy[srqn]) {
+            sc_core::wait(m_srq_free);
+            settle_instant();
+        }
+        m_srq_busy[srqn] = true;
+        const recv_take t = take_receive_wqe_from(qpn, qp, srq);
+        m_srq_busy[srqn] = false;
+        m_srq_free.notify(sc_core::SC_ZERO_TIME);
+        return t;
+    }
+    return take_receive_wqe_from(qpn, qp, srq);
+}
+
+recv_path::recv_take recv_path::take_receive_wqe_from(uint32_t qpn, qp_context& qp,
+                                                      srq_context* srq) {
     uint32_t& consumer = srq != nullptr ? srq->consumer : qp.rq_consumer;
     const uint32_t producer = srq != nullptr ? srq->producer : qp.rq_producer;
     const uint32_t stride = srq != nullptr ? srq->stride : qp.rq_stride;
@@ -517,7 +684,7 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
 void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8_t syndrome,
                          const roce::int_stack* reflect) {
     tx_job job;
-    job.desc.flow_id = m_current_flow;
+    job.desc.flow_id = current_flow();
     tx_descriptor& d = job.desc;
     d.kind = tx_kind::ACK;
     d.src_qpn = qpn;
@@ -537,7 +704,7 @@ void recv_path::send_ack(uint32_t qpn, const qp_context& qp, uint32_t psn, uint8
     if (!roce::aeth_is_ack(syndrome)) {
         ++m_stats.naks_sent;
     }
-    m_tx.post_response(std::move(job));
+    respond(std::move(job));
 }
 
 void recv_path::post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint8_t status,
@@ -554,6 +721,11 @@ void recv_path::post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint
     r.entry.flags = solicited ? hsi::CQE_FLAG_SOLICITED : 0;
     r.flow_id = flow_id;
     qp.have_recv = false;
+    if (m_nlanes > 1) {
+        auto& q = m_cq_writer.requests();
+        take_turn(
+            m_cqe_port, [&q] { return q.full(); }, &q.read_event());
+    }
     m_cq_writer.requests().put(r);
 }
 
@@ -594,7 +766,7 @@ void recv_path::serve_read(uint32_t qpn, qp_context& qp, const roce::parsed_fram
     d.src_ip = m_id.ip;
     d.dst_ip = qp.dest_ip;
     d.flow_id = flow_id;
-    m_tx.post_response(std::move(job));
+    respond(std::move(job));
 }
 
 void recv_path::nak_fatal(uint32_t qpn, qp_context& qp, uint32_t psn, uint8_t syndrome) {
@@ -658,6 +830,7 @@ void recv_path::ack_thread() {
 }
 
 void recv_path::request_ack(uint32_t qpn, qp_context& qp, uint32_t psn) {
+    order();  // lanes: the ACK timer's queue in lane order
     pending_ack& a = m_pending_acks[qpn];
     if (a.count == 0) {
         a.since = sc_core::sc_time_stamp();
@@ -934,12 +1107,14 @@ void recv_path::handle_response(uint32_t qpn, qp_context& qp, const uint8_t* fra
     for (const uint32_t key : t.sink_keys) {
         if (!key_live(key, t.pdn)) {
             ++m_stats.protection_errors;
+            order();
             m_tx.on_read_fault(qpn, t.first_psn, hsi::CQE_LOCAL_PROT_ERR);
             return;
         }
     }
     ++m_stats.read_responses;
     place(t.segments, offset, frame + p.payload_offset, len);
+    order();
     if (selective()) {
         if (bth.psn != t.next_psn) {
             ++m_stats.sr_ooo_placed;

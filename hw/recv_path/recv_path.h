@@ -9,6 +9,8 @@
 #include <deque>
 #include <functional>
 #include <list>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
 #include "hw/common/sim_context.h"
+#include "hw/common/timestep_arbiter.h"
 #include "hw/context/context.h"
 #include "hw/context_cache/context_cache.h"
 #include "hw/cq_writer/cq_writer.h"
@@ -71,7 +74,8 @@ public:
     struct stats {
         uint64_t frames = 0;
         uint64_t bytes = 0;
-        uint64_t busy_ps = 0;  // time the receive thread was not waiting for a frame
+        uint64_t busy_ps = 0;  // time the receive thread was not waiting for a frame (lanes:
+                               // their mean, as of the last time one went idle; lane_stats)
         uint64_t fifo_drops = 0;
         uint64_t lossless_drops = 0;  // fifo_drops of PFC priorities on a PFC link
         uint64_t fifo_peak_bytes = 0;
@@ -105,21 +109,93 @@ public:
         uint64_t sr_unkept = 0;          // past the expected PSN, not placeable: dropped
     };
     const stats& get_stats() const { return m_stats; }
+    // Per receive lane (rnic.recv_path.lanes > 1; stats.json lane<i>_busy_ps, lane<i>_stall_ps).
+    struct lane_stats {
+        uint64_t frames = 0;
+        uint64_t busy_ps = 0;   // not waiting for a frame (nor for the pipelined parse stage)
+        uint64_t stall_ps = 0;  // of that, waiting for the transmit engine's response FIFO, the
+                                // CQ writer, the placement buffer or a same-cycle hand-off
+    };
+    uint32_t lanes() const { return m_nlanes; }
+    // The lane that handles the frames of `qpn` (per-QP order: one lane per QP).
+    uint32_t lane_of(uint32_t qpn) const { return qpn % m_nlanes; }
+    const lane_stats& get_lane_stats(uint32_t lane) const { return m_lanes[lane].stats; }
     // busy_ps with the busy stretch under way counted up to `now` (not before the last event
-    // this block ran: timeseries.csv asks at a boundary it has simulated up to).
+    // this block ran: timeseries.csv asks at a boundary it has simulated up to). With several
+    // lanes, the lanes' mean (a busy fraction of the receive path as a whole).
     uint64_t busy_ps_at(const sc_core::sc_time& now) const {
-        if (m_idle) {
-            return m_stats.busy_ps;
+        if (m_nlanes == 1) {
+            return lane_busy_ps_at(0, now);
         }
-        // A wait for the pipelined parse stage is counted whole when it starts; the part of it
-        // still ahead of `now` has not been waited yet.
-        const sc_core::sc_time ahead =
-            m_parse_wait_end > now ? m_parse_wait_end - now : sc_core::SC_ZERO_TIME;
-        return m_stats.busy_ps + m_clk.ps_of(now - m_busy_since - (m_parse_wait - ahead));
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < m_nlanes; ++i) {
+            sum += lane_busy_ps_at(i, now);
+        }
+        return sum / m_nlanes;
+    }
+    uint64_t lane_busy_ps_at(uint32_t lane, const sc_core::sc_time& now) const {
+        const rx_lane& l = m_lanes[lane];
+        uint64_t busy = l.stats.busy_ps;
+        if (!l.idle) {
+            // A wait for the pipelined parse stage is counted whole when it starts; the part of
+            // it still ahead of `now` has not been waited yet.
+            const sc_core::sc_time ahead =
+                l.parse_wait_end > now ? l.parse_wait_end - now : sc_core::SC_ZERO_TIME;
+            busy += m_clk.ps_of(now - l.busy_since - (l.parse_wait - ahead));
+        }
+        if (m_nlanes == 1) {
+            return busy;  // one lane: its waits for downstream blocks count as busy, as before
+        }
+        // Several lanes: a lane waiting for a downstream block is not what binds (stall_ps).
+        const uint64_t stall =
+            l.stats.stall_ps + (l.stalling ? m_clk.ps_of(now - l.stall_since) : 0);
+        return busy - stall;
     }
 
 private:
     void rx_thread();
+    // Receive lane `i`: takes its frames (those of the QPs steered to it) in arrival order.
+    void lane_thread(uint32_t i);
+    // The lane a raw frame goes to: by the BTH's destination QP (ARP and others: lane 0).
+    uint32_t steer(const fabric::eth_frame& f) const { return m_nlanes == 1 ? 0 : steer_qpn(f); }
+    uint32_t steer_qpn(const fabric::eth_frame& f) const;
+    // Several lanes: hand-offs to blocks that take one caller at a time (the transmit engine,
+    // the CQ writer, the GSI) go in lane order when lanes reach them in the same instant,
+    // whatever order SystemC runs the lane threads in (settle_instant). One lane: nothing.
+    void order() {
+        if (m_nlanes > 1) {
+            settle_instant();
+        }
+    }
+    // The responder's ACK/NAKs and READ responses to the transmit engine.
+    void respond(tx_job&& job) {
+        if (m_nlanes > 1) {
+            take_response_turn();
+        }
+        m_tx.post_response(std::move(job));
+    }
+    void take_response_turn();
+    // Several lanes: a port into a block that takes one hand-off at a time (the transmit
+    // engine's response FIFO, the CQ writer's request FIFO). Hand-offs asked in the same
+    // instant, and those waiting for room, go round robin over the lanes (and the ACK timer
+    // thread), whatever order SystemC runs the lane threads in.
+    struct lane_port {
+        uint64_t waiting = 0;  // bit i: lane i (bit lanes: the ACK timer thread) waits
+        uint32_t last = 0;     // the one served last
+        sc_core::sc_event turn;
+    };
+    void take_turn(lane_port& port, const std::function<bool()>& full,
+                   const sc_core::sc_event* freed);
+    lane_port m_response_port;
+    lane_port m_cqe_port;
+    // The calling thread's lane, -1 for the ACK timer thread.
+    int lane_index() const;
+    // A lane's wait for a downstream block (stall_ps); -1: not a lane, nothing counted.
+    int stall_begin();
+    void stall_end(int lane, const sc_core::sc_time& since);
+    // The flow of the frame the calling lane handles (ACKs inherit it).
+    uint64_t current_flow() const { return m_nlanes == 1 ? m_current_flow : lane_flow(); }
+    uint64_t lane_flow() const;
     void flush_queue(uint32_t qpn);
     // Responder class C/D errors (IBA 9.9.3): NAK, then the QP goes to ERROR.
     void nak_fatal(uint32_t qpn, qp_context& qp, uint32_t psn, uint8_t syndrome);
@@ -133,6 +209,7 @@ private:
                          const roce::parsed_frame& p);
     enum class recv_take { NONE, OK, FAULT };  // FAULT: a scatter entry failed translation
     recv_take take_receive_wqe(uint32_t qpn, qp_context& qp);
+    recv_take take_receive_wqe_from(uint32_t qpn, qp_context& qp, srq_context* srq);
     // Writes `len` bytes to the scatter list at message offset `offset`; false on overflow.
     bool place(const std::vector<dma_segment>& segs, uint64_t offset, const uint8_t* data,
                uint32_t len);
@@ -189,6 +266,29 @@ private:
     tx_engine_if& m_tx;  // the transmit engine: responses out, requester events in
     cq_writer& m_cq_writer;
     sim_context& m_ctx;
+    // Receive lanes (rnic.recv_path.lanes): lane 0's FIFO is m_fifo (traced as rx_fifo).
+    struct rx_lane {
+        channel<fabric::eth_frame>* fifo = nullptr;
+        std::unique_ptr<channel<fabric::eth_frame>> own_fifo;  // lanes 1..N-1
+        std::deque<sc_core::sc_time> parsed;  // parse_pipelined: each queued frame's parse end
+        std::deque<std::pair<uint32_t, sc_core::sc_time>> flushes;  // (qpn, not before)
+        sc_core::sc_event flush_event;
+        const sc_core::sc_process_b* process = nullptr;
+        std::string track;                // trace.json track (lanes > 0: "<block>.lane<i>")
+        uint64_t flow = 0;                // flow of the frame being handled
+        sc_core::sc_time busy_since;      // the lane's last wake from idle
+        sc_core::sc_time parse_wait;      // since then, waiting for the pipelined parse stage
+        sc_core::sc_time parse_wait_end;  // the end of the last such wait (may lie ahead)
+        bool idle = true;                 // the lane waits for a frame
+        bool stalling = false;            // waits for a downstream block since stall_since
+        sc_core::sc_time stall_since;
+        lane_stats stats;
+    };
+    std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
+    uint32_t m_nlanes = 1;        // m_lanes.size()
+    // An SRQ is taken from by one lane at a time (its consumer index and read-ahead).
+    std::vector<bool> m_srq_busy;
+    sc_core::sc_event m_srq_free;
     channel<fabric::eth_frame> m_fifo;
     fabric::eth_link* m_link = nullptr;
     int m_link_side = 0;
@@ -222,20 +322,13 @@ private:
     void receive_queue_failed(uint32_t qpn, qp_context& qp, srq_context* srq);
     std::deque<std::pair<sc_core::sc_time, uint32_t>> m_ack_timers;  // (deadline, qpn), in order
     sc_core::sc_event m_ack_timer_event;
-    std::deque<std::pair<uint32_t, sc_core::sc_time>> m_flushes;  // (qpn, not before)
-    sc_core::sc_event m_flush_event;
     stats m_stats;
     context_cache* m_cache = nullptr;
     gsi* m_gsi = nullptr;
     notification_point* m_np = nullptr;
     std::function<void(uint32_t, const roce::int_stack&)> m_telemetry_observer;
-    uint64_t m_current_flow = 0;        // flow of the frame being handled (ACKs inherit it)
-    sc_core::sc_time m_busy_since;      // the receive thread's last wake from idle
-    sc_core::sc_time m_parse_wait;      // since then, waiting for the pipelined parse stage
-    sc_core::sc_time m_parse_wait_end;  // the end of the last such wait (may lie ahead)
-    bool m_idle = true;                 // the receive thread waits for a frame
-    // parse_pipelined: when each frame in the FIFO arrived; the parse stage's next free edge.
-    std::deque<sc_core::sc_time> m_arrivals;
+    uint64_t m_current_flow = 0;  // flow of the frame handled last (ACKs inherit it)
+    // parse_pipelined: the parse stage's next free edge (one frame per cycle, in arrival order).
     sc_core::sc_time m_parse_free;
 };
 

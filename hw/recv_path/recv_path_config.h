@@ -29,6 +29,10 @@ struct recv_path_config {
     // The parse stage works ahead of the handler: a frame's parse starts when it is in the FIFO
     // and the stage is free (one frame per cycle), so the handler waits only for what is left.
     bool parse_pipelined = false;
+    // Receive lanes: frame-processing units working at once, each frame steered to lane
+    // (destination QPN mod lanes) so that one QP's frames go through one lane in order; the
+    // lanes share the parse stage, the receive buffer, DMA, translation and the context cache.
+    uint32_t lanes = 1;
     double placement_lag_ns =
         2000;                     // DMA writes may trail the parser by this much before it stalls
     uint32_t ack_coalesce = 1;    // ACK every Nth AckReq message (1: every one)

@@ -45,6 +45,8 @@ public:
 
     // --- tx_engine_if: from the receive path (documented in tx_engine_if.h) ---
     void post_response(tx_job&& job) override;
+    bool response_fifo_full() const override { return m_responses.full(); }
+    const sc_core::sc_event* response_taken() const override { return &m_responses.read_event(); }
     void on_ack(uint32_t qpn, uint32_t psn, bool from_wire = false) override;
     void on_nak(uint32_t qpn, uint32_t psn, uint8_t status) override;
     void on_nak_sequence(uint32_t qpn, uint32_t psn) override;

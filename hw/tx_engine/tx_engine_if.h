@@ -55,6 +55,11 @@ public:
     // --- from the receive path (responder side) ---
     // Queue an ACK/NAK or a READ response (blocking while the response FIFO is full).
     virtual void post_response(tx_job&& job) = 0;
+    // post_response would block now; the event when the FIFO gives up an entry (receive
+    // lanes waiting for room retry in a fixed order, hw/recv_path). A stand-in that never
+    // blocks keeps the defaults.
+    virtual bool response_fifo_full() const { return false; }
+    virtual const sc_core::sc_event* response_taken() const { return nullptr; }
 
     // --- from the receive path (requester side) ---
     // ACK (syndrome ACK) covering every request up to and including `psn`. `from_wire`: an

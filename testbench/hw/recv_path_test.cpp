@@ -37,9 +37,13 @@ struct tx_call {
 class fake_tx : public tx_engine_if {
 public:
     std::vector<tx_call> calls;
+    sc_time response_hold;  // post_response blocks this long (a transmit engine busy elsewhere)
     void post_response(tx_job&& job) override {
         calls.push_back(
             {"response", job.desc.src_qpn, job.desc.psn, job.desc.syndrome, {}, sc_time_stamp()});
+        if (response_hold != sc_core::SC_ZERO_TIME) {
+            sc_core::wait(response_hold);
+        }
     }
     void on_ack(uint32_t qpn, uint32_t psn, bool from_wire) override {
         calls.push_back({"ack", qpn, psn, from_wire ? 1u : 0u, {}, sc_time_stamp()});
@@ -341,6 +345,108 @@ TEST(RecvPath, ResponsesNeedRtsAndRequestsRtr) {
     EXPECT_EQ(t.rp.get_stats().bad_state, 1u);
     ASSERT_EQ(t.tx.calls.size(), 1u);
     EXPECT_EQ(t.tx.calls[0].what, "response");
+}
+
+// Receive lanes (rnic.recv_path.lanes): a frame goes to lane (destination QPN mod lanes), so
+// QP 4 and QP 5 are on lanes 0 and 1 of two. Without the pipelined parse a lane spends
+// parse_cycles (P) of its own on each frame; an ACK is then handed to the requester at once.
+// Expectations by formula: one lane takes the frames one after the other (frame k of a burst
+// handled at t0 + (k+1) P); two lanes take two QPs' frames at the same time (frame k of each QP
+// at t0 + (k+1) P), and one QP's frames stay in order behind a frame whose hand-off blocks.
+constexpr uint32_t QP_EVEN = 4;  // lane 0 of two
+constexpr uint32_t QP_ODD = 5;   // lane 1 of two
+
+std::vector<tx_call> acks_of(const rp_bench& t, uint32_t qpn) {
+    std::vector<tx_call> out;
+    for (const auto& c : t.calls("ack")) {
+        if (c.qpn == qpn) {
+            out.push_back(c);
+        }
+    }
+    return out;
+}
+
+// N ACKs to each of two QPs, alternating, all in the FIFO at t0; the time of each QP's last ACK.
+void two_qps_acks(uint32_t lanes) {
+    constexpr uint32_t N = 8;
+    recv_path_config cfg = rp_config();
+    cfg.lanes = lanes;
+    rp_bench t(cfg);
+    t.b.make_qp(QP_EVEN, hsi::QPS_RTS);
+    t.b.make_qp(QP_ODD, hsi::QPS_RTS);
+    sc_time t0;
+    t.b.drv.body = [&] {
+        t.b.clk.wait_cycles(0);
+        t0 = sc_time_stamp();
+        for (uint32_t k = 0; k < N; ++k) {
+            for (const uint32_t q : {QP_EVEN, QP_ODD}) {
+                t.put(rp_bench::frame(roce::RC_ACK, 10 + k, false, roce::AETH_ACK_NO_CREDIT, q));
+            }
+        }
+        t.b.settle();
+    };
+    run(t.b);
+    const sc_time p = t.b.clk.cycles(cfg.parse_cycles);
+    for (const uint32_t q : {QP_EVEN, QP_ODD}) {
+        const auto a = acks_of(t, q);
+        ASSERT_EQ(a.size(), N);
+        for (uint32_t k = 0; k < N; ++k) {
+            EXPECT_EQ(a[k].psn, 10 + k) << "QP " << q << ": its frames out of order";
+            // One lane: frame 2k (+1 for the odd QP) of the burst; two lanes: frame k of its lane.
+            const uint32_t nth = lanes == 1 ? 2 * k + (q == QP_ODD ? 1 : 0) : k;
+            EXPECT_EQ(a[k].at, t0 + p * static_cast<double>(nth + 1)) << "QP " << q << " ACK " << k;
+        }
+    }
+    if (lanes == 2) {
+        EXPECT_EQ(t.rp.get_lane_stats(0).frames, N);
+        EXPECT_EQ(t.rp.get_lane_stats(1).frames, N);
+        // Each lane was busy P per frame; the block's busy time is the lanes' mean.
+        EXPECT_EQ(t.rp.lane_busy_ps_at(0, sc_time_stamp()), t.b.clk.ps_of(p * double(N)));
+        EXPECT_EQ(t.rp.busy_ps_at(sc_time_stamp()), t.b.clk.ps_of(p * double(N)));
+    }
+}
+
+TEST(RecvPathLanes, OneLaneTakesTwoQpsFramesOneAfterTheOther) {
+    two_qps_acks(1);
+}
+TEST(RecvPathLanes, TwoLanesTakeTwoQpsFramesAtOnce) {
+    two_qps_acks(2);
+}
+
+// The transmit engine holds the odd QP's ACK (a duplicate WRITE asks one) for D: the odd QP's
+// next frame waits behind it on its lane (per-QP order), the even QP's go on on the other lane.
+TEST(RecvPathLanes, AQpsFramesWaitBehindItsBlockedFrameWhileTheOtherLaneGoesOn) {
+    recv_path_config cfg = rp_config();
+    cfg.lanes = 2;
+    rp_bench t(cfg);
+    const sc_time hold(100, SC_NS);
+    t.tx.response_hold = hold;
+    qp_context& odd = t.b.make_qp(QP_ODD, hsi::QPS_RTS);
+    odd.expected_psn = 100;
+    t.b.make_qp(QP_EVEN, hsi::QPS_RTS);
+    sc_time t0;
+    t.b.drv.body = [&] {
+        t.b.clk.wait_cycles(0);
+        t0 = sc_time_stamp();
+        t.put(rp_bench::frame(roce::RC_WRITE_ONLY, 99, true, 0, QP_ODD));  // duplicate: re-ACKed
+        t.put(rp_bench::frame(roce::RC_ACK, 7, false, roce::AETH_ACK_NO_CREDIT, QP_EVEN));
+        t.put(rp_bench::frame(roce::RC_ACK, 7, false, roce::AETH_ACK_NO_CREDIT, QP_ODD));
+        t.put(rp_bench::frame(roce::RC_ACK, 8, false, roce::AETH_ACK_NO_CREDIT, QP_EVEN));
+        t.b.settle();
+    };
+    run(t.b);
+    const sc_time p = t.b.clk.cycles(cfg.parse_cycles);
+    const auto r = t.calls("response");
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].qpn, QP_ODD);
+    EXPECT_EQ(r[0].at, t0 + p);
+    const auto even = acks_of(t, QP_EVEN);
+    ASSERT_EQ(even.size(), 2u);
+    EXPECT_EQ(even[0].at, t0 + p);
+    EXPECT_EQ(even[1].at, t0 + 2 * p);  // not behind the held response: another lane
+    const auto odd_acks = acks_of(t, QP_ODD);
+    ASSERT_EQ(odd_acks.size(), 1u);
+    EXPECT_EQ(odd_acks[0].at, t0 + p + hold + p);  // behind its QP's held frame, then its parse
 }
 
 }  // namespace
