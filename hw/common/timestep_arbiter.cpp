@@ -7,6 +7,20 @@
 
 namespace rnic::hw {
 
+namespace {
+int g_granting = 0;  // grant functions running (nested: a grant that issues another request)
+struct granting {
+    granting() { ++g_granting; }
+    ~granting() { --g_granting; }
+    granting(const granting&) = delete;
+    granting& operator=(const granting&) = delete;
+};
+}  // namespace
+
+bool in_grant() {
+    return g_granting != 0;
+}
+
 // One method process for the whole simulation: it runs at the end of every instant at which
 // some arbiter holds requests, once nothing else is left to run at that instant, and serves the
 // arbiters in creation order. One process, not one per arbiter: two processes that each waited
@@ -19,6 +33,8 @@ public:
         return *s;
     }
     uint32_t next_id() { return m_ids++; }
+    // No arbiter round and no settle_instant() waiter pending at this instant.
+    bool idle() const { return !m_armed; }
     void enlist(timestep_arbiter* a) {
         if (!a->m_enlisted) {
             a->m_enlisted = true;
@@ -124,6 +140,24 @@ void timestep_arbiter::enqueue(pending& p, const sc_core::sc_time& hold) {
     if (edge > now) {
         sc_core::wait(edge - now);
     }
+    if (timestep_settle::get().idle() && !sc_core::sc_pending_activity_at_current_time()) {
+        // Nothing else can request at this instant before the round: no other process is
+        // runnable, no delta notification or update is pending, and no arbiter round or
+        // settle_instant() waiter is. Queued, this request would be a round of its own, served
+        // one delta later with nothing else having run: it is served here, the same round
+        // without the two process switches (as settle_instant() returns at once when the
+        // instant has settled).
+        ++m_rounds;
+        ++m_requests;
+        {
+            const granting g;
+            p.call(p.fn);
+        }
+        if (hold != sc_core::SC_ZERO_TIME) {
+            sc_core::wait(hold);
+        }
+        return;
+    }
     bool served = false;
     p.served = &served;
     p.who = sc_core::sc_get_current_process_b();
@@ -153,6 +187,7 @@ void timestep_arbiter::serve_round() {
         });
     }
     bool wake = false;
+    const granting g;
     for (const pending& p : m_pending) {
         ++m_requests;
         p.call(p.fn);

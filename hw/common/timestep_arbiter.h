@@ -86,4 +86,9 @@ private:
 // reaches at the same picosecond).
 void settle_instant();
 
+// True while a timestep_arbiter grant function runs (from the settle process, or from the
+// requester when it asked alone at a settled instant): a request issued from a grant goes at
+// once, in the grant's order, not through another arbiter's round.
+bool in_grant();
+
 }  // namespace rnic::hw

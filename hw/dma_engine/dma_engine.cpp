@@ -82,10 +82,11 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
     // write and a CQE write) must not go in whichever order their processes ran.
     sc_core::sc_time done;
     dma_status st = dma_status::OK;
-    if (sc_core::sc_get_curr_simcontext()->get_curr_proc_info()->kind == sc_core::SC_METHOD_PROC_) {
-        // From another block's grant (the context cache's write-back of the line it evicts, in
-        // timestep_arbiter's settle method): that grant already runs in a fixed order, after
-        // every process of the instant; issued at once.
+    if (in_grant() ||
+        sc_core::sc_get_curr_simcontext()->get_curr_proc_info()->kind == sc_core::SC_METHOD_PROC_) {
+        // From another block's grant (the context cache's write-back of the line it evicts,
+        // in a timestep_arbiter round): that grant already runs in a fixed order, after every
+        // process of the instant; issued at once.
         done = issue(cmd, addr, data, len, st);
     } else {
         m_arbiter.request(

@@ -3,6 +3,7 @@
 #include "hw/roce/roce.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -92,6 +93,15 @@ constexpr opcode_tables make_tables() {
 }
 
 constexpr opcode_tables TABLES = make_tables();
+
+// The longest header stack of any opcode (Ethernet .. the last extension header).
+constexpr size_t MAX_HEADER_BYTES = [] {
+    size_t n = 0;
+    for (const uint16_t b : TABLES.header_bytes) {
+        n = std::max<size_t>(n, b);
+    }
+    return n;
+}();
 
 // --- byte order helpers (network order is big endian) ---------------------------------------
 
@@ -211,10 +221,11 @@ void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
                                 " bytes exceeds the IPv4 total length");
     }
 
-    // Grow once; the new bytes are zero, which covers pad and reserved fields.
-    const size_t base = out.size();
-    out.resize(base + ETH_HEADER_BYTES + ip_total);
-    uint8_t* const frame = out.data() + base;
+    // The headers are written into a zeroed stack buffer (zero covers the reserved fields),
+    // then the frame is appended once: headers, payload, and the zeroed tail (pad, INT stack,
+    // ICRC). The payload bytes are copied once and never cleared first.
+    std::array<uint8_t, MAX_HEADER_BYTES> hbuf{};
+    uint8_t* const frame = hbuf.data();
 
     // Ethernet II
     std::memcpy(frame, h.dst_mac.b.data(), 6);
@@ -276,17 +287,23 @@ void build_frame(const frame_header& h, const uint8_t* payload, size_t len,
     }
     // CNP: the reserved bytes are already zero.
 
+    const size_t base = out.size();
+    const size_t total = ETH_HEADER_BYTES + ip_total;
+    out.reserve(base + total);
+    out.insert(out.end(), frame, frame + hdr);
     if (len != 0) {
-        std::memcpy(frame + hdr, payload, len);
+        out.insert(out.end(), payload, payload + len);
     }
+    out.resize(base + total);  // pad, INT stack and ICRC: zero
+    uint8_t* const tail = out.data() + base + hdr + len;
     if (h.telemetry) {
-        int_write_stack(h.int_, frame + hdr + len + pad);
+        int_write_stack(h.int_, tail + pad);
     }
 
     // ICRC over IPv4..pad, least significant byte first.
     const size_t covered = ip_total - ICRC_BYTES;
-    const uint32_t crc = icrc_from_ip(ip, covered);
-    uint8_t* const icrc = ip + covered;
+    const uint32_t crc = icrc_from_ip(out.data() + base + ETH_HEADER_BYTES, covered);
+    uint8_t* const icrc = out.data() + base + ETH_HEADER_BYTES + covered;
     icrc[0] = static_cast<uint8_t>(crc);
     icrc[1] = static_cast<uint8_t>(crc >> 8);
     icrc[2] = static_cast<uint8_t>(crc >> 16);

@@ -2,7 +2,8 @@
 // Same-cycle arbitration (hw/common/timestep_arbiter): requests of one clock edge are granted
 // by priority, then requesting process name, whatever delta cycle or process order they were
 // made in; requests between edges are sampled at the next edge; `hold` returns at edge + hold;
-// nothing is left running once the requests are served; settle_instant() lets a reader see
+// nothing is left running once the requests are served; a lone request at a settled instant is
+// granted without a delta cycle; settle_instant() lets a reader see
 // what other processes write at the same instant, one settled reader at a time.
 #include "hw/common/timestep_arbiter.h"
 
@@ -137,6 +138,41 @@ TEST(TimestepArbiter, BetweenEdgesSampledAtTheNextEdgeAndHoldReturnsAfterIt) {
     EXPECT_EQ(held[0], sc_time(34, SC_NS));
     EXPECT_EQ(held[1], sc_time(34, SC_NS));
     EXPECT_EQ(sc_core::sc_time_stamp(), sc_time(34, SC_NS));
+}
+
+TEST(TimestepArbiter, LoneRequestAtASettledInstantIsGrantedWithoutADeltaCycle) {
+    const clock_domain clk("nic", 500);
+    port p(clk);
+    sc_core::sc_event woken;
+    uint64_t deltas_before = 0;
+    uint64_t deltas_after = 0;
+    sc_time lone_start;
+    sc_time late_start;
+    // Alone at 30 ns (nothing else runnable or pending): a round of its own, served at once.
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(30, SC_NS));
+            deltas_before = sc_core::sc_delta_count();
+            lone_start = p.use("lone", 1);
+            deltas_after = sc_core::sc_delta_count();
+            woken.notify();  // wakes a requester of higher priority at the same instant
+        },
+        "lone");
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(woken);
+            late_start = p.use("late", 0);
+        },
+        "late");
+    sc_core::sc_start();
+    EXPECT_EQ(lone_start, sc_time(30, SC_NS));
+    EXPECT_EQ(deltas_after, deltas_before);  // no delta cycle, no process switch
+    // Asked after the lone grant (it could not have asked before: it was woken by it): the
+    // port's next cycle, whatever its priority, as when the lone request waited for its round.
+    EXPECT_EQ(late_start, sc_time(32, SC_NS));
+    EXPECT_EQ(p.grants, (std::vector<std::string>{at("lone", 30), at("late", 32)}));
+    EXPECT_EQ(p.arb.rounds(), 2u);
+    EXPECT_EQ(p.arb.requests(), 2u);
 }
 
 TEST(TimestepArbiter, SettleInstantSeesWritesOfTheSameInstantOneReaderAtATime) {
