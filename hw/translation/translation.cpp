@@ -55,6 +55,90 @@ translation::translation(sc_core::sc_module_name name, const translation_config&
 
 xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
                                     uint32_t access, bool remote, std::vector<dma_segment>& out) {
+    return translate_range(key, pdn, va, len, access, remote, va, len, nullptr, out);
+}
+
+xlate_status translation::translate_first(uint32_t key, uint32_t pdn, uint64_t va, uint64_t msg_len,
+                                          uint32_t len, uint32_t access, bool remote,
+                                          uint64_t& ahead, std::vector<dma_segment>& out) {
+    ahead = 0;
+    return translate_range(key, pdn, va, msg_len, access, remote, va,
+                           std::min<uint64_t>(len, msg_len), &ahead, out);
+}
+
+void translation::fetch_ahead(const mpt_entry& mr, uint64_t offset, uint64_t len, uint64_t msg_end,
+                              uint64_t& ahead) {
+    // Entries are absolute MTT indices; `ahead` is one past the last entry fetched (0: none).
+    if (m_cache == nullptr || len == 0) {
+        return;
+    }
+    const uint64_t first = mr.mtt_base + offset / hsi::PAGE_SIZE;
+    const uint64_t last = mr.mtt_base + (offset + len - 1) / hsi::PAGE_SIZE;
+    if (last < ahead) {
+        return;  // fetched ahead already
+    }
+    const uint64_t msg_last = mr.mtt_base + (msg_end - 1) / hsi::PAGE_SIZE;
+    const uint64_t per_line = m_cache->mtt_entries_per_line();
+    const uint64_t from = std::max(first, ahead);
+    const uint64_t window = std::max<uint32_t>(1, m_cfg.mtt_prefetch_lines);
+    const uint64_t to_line = std::max(last / per_line, from / per_line + window - 1);
+    const uint64_t to = std::min(msg_last, (to_line + 1) * per_line - 1);
+    m_cache->access_mtt_run(static_cast<uint32_t>(from), static_cast<uint32_t>(to),
+                            m_cfg.mtt_prefetch_lines, cache_port::TRANSLATION);
+    ahead = to + 1;
+}
+
+xlate_status translation::translate_next(uint32_t key, uint64_t msg_va, uint64_t msg_len,
+                                         uint64_t va, uint32_t len, uint64_t& ahead,
+                                         std::vector<dma_segment>& out) {
+    if (key == hsi::PRIVILEGED_KEY) {
+        if (len > 0) {
+            out.push_back({va, len});
+        }
+        return xlate_status::OK;
+    }
+    const mpt_entry* e = m_contexts.mpt(key);
+    if (e == nullptr || !e->valid || va < msg_va || va + len > msg_va + msg_len) {
+        return xlate_status::BAD_KEY;
+    }
+    const mpt_entry* mr = e;
+    if (e->is_mw) {
+        mr = m_contexts.mpt_slot(e->parent_index << 8);
+        if (mr == nullptr || !mr->valid) {
+            return xlate_status::BAD_KEY;
+        }
+    }
+    const uint64_t base = mr->first_byte_offset - mr->base_va;  // va + base: offset in the MTT
+    fetch_ahead(*mr, va + base, len, msg_va + msg_len + base, ahead);
+    m_stats.pages += walk(*mr, va + base, len, out);
+    return xlate_status::OK;
+}
+
+uint32_t translation::walk(const mpt_entry& mr, uint64_t offset, uint64_t left,
+                           std::vector<dma_segment>& out) {
+    uint32_t pages = 0;
+    while (left > 0) {
+        const uint64_t page = offset / hsi::PAGE_SIZE;
+        const uint32_t in_page = static_cast<uint32_t>(offset % hsi::PAGE_SIZE);
+        const uint32_t n =
+            static_cast<uint32_t>(std::min<uint64_t>(left, hsi::PAGE_SIZE - in_page));
+        const uint64_t bus = m_contexts.mtt(mr.mtt_base + static_cast<uint32_t>(page)) + in_page;
+        if (!out.empty() && out.back().bus_addr + out.back().len == bus) {
+            out.back().len += n;  // physically contiguous: one DMA segment
+        } else {
+            out.push_back({bus, n});
+        }
+        offset += n;
+        left -= n;
+        ++pages;
+    }
+    return pages;
+}
+
+xlate_status translation::translate_range(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
+                                          uint32_t access, bool remote, uint64_t part_va,
+                                          uint64_t part_len, uint64_t* ahead,
+                                          std::vector<dma_segment>& out) {
     ++m_stats.lookups;
     // Timing: the lookup pipeline accepts one request per cycle; a request takes the MPT read
     // then one MTT read per page (pipelined, mtt_lookup_cycles for the first, 1 per page after).
@@ -77,8 +161,8 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
         if (remote) {
             return fail(xlate_status::BAD_KEY);
         }
-        if (len > 0) {
-            out.push_back({va, static_cast<uint32_t>(len)});
+        if (part_len > 0) {
+            out.push_back({part_va, static_cast<uint32_t>(part_len)});
         }
         m_clk.wait_until(start + m_clk.cycles(m_cfg.mpt_lookup_cycles));
         return xlate_status::OK;
@@ -114,32 +198,20 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
             return fail(xlate_status::BAD_KEY);
         }
     }
-    uint64_t offset = va - mr->base_va + mr->first_byte_offset;
-    uint64_t left = len;
-    uint32_t pages = 0;
-    if (m_cache != nullptr && len > 0) {
+    // The pages of the part asked for ([va, va + len) itself but for the responder's WRITE
+    // packets: translate_first).
+    const uint64_t offset = part_va - mr->base_va + mr->first_byte_offset;
+    if (ahead != nullptr) {
+        fetch_ahead(*mr, offset, part_len, va - mr->base_va + mr->first_byte_offset + len, *ahead);
+    } else if (m_cache != nullptr && part_len > 0) {
         // One MTT cache access per line of page entries the range touches; the lines of a
         // range spanning several are fetched together, up to mtt_prefetch_lines in flight.
         const uint32_t first = mr->mtt_base + static_cast<uint32_t>(offset / hsi::PAGE_SIZE);
         const uint32_t last =
-            mr->mtt_base + static_cast<uint32_t>((offset + len - 1) / hsi::PAGE_SIZE);
+            mr->mtt_base + static_cast<uint32_t>((offset + part_len - 1) / hsi::PAGE_SIZE);
         m_cache->access_mtt_run(first, last, m_cfg.mtt_prefetch_lines, cache_port::TRANSLATION);
     }
-    while (left > 0) {
-        const uint64_t page = offset / hsi::PAGE_SIZE;
-        const uint32_t in_page = static_cast<uint32_t>(offset % hsi::PAGE_SIZE);
-        const uint32_t n =
-            static_cast<uint32_t>(std::min<uint64_t>(left, hsi::PAGE_SIZE - in_page));
-        const uint64_t bus = m_contexts.mtt(mr->mtt_base + static_cast<uint32_t>(page)) + in_page;
-        if (!out.empty() && out.back().bus_addr + out.back().len == bus) {
-            out.back().len += n;  // physically contiguous: one DMA segment
-        } else {
-            out.push_back({bus, n});
-        }
-        offset += n;
-        left -= n;
-        ++pages;
-    }
+    const uint32_t pages = walk(*mr, offset, part_len, out);
     m_stats.pages += pages;
     const uint64_t cycles =
         m_cfg.mpt_lookup_cycles + (pages > 0 ? m_cfg.mtt_lookup_cycles + pages - 1 : 0);

@@ -59,6 +59,25 @@ public:
     xlate_status translate(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len, uint32_t access,
                            bool remote, std::vector<dma_segment>& out);
 
+    // The responder's RDMA WRITE, translated as its packets arrive (README "Translation per
+    // packet"). First packet: the key, PD, rights and bounds are checked for the message's whole
+    // range [va, va + msg_len) as translate() checks them, but only the packet's own `len` bytes
+    // are translated (timed as translate() of that range). `ahead` (the message's state) is set
+    // to the MTT entries fetched ahead: with the context cache, the lines of the packet's pages
+    // and of the page list after them, up to mtt_prefetch_lines lines (within the message),
+    // read together.
+    xlate_status translate_first(uint32_t key, uint32_t pdn, uint64_t va, uint64_t msg_len,
+                                 uint32_t len, uint32_t access, bool remote, uint64_t& ahead,
+                                 std::vector<dma_segment>& out);
+    // A later packet of that WRITE: bytes [va, va + len) of the message [msg_va, msg_va +
+    // msg_len) (the key checked already by the caller). No lookup cycle: the page list was
+    // read ahead and the next packet's address is known before it arrives. Only when the
+    // packet needs an entry past `ahead` are the next lines (up to mtt_prefetch_lines, within
+    // the message) read, and the caller waits for them. BAD_KEY if the key is gone or the range
+    // leaves the message.
+    xlate_status translate_next(uint32_t key, uint64_t msg_va, uint64_t msg_len, uint64_t va,
+                                uint32_t len, uint64_t& ahead, std::vector<dma_segment>& out);
+
     // MPT and MTT reads go through this cache when set (else they are on-chip hits).
     void set_context_cache(context_cache* cache) { m_cache = cache; }
 
@@ -70,6 +89,19 @@ public:
     const stats& get_stats() const { return m_stats; }
 
 private:
+    // Checks [va, va + len), translates [part_va, part_va + part_len) (translate(): the same
+    // range; `ahead` null: every MTT line of it, else fetched ahead as translate_first says).
+    xlate_status translate_range(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
+                                 uint32_t access, bool remote, uint64_t part_va, uint64_t part_len,
+                                 uint64_t* ahead, std::vector<dma_segment>& out);
+    // MTT lines for bytes [offset, offset + len) of `mr` (offsets in its page list) not fetched
+    // ahead yet: from there up to mtt_prefetch_lines lines, at most to `msg_end`.
+    void fetch_ahead(const mpt_entry& mr, uint64_t offset, uint64_t len, uint64_t msg_end,
+                     uint64_t& ahead);
+    // Appends the bus segments of [offset, offset + left) of `mr`'s pages; returns the pages.
+    uint32_t walk(const mpt_entry& mr, uint64_t offset, uint64_t left,
+                  std::vector<dma_segment>& out);
+
     translation_config m_cfg;
     const clock_domain& m_clk;
     context_store& m_contexts;
