@@ -100,19 +100,29 @@ struct rp_bench {
         q.dest_qpn = 9;
         return q;
     }
-    // A frame to QPN (or `qpn`) with opcode `op` at `psn`.
-    static fabric::eth_frame frame(uint8_t op, uint32_t psn, bool ack_req = false,
-                                   uint8_t syndrome = 0, uint32_t qpn = QPN) {
+    // The headers of a frame to QPN (or `qpn`) with opcode `op` at `psn`.
+    static roce::frame_header header(uint8_t op, uint32_t psn, bool ack_req = false,
+                                     uint8_t syndrome = 0, uint32_t qpn = QPN) {
         roce::frame_header h;
         h.bth_.opcode = op;
         h.bth_.dest_qp = qpn;
         h.bth_.psn = psn;
         h.bth_.ack_req = ack_req;
         h.aeth_.syndrome = syndrome;
+        return h;
+    }
+    // The frame of `h` with `bytes` of payload, each `fill`.
+    static fabric::eth_frame build(const roce::frame_header& h, size_t bytes, uint8_t fill) {
         fabric::eth_frame f;
-        std::vector<uint8_t> payload(roce::info(op).has_payload ? 8 : 0, 0xAB);
+        std::vector<uint8_t> payload(bytes, fill);
         roce::build_frame(h, payload.data(), payload.size(), f.data);
         return f;
+    }
+    // A frame to QPN (or `qpn`) with opcode `op` at `psn` (8 B of payload if it has one).
+    static fabric::eth_frame frame(uint8_t op, uint32_t psn, bool ack_req = false,
+                                   uint8_t syndrome = 0, uint32_t qpn = QPN) {
+        return build(header(op, psn, ack_req, syndrome, qpn), roce::info(op).has_payload ? 8 : 0,
+                     0xAB);
     }
     void put(fabric::eth_frame&& f) { rp.receive_frame(std::move(f)); }
     std::vector<tx_call> calls(const std::string& what) const {
@@ -310,17 +320,11 @@ uint32_t add_write_region(context_store& contexts, uint64_t va, uint32_t pages, 
 
 fabric::eth_frame write_frame(uint8_t op, uint32_t psn, uint32_t key, uint64_t va,
                               uint32_t dma_length, uint8_t fill) {
-    roce::frame_header h;
-    h.bth_.opcode = op;
-    h.bth_.dest_qp = QPN;
-    h.bth_.psn = psn;
+    roce::frame_header h = rp_bench::header(op, psn);
     h.reth_.va = va;
     h.reth_.rkey = key;
     h.reth_.dma_length = dma_length;
-    fabric::eth_frame f;
-    std::vector<uint8_t> payload(1024, fill);
-    roce::build_frame(h, payload.data(), payload.size(), f.data);
-    return f;
+    return rp_bench::build(h, 1024, fill);
 }
 
 TEST(RecvPath, LongWriteIsTranslatedAsItsPacketsArrive) {
