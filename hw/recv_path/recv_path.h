@@ -198,7 +198,7 @@ private:
     std::vector<std::vector<dma_segment>> m_recv_segments;
     // Target of the RDMA WRITE in progress, per QP (translated at the First/Only packet).
     std::vector<std::vector<dma_segment>> m_write_segments;  // this packet's (RDMA WRITE)
-    std::vector<uint64_t> m_write_ahead;  // MTT entries fetched ahead for the open WRITE
+    std::vector<mtt_stream> m_write_ahead;                   // translation state of the open WRITE
     struct pending_ack {
         uint32_t count = 0;  // messages acknowledged by the held ACK
         uint32_t psn = 0;

@@ -29,6 +29,7 @@ translation_config parse_translation_config(config::reader r) {
     r.get("mpt_lookup_cycles", c.mpt_lookup_cycles, 0u, 1000u);
     r.get("mtt_lookup_cycles", c.mtt_lookup_cycles, 0u, 1000u);
     r.get("mtt_prefetch_lines", c.mtt_prefetch_lines, 0u, 256u);
+    r.get("mtt_lookahead", c.mtt_lookahead);
     r.finish();
     return c;
 }
@@ -44,6 +45,17 @@ translation::translation(sc_core::sc_module_name name, const translation_config&
     ctx.stats.add(this->name(), "pages", m_stats.pages, "count", "MTT pages translated");
     ctx.stats.add(this->name(), "faults", m_stats.faults, "count",
                   "lookups refused: bad key, PD, rights or bounds");
+    ctx.stats.add(this->name(), "lookahead_lines", m_stats.lookahead_lines, "count",
+                  "MTT lines the look-ahead unit looked up for messages translated per packet");
+    ctx.stats.add(this->name(), "lookahead_reads", m_stats.lookahead_reads, "count",
+                  "of them, lines read from host memory (context cache misses)");
+    ctx.stats.add(this->name(), "packet_waits", m_stats.packet_waits, "count",
+                  "packets after a message's first, translated per packet, that waited for "
+                  "MTT lines");
+    ctx.stats.add(this->name(), "packet_wait_ps", m_stats.packet_wait_ps, "ps",
+                  "time those packets waited");
+    SC_HAS_PROCESS(translation);
+    SC_THREAD(lookahead_thread);
     if (ctx.vcd != nullptr) {
         // Timing is closed form (no state to sample): the counters show when lookups happen.
         const std::string b = this->name();
@@ -59,11 +71,113 @@ xlate_status translation::translate(uint32_t key, uint32_t pdn, uint64_t va, uin
 }
 
 xlate_status translation::translate_first(uint32_t key, uint32_t pdn, uint64_t va, uint64_t msg_len,
-                                          uint32_t len, uint32_t access, bool remote,
-                                          uint64_t& ahead, std::vector<dma_segment>& out) {
-    ahead = 0;
+                                          uint32_t len, uint32_t access, bool remote, mtt_stream& s,
+                                          std::vector<dma_segment>& out) {
+    s.ahead = 0;
+    s.gen = ++m_gen;  // what the look-ahead still has queued for the stream's last message: dropped
+    s.first_ahead = s.requested = s.issued = s.end_line = 0;
     return translate_range(key, pdn, va, msg_len, access, remote, va,
-                           std::min<uint64_t>(len, msg_len), &ahead, out);
+                           std::min<uint64_t>(len, msg_len), &s, out);
+}
+
+void translation::stream_lines(const mpt_entry& mr, uint64_t offset, uint64_t len, uint64_t msg_end,
+                               bool first, mtt_stream& s) {
+    if (m_cache == nullptr || len == 0) {
+        return;
+    }
+    // Timing (README "Look-ahead"): the packet's lines [a, b]; the lines from a on, up to
+    // mtt_prefetch_lines of them (within the message), are kept asked of the look-ahead unit,
+    // which reads them while the packets before them arrive. The first packet reads its own
+    // lines as translate() would (the page list's start is known only now) after asking for
+    // the rest; a later packet waits only for a line of its own that is not in yet.
+    const uint64_t per_line = m_cache->mtt_entries_per_line();
+    const uint64_t first_entry = mr.mtt_base + offset / hsi::PAGE_SIZE;
+    const uint64_t last_entry = mr.mtt_base + (offset + len - 1) / hsi::PAGE_SIZE;
+    const uint64_t a = first_entry / per_line;
+    const uint64_t b = last_entry / per_line;
+    const uint64_t window = std::max<uint32_t>(1, m_cfg.mtt_prefetch_lines);
+    if (first) {
+        s.end_line = (mr.mtt_base + (msg_end - 1) / hsi::PAGE_SIZE) / per_line + 1;
+        s.first_ahead = s.requested = s.issued = b + 1;
+        if (s.ready.size() != window + 4) {
+            s.ready.assign(window + 4, sc_core::SC_ZERO_TIME);  // lines [a, requested) fit
+        }
+    }
+    request_ahead(s, std::min(s.end_line, std::max(b + 1, a + window)), b);
+    if (first) {
+        m_cache->access_mtt_run(static_cast<uint32_t>(first_entry),
+                                static_cast<uint32_t>(last_entry), m_cfg.mtt_prefetch_lines,
+                                cache_port::TRANSLATION);
+        return;
+    }
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    for (uint64_t line = std::max(a, s.first_ahead); line <= b; ++line) {
+        while (s.issued <= line) {
+            sc_core::wait(m_ahead_issued);  // the unit has not looked it up yet
+        }
+        const sc_core::sc_time in = s.ready[line % s.ready.size()];
+        if (in > sc_core::sc_time_stamp()) {
+            m_clk.wait_until(in);
+        }
+    }
+    const uint64_t waited = m_clk.ps_of(sc_core::sc_time_stamp() - t0);
+    if (waited > 0) {
+        ++m_stats.packet_waits;
+        m_stats.packet_wait_ps += waited;
+        m_cache->add_mtt_stall(waited);
+    }
+}
+
+void translation::request_ahead(mtt_stream& s, uint64_t to, uint64_t need) {
+    if (to <= s.requested) {
+        return;
+    }
+    m_ahead_queue.push_back({&s, s.gen, s.requested, to, need});
+    s.requested = to;
+    m_ahead_wake.notify(sc_core::SC_ZERO_TIME);
+}
+
+void translation::lookahead_thread() {
+    for (;;) {
+        if (m_ahead_head == m_ahead_queue.size()) {
+            m_ahead_queue.clear();
+            m_ahead_head = 0;
+            sc_core::wait(m_ahead_wake);
+            continue;
+        }
+        const ahead_request r = m_ahead_queue[m_ahead_head++];
+        // Timing: one lookup per line on the context cache's port (TRANSLATION), a missing
+        // line read hit_cycles after its lookup, at most mtt_prefetch_lines reads in flight
+        // (a full window waits for its oldest), as context_cache::access_mtt_run; nobody
+        // waits for the unit but a packet that needs a line it has not read yet.
+        const size_t max_reads = std::max<uint32_t>(1, m_cfg.mtt_prefetch_lines);
+        for (uint64_t line = r.from; line < r.to && r.s->gen == r.gen; ++line) {
+            auto done = [](const sc_core::sc_time& t) { return t <= sc_core::sc_time_stamp(); };
+            m_ahead_in_flight.erase(
+                std::remove_if(m_ahead_in_flight.begin(), m_ahead_in_flight.end(), done),
+                m_ahead_in_flight.end());
+            if (m_ahead_in_flight.size() >= max_reads) {
+                const auto oldest =
+                    std::min_element(m_ahead_in_flight.begin(), m_ahead_in_flight.end());
+                m_clk.wait_until(*oldest);
+                m_ahead_in_flight.erase(oldest);
+            }
+            bool miss = false;
+            const sc_core::sc_time in =
+                m_cache->read_mtt_line(line, line > r.need, cache_port::TRANSLATION, miss);
+            ++m_stats.lookahead_lines;
+            if (miss) {
+                ++m_stats.lookahead_reads;
+                m_ahead_in_flight.push_back(in);
+            }
+            if (r.s->gen != r.gen) {
+                break;  // its message ended while the line was looked up
+            }
+            r.s->ready[line % r.s->ready.size()] = in;
+            r.s->issued = line + 1;
+            m_ahead_issued.notify(sc_core::SC_ZERO_TIME);
+        }
+    }
 }
 
 void translation::fetch_ahead(const mpt_entry& mr, uint64_t offset, uint64_t len, uint64_t msg_end,
@@ -89,7 +203,7 @@ void translation::fetch_ahead(const mpt_entry& mr, uint64_t offset, uint64_t len
 }
 
 xlate_status translation::translate_next(uint32_t key, uint64_t msg_va, uint64_t msg_len,
-                                         uint64_t va, uint32_t len, uint64_t& ahead,
+                                         uint64_t va, uint32_t len, mtt_stream& s,
                                          std::vector<dma_segment>& out) {
     if (key == hsi::PRIVILEGED_KEY) {
         if (len > 0) {
@@ -109,7 +223,17 @@ xlate_status translation::translate_next(uint32_t key, uint64_t msg_va, uint64_t
         }
     }
     const uint64_t base = mr->first_byte_offset - mr->base_va;  // va + base: offset in the MTT
-    fetch_ahead(*mr, va + base, len, msg_va + msg_len + base, ahead);
+    if (m_cfg.mtt_lookahead) {
+        stream_lines(*mr, va + base, len, msg_va + msg_len + base, false, s);
+    } else {
+        const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+        fetch_ahead(*mr, va + base, len, msg_va + msg_len + base, s.ahead);
+        const uint64_t waited = m_clk.ps_of(sc_core::sc_time_stamp() - t0);
+        if (waited > 0) {
+            ++m_stats.packet_waits;
+            m_stats.packet_wait_ps += waited;
+        }
+    }
     m_stats.pages += walk(*mr, va + base, len, out);
     return xlate_status::OK;
 }
@@ -137,7 +261,7 @@ uint32_t translation::walk(const mpt_entry& mr, uint64_t offset, uint64_t left,
 
 xlate_status translation::translate_range(uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
                                           uint32_t access, bool remote, uint64_t part_va,
-                                          uint64_t part_len, uint64_t* ahead,
+                                          uint64_t part_len, mtt_stream* s,
                                           std::vector<dma_segment>& out) {
     ++m_stats.lookups;
     // Timing: the lookup pipeline accepts one request per cycle; a request takes the MPT read
@@ -201,8 +325,13 @@ xlate_status translation::translate_range(uint32_t key, uint32_t pdn, uint64_t v
     // The pages of the part asked for ([va, va + len) itself but for the responder's WRITE
     // packets: translate_first).
     const uint64_t offset = part_va - mr->base_va + mr->first_byte_offset;
-    if (ahead != nullptr) {
-        fetch_ahead(*mr, offset, part_len, va - mr->base_va + mr->first_byte_offset + len, *ahead);
+    if (s != nullptr) {
+        const uint64_t msg_end = va - mr->base_va + mr->first_byte_offset + len;
+        if (m_cfg.mtt_lookahead) {
+            stream_lines(*mr, offset, part_len, msg_end, true, *s);
+        } else {
+            fetch_ahead(*mr, offset, part_len, msg_end, s->ahead);
+        }
     } else if (m_cache != nullptr && part_len > 0) {
         // One MTT cache access per line of page entries the range touches; the lines of a
         // range spanning several are fetched together, up to mtt_prefetch_lines in flight.

@@ -89,8 +89,9 @@ struct rp_bench {
     translation xlate;
     fake_tx tx;
     recv_path rp;
-    explicit rp_bench(const recv_path_config& cfg = rp_config())
-        : xlate("xlate", translation_config{}, b.clk, b.contexts, b.ctx)
+    explicit rp_bench(const recv_path_config& cfg = rp_config(),
+                      const translation_config& xcfg = translation_config{})
+        : xlate("xlate", xcfg, b.clk, b.contexts, b.ctx)
         , rp("rp", cfg, b.clk, nic_identity{}, b.contexts, xlate, b.dma, tx, b.cqw, b.ctx) {}
     qp_context& qp(uint8_t state = hsi::QPS_RTS) {
         qp_context& q = b.make_qp(QPN, state);
@@ -364,6 +365,89 @@ TEST(RecvPath, LongWriteIsTranslatedAsItsPacketsArrive) {
     EXPECT_EQ(b, 0x34);
     t.b.mem.read(BUS + 3 * 1024, &b, 1);  // page 0, packet 3
     EXPECT_EQ(b, 0x33);
+}
+
+// A 256 KiB WRITE (64 pages: 8 MTT lines of 8 entries) in 1 KiB packets at 100 Gb/s line rate,
+// its region's MTT lines in host memory behind the context cache, the look-ahead window
+// mtt_prefetch_lines = 2 lines (64 KiB of data, 64 packets).
+struct lookahead_run {
+    translation::stats xs;
+    uint64_t mtt_prefetched = 0;
+    uint64_t mtt_misses = 0;
+    uint64_t mtt_base = 0;
+    uint64_t min_read_ps = 0;  // a read round trip's floor: memory latency + the link both ways
+    uint32_t expected_psn = 0;
+};
+constexpr uint32_t LA_PAGES = 64;
+constexpr uint32_t LA_PACKETS = LA_PAGES * 4;  // 1 KiB each
+constexpr uint32_t LA_WINDOW = 2;              // lines
+// 100 Gb/s: a 1 KiB WRITE packet with its headers (14 + 20 + 8 + 12 (+16 RETH) + 4 ICRC + 4
+// FCS), preamble and inter-frame gap (20) is at most 1,102 B on the wire: 88.2 ns.
+const sc_time LA_GAP(88, SC_NS);
+
+lookahead_run long_write_at_line_rate(bool lookahead) {
+    translation_config xc;
+    xc.mtt_prefetch_lines = LA_WINDOW;
+    xc.mtt_lookahead = lookahead;
+    rp_bench t(rp_config(), xc);
+    context_cache cache("cache", context_cache_config{}, t.b.clk, t.b.dma, t.b.ctx);
+    cache.set_icm_base(0x2000'0000, t.b.limits.max_qps, t.b.limits.max_keys);
+    t.xlate.set_context_cache(&cache);
+    t.qp();
+    constexpr uint64_t VA = 0x7000'0000;
+    const uint32_t key = add_write_region(t.b.contexts, VA, LA_PAGES, 0x4000'0000);
+    lookahead_run r;
+    r.mtt_base = t.b.contexts.mpt(key)->mtt_base;
+    t.b.drv.body = [&] {
+        for (uint32_t k = 0; k < LA_PACKETS; ++k) {
+            const uint8_t op =
+                k == 0 ? roce::RC_WRITE_FIRST
+                       : (k + 1 == LA_PACKETS ? roce::RC_WRITE_LAST : roce::RC_WRITE_MIDDLE);
+            t.put(write_frame(op, 100 + k, key, VA, LA_PAGES * hsi::PAGE_SIZE,
+                              static_cast<uint8_t>(k)));
+            sc_core::wait(LA_GAP);
+        }
+        t.b.settle();
+    };
+    run(t.b);
+    r.xs = t.xlate.get_stats();
+    r.mtt_prefetched = cache.get_stats(ctx_kind::MTT).prefetched;
+    r.mtt_misses = cache.get_stats(ctx_kind::MTT).misses;
+    r.min_read_ps = static_cast<uint64_t>(80'000 + 2 * t.b.lat_ps());
+    r.expected_psn = t.b.contexts.qp(QPN)->expected_psn;
+    return r;
+}
+
+TEST(RecvPath, LongWriteAtLineRateNeverWaitsForItsPageListWithTheLookAhead) {
+    // Issue 25, item 5: the look-ahead unit reads the next lines while the packets of the
+    // current ones arrive. A line is 8 pages = 32 packets = 2.8 us of wire time, far longer
+    // than one MTT read, so no packet after the first waits; the first reads its own line,
+    // the unit the 7 others (each counted as prefetched, missing once).
+    const lookahead_run r = long_write_at_line_rate(true);
+    ASSERT_EQ(r.mtt_base % 8, 0u) << "the formulas assume the region's page list starts a line";
+    EXPECT_EQ(r.expected_psn, 100 + LA_PACKETS);  // every packet placed
+    EXPECT_EQ(r.xs.packet_waits, 0u);
+    EXPECT_EQ(r.xs.packet_wait_ps, 0u);
+    EXPECT_EQ(r.xs.lookahead_lines, LA_PAGES / 8 - 1);
+    EXPECT_EQ(r.xs.lookahead_reads, LA_PAGES / 8 - 1);
+    EXPECT_EQ(r.mtt_prefetched, LA_PAGES / 8 - 1);
+    EXPECT_EQ(r.mtt_misses, LA_PAGES / 8);
+}
+
+TEST(RecvPath, LongWriteWithoutTheLookAheadWaitsAtEachWindow) {
+    // Without the look-ahead a packet that enters lines not read yet reads the next window
+    // (LA_WINDOW lines, in flight together) and waits for it: the packets at 64, 128 and 192
+    // KiB (the first packet's wait is its own translation), each for at least one read round
+    // trip (host memory 80 ns + the PCIe link's latency both ways).
+    const lookahead_run r = long_write_at_line_rate(false);
+    ASSERT_EQ(r.mtt_base % 8, 0u);
+    EXPECT_EQ(r.expected_psn, 100 + LA_PACKETS);
+    const uint32_t windows = LA_PAGES / 8 / LA_WINDOW;
+    EXPECT_EQ(r.xs.packet_waits, windows - 1);
+    EXPECT_GE(r.xs.packet_wait_ps, (windows - 1) * r.min_read_ps);
+    EXPECT_LT(r.xs.packet_wait_ps, (windows - 1) * 4 * r.min_read_ps);  // not several trips
+    EXPECT_EQ(r.xs.lookahead_lines, 0u);
+    EXPECT_EQ(r.mtt_misses, LA_PAGES / 8);
 }
 
 }  // namespace
