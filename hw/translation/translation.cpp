@@ -55,7 +55,9 @@ translation::translation(sc_core::sc_module_name name, const translation_config&
     ctx.stats.add(this->name(), "packet_wait_ps", m_stats.packet_wait_ps, "ps",
                   "time those packets waited");
     SC_HAS_PROCESS(translation);
-    SC_THREAD(lookahead_thread);
+    SC_THREAD(lookahead_thread);  // first runs at the first request: an idle NIC runs nothing
+    sensitive << m_ahead_wake;
+    dont_initialize();
     if (ctx.vcd != nullptr) {
         // Timing is closed form (no state to sample): the counters show when lookups happen.
         const std::string b = this->name();
@@ -142,7 +144,7 @@ void translation::lookahead_thread() {
         if (m_ahead_head == m_ahead_queue.size()) {
             m_ahead_queue.clear();
             m_ahead_head = 0;
-            sc_core::wait(m_ahead_wake);
+            sc_core::wait();  // m_ahead_wake
             continue;
         }
         const ahead_request r = m_ahead_queue[m_ahead_head++];
