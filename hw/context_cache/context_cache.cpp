@@ -119,7 +119,8 @@ context_cache::context_cache(sc_core::sc_module_name name, const context_cache_c
         if (k == 2) {
             ctx.stats.add(this->name(), "mtt_prefetched", s.prefetched, "count",
                           "MTT lines read while an earlier line of the same translation was in "
-                          "flight (translation.mtt_prefetch_lines)");
+                          "flight (translation.mtt_prefetch_lines), or by the look-ahead of a "
+                          "message translated per packet (translation.mtt_lookahead)");
         }
         if (ctx.vcd != nullptr) {
             // Lookups are closed form: the counters show when hits and misses happen.
@@ -264,6 +265,25 @@ void context_cache::access_mtt_run(uint32_t first, uint32_t last, uint32_t windo
         waited += sc_core::sc_time_stamp() - t0;
     }
     s.stall_ps += static_cast<uint64_t>(waited.to_seconds() * 1e12 + 0.5);
+}
+
+sc_core::sc_time context_cache::read_mtt_line(uint64_t line, bool ahead, cache_port who,
+                                              bool& miss) {
+    // Timing: as one line of access_mtt_run: the lookup on the port, and a missing line's read
+    // issued hit_cycles after it; the caller goes on at once (it only waits for the lookup of
+    // a miss, to issue the read).
+    sc_core::sc_time start;
+    miss = lookup(ctx_kind::MTT, line, false, who, start);
+    const sc_core::sc_time looked_up = start + m_clk.cycles(m_cfg.mtt.hit_cycles);
+    if (!miss) {
+        return looked_up;
+    }
+    if (ahead) {
+        ++m_stats[static_cast<int>(ctx_kind::MTT)].prefetched;
+    }
+    m_clk.wait_until(looked_up);
+    return m_dma.read(dma_client::CONTEXT, line_addr(ctx_kind::MTT, line), m_line.data(),
+                      line_bytes(ctx_kind::MTT));
 }
 
 void context_cache::invalidate(ctx_kind kind, uint32_t index) {

@@ -111,6 +111,14 @@ public:
     // one line: access() per line, each miss paid in turn.
     void access_mtt_run(uint32_t first, uint32_t last, uint32_t window,
                         cache_port who = cache_port::TRANSLATION);
+    // From an SC_THREAD (a look-ahead unit reading a message's page list before its packets
+    // need it, hw/translation): looks MTT line `line` up and, on a miss, issues its read
+    // hit_cycles after the lookup without waiting for the data; returns when the line is in
+    // (the lookup's end on a hit). A missing line read `ahead` of need counts as
+    // `mtt_prefetched`; the requester's wait for the line, if any, is its own (add_mtt_stall).
+    sc_core::sc_time read_mtt_line(uint64_t line, bool ahead, cache_port who, bool& miss);
+    // A requester waited `ps` for MTT lines read by read_mtt_line (counted as mtt_stall_ps).
+    void add_mtt_stall(uint64_t ps) { m_stats[static_cast<int>(ctx_kind::MTT)].stall_ps += ps; }
     // The command processor changed or destroyed an entry: drop the cached copy.
     void invalidate(ctx_kind kind, uint32_t index);
 
@@ -120,7 +128,8 @@ public:
         uint64_t evictions = 0;
         uint64_t writebacks = 0;
         uint64_t stall_ps = 0;
-        uint64_t prefetched = 0;  // MTT only: lines read while another of the run was in flight
+        // MTT only: lines read while another of the run was in flight, or by a look-ahead
+        uint64_t prefetched = 0;
     };
     const cache_stats& get_stats(ctx_kind k) const { return m_stats[static_cast<int>(k)]; }
     // The lookup port's arbiter (rounds, contended rounds).

@@ -99,6 +99,7 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     , m_fifo("rx_fifo", cfg.fifo_bytes / 60 + 1)  // bounded by bytes (60 B: shortest frame)
     , m_recv_segments(contexts.max_qps())
     , m_write_segments(contexts.max_qps())
+    , m_write_ahead(contexts.max_qps())
     , m_pending_acks(contexts.max_qps())
     , m_rq_prefetch(static_cast<size_t>(contexts.max_qps()) + contexts.max_srqs()) {
     SC_HAS_PROCESS(recv_path);
@@ -990,12 +991,16 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             }
         }
     } else {  // RDMA WRITE
+        // Translated as the packets arrive (hw/recv_path/README.md "Timing"): the first packet
+        // checks the key and the bounds of the whole message and translates its own bytes,
+        // each later one its own bytes from the page list fetched ahead.
         auto& segs = m_write_segments[qpn];
+        segs.clear();
         if (oi.is_first || oi.is_only) {
             const auto& reth = p.hdr.reth_;
-            std::vector<dma_segment> wsegs;
-            const xlate_status xs = m_xlate.translate(reth.rkey, qp.pdn, reth.va, reth.dma_length,
-                                                      XLATE_REMOTE_WRITE, true, wsegs);
+            const xlate_status xs =
+                m_xlate.translate_first(reth.rkey, qp.pdn, reth.va, reth.dma_length, len,
+                                        XLATE_REMOTE_WRITE, true, m_write_ahead[qpn], segs);
             if (xs != xlate_status::OK) {
                 ++m_stats.protection_errors;
                 nak(roce::AETH_NAK_REMOTE_ACCESS_ERROR);
@@ -1004,7 +1009,6 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             qp.write_va = reth.va;
             qp.write_rkey = reth.rkey;
             qp.write_remaining = reth.dma_length;
-            segs.swap(wsegs);
             qp.write_offset = 0;
         } else if (!key_live(qp.write_rkey, qp.pdn)) {
             // Middle/Last: the key is checked again per packet, so a region deregistered (or
@@ -1017,7 +1021,15 @@ void recv_path::handle_request(uint32_t qpn, qp_context& qp, const uint8_t* fram
             nak(roce::AETH_NAK_INVALID_REQUEST);
             return;
         }
-        place(segs, qp.write_offset, payload, len);
+        if (!(oi.is_first || oi.is_only) &&
+            m_xlate.translate_next(qp.write_rkey, qp.write_va, qp.write_offset + qp.write_remaining,
+                                   qp.write_va + qp.write_offset, len, m_write_ahead[qpn],
+                                   segs) != xlate_status::OK) {
+            ++m_stats.protection_errors;
+            nak(roce::AETH_NAK_REMOTE_ACCESS_ERROR);
+            return;
+        }
+        place(segs, 0, payload, len);
         qp.write_offset += len;
         qp.write_remaining -= len;
         qp.expected_psn = (qp.expected_psn + 1) & PSN_MASK;

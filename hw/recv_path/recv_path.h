@@ -297,7 +297,8 @@ private:
     // Scatter list of the receive WQE in use, per QP (translated at the first packet).
     std::vector<std::vector<dma_segment>> m_recv_segments;
     // Target of the RDMA WRITE in progress, per QP (translated at the First/Only packet).
-    std::vector<std::vector<dma_segment>> m_write_segments;
+    std::vector<std::vector<dma_segment>> m_write_segments;  // this packet's (RDMA WRITE)
+    std::vector<mtt_stream> m_write_ahead;                   // translation state of the open WRITE
     struct pending_ack {
         uint32_t count = 0;  // messages acknowledged by the held ACK
         uint32_t psn = 0;

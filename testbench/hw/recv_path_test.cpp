@@ -93,8 +93,9 @@ struct rp_bench {
     translation xlate;
     fake_tx tx;
     recv_path rp;
-    explicit rp_bench(const recv_path_config& cfg = rp_config())
-        : xlate("xlate", translation_config{}, b.clk, b.contexts, b.ctx)
+    explicit rp_bench(const recv_path_config& cfg = rp_config(),
+                      const translation_config& xcfg = translation_config{})
+        : xlate("xlate", xcfg, b.clk, b.contexts, b.ctx)
         , rp("rp", cfg, b.clk, nic_identity{}, b.contexts, xlate, b.dma, tx, b.cqw, b.ctx) {}
     qp_context& qp(uint8_t state = hsi::QPS_RTS) {
         qp_context& q = b.make_qp(QPN, state);
@@ -104,19 +105,29 @@ struct rp_bench {
         q.dest_qpn = 9;
         return q;
     }
-    // A frame to QPN (or `qpn`) with opcode `op` at `psn`.
-    static fabric::eth_frame frame(uint8_t op, uint32_t psn, bool ack_req = false,
-                                   uint8_t syndrome = 0, uint32_t qpn = QPN) {
+    // The headers of a frame to QPN (or `qpn`) with opcode `op` at `psn`.
+    static roce::frame_header header(uint8_t op, uint32_t psn, bool ack_req = false,
+                                     uint8_t syndrome = 0, uint32_t qpn = QPN) {
         roce::frame_header h;
         h.bth_.opcode = op;
         h.bth_.dest_qp = qpn;
         h.bth_.psn = psn;
         h.bth_.ack_req = ack_req;
         h.aeth_.syndrome = syndrome;
+        return h;
+    }
+    // The frame of `h` with `bytes` of payload, each `fill`.
+    static fabric::eth_frame build(const roce::frame_header& h, size_t bytes, uint8_t fill) {
         fabric::eth_frame f;
-        std::vector<uint8_t> payload(roce::info(op).has_payload ? 8 : 0, 0xAB);
+        std::vector<uint8_t> payload(bytes, fill);
         roce::build_frame(h, payload.data(), payload.size(), f.data);
         return f;
+    }
+    // A frame to QPN (or `qpn`) with opcode `op` at `psn` (8 B of payload if it has one).
+    static fabric::eth_frame frame(uint8_t op, uint32_t psn, bool ack_req = false,
+                                   uint8_t syndrome = 0, uint32_t qpn = QPN) {
+        return build(header(op, psn, ack_req, syndrome, qpn), roce::info(op).has_payload ? 8 : 0,
+                     0xAB);
     }
     void put(fabric::eth_frame&& f) { rp.receive_frame(std::move(f)); }
     std::vector<tx_call> calls(const std::string& what) const {
@@ -447,6 +458,158 @@ TEST(RecvPathLanes, AQpsFramesWaitBehindItsBlockedFrameWhileTheOtherLaneGoesOn) 
     const auto odd_acks = acks_of(t, QP_ODD);
     ASSERT_EQ(odd_acks.size(), 1u);
     EXPECT_EQ(odd_acks[0].at, t0 + p + hold + p);  // behind its QP's held frame, then its parse
+}
+
+// A registered region of `pages` 4 KiB pages at `va` for remote writes, its pages placed at
+// bus addresses `bus` + 2 x i x 4 KiB (every other page: no two are contiguous).
+uint32_t add_write_region(context_store& contexts, uint64_t va, uint32_t pages, uint64_t bus) {
+    const uint32_t key = 3 << 8 | 0x42;
+    mpt_entry& e = *contexts.mpt_slot(key);
+    e = mpt_entry{};
+    e.valid = true;
+    e.allocated = true;
+    e.key = key;
+    e.access = hsi::ACCESS_LOCAL_WRITE | hsi::ACCESS_REMOTE_WRITE;
+    e.base_va = va;
+    e.length = uint64_t{pages} * hsi::PAGE_SIZE;
+    e.page_count = pages;
+    e.max_pages = pages;
+    e.mtt_base = contexts.mtt_alloc(pages);
+    for (uint32_t i = 0; i < pages; ++i) {
+        contexts.mtt(e.mtt_base + i) = bus + 2 * uint64_t{i} * hsi::PAGE_SIZE;
+    }
+    return key;
+}
+
+fabric::eth_frame write_frame(uint8_t op, uint32_t psn, uint32_t key, uint64_t va,
+                              uint32_t dma_length, uint8_t fill) {
+    roce::frame_header h = rp_bench::header(op, psn);
+    h.reth_.va = va;
+    h.reth_.rkey = key;
+    h.reth_.dma_length = dma_length;
+    return rp_bench::build(h, 1024, fill);
+}
+
+TEST(RecvPath, LongWriteIsTranslatedAsItsPacketsArrive) {
+    // Issue 25, item 5: the first packet of a WRITE used to wait for the whole page list (a
+    // 1 MiB WRITE: mpt 2 + mtt 2 + 255 further pages = 259 cycles before its first byte was
+    // placed). Translated per packet, the first packet of a 1 MiB WRITE costs the receive
+    // thread what a 1 KiB WRITE's does (its own page: 4 cycles), and a later packet lands at
+    // its own page's bus address.
+    rp_bench t;
+    t.qp();
+    constexpr uint64_t VA = 0x7000'0000;
+    constexpr uint64_t BUS = 0x4000'0000;
+    const uint32_t key = add_write_region(t.b.contexts, VA, 256, BUS);
+    uint64_t short_ps = 0;
+    uint64_t long_ps = 0;
+    t.b.drv.body = [&] {
+        t.put(write_frame(roce::RC_WRITE_ONLY, 100, key, VA, 1024, 0x11));  // 1 KiB message
+        t.b.settle();
+        short_ps = t.rp.get_stats().busy_ps;
+        t.put(write_frame(roce::RC_WRITE_FIRST, 101, key, VA, 1 << 20, 0x22));  // 1 MiB message
+        t.b.settle();
+        long_ps = t.rp.get_stats().busy_ps - short_ps;
+        // Its 5th packet: bytes 4096.. of the message, the region's second page.
+        for (uint32_t k = 1; k <= 4; ++k) {
+            t.put(write_frame(roce::RC_WRITE_MIDDLE, 101 + k, key, 0, 0, 0x30 + k));
+        }
+        t.b.settle();
+    };
+    run(t.b);
+    // parse_cycles 4 + mpt_lookup_cycles 2 + mtt_lookup_cycles 2 (one page), 2 ns cycles.
+    EXPECT_EQ(short_ps, 8u * 2000u);
+    EXPECT_EQ(long_ps, short_ps);  // was 255 cycles (510 ns) more: measured 526000 ps
+    EXPECT_EQ(t.rp.get_stats().protection_errors, 0u);
+    EXPECT_EQ(t.b.contexts.qp(QPN)->expected_psn, 106u);
+    uint8_t b = 0;
+    t.b.mem.read(BUS + 2 * hsi::PAGE_SIZE, &b, 1);  // page 1 of the region
+    EXPECT_EQ(b, 0x34);
+    t.b.mem.read(BUS + 3 * 1024, &b, 1);  // page 0, packet 3
+    EXPECT_EQ(b, 0x33);
+}
+
+// A 256 KiB WRITE (64 pages: 8 MTT lines of 8 entries) in 1 KiB packets at 100 Gb/s line rate,
+// its region's MTT lines in host memory behind the context cache, the look-ahead window
+// mtt_prefetch_lines = 2 lines (64 KiB of data, 64 packets).
+struct lookahead_run {
+    translation::stats xs;
+    uint64_t mtt_prefetched = 0;
+    uint64_t mtt_misses = 0;
+    uint64_t mtt_base = 0;
+    uint64_t min_read_ps = 0;  // a read round trip's floor: memory latency + the link both ways
+    uint32_t expected_psn = 0;
+};
+constexpr uint32_t LA_PAGES = 64;
+constexpr uint32_t LA_PACKETS = LA_PAGES * 4;  // 1 KiB each
+constexpr uint32_t LA_WINDOW = 2;              // lines
+// 100 Gb/s: a 1 KiB WRITE packet with its headers (14 + 20 + 8 + 12 (+16 RETH) + 4 ICRC + 4
+// FCS), preamble and inter-frame gap (20) is at most 1,102 B on the wire: 88.2 ns.
+const sc_time LA_GAP(88, SC_NS);
+
+lookahead_run long_write_at_line_rate(bool lookahead) {
+    translation_config xc;
+    xc.mtt_prefetch_lines = LA_WINDOW;
+    xc.mtt_lookahead = lookahead;
+    rp_bench t(rp_config(), xc);
+    context_cache cache("cache", context_cache_config{}, t.b.clk, t.b.dma, t.b.ctx);
+    cache.set_icm_base(0x2000'0000, t.b.limits.max_qps, t.b.limits.max_keys);
+    t.xlate.set_context_cache(&cache);
+    t.qp();
+    constexpr uint64_t VA = 0x7000'0000;
+    const uint32_t key = add_write_region(t.b.contexts, VA, LA_PAGES, 0x4000'0000);
+    lookahead_run r;
+    r.mtt_base = t.b.contexts.mpt(key)->mtt_base;
+    t.b.drv.body = [&] {
+        for (uint32_t k = 0; k < LA_PACKETS; ++k) {
+            const uint8_t op =
+                k == 0 ? roce::RC_WRITE_FIRST
+                       : (k + 1 == LA_PACKETS ? roce::RC_WRITE_LAST : roce::RC_WRITE_MIDDLE);
+            t.put(write_frame(op, 100 + k, key, VA, LA_PAGES * hsi::PAGE_SIZE,
+                              static_cast<uint8_t>(k)));
+            sc_core::wait(LA_GAP);
+        }
+        t.b.settle();
+    };
+    run(t.b);
+    r.xs = t.xlate.get_stats();
+    r.mtt_prefetched = cache.get_stats(ctx_kind::MTT).prefetched;
+    r.mtt_misses = cache.get_stats(ctx_kind::MTT).misses;
+    r.min_read_ps = static_cast<uint64_t>(80'000 + 2 * t.b.lat_ps());
+    r.expected_psn = t.b.contexts.qp(QPN)->expected_psn;
+    return r;
+}
+
+TEST(RecvPath, LongWriteAtLineRateNeverWaitsForItsPageListWithTheLookAhead) {
+    // Issue 25, item 5: the look-ahead unit reads the next lines while the packets of the
+    // current ones arrive. A line is 8 pages = 32 packets = 2.8 us of wire time, far longer
+    // than one MTT read, so no packet after the first waits; the first reads its own line,
+    // the unit the 7 others (each counted as prefetched, missing once).
+    const lookahead_run r = long_write_at_line_rate(true);
+    ASSERT_EQ(r.mtt_base % 8, 0u) << "the formulas assume the region's page list starts a line";
+    EXPECT_EQ(r.expected_psn, 100 + LA_PACKETS);  // every packet placed
+    EXPECT_EQ(r.xs.packet_waits, 0u);
+    EXPECT_EQ(r.xs.packet_wait_ps, 0u);
+    EXPECT_EQ(r.xs.lookahead_lines, LA_PAGES / 8 - 1);
+    EXPECT_EQ(r.xs.lookahead_reads, LA_PAGES / 8 - 1);
+    EXPECT_EQ(r.mtt_prefetched, LA_PAGES / 8 - 1);
+    EXPECT_EQ(r.mtt_misses, LA_PAGES / 8);
+}
+
+TEST(RecvPath, LongWriteWithoutTheLookAheadWaitsAtEachWindow) {
+    // Without the look-ahead a packet that enters lines not read yet reads the next window
+    // (LA_WINDOW lines, in flight together) and waits for it: the packets at 64, 128 and 192
+    // KiB (the first packet's wait is its own translation), each for at least one read round
+    // trip (host memory 80 ns + the PCIe link's latency both ways).
+    const lookahead_run r = long_write_at_line_rate(false);
+    ASSERT_EQ(r.mtt_base % 8, 0u);
+    EXPECT_EQ(r.expected_psn, 100 + LA_PACKETS);
+    const uint32_t windows = LA_PAGES / 8 / LA_WINDOW;
+    EXPECT_EQ(r.xs.packet_waits, windows - 1);
+    EXPECT_GE(r.xs.packet_wait_ps, (windows - 1) * r.min_read_ps);
+    EXPECT_LT(r.xs.packet_wait_ps, (windows - 1) * 4 * r.min_read_ps);  // not several trips
+    EXPECT_EQ(r.xs.lookahead_lines, 0u);
+    EXPECT_EQ(r.mtt_misses, LA_PAGES / 8);
 }
 
 }  // namespace
