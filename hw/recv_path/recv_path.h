@@ -44,6 +44,8 @@ public:
     // PFC: XOFF/XON on the receive FIFO go out as pause frames through the link's MAC.
     // The PFC thresholds come from the link's rate and propagation (nic_pfc_thresholds).
     void bind_link(fabric::eth_link& link, int side) override;
+    // rnic.recv_path.cut_through: the link hands frames over once their headers are in.
+    bool cut_through() const override { return m_cfg.cut_through; }
     const pfc_thresholds& pfc() const { return m_pfc; }
 
     // QP context reads/updates go through this cache when set (else on-chip hits).
@@ -83,6 +85,7 @@ public:
         uint64_t out_of_sequence = 0;
         uint64_t bad_opcode_sequence = 0;
         uint64_t payload_bytes = 0;
+        uint64_t streamed_writes = 0;  // cut_through: payload writes issued as the frame came in
         uint64_t messages = 0;
         uint64_t receive_wqes = 0;
         uint64_t rq_prefetch_hits = 0;
@@ -237,6 +240,15 @@ private:
     // parse_pipelined: when each frame in the FIFO arrived; the parse stage's next free edge.
     std::deque<sc_core::sc_time> m_arrivals;
     sc_core::sc_time m_parse_free;
+    // cut_through: the frame being handled, and when its last byte is in (zero: all in).
+    struct streaming_frame {
+        const uint8_t* data = nullptr;
+        size_t size = 0;
+        sc_core::sc_time tail;
+    };
+    streaming_frame m_streaming;
+    // cut_through: waits for the current frame's last byte (its ICRC), if still coming in.
+    void wait_frame_tail();
 };
 
 }  // namespace rnic::hw

@@ -79,6 +79,7 @@ struct send_path_stats {
     uint64_t bytes = 0;                      // frame bytes out
     uint64_t stall_payload_cycles = 0;       // inside a frame, no beat valid (input late)
     uint64_t stall_backpressure_cycles = 0;  // beat valid, output not ready
+    uint64_t frames_cut_through = 0;         // model with cut_through: into the MAC at beat 0
     // Counts one frame by its opcode class.
     void count_frame(uint8_t opcode, size_t frame_bytes);
 };
@@ -201,8 +202,21 @@ public:
             if (c.offset >= to) {
                 break;
             }
-            if (c.offset + c.bytes.size() > from) {
-                edge = std::max(edge, c.valid_edge);
+            const uint64_t end = c.offset + c.bytes.size();
+            if (end > from) {
+                if (c.parts.empty()) {
+                    edge = std::max(edge, c.valid_edge);
+                } else {
+                    // Streamed in parts (payload_chunk::parts): the part holding the last byte
+                    // asked for (parts come in in order).
+                    const uint64_t last = std::min(to, end);
+                    for (const auto& p : c.parts) {
+                        if (p.first >= last) {
+                            edge = std::max(edge, p.second);
+                            break;
+                        }
+                    }
+                }
             }
         }
         return edge;
@@ -236,6 +250,9 @@ private:
         uint64_t offset;  // of bytes[0] in the payload stream
         uint64_t valid_edge;
         std::vector<uint8_t> bytes;
+        // Streamed chunks: (stream offset after the part, its valid edge), in order; empty:
+        // every byte valid from valid_edge.
+        std::vector<std::pair<uint64_t, uint64_t>> parts;
     };
     void update();
 
