@@ -251,6 +251,16 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
     }
 }
 
+uint64_t send_path_inputs::part_valid_edge(const chunk_entry& c, uint64_t to) {
+    const uint64_t last = std::min<uint64_t>(to, c.offset + c.bytes.size());
+    for (const auto& p : c.parts) {
+        if (p.first >= last) {
+            return p.second;
+        }
+    }
+    return c.valid_edge;
+}
+
 void send_path_inputs::copy_payload(uint64_t from, size_t n, uint8_t* dst) const {
     for (const auto& c : m_chunks) {
         if (n == 0) {

@@ -202,21 +202,8 @@ public:
             if (c.offset >= to) {
                 break;
             }
-            const uint64_t end = c.offset + c.bytes.size();
-            if (end > from) {
-                if (c.parts.empty()) {
-                    edge = std::max(edge, c.valid_edge);
-                } else {
-                    // Streamed in parts (payload_chunk::parts): the part holding the last byte
-                    // asked for (parts come in in order).
-                    const uint64_t last = std::min(to, end);
-                    for (const auto& p : c.parts) {
-                        if (p.first >= last) {
-                            edge = std::max(edge, p.second);
-                            break;
-                        }
-                    }
-                }
+            if (c.offset + c.bytes.size() > from) {
+                edge = std::max(edge, c.parts.empty() ? c.valid_edge : part_valid_edge(c, to));
             }
         }
         return edge;
@@ -255,6 +242,9 @@ private:
         std::vector<std::pair<uint64_t, uint64_t>> parts;
     };
     void update();
+    // A streamed chunk (chunk_entry::parts): the valid edge of the part holding the last of
+    // its bytes below `to` (parts come in in order).
+    static uint64_t part_valid_edge(const chunk_entry& c, uint64_t to);
 
     std::string m_name;
     send_path_config m_cfg;

@@ -553,6 +553,23 @@ TEST(SendPathConfig, ParsesAndRejectsWithJsonPath) {
     EXPECT_NE(bad.errors[2].find("rnic.send_path.depth: unknown key"), std::string::npos);
 }
 
+// cut_through is the model's: the RTL wrapper hands whole frames to the MAC.
+TEST(SendPathConfig, CutThroughIsModelOnly) {
+    config::parse_context ctx;
+    const auto c = parse_send_path_config(
+        config::reader(nlohmann::json{{"cut_through", true}}, "rnic.send_path", ctx));
+    EXPECT_TRUE(ctx.errors.empty());
+    EXPECT_TRUE(c.cut_through);
+    EXPECT_FALSE(send_path_config{}.cut_through);
+    for (const char* impl : {"rtl", "lockstep"}) {
+        config::parse_context bad;
+        parse_send_path_config(config::reader(nlohmann::json{{"impl", impl}, {"cut_through", true}},
+                                              "rnic.send_path", bad));
+        ASSERT_EQ(bad.errors.size(), 1u) << impl;
+        EXPECT_NE(bad.errors[0].find("rnic.send_path.cut_through: "), std::string::npos);
+    }
+}
+
 TEST(SendPathConfig, TimingRtlAndLockstepKeys) {
     config::parse_context ctx;
     const auto c = parse_send_path_config(config::reader(
