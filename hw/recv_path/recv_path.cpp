@@ -402,6 +402,9 @@ void recv_path::throttle(const sc_core::sc_time& sent) {
 }
 
 void recv_path::wait_frame_tail() {
+    if (!m_cfg.cut_through) {
+        return;
+    }
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (m_streaming.tail > now) {
         // Latency, not the thread's work (as the parse stage's wait).
@@ -415,8 +418,8 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
                       uint32_t len) {
     // Cut-through (cut_through): the payload is written as it arrives. Frame byte k is in
     // (size + 4 - k - 1) byte times before the frame's tail (its FCS's last byte).
-    const bool streamed = m_streaming.tail > sc_core::sc_time_stamp() && data >= m_streaming.data &&
-                          data < m_streaming.data + m_streaming.size;
+    const bool streamed = m_cfg.cut_through && m_streaming.tail > sc_core::sc_time_stamp() &&
+                          data >= m_streaming.data && data < m_streaming.data + m_streaming.size;
     const double ps_per_byte = streamed ? m_link->ps_per_byte() : 0;
     uint64_t seg_start = 0;
     for (const auto& s : segs) {
