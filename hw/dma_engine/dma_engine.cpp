@@ -55,6 +55,8 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
     , m_cfg(cfg)
     , m_clk(clk)
     , m_arbiter(clk) {
+    m_stream = new fabric::dma_stream_ext;
+    m_gp.set_extension(m_stream);  // freed with m_gp
     for (size_t i = 0; i < m_stats.size(); ++i) {
         const std::string c = to_string(static_cast<dma_client>(i));
         ctx.stats.add(this->name(), c + "_reads", m_stats[i].reads, "count", "DMA reads by " + c);
@@ -77,7 +79,8 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
 
 sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uint64_t addr,
                                        void* data, uint32_t len, dma_status* status,
-                                       const sc_core::sc_time& hold) {
+                                       const sc_core::sc_time& hold,
+                                       const fabric::dma_stream_ext* stream) {
     // The link's time is reserved in grant order: two requests of one cycle (say a payload
     // write and a CQE write) must not go in whichever order their processes ran.
     sc_core::sc_time done;
@@ -87,10 +90,11 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
         // From another block's grant (the context cache's write-back of the line it evicts,
         // in a timestep_arbiter round): that grant already runs in a fixed order, after every
         // process of the instant; issued at once.
-        done = issue(cmd, addr, data, len, st);
+        done = issue(cmd, addr, data, len, st, stream);
     } else {
         m_arbiter.request(
-            static_cast<uint32_t>(who), [&] { done = issue(cmd, addr, data, len, st); }, hold);
+            static_cast<uint32_t>(who), [&] { done = issue(cmd, addr, data, len, st, stream); },
+            hold);
     }
     if (st != dma_status::OK) {
         ++m_stats[static_cast<int>(who)].errors;
@@ -103,7 +107,7 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
 
 // At the grant (on the clock edge): the request reaches PCIe issue_cycles later.
 sc_core::sc_time dma_engine::issue(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
-                                   dma_status& st) {
+                                   dma_status& st, const fabric::dma_stream_ext* stream) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const sc_core::sc_time issue = m_clk.edge_at_or_after(now) + m_clk.cycles(m_cfg.issue_cycles);
     tlm::tlm_generic_payload& gp = m_gp;
@@ -117,7 +121,13 @@ sc_core::sc_time dma_engine::issue(tlm::tlm_command cmd, uint64_t addr, void* da
     gp.set_dmi_allowed(false);
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     sc_core::sc_time delay = issue - now;
-    dma_out->b_transport(gp, delay);
+    if (stream != nullptr) {
+        m_stream->copy_from(*stream);
+        dma_out->b_transport(gp, delay);
+        *m_stream = fabric::dma_stream_ext{};
+    } else {
+        dma_out->b_transport(gp, delay);
+    }
     const tlm::tlm_response_status rs = gp.get_response_status();
     st = dma_status::OK;
     if (rs == tlm::TLM_ADDRESS_ERROR_RESPONSE) {
@@ -135,6 +145,31 @@ sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uin
     ++s.reads;
     s.read_bytes += len;
     return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, status);
+}
+
+sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len,
+                                  fabric::read_parts& parts) {
+    auto& s = m_stats[static_cast<int>(who)];
+    ++s.reads;
+    s.read_bytes += len;
+    parts.clear();
+    fabric::dma_stream_ext x;
+    x.parts = &parts;
+    return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, nullptr, sc_core::SC_ZERO_TIME,
+                     &x);
+}
+
+sc_core::sc_time dma_engine::write_streamed(dma_client who, uint64_t addr, const void* data,
+                                            uint32_t len, const sc_core::sc_time& data_start,
+                                            double ps_per_byte) {
+    auto& s = m_stats[static_cast<int>(who)];
+    ++s.writes;
+    s.write_bytes += len;
+    fabric::dma_stream_ext x;
+    x.ps_per_byte = ps_per_byte;
+    x.data_start = data_start;
+    return transport(who, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, nullptr,
+                     sc_core::SC_ZERO_TIME, &x);
 }
 
 sc_core::sc_time dma_engine::write(dma_client who, uint64_t addr, const void* data, uint32_t len,

@@ -14,6 +14,7 @@
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
 #include "hw/common/timestep_arbiter.h"
+#include "tlm/pcie/dma_stream.h"
 
 namespace rnic::hw {
 
@@ -66,9 +67,17 @@ public:
     // receives how the request completed.
     sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len,
                           dma_status* status = nullptr);
+    // The same, and `parts` gets the time each read request's bytes are in (a block that
+    // streams the data on as it arrives: tlm/pcie/dma_stream.h).
+    sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len,
+                          fabric::read_parts& parts);
     // Issue now; return the time the last TLP has left the NIC (posted).
     sc_core::sc_time write(dma_client who, uint64_t addr, const void* data, uint32_t len,
                            dma_status* status = nullptr);
+    // The same for data still coming in at `ps_per_byte` from `data_start` (byte i in from
+    // data_start + (i + 1) x ps_per_byte): each TLP leaves once its bytes are in.
+    sc_core::sc_time write_streamed(dma_client who, uint64_t addr, const void* data, uint32_t len,
+                                    const sc_core::sc_time& data_start, double ps_per_byte);
     // From an SC_THREAD: issue and wait until done; returns how the request completed (the
     // status costs nothing extra: it is the payload's response status).
     dma_status read_wait(dma_client who, uint64_t addr, void* data, uint32_t len);
@@ -85,17 +94,20 @@ public:
 
 private:
     // Arbitrates, then issues; `hold`: the caller waits at least that long after the edge anyway.
+    // `stream`: the request's streaming options (null: none).
     sc_core::sc_time transport(dma_client who, tlm::tlm_command cmd, uint64_t addr, void* data,
                                uint32_t len, dma_status* status,
-                               const sc_core::sc_time& hold = sc_core::SC_ZERO_TIME);
+                               const sc_core::sc_time& hold = sc_core::SC_ZERO_TIME,
+                               const fabric::dma_stream_ext* stream = nullptr);
     sc_core::sc_time issue(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
-                           dma_status& status);
+                           dma_status& status, const fabric::dma_stream_ext* stream);
 
     dma_engine_config m_cfg;
     const clock_domain& m_clk;
     // One payload for every request: b_transport does not yield, so no two requests share it
     // at once, and a member spares a construction and destruction per request.
     tlm::tlm_generic_payload m_gp;
+    fabric::dma_stream_ext* m_stream = nullptr;  // m_gp's extension (owned by m_gp)
     timestep_arbiter m_arbiter;  // same-cycle requests: by client, then requesting process
     std::array<client_stats, static_cast<size_t>(dma_client::COUNT)> m_stats{};
     uint32_t m_reads_in_flight = 0;   // traced

@@ -32,6 +32,7 @@ recv_path_config parse_recv_path_config(config::reader r) {
     r.get("ack_delay_ns", c.ack_delay_ns, 0.0, 1e9);
     r.get("rnr_timer_code", c.rnr_timer_code, 0u, 31u);
     r.get("rq_prefetch", c.rq_prefetch, 0u, 64u);
+    r.get("cut_through", c.cut_through);
     r.get("pfc_headroom_bytes", c.pfc_headroom_bytes, uint64_t{0}, uint64_t{1} << 32);
     r.get("pfc_response_quanta", c.pfc_response_quanta, 0u, 65535u);
     r.get("pfc_xon_bytes", c.pfc_xon_bytes, uint64_t{0}, uint64_t{1} << 32);
@@ -143,6 +144,10 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     s.add(b, "bad_opcode_sequence", m_stats.bad_opcode_sequence, "count",
           "First/Middle/Last out of order");
     s.add(b, "payload_bytes", m_stats.payload_bytes, "bytes", "payload placed in host memory");
+    if (m_cfg.cut_through) {
+        s.add(b, "streamed_writes", m_stats.streamed_writes, "count",
+              "payload DMA writes issued while their frame was still coming in (cut_through)");
+    }
     s.add(b, "messages", m_stats.messages, "count", "request messages completed as responder");
     s.add(b, "receive_wqes", m_stats.receive_wqes, "count", "receive WQEs consumed");
     s.add(b, "rq_prefetch_hits", m_stats.rq_prefetch_hits, "count",
@@ -223,6 +228,16 @@ void recv_path::receive_frame(fabric::eth_frame&& frame) {
             ++m_stats.lossless_drops;
         }
         return;
+    }
+    if (m_cfg.cut_through && m_link != nullptr) {
+        // Cut-through: the link delivers once the preamble and the first CUT_THROUGH_BYTES are
+        // in; the rest (and the FCS) follows at the line rate.
+        const uint64_t in = 8 + std::min<uint64_t>(bytes, fabric::CUT_THROUGH_BYTES);
+        const uint64_t tail = fabric::eth_wire_bytes(bytes) - 12 - in;
+        frame.complete =
+            sc_core::sc_time_stamp() +
+            sc_core::sc_time(std::round(static_cast<double>(tail) * m_link->ps_per_byte()),
+                             sc_core::SC_PS);
     }
     m_fifo_bytes += bytes;
     m_stats.fifo_peak_bytes = std::max(m_stats.fifo_peak_bytes, m_fifo_bytes);
@@ -461,6 +476,7 @@ void recv_path::lane_thread(uint32_t i) {
         // An 802.1Q-tagged frame (a CNP with np_cnp_prio): the MAC strips the tag; its PCP
         // classified the frame on the link already.
         fabric::strip_vlan_tag(f.data);
+        lane.streaming = {f.data.data(), f.data.size(), f.complete};
         if (m_gsi != nullptr && gsi::claims(f.data)) {
             order();
             m_gsi->receive(std::move(f));  // QP1 MAD or ARP: the GSI block checks and places it
@@ -469,6 +485,7 @@ void recv_path::lane_thread(uint32_t i) {
         roce::parsed_frame p;
         const roce::parse_error e = roce::parse_frame(f.data.data(), f.data.size(), p);
         if (e != roce::parse_error::NONE) {
+            wait_frame_tail(lane);  // the ICRC is checked at the frame's end
             ++m_stats.parse_errors;
             if (e == roce::parse_error::BAD_ICRC) {
                 ++m_stats.bad_icrc;
@@ -477,7 +494,11 @@ void recv_path::lane_thread(uint32_t i) {
         }
         m_current_flow = f.flow_id;
         lane.flow = f.flow_id;
+        if (p.payload_len == 0) {
+            wait_frame_tail(lane);  // nothing to place: act once the ICRC is in
+        }
         handle(f, p);
+        wait_frame_tail(lane);
         if (m_ctx.tracer != nullptr) {
             m_ctx.tracer->slice(i == 0 ? name() : lane.track.c_str(), "receive", f.flow_id, arrived,
                                 sc_core::sc_time_stamp());
@@ -527,8 +548,31 @@ void recv_path::throttle(const sc_core::sc_time& sent) {
     }
 }
 
+void recv_path::wait_frame_tail(rx_lane& lane) {
+    if (!m_cfg.cut_through) {
+        return;
+    }
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (lane.streaming.tail > now) {
+        // Latency, not the lane's work (as the parse stage's wait).
+        const sc_core::sc_time at = m_clk.edge_at_or_after(lane.streaming.tail);
+        lane.parse_wait += at - now;
+        lane.parse_wait_end = at;
+        m_clk.wait_until(at);
+    }
+}
+
 bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, const uint8_t* data,
                       uint32_t len) {
+    // Cut-through (cut_through): the payload is written as it arrives. Frame byte k is in
+    // (size + 4 - k - 1) byte times before the frame's tail (its FCS's last byte).
+    // Placement runs on the lane that handles the frame.
+    const int stream_lane = m_cfg.cut_through ? lane_index() : -1;
+    static const streaming_frame none;
+    const streaming_frame& frame_in = stream_lane >= 0 ? m_lanes[stream_lane].streaming : none;
+    const bool streamed = stream_lane >= 0 && frame_in.tail > sc_core::sc_time_stamp() &&
+                          data >= frame_in.data && data < frame_in.data + frame_in.size;
+    const double ps_per_byte = streamed ? m_link->ps_per_byte() : 0;
     uint64_t seg_start = 0;
     for (const auto& s : segs) {
         if (len == 0) {
@@ -539,8 +583,18 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
             const uint32_t in = static_cast<uint32_t>(offset - seg_start);
             const uint32_t n = std::min<uint32_t>(len, s.len - in);
             const sc_core::sc_time issued = sc_core::sc_time_stamp();
-            const sc_core::sc_time sent =
-                m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
+            sc_core::sc_time sent;
+            if (streamed) {
+                const auto k0 = static_cast<uint64_t>(data - frame_in.data);
+                const sc_core::sc_time back(
+                    std::round(static_cast<double>(frame_in.size + 4 - k0) * ps_per_byte),
+                    sc_core::SC_PS);
+                sent = m_dma.write_streamed(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n,
+                                            frame_in.tail - back, ps_per_byte);
+                ++m_stats.streamed_writes;
+            } else {
+                sent = m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
+            }
             if (m_ctx.tracer != nullptr) {
                 const int li = m_nlanes == 1 ? 0 : lane_index();
                 m_ctx.tracer->slice(li <= 0 ? name() : m_lanes[li].track.c_str(), "rx_dma",

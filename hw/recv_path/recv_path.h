@@ -47,6 +47,8 @@ public:
     // PFC: XOFF/XON on the receive FIFO go out as pause frames through the link's MAC.
     // The PFC thresholds come from the link's rate and propagation (nic_pfc_thresholds).
     void bind_link(fabric::eth_link& link, int side) override;
+    // rnic.recv_path.cut_through: the link hands frames over once their headers are in.
+    bool cut_through() const override { return m_cfg.cut_through; }
     const pfc_thresholds& pfc() const { return m_pfc; }
 
     // QP context reads/updates go through this cache when set (else on-chip hits).
@@ -87,6 +89,7 @@ public:
         uint64_t out_of_sequence = 0;
         uint64_t bad_opcode_sequence = 0;
         uint64_t payload_bytes = 0;
+        uint64_t streamed_writes = 0;  // cut_through: payload writes issued as the frame came in
         uint64_t messages = 0;
         uint64_t receive_wqes = 0;
         uint64_t rq_prefetch_hits = 0;
@@ -267,6 +270,12 @@ private:
     cq_writer& m_cq_writer;
     sim_context& m_ctx;
     // Receive lanes (rnic.recv_path.lanes): lane 0's FIFO is m_fifo (traced as rx_fifo).
+    // cut_through: the frame a lane handles, and when its last byte is in (zero: all in).
+    struct streaming_frame {
+        const uint8_t* data = nullptr;
+        size_t size = 0;
+        sc_core::sc_time tail;
+    };
     struct rx_lane {
         channel<fabric::eth_frame>* fifo = nullptr;
         std::unique_ptr<channel<fabric::eth_frame>> own_fifo;  // lanes 1..N-1
@@ -283,6 +292,7 @@ private:
         bool stalling = false;            // waits for a downstream block since stall_since
         sc_core::sc_time stall_since;
         lane_stats stats;
+        streaming_frame streaming;        // cut_through: the frame being handled
     };
     std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
     uint32_t m_nlanes = 1;        // m_lanes.size()
@@ -331,6 +341,8 @@ private:
     uint64_t m_current_flow = 0;  // flow of the frame handled last (ACKs inherit it)
     // parse_pipelined: the parse stage's next free edge (one frame per cycle, in arrival order).
     sc_core::sc_time m_parse_free;
+    // cut_through: waits for the lane's current frame's last byte (its ICRC), if still coming in.
+    void wait_frame_tail(rx_lane& lane);
 };
 
 }  // namespace rnic::hw

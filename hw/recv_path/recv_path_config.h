@@ -41,6 +41,11 @@ struct recv_path_config {
     uint32_t rq_prefetch = 4;     // receive WQEs read ahead per RQ/SRQ
     transport_config transport;   // rnic.transport (loss recovery), set by the NIC
     uint32_t max_frame_bytes = 4170;  // largest RoCE frame (rnic.limits.max_mtu), set by the NIC
+    // Cut-through receive: the link hands a frame over once its headers are in, the parse
+    // starts then, and the payload is written to host memory as it arrives (each PCIe write TLP
+    // once its bytes are in); what completes the packet (CQE, ACK) waits for its last byte and
+    // the ICRC. false: the frame is taken when its last byte is in (README.md, "Cut-through").
+    bool cut_through = false;
 };
 recv_path_config parse_recv_path_config(config::reader r);
 

@@ -51,6 +51,12 @@ send_path_config parse_send_path_config(config::reader r) {
                 "the RTL send path derives the UDP source port from the flow label only; \"" +
                     c.udp_sport + "\" needs impl \"model\"");
     }
+    r.get("cut_through", c.cut_through);
+    if (c.cut_through && c.impl != "model") {
+        r.error("cut_through",
+                "the RTL wrapper hands a frame to the MAC at its last beat (rtl/send_path); "
+                "cut-through into the MAC needs impl \"model\"");
+    }
     r.finish();
     return c;
 }

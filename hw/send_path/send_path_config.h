@@ -65,6 +65,11 @@ struct send_path_config {
     // of a host pair its own port) or "qpn_xor" (0xC000 | fold(src_qpn ^ dest_qpn), the former
     // rnicsim rule: QPs numbered alike at both ends share one port; model only).
     std::string udp_sport = "flow_label";
+    // Cut-through into the MAC: a frame enters the MAC transmit FIFO at its first beat, with
+    // the time its last beat is in, and the MAC starts it once it cannot underrun (README.md,
+    // "Timing"); false: at its last beat (store and forward). Model only: the RTL wrapper
+    // collects a frame's beats and hands it over whole.
+    bool cut_through = false;
 };
 send_path_config parse_send_path_config(config::reader r);
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -73,10 +74,18 @@ struct tx_descriptor {
 };
 
 // Payload of the current message, in order, as the DMA engine delivers it. `ready` is the time
-// the bytes are in the NIC; the send path must not emit a beat carrying them earlier.
+// the bytes are in the NIC; the send path must not emit a beat carrying them earlier. `parts`
+// (optional; a transmit engine that streams, rnic.tx_engine.cut_through): the chunk's bytes
+// come in per PCIe read request, bytes [0, end) at time t for each (end, t), ends increasing,
+// the last one the chunk's size; a beat waits only for the part that holds its bytes.
 struct payload_chunk {
+    payload_chunk() = default;
+    payload_chunk(std::vector<uint8_t> b, const sc_core::sc_time& r)
+        : bytes(std::move(b))
+        , ready(r) {}
     std::vector<uint8_t> bytes;
     sc_core::sc_time ready;
+    std::vector<std::pair<uint32_t, sc_core::sc_time>> parts;
 };
 
 // Packets whose payload the transmit engine could not read (a source key died mid-message, so

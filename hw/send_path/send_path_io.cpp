@@ -210,6 +210,21 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
         chunk_entry e;
         e.offset = m_pay_end;
         e.valid_edge = edge_after(m_clk, c.ready > now ? c.ready : now);
+        // A streamed chunk (payload_chunk::parts): the parts within this piece of it.
+        for (const auto& [end, ready] : c.parts) {
+            if (end <= done) {
+                continue;
+            }
+            const size_t to = std::min<size_t>(end, done + n);
+            e.parts.emplace_back(e.offset + (to - done),
+                                 edge_after(m_clk, ready > now ? ready : now));
+            if (to == done + n) {
+                break;
+            }
+        }
+        if (!e.parts.empty()) {
+            e.valid_edge = e.parts.back().second;
+        }
         if (done == 0 && n == total) {
             e.bytes = std::move(c.bytes);
         } else {
@@ -217,7 +232,16 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
                            c.bytes.begin() + static_cast<std::ptrdiff_t>(done + n));
         }
         if (on_payload) {
-            on_payload(e.bytes.data(), e.bytes.size(), e.valid_edge);
+            if (e.parts.empty()) {
+                on_payload(e.bytes.data(), e.bytes.size(), e.valid_edge);
+            } else {
+                uint64_t at = e.offset;  // a mirror takes each part as a chunk of its own
+                for (const auto& [end, edge] : e.parts) {
+                    on_payload(e.bytes.data() + (at - e.offset), static_cast<size_t>(end - at),
+                               edge);
+                    at = end;
+                }
+            }
         }
         m_chunks.push_back(std::move(e));
         m_pay_end += n;
@@ -225,6 +249,16 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
         update();
         m_input_event.notify(sc_core::SC_ZERO_TIME);
     }
+}
+
+uint64_t send_path_inputs::part_valid_edge(const chunk_entry& c, uint64_t to) {
+    const uint64_t last = std::min<uint64_t>(to, c.offset + c.bytes.size());
+    for (const auto& p : c.parts) {
+        if (p.first >= last) {
+            return p.second;
+        }
+    }
+    return c.valid_edge;
 }
 
 void send_path_inputs::copy_payload(uint64_t from, size_t n, uint8_t* dst) const {

@@ -79,6 +79,7 @@ struct send_path_stats {
     uint64_t bytes = 0;                      // frame bytes out
     uint64_t stall_payload_cycles = 0;       // inside a frame, no beat valid (input late)
     uint64_t stall_backpressure_cycles = 0;  // beat valid, output not ready
+    uint64_t frames_cut_through = 0;         // model with cut_through: into the MAC at beat 0
     // Counts one frame by its opcode class.
     void count_frame(uint8_t opcode, size_t frame_bytes);
 };
@@ -202,7 +203,7 @@ public:
                 break;
             }
             if (c.offset + c.bytes.size() > from) {
-                edge = std::max(edge, c.valid_edge);
+                edge = std::max(edge, c.parts.empty() ? c.valid_edge : part_valid_edge(c, to));
             }
         }
         return edge;
@@ -245,8 +246,14 @@ private:
         uint64_t offset;  // of bytes[0] in the payload stream
         uint64_t valid_edge;
         std::vector<uint8_t> bytes;
+        // Streamed chunks: (stream offset after the part, its valid edge), in order; empty:
+        // every byte valid from valid_edge.
+        std::vector<std::pair<uint64_t, uint64_t>> parts;
     };
     void update();
+    // A streamed chunk (chunk_entry::parts): the valid edge of the part holding the last of
+    // its bytes below `to` (parts come in in order).
+    static uint64_t part_valid_edge(const chunk_entry& c, uint64_t to);
 
     std::string m_name;
     send_path_config m_cfg;

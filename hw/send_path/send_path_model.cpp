@@ -35,6 +35,10 @@ void send_path_model::init(sim_context& ctx) {
     SC_HAS_PROCESS(send_path_model);
     SC_THREAD(run_thread);
     register_send_path_stats(ctx.stats, name(), m_stats);
+    if (m_cfg.cut_through) {
+        ctx.stats.add(name(), "frames_cut_through", m_stats.frames_cut_through, "count",
+                      "frames put into the MAC transmit FIFO at their first beat (cut_through)");
+    }
     if (ctx.vcd != nullptr) {
         trace(ctx.vcd);
     }
@@ -162,16 +166,40 @@ void send_path_model::run() {
 
             // The frame's bytes; it is complete when its last beat is accepted.
             build_current_frame();
+            const size_t frame_bytes = m_frame.size();
             const sc_core::sc_time done = time_of_edge(m_clk, m_beat_edges.back());
+            // Cut-through (cut_through): into the MAC FIFO at the first beat, with the time
+            // its last beat is in (eth_frame::complete); the MAC starts it once it cannot
+            // underrun. The beats and their edges are the same.
+            const bool cut = m_cfg.cut_through && m_mac != nullptr && plan.beats > 1;
+            if (cut) {
+                const sc_core::sc_time first = time_of_edge(m_clk, m_beat_edges.front());
+                if (first > sc_core::sc_time_stamp()) {
+                    sc_core::wait(first - sc_core::sc_time_stamp(), m_reset_event);
+                    if (m_reset_gen != gen) {
+                        throw reset_unwind{};
+                    }
+                }
+                if (m_observer) {
+                    frame_to_beats(m_frame, m_beat_edges.data(), plan.beats, m_frame_no,
+                                   m_observer);
+                }
+                fabric::eth_frame f;
+                f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
+                f.flow_id = d.flow_id;
+                f.complete = done;
+                ++m_stats.frames_cut_through;
+                m_out.put_frame(std::move(f));
+            }
             sc_core::wait(done - sc_core::sc_time_stamp(), m_reset_event);
             if (m_reset_gen != gen) {
                 throw reset_unwind{};
             }
-            if (m_observer) {
+            if (m_observer && !cut) {
                 frame_to_beats(m_frame, m_beat_edges.data(), plan.beats, m_frame_no, m_observer);
             }
             ++m_frame_no;
-            m_stats.count_frame(plan.opcode, m_frame.size());
+            m_stats.count_frame(plan.opcode, frame_bytes);
             ++m_frames_out;
             if (m_ctx.tracer != nullptr) {
                 m_ctx.tracer->slice(name(), roce::info(plan.opcode).name, d.flow_id,
@@ -179,14 +207,16 @@ void send_path_model::run() {
                                     done + m_clk.period());
             }
             m_beat_edges.clear();
-            fabric::eth_frame f;
-            f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
-            f.flow_id = d.flow_id;
             m_in.release_payload(plan.payload_len);
             if (p + 1 == end) {
                 m_in.release_descriptor();
             }
-            m_out.put_frame(std::move(f));
+            if (!cut) {
+                fabric::eth_frame f;
+                f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
+                f.flow_id = d.flow_id;
+                m_out.put_frame(std::move(f));
+            }
         }
     }
 }

@@ -46,6 +46,7 @@ tx_engine_config parse_tx_engine_config(config::reader r) {
     r.get("job_fifo_depth", c.job_fifo_depth, 1u, 4096u);
     r.get("response_fifo_depth", c.response_fifo_depth, 1u, 4096u);
     r.get("max_outstanding", c.max_outstanding, 1u, 65536u);
+    r.get("cut_through", c.cut_through);
     config::reader sr = r.child("scheduler");
     sr.get("policy", c.scheduler.policy);
     std::string names;
@@ -92,6 +93,10 @@ tx_engine::tx_engine(sc_core::sc_module_name name, const tx_engine_config& cfg,
     s.add(b, "messages", m_stats.messages, "count", "request messages handed to the send path");
     s.add(b, "payload_bytes", m_stats.payload_bytes, "bytes", "payload bytes fetched by DMA");
     s.add(b, "inline_bytes", m_stats.inline_bytes, "bytes", "payload bytes carried in WQEs");
+    if (m_cfg.cut_through) {
+        s.add(b, "payload_read_parts", m_stats.payload_read_parts, "count",
+              "payload read requests streamed to the send path as each came in (cut_through)");
+    }
     s.add(b, "responses", m_stats.responses, "count", "READ responses sent");
     s.add(b, "acks_sent", m_stats.acks_sent, "count", "ACK/NAK packets sent");
     s.add(b, "completions", m_stats.completions, "count", "send-queue CQEs requested");
@@ -1620,6 +1625,14 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
                 // The send path takes exactly the descriptor's bytes and has no abort: the rest
                 // of the segment goes in as zeros, and the MAC stomps those packets.
                 c.ready = sc_core::sc_time_stamp();
+            } else if (m_cfg.cut_through) {
+                // Streamed: each read request's bytes go on as its completions are in.
+                c.ready = m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n,
+                                     m_read_parts);
+                c.parts.assign(m_read_parts.begin(), m_read_parts.end());
+                last_ready = c.ready;
+                m_stats.payload_bytes += n;
+                m_stats.payload_read_parts += m_read_parts.size();
             } else {
                 c.ready =
                     m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n);

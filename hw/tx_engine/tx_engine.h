@@ -105,6 +105,7 @@ public:
         uint64_t wqes = 0;
         uint64_t messages = 0;
         uint64_t payload_bytes = 0;
+        uint64_t payload_read_parts = 0;  // cut_through: read requests streamed on
         uint64_t inline_bytes = 0;
         uint64_t responses = 0;
         uint64_t acks_sent = 0;
@@ -281,6 +282,7 @@ private:
     recovery_stats m_recovery;
     std::map<uint32_t, recovery_stats> m_recovery_by_qp;  // QPs that recovered from a loss
     egress_stomp m_stomp;
+    fabric::read_parts m_read_parts;  // cut_through: the last payload read's requests
     context_cache* m_cache = nullptr;
     std::function<void(uint32_t)> m_error_listener;
     pacer* m_pacer = nullptr;          // congestion control's rate limiter (null: off)

@@ -27,6 +27,10 @@ struct tx_engine_config {
     uint32_t job_fifo_depth = 16;       // requests ready to transmit
     uint32_t response_fifo_depth = 64;  // ACKs and READ responses waiting for the send path
     uint32_t max_outstanding = 1024;    // WQEs per QP sent and not yet completed
+    // Cut-through payload: the send path may use a packet's payload per PCIe read request (of
+    // at most pcie.mrrs bytes) as each one's completions are in, not once the whole path-MTU
+    // chunk is (hw/tx_engine/README.md, "Payload reads").
+    bool cut_through = false;
     tx_scheduler_config scheduler;
     transport_config transport;  // rnic.transport (loss recovery), set by the NIC
 };

@@ -210,6 +210,32 @@ TEST(EthLink, SerializationAndArrivalTime) {
     EXPECT_EQ(b.link.get_stats(0).busy_ps, 1024u * 80 + 84u * 80);
 }
 
+// Cut-through from the send path (eth_frame::complete): a frame put into the MAC FIFO before its
+// last byte is in starts at the latest of now and (complete - (8 + L) byte times), so its last
+// byte is in when the wire needs it; with `complete` already past it starts at once.
+TEST(EthLink, CutThroughFrameStartsOnceItCannotUnderrun) {
+    eth_link_config cfg;  // 100 Gb/s: 80 ps per byte
+    bench b(cfg);
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(10, SC_NS));
+            eth_frame late = make_frame(4000, 1);
+            late.complete = sc_time(10, SC_NS) + sc_time(500, SC_NS);  // in 0.5 us
+            b.link.tx(0).put(std::move(late));
+            sc_core::wait(sc_time(2, sc_core::SC_US));
+            eth_frame early = make_frame(4000, 2);
+            early.complete = sc_core::sc_time_stamp() + sc_time(100, SC_NS);  // faster than wire
+            b.link.tx(0).put(std::move(early));
+        },
+        "mac0");
+    sc_core::sc_start();
+    ASSERT_EQ(b.rx[1].frames.size(), 2u);
+    // 500 ns - (8 + 4000) x 80 ps = 179.36 ns after the put.
+    EXPECT_EQ(b.rx[1].frames[0].frame.tx_start, sc_time(10, SC_NS) + ps(500e3 - 4008 * 80));
+    EXPECT_EQ(b.rx[1].frames[1].frame.tx_start, sc_time(2010, SC_NS));
+    EXPECT_EQ(b.rx[1].frames[1].frame.complete, sc_core::SC_ZERO_TIME);  // the MAC's own
+}
+
 // Frames queued back to back leave exactly one wire time apart (line rate), whatever their
 // sizes, and arrive with the same spacing; at 25 Gb/s a byte is 320 ps.
 TEST(EthLink, BackToBackFramesRunAtLineRate) {

@@ -25,6 +25,7 @@
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
 #include "tlm/host_memory/host_memory.h"
+#include "tlm/pcie/dma_stream.h"
 #include "tlm/pcie/pcie_config.h"
 
 namespace {
@@ -568,6 +569,83 @@ TEST(PcieLink, ReadSplitsAndIdleLatency) {
     // measured 550 ns of an NFP-6000 (which adds the device's own DMA engine).
     EXPECT_GT(to_ps(rows_b[1].delay), 320e3);
     EXPECT_LT(to_ps(rows_b[1].delay), 340e3);
+}
+
+// A device request with the streaming extension (tlm/pcie/dma_stream.h) at t = 0.
+sc_time streamed(pcie_bench& b, tlm::tlm_command cmd, uint64_t addr, std::vector<uint8_t>& data,
+                 rnic::fabric::dma_stream_ext& x) {
+    tlm::tlm_generic_payload gp;
+    gp.set_command(cmd);
+    gp.set_address(addr);
+    gp.set_data_ptr(data.data());
+    gp.set_data_length(static_cast<unsigned>(data.size()));
+    gp.set_streaming_width(static_cast<unsigned>(data.size()));
+    gp.set_extension(&x);
+    sc_time delay = sc_core::SC_ZERO_TIME;
+    b.dev.out->b_transport(gp, delay);
+    gp.clear_extension(&x);  // the caller's: not freed with gp
+    EXPECT_EQ(gp.get_response_status(), tlm::TLM_OK_RESPONSE);
+    return delay;
+}
+
+// Cut-through reads: each read request (MRRS 512) reports when its data is in. On an idle Gen3
+// x16 link a 4 KiB read is completion-bound: request j's two 256 B CplDs follow those of the
+// requests before it, so its data is in at MRd + 2 x latency + memory + (j + 1) x 2 CplDs; the
+// last part is the whole read's delay.
+TEST(PcieLink, StreamedReadReportsEachRequestAsItsCompletionsArrive) {
+    pcie_bench b("b", pcie_config{});  // MPS 256, MRRS 512
+    std::vector<uint8_t> data(4096);
+    rnic::fabric::read_parts parts;
+    sc_time whole;
+    sc_core::sc_spawn(
+        [&] {
+            rnic::fabric::dma_stream_ext x;
+            x.parts = &parts;
+            whole = streamed(b, tlm::TLM_READ_COMMAND, 0x40000, data, x);
+        },
+        "rd");
+    sc_core::sc_start();
+    ASSERT_EQ(parts.size(), 8u);
+    const double bn_ps = b.bn() * 1000.0;
+    for (size_t j = 0; j < parts.size(); ++j) {
+        EXPECT_EQ(parts[j].first, 512u * (j + 1)) << j;
+        const double expect = MRD_HDR * bn_ps + 2 * b.lat_ps() + b.mem_ps() +
+                              static_cast<double>(j + 1) * 2 * (CPLD_HDR + 256) * bn_ps;
+        EXPECT_NEAR(to_ps(parts[j].second), expect, 2.0) << j;
+    }
+    EXPECT_EQ(parts.back().second, whole);
+    EXPECT_NEAR(to_ps(whole), read_ps(b, 4096, 16), 1.0);
+}
+
+// Cut-through writes: data coming in at 100 Gb/s (80 ps per byte) is slower than Gen3 x16, so
+// each 256 B TLP leaves once its last byte is in and the write ends one TLP after the last byte;
+// without the extension the same write goes back to back from t = 0.
+TEST(PcieLink, StreamedWriteSendsEachTlpOnceItsBytesAreIn) {
+    pcie_bench b("b", pcie_config{});
+    std::vector<uint8_t> data = pattern(1024, 5);
+    sc_time paced;
+    sc_time plain;
+    sc_core::sc_spawn(
+        [&] {
+            rnic::fabric::dma_stream_ext x;
+            x.ps_per_byte = 80;
+            x.data_start = sc_core::SC_ZERO_TIME;
+            paced = streamed(b, tlm::TLM_WRITE_COMMAND, 0x8000, data, x);
+            sc_core::wait(sc_time(10, sc_core::SC_US));
+            const sc_time t0 = sc_core::sc_time_stamp();
+            plain = b.dev.write(0x9000, data.data(), 1024);
+            EXPECT_EQ(sc_core::sc_time_stamp(), t0);
+        },
+        "wr");
+    sc_core::sc_start();
+    const double tlp_ps = (MWR_HDR + 256) * b.bn() * 1000.0;
+    ASSERT_LT(tlp_ps, 256 * 80.0);  // the link is faster than the data
+    EXPECT_NEAR(to_ps(paced), 1024 * 80.0 + tlp_ps, 2.0);
+    EXPECT_NEAR(to_ps(plain), write_ps(b, 1024, 4), 1.0);
+    EXPECT_EQ(b.link.upstream().mwr_tlps, 8u);
+    std::vector<uint8_t> got(1024);
+    b.mem.read(0x8000, got.data(), got.size());
+    EXPECT_EQ(got, data);
 }
 
 // max_read_tags = 1 serializes reads: each waits for the previous completion; with enough

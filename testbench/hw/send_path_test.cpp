@@ -373,6 +373,53 @@ TEST(SendPath, StallsWhenPayloadArrivesLate) {
     check_frames(b.out.frames, {{d, payload}});
 }
 
+// The same late payload as one chunk streamed in parts (payload_chunk::parts, a transmit
+// engine that cuts through): the beats are those of the two chunks above. With cut_through the
+// frame enters the MAC FIFO at its first beat's edge carrying its last beat's time.
+TEST(SendPath, StreamedPartsAndCutThroughIntoTheMac) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    channel<fabric::eth_frame> mac("mac_tx", 4);
+    send_path_config cfg;
+    cfg.cut_through = true;
+    send_path_model dut("send_path", cfg, clk, mac, ctx);
+    std::vector<frame_beat> beats;
+    dut.set_beat_observer([&](const frame_beat& b) { beats.push_back(b); });
+    const auto payload = pattern_bytes(1000, 3);
+    const tx_descriptor d = make_desc(tx_kind::SEND, 1000, 0);
+    sc_core::sc_spawn(
+        [&] {
+            dut.put_descriptor(d);
+            payload_chunk c;
+            c.bytes = payload;
+            c.ready = time_of_edge(clk, 99);
+            c.parts = {{320, sc_core::SC_ZERO_TIME}, {1000, time_of_edge(clk, 99)}};
+            dut.put_payload(std::move(c));
+        },
+        "driver");
+    std::vector<fabric::eth_frame> frames;
+    sc_core::sc_time got_at;
+    sc_core::sc_spawn(
+        [&] {
+            frames.push_back(mac.get());
+            got_at = sc_core::sc_time_stamp();
+        },
+        "mac");
+    sc_core::sc_start();
+    ASSERT_EQ(beats.size(), 17u);
+    for (size_t j = 0; j < 5; ++j) {
+        EXPECT_EQ(beats[j].cycle, 5 + j);
+    }
+    for (size_t j = 5; j < 17; ++j) {
+        EXPECT_EQ(beats[j].cycle, 102 + (j - 5));
+    }
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(got_at, time_of_edge(clk, 5));
+    EXPECT_EQ(frames[0].complete, time_of_edge(clk, 113));  // the last beat
+    EXPECT_EQ(dut.get_stats().frames_cut_through, 1u);
+    check_frames(frames, {{d, payload}});
+}
+
 // Ready low for edges 7..11: the beat due at 7 leaves at 12; the pipeline holds one beat in
 // the output register and one in the assembler, so the rest follow back to back.
 TEST(SendPath, BackPressureHoldsTheStream) {
@@ -504,6 +551,23 @@ TEST(SendPathConfig, ParsesAndRejectsWithJsonPath) {
     EXPECT_NE(bad.errors[1].find("rnic.send_path.payload_fifo_bytes: 100 out of range"),
               std::string::npos);
     EXPECT_NE(bad.errors[2].find("rnic.send_path.depth: unknown key"), std::string::npos);
+}
+
+// cut_through is the model's: the RTL wrapper hands whole frames to the MAC.
+TEST(SendPathConfig, CutThroughIsModelOnly) {
+    config::parse_context ctx;
+    const auto c = parse_send_path_config(
+        config::reader(nlohmann::json{{"cut_through", true}}, "rnic.send_path", ctx));
+    EXPECT_TRUE(ctx.errors.empty());
+    EXPECT_TRUE(c.cut_through);
+    EXPECT_FALSE(send_path_config{}.cut_through);
+    for (const char* impl : {"rtl", "lockstep"}) {
+        config::parse_context bad;
+        parse_send_path_config(config::reader(nlohmann::json{{"impl", impl}, {"cut_through", true}},
+                                              "rnic.send_path", bad));
+        ASSERT_EQ(bad.errors.size(), 1u) << impl;
+        EXPECT_NE(bad.errors[0].find("rnic.send_path.cut_through: "), std::string::npos);
+    }
 }
 
 TEST(SendPathConfig, TimingRtlAndLockstepKeys) {

@@ -481,6 +481,7 @@ scenario_config parse_scenario(const nlohmann::json& j) {
     scenario_config s;
     s.topology = parse_topology(root.child("topology"), ctx);
     s.rnic = hw::parse_nic_config(root.child("rnic"));
+    s.topology.nic_cut_through = s.rnic.recv_path.cut_through;
     s.host = ndk::parse_host_config(root.child("host"));
     s.workload =
         parse_workload(root.child("workload"), s.rnic.limits, s.topology.nodes.size(), ctx);

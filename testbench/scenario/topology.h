@@ -128,10 +128,13 @@ struct topology_config {
     std::vector<int> partition_switch;  // per switch: its part
 
     // Whether the receiver at `e` takes frames cut-through: a switch whose own cfg says so (a
-    // generator's per-tier keys, e.g. topology.leaf_spine.leaf.cut_through, are in it).
+    // generator's per-tier keys, e.g. topology.leaf_spine.leaf.cut_through, are in it), a node
+    // when its NIC's receive path does (rnic.recv_path.cut_through: nic_cut_through).
     bool cut_through(const link_end& e) const {
-        return e.is_switch && e.index < switches.size() && switches[e.index].cfg.cut_through;
+        return e.is_switch ? e.index < switches.size() && switches[e.index].cfg.cut_through
+                           : nic_cut_through;
     }
+    bool nic_cut_through = false;  // rnic.recv_path.cut_through (set by parse_scenario)
     size_t hops(size_t from, size_t to) const;  // switches on a shortest path between two nodes
     // A shortest path from node `from` to node `to`: the links in order (from's cable first)
     // and the switches between them (switches.size() + 1 == links.size()). Among equal-cost

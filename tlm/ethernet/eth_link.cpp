@@ -380,6 +380,17 @@ void eth_link::serializer_thread(int side) {
                     fifo.pop();
                     f.priority = p;
                     have = true;
+                    if (f.complete > now) {
+                        // Cut-through (eth_frame::complete): start once the rest of the frame
+                        // comes in faster than the wire takes it.
+                        const sc_core::sc_time need(
+                            std::round(static_cast<double>(8 + f.data.size()) * m_ps_per_byte),
+                            sc_core::SC_PS);
+                        if (f.complete > now + need) {
+                            sc_core::wait(f.complete - need - now);
+                        }
+                    }
+                    f.complete = sc_core::SC_ZERO_TIME;
                 }
             }
             if (!have) {

@@ -28,6 +28,10 @@ struct eth_frame {
     sc_core::sc_time tx_start;  // first bit on the wire (set by the link)
     uint8_t priority = 0;       // PFC priority the sending MAC transmitted it in (set by the
                                 // link from the DSCP for MAC FIFO frames; by a frame source)
+    // A frame put into the MAC FIFO before its last byte is in (cut-through from the send path,
+    // rnic.send_path.cut_through): when its last byte is in. The MAC starts it no earlier than
+    // that minus the wire time of the preamble and the frame, so it cannot underrun. Zero: in.
+    sc_core::sc_time complete;
 };
 
 class eth_link;

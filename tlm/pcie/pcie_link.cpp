@@ -107,12 +107,19 @@ uint64_t pcie_link::busy_ps_at(bool up, double now_ps) {
 }
 
 double pcie_link::write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
-                               direction_stats& st) {
+                               direction_stats& st, const dma_stream_ext* stream) {
     double end = t_ps;
     uint32_t left = len;
+    // A streamed write (dma_stream_ext): each TLP no earlier than its last byte is in.
+    const bool paced = stream != nullptr && stream->ps_per_byte > 0;
+    const double in_ps = paced ? time_to_ps(stream->data_start) : 0;
     do {
         const uint32_t n = std::min({left, m_cfg.mps, bytes_to_boundary(addr, 4096)});
-        end = send_tlp(free_ps, st, t_ps, m_hdr_mem + n);
+        const double at =
+            paced
+                ? std::max(t_ps, in_ps + static_cast<double>(len - left + n) * stream->ps_per_byte)
+                : t_ps;
+        end = send_tlp(free_ps, st, at, m_hdr_mem + n);
         ++st.mwr_tlps;
         st.payload_bytes += n;
         addr += n;
@@ -121,7 +128,7 @@ double pcie_link::write_timing(double t_ps, uint64_t addr, uint32_t len, double&
     return end;
 }
 
-double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len) {
+double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_parts* parts) {
     if (m_mem_latency_ps < 0) {
         // Host memory latency is part of the read round trip; ask the target once.
         tlm::tlm_generic_payload gp;
@@ -167,6 +174,9 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len) {
         data_arrival = std::max(data_arrival, arrival);
         addr += n;
         left -= n;
+        if (parts != nullptr) {
+            parts->emplace_back(len - left, ps_to_time(data_arrival));
+        }
     } while (left > 0);
     return data_arrival;
 }
@@ -250,6 +260,7 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
     const uint32_t len = gp.get_data_length();
     tlm::tlm_response_status status = tlm::TLM_OK_RESPONSE;
     const bool blocked = !m_iommu_unmapped.empty() && iommu_blocks(addr, len);
+    const dma_stream_ext* stream = gp.get_extension<dma_stream_ext>();
     if (blocked) {
         ++m_iommu_faults;
         status = tlm::TLM_GENERIC_ERROR_RESPONSE;  // Completer Abort from the root complex
@@ -260,14 +271,15 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
         } else {
             status = memory_read(addr, gp.get_data_ptr(), len);
         }
-        const double arrival = read_timing(t_ps, addr, len);
+        const double arrival =
+            read_timing(t_ps, addr, len, stream != nullptr ? stream->parts : nullptr);
         delay = ps_to_time(arrival) - sc_core::sc_time_stamp();
     } else if (gp.is_write() && blocked) {
         // The TLPs go out; the root complex drops them.
-        const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up);
+        const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up, stream);
         delay = ps_to_time(sent) - sc_core::sc_time_stamp();
     } else if (gp.is_write()) {
-        const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up);
+        const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up, stream);
         const sc_core::sc_time at = ps_to_time(sent + m_latency_ps);
         const uint8_t* p = gp.get_data_ptr();
         if (addr >= MSI_BASE && addr < MSI_BASE + MSI_SIZE) {

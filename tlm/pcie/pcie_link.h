@@ -15,6 +15,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "hw/common/sim_context.h"
+#include "tlm/pcie/dma_stream.h"
 #include "tlm/pcie/pcie_config.h"
 
 namespace rnic::fabric {
@@ -30,6 +31,9 @@ namespace rnic::fabric {
 //   on the other direction. b_transport returns the time the last completion arrives; the tag
 //   is free from then on. The data is what memory holds at issue plus writes still in flight
 //   ahead of the read (PCIe ordering: a read does not pass a posted write).
+// - Streaming (tlm/pcie/dma_stream.h, for a block that cuts through): a read reports each read
+//   request's arrival (a prefix of the data is in before the last completion); a write whose
+//   data is still coming in at a rate sends each TLP no earlier than its last byte is in.
 // Bulk transfers are computed in closed form: no event per TLP.
 // Errors: the root complex's IOMMU (iommu_unmap) rejects a DMA that touches an unmapped page
 // with Completer Abort (TLM_GENERIC_ERROR_RESPONSE): the TLPs still cross the link (same
@@ -107,9 +111,10 @@ private:
 
     // Reserves one direction for a TLP of `bytes` no earlier than `t_ps`; returns its end.
     double send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes);
-    double read_timing(double t_ps, uint64_t addr, uint32_t len);
+    // `parts` (dma_stream_ext): filled per read request. `stream`: a write's pacing.
+    double read_timing(double t_ps, uint64_t addr, uint32_t len, read_parts* parts = nullptr);
     double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
-                        direction_stats& st);
+                        direction_stats& st, const dma_stream_ext* stream = nullptr);
     tlm::tlm_response_status memory_read(uint64_t addr, uint8_t* data, uint32_t len);
     // Buffers of posted writes in flight are recycled: no allocation per DMA write.
     std::vector<uint8_t> take_buffer();
