@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
+#include "hw/common/timestep_arbiter.h"
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/gsi/gsi.h"
 #include "hw/netdma/netdma.h"
@@ -425,7 +427,19 @@ void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool fr
         return;
     }
     m_scheduled[qpn] = true;
-    m_pending.push_back({qpn, ready, m_arrival, from_doorbell});
+    // Same-instant order: QPs queued at one instant (a decoded doorbell, a QP WQE fetch hands
+    // back, a kick) go in order of (ready, QPN), not in the order SystemC ran the processes
+    // that queued them; QPs queued at different instants keep their arrival order.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    auto at = m_pending.end();
+    while (at != m_pending.begin()) {
+        const pending_qp& prev = *std::prev(at);
+        if (prev.queued != now || prev.ready < ready || (prev.ready == ready && prev.qpn < qpn)) {
+            break;
+        }
+        --at;
+    }
+    m_pending.insert(at, {qpn, ready, m_arrival, from_doorbell, now});
     set_pending_trace();
     m_pending_event.notify(sc_core::SC_ZERO_TIME);
 }
@@ -483,6 +497,13 @@ void doorbell::scheduler_thread() {
             sc_core::wait(m_pending_event);
         }
         m_clk.wait_until(std::max(m_pending.front().ready, next_slot));
+        // Same-instant order: the QP is taken once this instant has settled, when every QP
+        // queued now is in its place, whatever order SystemC ran their processes in.
+        hw::settle_instant();
+        const sc_core::sc_time due = std::max(m_pending.front().ready, next_slot);
+        if (m_clk.edge_at_or_after(due) > sc_core::sc_time_stamp()) {
+            continue;  // a QP queued at this instant went to the front: wait for its turn
+        }
         const pending_qp p = m_pending.front();
         m_pending.pop_front();
         set_pending_trace();

@@ -139,9 +139,10 @@ private:
     };
     struct pending_qp {
         uint32_t qpn;
-        sc_core::sc_time ready;  // first edge the scheduler may dispatch it
-        sc_core::sc_time rung;   // BAR arrival of the doorbell that queued it (timeline)
-        bool from_doorbell;      // false: rescheduled after a fetch batch, or kicked
+        sc_core::sc_time ready;   // first edge the scheduler may dispatch it
+        sc_core::sc_time rung;    // BAR arrival of the doorbell that queued it (timeline)
+        bool from_doorbell;       // false: rescheduled after a fetch batch, or kicked
+        sc_core::sc_time queued;  // when it entered m_pending (same-instant order)
     };
 
     void mmio_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "hw/common/timestep_arbiter.h"
 #include "hw/wqe_fetch/wqe_decode.h"
 
 namespace rnic::hw {
@@ -131,8 +132,19 @@ uint64_t wqe_fetch::busy_ps_at(const sc_core::sc_time& now) const {
 void wqe_fetch::fetch_thread() {
     const auto max = static_cast<uint32_t>(m_batches.size());
     for (;;) {
-        // Issue: a scheduled QP's read whenever a slot is free (block only when idle).
-        while (m_count < max && (m_count == 0 || !m_doorbell.sq_ready().empty())) {
+        if (m_count == 0) {
+            while (m_doorbell.sq_ready().empty()) {
+                sc_core::wait(m_doorbell.sq_ready().written_event());  // idle: nothing in flight
+            }
+        }
+        // Same-instant order: what the unit does now (issue a scheduled QP's read, which
+        // reads the QP's producer index, or parse the oldest read's next WQE) is decided once
+        // this instant has settled, when every doorbell decoded and every QP the scheduler
+        // hands on at this instant is in, whatever order SystemC ran their processes in (and so
+        // on any number of MPI ranks).
+        hw::settle_instant();
+        // Issue: a scheduled QP's read whenever a slot is free.
+        while (m_count < max && !m_doorbell.sq_ready().empty()) {
             issue(m_doorbell.sq_ready().get());
         }
         if (m_count == 0) {
