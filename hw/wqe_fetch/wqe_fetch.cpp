@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstring>
 
-#include "hw/common/timestep_arbiter.h"
 #include "hw/wqe_fetch/wqe_decode.h"
 
 namespace rnic::hw {
@@ -83,7 +82,8 @@ void wqe_fetch::issue(uint32_t qpn) {
     const uint32_t depth = 1u << qp->sq_log_depth;
     const uint32_t first = qp->sq_fetched;
     const uint32_t slot = first & (depth - 1);
-    uint32_t n = std::min({qp->sq_producer - first, m_cfg.batch, depth - slot});
+    uint32_t n =
+        std::min({m_doorbell.sq_producer_now(qpn, *qp) - first, m_cfg.batch, depth - slot});
     if (n == 0) {
         m_doorbell.reschedule(qpn);
         return;
@@ -137,12 +137,11 @@ void wqe_fetch::fetch_thread() {
                 sc_core::wait(m_doorbell.sq_ready().written_event());  // idle: nothing in flight
             }
         }
-        // Same-instant order: what the unit does now (issue a scheduled QP's read, which
-        // reads the QP's producer index, or parse the oldest read's next WQE) is decided once
-        // this instant has settled, when every doorbell decoded and every QP the scheduler
-        // hands on at this instant is in, whatever order SystemC ran their processes in (and so
-        // on any number of MPI ranks).
-        hw::settle_instant();
+        // Same-instant order: a QP the scheduler hands on at this instant is issued now,
+        // whatever order SystemC runs the two processes in (and so on any number of MPI ranks).
+        while (m_count < max && m_doorbell.sq_ready().empty() && m_doorbell.hands_on_now()) {
+            sc_core::wait(m_doorbell.decided_event());
+        }
         // Issue: a scheduled QP's read whenever a slot is free.
         while (m_count < max && !m_doorbell.sq_ready().empty()) {
             issue(m_doorbell.sq_ready().get());
