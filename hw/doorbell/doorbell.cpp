@@ -456,9 +456,12 @@ void doorbell::reschedule(uint32_t qpn) {
         return;
     }
     m_scheduled[qpn] = false;
-    if (m_sq_rung_at[qpn] == sc_core::sc_time_stamp()) {
-        // WQE fetch left out an SQ doorbell of this instant (sq_producer_now): the QP is
-        // scheduled as that doorbell schedules it, whichever of the two ran first.
+    const qp_context* qp = m_contexts.qp(qpn);
+    if (qp != nullptr && m_sq_rung_at[qpn] == sc_core::sc_time_stamp() &&
+        m_sq_producer_before[qpn] == qp->sq_fetched) {
+        // WQE fetch left out an SQ doorbell of this instant (sq_producer_now) and has nothing
+        // else to fetch: the QP is scheduled as that doorbell schedules it, whichever of the
+        // two ran first.
         try_schedule(qpn,
                      m_clk.edge_at_or_after(m_sq_rung_at[qpn]) + m_clk.cycles(m_cfg.decode_cycles),
                      true, m_sq_rung_at[qpn]);
