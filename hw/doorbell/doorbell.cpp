@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "hw/cq_writer/cq_writer.h"
 #include "hw/gsi/gsi.h"
@@ -74,7 +75,9 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
     , m_ctx(ctx)
     , m_sq_ready("sq_ready", cfg.ready_fifo_depth)
     , m_cmd_doorbells("cmd_doorbells", 8)
-    , m_scheduled(contexts.max_qps(), false) {
+    , m_scheduled(contexts.max_qps(), false)
+    , m_sq_rung_at(contexts.max_qps(), sc_core::sc_max_time())
+    , m_sq_producer_before(contexts.max_qps(), 0) {
     mmio_in.register_b_transport(this, &doorbell::mmio_b_transport);
     SC_HAS_PROCESS(doorbell);
     SC_THREAD(scheduler_thread);
@@ -407,12 +410,18 @@ void doorbell::sq_doorbell(uint64_t value) {
         return;
     }
     ++m_stats.sq_doorbells;
+    if (m_sq_rung_at[qpn] != sc_core::sc_time_stamp()) {
+        m_sq_rung_at[qpn] = sc_core::sc_time_stamp();
+        m_sq_producer_before[qpn] = qp->sq_producer;
+    }
     qp->sq_producer = widen_index(qp->sq_producer, (value >> 32) & 0xffff);
     // +decode_cycles: the doorbell write is decoded and the QP's ready bit set.
-    try_schedule(qpn, m_clk.edge_at_or_after(m_arrival) + m_clk.cycles(m_cfg.decode_cycles), true);
+    try_schedule(qpn, m_clk.edge_at_or_after(m_arrival) + m_clk.cycles(m_cfg.decode_cycles), true,
+                 m_arrival);
 }
 
-void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool from_doorbell) {
+void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool from_doorbell,
+                            const sc_core::sc_time& rung) {
     qp_context* qp = m_contexts.qp(qpn);
     if (qp == nullptr || m_scheduled[qpn]) {
         return;
@@ -425,7 +434,19 @@ void doorbell::try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool fr
         return;
     }
     m_scheduled[qpn] = true;
-    m_pending.push_back({qpn, ready, m_arrival, from_doorbell});
+    // Same-instant order: QPs queued at one instant (a decoded doorbell, a QP WQE fetch hands
+    // back, a kick) go in order of (ready, QPN), not in the order SystemC ran the processes
+    // that queued them; QPs queued at different instants keep their arrival order.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    auto at = m_pending.end();
+    while (at != m_pending.begin()) {
+        const pending_qp& prev = *std::prev(at);
+        if (prev.queued != now || prev.ready < ready || (prev.ready == ready && prev.qpn < qpn)) {
+            break;
+        }
+        --at;
+    }
+    m_pending.insert(at, {qpn, ready, rung, from_doorbell, now});
     set_pending_trace();
     m_pending_event.notify(sc_core::SC_ZERO_TIME);
 }
@@ -435,7 +456,24 @@ void doorbell::reschedule(uint32_t qpn) {
         return;
     }
     m_scheduled[qpn] = false;
+    const qp_context* qp = m_contexts.qp(qpn);
+    if (qp != nullptr && m_sq_rung_at[qpn] == sc_core::sc_time_stamp() &&
+        m_sq_producer_before[qpn] == qp->sq_fetched) {
+        // WQE fetch left out an SQ doorbell of this instant (sq_producer_now) and has nothing
+        // else to fetch: the QP is scheduled as that doorbell schedules it, whichever of the
+        // two ran first.
+        try_schedule(qpn,
+                     m_clk.edge_at_or_after(m_sq_rung_at[qpn]) + m_clk.cycles(m_cfg.decode_cycles),
+                     true, m_sq_rung_at[qpn]);
+        return;
+    }
     try_schedule(qpn, sc_core::sc_time_stamp());
+}
+
+bool doorbell::hands_on_now() const {
+    return !m_pending.empty() && !m_sq_ready.full() &&
+           m_clk.edge_at_or_after(std::max(m_pending.front().ready, m_next_slot)) <=
+               sc_core::sc_time_stamp();
 }
 
 void doorbell::kick(uint32_t qpn) {
@@ -477,32 +515,41 @@ void doorbell::set_pending_trace() {
 // One QP per cycle, in the order they became ready (round-robin: a QP that still has work after
 // its fetch batch goes to the back). A QP waits for its doorbell's decode_cycles.
 void doorbell::scheduler_thread() {
-    sc_core::sc_time next_slot = sc_core::SC_ZERO_TIME;
     for (;;) {
         while (m_pending.empty()) {
             sc_core::wait(m_pending_event);
         }
-        m_clk.wait_until(std::max(m_pending.front().ready, next_slot));
+        // Same-instant order: a QP queued later at this instant may go to the front (try_schedule):
+        // wait for the front's turn or for a change of the list, then look again.
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time due =
+            m_clk.edge_at_or_after(std::max(m_pending.front().ready, m_next_slot));
+        if (due > now) {
+            sc_core::wait(due - now, m_pending_event);
+            continue;
+        }
         const pending_qp p = m_pending.front();
         m_pending.pop_front();
         set_pending_trace();
-        next_slot = m_clk.edge_at_or_after(sc_core::sc_time_stamp()) + m_clk.period();
+        m_next_slot = m_clk.edge_at_or_after(sc_core::sc_time_stamp()) + m_clk.period();
         const qp_context* qp = m_contexts.qp(p.qpn);
         if (qp == nullptr || (qp->state != hsi::QPS_RTS && qp->state != hsi::QPS_ERROR) ||
             qp->sq_producer == qp->sq_fetched) {
             m_scheduled[p.qpn] = false;
             ++m_stats.stale_skipped;
+            m_decided.notify(sc_core::SC_ZERO_TIME);
             continue;
         }
         m_sq_ready.put(p.qpn);  // blocks while WQE fetch is behind (back-pressure)
         ++m_stats.scheduled;
+        m_decided.notify(sc_core::SC_ZERO_TIME);
         if (p.from_doorbell && m_ctx.tracer != nullptr) {
             // Doorbell at the BAR -> decode -> scheduler -> QP in WQE fetch's ready FIFO.
             m_ctx.tracer->slice(name(), "doorbell", 0, p.rung, sc_core::sc_time_stamp(),
                                 "\"qpn\":" + std::to_string(p.qpn));
         }
-        next_slot =
-            std::max(next_slot, m_clk.edge_at_or_after(sc_core::sc_time_stamp()) + m_clk.period());
+        m_next_slot = std::max(m_next_slot,
+                               m_clk.edge_at_or_after(sc_core::sc_time_stamp()) + m_clk.period());
     }
 }
 

@@ -93,6 +93,16 @@ public:
     // producer index of the WQE (compared modulo 2^16 with wqe_index). Taking index i also
     // discards older pushed blocks of the same QP.
     bool take_pushed_wqe(uint32_t qpn, uint32_t index, std::vector<uint8_t>& out);
+    // Same-instant order (README "Timing"), for WQE fetch: true while the scheduler takes a QP
+    // at this instant and has not yet done so (decided_event() fires when it has); and the SQ
+    // producer index WQE fetch reads now, which leaves out an SQ doorbell arriving at this very
+    // instant (it schedules the QP again as that doorbell would have).
+    bool hands_on_now() const;
+    const sc_core::sc_event& decided_event() const { return m_decided; }
+    uint32_t sq_producer_now(uint32_t qpn, const qp_context& qp) const {
+        return m_sq_rung_at[qpn] == sc_core::sc_time_stamp() ? m_sq_producer_before[qpn]
+                                                             : qp.sq_producer;
+    }
     // RQ doorbell of a QP in ERROR: `fn(qpn, at)` asks the receive path to fetch the new
     // receive WQEs and complete them with a flush error, from `at` (the doorbell decoded).
     void set_rq_flush_listener(std::function<void(uint32_t, const sc_core::sc_time&)> fn) {
@@ -139,9 +149,10 @@ private:
     };
     struct pending_qp {
         uint32_t qpn;
-        sc_core::sc_time ready;  // first edge the scheduler may dispatch it
-        sc_core::sc_time rung;   // BAR arrival of the doorbell that queued it (timeline)
-        bool from_doorbell;      // false: rescheduled after a fetch batch, or kicked
+        sc_core::sc_time ready;   // first edge the scheduler may dispatch it
+        sc_core::sc_time rung;    // BAR arrival of the doorbell that queued it (timeline)
+        bool from_doorbell;       // false: rescheduled after a fetch batch, or kicked
+        sc_core::sc_time queued;  // when it entered m_pending (same-instant order)
     };
 
     void mmio_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -152,7 +163,8 @@ private:
     const reg_desc* find_reg(uint64_t offset) const;
     void scheduler_thread();  // moves QPs with work into sq_ready, one per cycle
     void sq_doorbell(uint64_t value);
-    void try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool from_doorbell = false);
+    void try_schedule(uint32_t qpn, const sc_core::sc_time& ready, bool from_doorbell = false,
+                      const sc_core::sc_time& rung = sc_core::SC_ZERO_TIME);
     void set_pending_trace();
 
     // Register handlers (the table in doorbell.cpp).
@@ -197,6 +209,11 @@ private:
     sc_core::sc_time m_arrival;        // arrival time of the access being decoded
     std::deque<pending_qp> m_pending;  // QPs rung but not yet in sq_ready
     std::vector<bool> m_scheduled;     // QP is in m_pending or sq_ready or being fetched
+    // Per QP: arrival of its last SQ doorbell and sq_producer before it (sq_producer_now).
+    std::vector<sc_core::sc_time> m_sq_rung_at;
+    std::vector<uint32_t> m_sq_producer_before;
+    sc_core::sc_time m_next_slot = sc_core::SC_ZERO_TIME;  // the scheduler's next free cycle
+    sc_core::sc_event m_decided;                           // the scheduler took a QP
     struct pushed_wqe {
         uint32_t qpn;
         uint16_t index;              // wqe_index of the pushed WQE

@@ -82,7 +82,8 @@ void wqe_fetch::issue(uint32_t qpn) {
     const uint32_t depth = 1u << qp->sq_log_depth;
     const uint32_t first = qp->sq_fetched;
     const uint32_t slot = first & (depth - 1);
-    uint32_t n = std::min({qp->sq_producer - first, m_cfg.batch, depth - slot});
+    uint32_t n =
+        std::min({m_doorbell.sq_producer_now(qpn, *qp) - first, m_cfg.batch, depth - slot});
     if (n == 0) {
         m_doorbell.reschedule(qpn);
         return;
@@ -131,8 +132,18 @@ uint64_t wqe_fetch::busy_ps_at(const sc_core::sc_time& now) const {
 void wqe_fetch::fetch_thread() {
     const auto max = static_cast<uint32_t>(m_batches.size());
     for (;;) {
-        // Issue: a scheduled QP's read whenever a slot is free (block only when idle).
-        while (m_count < max && (m_count == 0 || !m_doorbell.sq_ready().empty())) {
+        if (m_count == 0) {
+            while (m_doorbell.sq_ready().empty()) {
+                sc_core::wait(m_doorbell.sq_ready().written_event());  // idle: nothing in flight
+            }
+        }
+        // Same-instant order: a QP the scheduler hands on at this instant is issued now,
+        // whatever order SystemC runs the two processes in (and so on any number of MPI ranks).
+        while (m_count < max && m_doorbell.sq_ready().empty() && m_doorbell.hands_on_now()) {
+            sc_core::wait(m_doorbell.decided_event());
+        }
+        // Issue: a scheduled QP's read whenever a slot is free.
+        while (m_count < max && !m_doorbell.sq_ready().empty()) {
             issue(m_doorbell.sq_ready().get());
         }
         if (m_count == 0) {
