@@ -292,7 +292,7 @@ private:
         bool stalling = false;            // waits for a downstream block since stall_since
         sc_core::sc_time stall_since;
         lane_stats stats;
-        streaming_frame streaming;        // cut_through: the frame being handled
+        streaming_frame streaming;  // cut_through: the frame being handled
     };
     std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
     uint32_t m_nlanes = 1;        // m_lanes.size()
