@@ -81,6 +81,14 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
                                        void* data, uint32_t len, dma_status* status,
                                        const sc_core::sc_time& hold,
                                        const fabric::dma_stream_ext* stream) {
+    auto& s = m_stats[static_cast<int>(who)];
+    if (cmd == tlm::TLM_READ_COMMAND) {
+        ++s.reads;
+        s.read_bytes += len;
+    } else {
+        ++s.writes;
+        s.write_bytes += len;
+    }
     // The link's time is reserved in grant order: two requests of one cycle (say a payload
     // write and a CQE write) must not go in whichever order their processes ran.
     sc_core::sc_time done;
@@ -97,7 +105,7 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
             hold);
     }
     if (st != dma_status::OK) {
-        ++m_stats[static_cast<int>(who)].errors;
+        ++s.errors;
     }
     if (status != nullptr) {
         *status = st;
@@ -141,17 +149,11 @@ sc_core::sc_time dma_engine::issue(tlm::tlm_command cmd, uint64_t addr, void* da
 
 sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len,
                                   dma_status* status) {
-    auto& s = m_stats[static_cast<int>(who)];
-    ++s.reads;
-    s.read_bytes += len;
     return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, status);
 }
 
 sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len,
                                   fabric::read_parts& parts) {
-    auto& s = m_stats[static_cast<int>(who)];
-    ++s.reads;
-    s.read_bytes += len;
     parts.clear();
     fabric::dma_stream_ext x;
     x.parts = &parts;
@@ -162,9 +164,6 @@ sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uin
 sc_core::sc_time dma_engine::write_streamed(dma_client who, uint64_t addr, const void* data,
                                             uint32_t len, const sc_core::sc_time& data_start,
                                             double ps_per_byte) {
-    auto& s = m_stats[static_cast<int>(who)];
-    ++s.writes;
-    s.write_bytes += len;
     fabric::dma_stream_ext x;
     x.ps_per_byte = ps_per_byte;
     x.data_start = data_start;
@@ -174,18 +173,12 @@ sc_core::sc_time dma_engine::write_streamed(dma_client who, uint64_t addr, const
 
 sc_core::sc_time dma_engine::write(dma_client who, uint64_t addr, const void* data, uint32_t len,
                                    dma_status* status) {
-    auto& s = m_stats[static_cast<int>(who)];
-    ++s.writes;
-    s.write_bytes += len;
     return transport(who, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, status);
 }
 
 dma_status dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint32_t len) {
     ++m_reads_in_flight;
     dma_status st = dma_status::OK;
-    auto& s = m_stats[static_cast<int>(who)];
-    ++s.reads;
-    s.read_bytes += len;
     // Nothing comes back before issue_cycles after the edge: sleep through them at once.
     const sc_core::sc_time done = transport(who, tlm::TLM_READ_COMMAND, addr, data, len, &st,
                                             m_clk.cycles(m_cfg.issue_cycles));
@@ -197,9 +190,6 @@ dma_status dma_engine::read_wait(dma_client who, uint64_t addr, void* data, uint
 dma_status dma_engine::write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len) {
     ++m_writes_in_flight;
     dma_status st = dma_status::OK;
-    auto& s = m_stats[static_cast<int>(who)];
-    ++s.writes;
-    s.write_bytes += len;
     m_clk.wait_until(transport(who, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, &st,
                                m_clk.cycles(m_cfg.issue_cycles)));
     --m_writes_in_flight;

@@ -110,7 +110,6 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     for (uint32_t i = 0; i < cfg.lanes; ++i) {
         m_lanes.emplace_back();
     }
-    m_nlanes = cfg.lanes;
     m_lanes[0].fifo = &m_fifo;
     m_lanes[0].track = b;
     for (uint32_t i = 1; i < cfg.lanes; ++i) {
@@ -433,7 +432,7 @@ void recv_path::lane_thread(uint32_t i) {
             lane.stats.busy_ps += m_clk.ps_of(idle - lane.busy_since - lane.parse_wait);
             lane.parse_wait = sc_core::SC_ZERO_TIME;
             lane.idle = true;
-            m_stats.busy_ps = m_nlanes == 1 ? lane.stats.busy_ps : busy_ps_at(idle);  // lanes: mean
+            m_stats.busy_ps = lanes() == 1 ? lane.stats.busy_ps : busy_ps_at(idle);  // lanes: mean
             while (fifo.empty() && lane.flushes.empty()) {
                 sc_core::wait(fifo.written_event() | lane.flush_event);
             }
@@ -456,7 +455,7 @@ void recv_path::lane_thread(uint32_t i) {
         }
         const sc_core::sc_time arrived = sc_core::sc_time_stamp();
         ++m_stats.frames;
-        if (m_nlanes > 1) {
+        if (lanes() > 1) {
             ++lane.stats.frames;
         }
         m_stats.bytes += f.data.size();
@@ -542,7 +541,7 @@ void recv_path::throttle(const sc_core::sc_time& sent) {
     const sc_core::sc_time lag(m_cfg.placement_lag_ns, sc_core::SC_NS);
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (sent > now + lag) {
-        const int li = m_nlanes > 1 ? stall_begin() : -1;
+        const int li = lanes() > 1 ? stall_begin() : -1;
         m_clk.wait_until(sent - lag);
         stall_end(li, now);
     }
@@ -567,10 +566,10 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
     // Cut-through (cut_through): the payload is written as it arrives. Frame byte k is in
     // (size + 4 - k - 1) byte times before the frame's tail (its FCS's last byte).
     // Placement runs on the lane that handles the frame.
-    const int stream_lane = m_cfg.cut_through ? lane_index() : -1;
+    const int lane = lanes() == 1 ? 0 : lane_index();
     static const streaming_frame none;
-    const streaming_frame& frame_in = stream_lane >= 0 ? m_lanes[stream_lane].streaming : none;
-    const bool streamed = stream_lane >= 0 && frame_in.tail > sc_core::sc_time_stamp() &&
+    const streaming_frame& frame_in = lane >= 0 ? m_lanes[lane].streaming : none;
+    const bool streamed = m_cfg.cut_through && frame_in.tail > sc_core::sc_time_stamp() &&
                           data >= frame_in.data && data < frame_in.data + frame_in.size;
     const double ps_per_byte = streamed ? m_link->ps_per_byte() : 0;
     uint64_t seg_start = 0;
@@ -596,8 +595,7 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
                 sent = m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
             }
             if (m_ctx.tracer != nullptr) {
-                const int li = m_nlanes == 1 ? 0 : lane_index();
-                m_ctx.tracer->slice(li <= 0 ? name() : m_lanes[li].track.c_str(), "rx_dma",
+                m_ctx.tracer->slice(lane <= 0 ? name() : m_lanes[lane].track.c_str(), "rx_dma",
                                     current_flow(), issued, sent);
             }
             throttle(sent);
@@ -639,7 +637,7 @@ recv_path::recv_take recv_path::take_receive_wqe(uint32_t qpn, qp_context& qp) {
     if ((qp.srqn != 0 && srq == nullptr) || (srq != nullptr && srq->error)) {
         return recv_take::NONE;
     }
-    if (srq != nullptr && m_nlanes > 1) {
+    if (srq != nullptr && lanes() > 1) {
         // Lanes: one at a time per SRQ (its consumer index and read-ahead), the waiting ones
         // in lane order.
         const uint32_t srqn = qp.srqn;
@@ -776,7 +774,7 @@ void recv_path::post_recv_cqe(uint32_t qpn, qp_context& qp, uint8_t opcode, uint
     r.entry.flags = solicited ? hsi::CQE_FLAG_SOLICITED : 0;
     r.flow_id = flow_id;
     qp.have_recv = false;
-    if (m_nlanes > 1) {
+    if (lanes() > 1) {
         auto& q = m_cq_writer.requests();
         take_turn(
             m_cqe_port, [&q] { return q.full(); }, &q.read_event());

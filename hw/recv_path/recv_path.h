@@ -119,22 +119,22 @@ public:
         uint64_t stall_ps = 0;  // of that, waiting for the transmit engine's response FIFO, the
                                 // CQ writer, the placement buffer or a same-cycle hand-off
     };
-    uint32_t lanes() const { return m_nlanes; }
+    uint32_t lanes() const { return static_cast<uint32_t>(m_lanes.size()); }
     // The lane that handles the frames of `qpn` (per-QP order: one lane per QP).
-    uint32_t lane_of(uint32_t qpn) const { return qpn % m_nlanes; }
+    uint32_t lane_of(uint32_t qpn) const { return qpn % lanes(); }
     const lane_stats& get_lane_stats(uint32_t lane) const { return m_lanes[lane].stats; }
     // busy_ps with the busy stretch under way counted up to `now` (not before the last event
     // this block ran: timeseries.csv asks at a boundary it has simulated up to). With several
     // lanes, the lanes' mean (a busy fraction of the receive path as a whole).
     uint64_t busy_ps_at(const sc_core::sc_time& now) const {
-        if (m_nlanes == 1) {
+        if (lanes() == 1) {
             return lane_busy_ps_at(0, now);
         }
         uint64_t sum = 0;
-        for (uint32_t i = 0; i < m_nlanes; ++i) {
+        for (uint32_t i = 0; i < lanes(); ++i) {
             sum += lane_busy_ps_at(i, now);
         }
-        return sum / m_nlanes;
+        return sum / lanes();
     }
     uint64_t lane_busy_ps_at(uint32_t lane, const sc_core::sc_time& now) const {
         const rx_lane& l = m_lanes[lane];
@@ -146,7 +146,7 @@ public:
                 l.parse_wait_end > now ? l.parse_wait_end - now : sc_core::SC_ZERO_TIME;
             busy += m_clk.ps_of(now - l.busy_since - (l.parse_wait - ahead));
         }
-        if (m_nlanes == 1) {
+        if (lanes() == 1) {
             return busy;  // one lane: its waits for downstream blocks count as busy, as before
         }
         // Several lanes: a lane waiting for a downstream block is not what binds (stall_ps).
@@ -160,19 +160,19 @@ private:
     // Receive lane `i`: takes its frames (those of the QPs steered to it) in arrival order.
     void lane_thread(uint32_t i);
     // The lane a raw frame goes to: by the BTH's destination QP (ARP and others: lane 0).
-    uint32_t steer(const fabric::eth_frame& f) const { return m_nlanes == 1 ? 0 : steer_qpn(f); }
+    uint32_t steer(const fabric::eth_frame& f) const { return lanes() == 1 ? 0 : steer_qpn(f); }
     uint32_t steer_qpn(const fabric::eth_frame& f) const;
     // Several lanes: hand-offs to blocks that take one caller at a time (the transmit engine,
     // the CQ writer, the GSI) go in lane order when lanes reach them in the same instant,
     // whatever order SystemC runs the lane threads in (settle_instant). One lane: nothing.
     void order() {
-        if (m_nlanes > 1) {
+        if (lanes() > 1) {
             settle_instant();
         }
     }
     // The responder's ACK/NAKs and READ responses to the transmit engine.
     void respond(tx_job&& job) {
-        if (m_nlanes > 1) {
+        if (lanes() > 1) {
             take_response_turn();
         }
         m_tx.post_response(std::move(job));
@@ -197,7 +197,7 @@ private:
     int stall_begin();
     void stall_end(int lane, const sc_core::sc_time& since);
     // The flow of the frame the calling lane handles (ACKs inherit it).
-    uint64_t current_flow() const { return m_nlanes == 1 ? m_current_flow : lane_flow(); }
+    uint64_t current_flow() const { return lanes() == 1 ? m_current_flow : lane_flow(); }
     uint64_t lane_flow() const;
     void flush_queue(uint32_t qpn);
     // Responder class C/D errors (IBA 9.9.3): NAK, then the QP goes to ERROR.
@@ -295,7 +295,6 @@ private:
         streaming_frame streaming;  // cut_through: the frame being handled
     };
     std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
-    uint32_t m_nlanes = 1;        // m_lanes.size()
     // An SRQ is taken from by one lane at a time (its consumer index and read-ahead).
     std::vector<bool> m_srq_busy;
     sc_core::sc_event m_srq_free;
