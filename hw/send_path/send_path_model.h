@@ -47,6 +47,8 @@ public:
 
     void put_descriptor(const tx_descriptor& d) override { m_in.put_descriptor(d); }
     void put_payload(payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
+    std::vector<uint8_t> payload_buffer(size_t n) override { return m_in.take_buffer(n); }
+    void wait_payload_room() override { m_in.wait_payload_room(); }
 
     // See send_path_unit. The model reports a frame's beats when the frame completes, or at
     // reset for the beats of a partial frame that left before the reset edge.
@@ -68,6 +70,9 @@ private:
     void run_thread();
     void run();
     void wait_input();
+    // After beat 0 of the packet: beats 1 .. beats - 1 in closed form when their timing is
+    // the free-flowing one (see the .cpp); false: not applicable, computed beat by beat.
+    bool rest_in_closed_form(const packet_plan& plan, uint64_t pay_off);
     void build_current_frame();
 
     const send_path_config m_cfg;

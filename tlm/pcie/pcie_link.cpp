@@ -145,9 +145,13 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_par
     uint32_t left = len;
     do {
         const uint32_t n = std::min({left, m_cfg.mrrs, bytes_to_boundary(addr, 4096)});
-        // Take the tag that frees first (a min-heap of the tags' free times).
-        std::pop_heap(m_tag_free_ps.begin(), m_tag_free_ps.end(), std::greater<>());
-        double* tag = &m_tag_free_ps.back();
+        // Take the tag that frees first. A tag frees when its last completion is in, and
+        // completions leave the downstream direction one after the other: every tag taken
+        // frees later than every tag taken before it. So the tags' free times, in the order
+        // they were taken, are sorted: the one that frees first is the oldest (a ring, where a
+        // heap would cost log(tags) per request for the same choice).
+        double* tag = &m_tag_free_ps[m_tag_next];
+        m_tag_next = m_tag_next + 1 == m_tag_free_ps.size() ? 0 : m_tag_next + 1;
         const double ready = std::max(t_ps, *tag);
         if (*tag > t_ps) {
             m_tag_stall_ps += static_cast<uint64_t>(*tag - t_ps);
@@ -169,8 +173,7 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_par
             c_left -= c;
         } while (c_left > 0);
         const double arrival = cpl_end + m_latency_ps;
-        *tag = arrival;
-        std::push_heap(m_tag_free_ps.begin(), m_tag_free_ps.end(), std::greater<>());
+        *tag = arrival;  // the newest: the ring's last
         data_arrival = std::max(data_arrival, arrival);
         addr += n;
         left -= n;

@@ -128,7 +128,8 @@ private:
     uint32_t m_hdr_cpl;  // CplD header + framing + DLL
     double m_up_free_ps = 0;
     double m_down_free_ps = 0;
-    std::vector<double> m_tag_free_ps;
+    std::vector<double> m_tag_free_ps;  // per read tag: when it frees; a ring, oldest first
+    size_t m_tag_next = 0;              // the oldest
     std::deque<pending_write> m_up_writes;
     std::deque<pending_mmio> m_down_mmio;
     sc_core::sc_event m_up_event;
