@@ -157,15 +157,6 @@ sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uin
     return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, status);
 }
 
-sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len,
-                                  fabric::read_parts& parts) {
-    parts.clear();
-    fabric::dma_stream_ext x;
-    x.parts = &parts;
-    return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, nullptr, sc_core::SC_ZERO_TIME,
-                     &x);
-}
-
 void dma_engine::read_posted(dma_client who, uint64_t addr, void* data, uint32_t len,
                              posted_read& r, fabric::read_parts* parts) {
     count(who, tlm::TLM_READ_COMMAND, len);

@@ -67,10 +67,6 @@ public:
     // receives how the request completed.
     sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len,
                           dma_status* status = nullptr);
-    // The same, and `parts` gets the time each read request's bytes are in (a block that
-    // streams the data on as it arrives: tlm/pcie/dma_stream.h).
-    sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len,
-                          fabric::read_parts& parts);
     // Issue now; return the time the last TLP has left the NIC (posted).
     sc_core::sc_time write(dma_client who, uint64_t addr, const void* data, uint32_t len,
                            dma_status* status = nullptr);
@@ -82,9 +78,10 @@ public:
     // returns at the edge (or at once, issued, when the request is alone at a settled
     // instant), the grant issues it at that edge in the order read() would, and
     // wait_granted() returns when it has (at once if it has): then `done` is the time the
-    // last byte is in, `status` how it completed, `parts` (if given) the time of each read
-    // request. The caller keeps `r` alive until then and does not touch the data before. For
-    // a block with other waiting to do first (the transmit engine: the send path's FIFO
+    // last byte is in, `status` how it completed, `parts` (if given) the time each read
+    // request's bytes are in (a block that streams the data on as it arrives:
+    // tlm/pcie/dma_stream.h). The caller keeps `r` alive until then and does not touch the data
+    // before. For a block with other waiting to do first (the transmit engine: the send path's FIFO
     // room); the result is the same as read()'s, without a wake-up at the grant.
     struct posted_read {
         sc_core::sc_time done;

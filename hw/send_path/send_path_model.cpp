@@ -287,7 +287,7 @@ void send_path_model::build_current_frame() {
     m_frame.clear();
     roce::frame_header h = make_frame_header(m_cur_desc, m_cur_plan);
     h.tos = static_cast<uint8_t>((m_cfg.dscp << 2) | 0x02);  // DSCP (PFC priority), ECT(0)
-    if (m_cfg.udp_sport == "qpn_xor") {
+    if (m_sport_qpn_xor) {
         h.udp_src_port = udp_source_port_qpn_xor(m_cur_desc.src_qpn, m_cur_desc.dest_qpn);
     }
     roce::build_frame(h, payload, len, m_frame);

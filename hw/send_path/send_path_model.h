@@ -76,6 +76,7 @@ private:
     void build_current_frame();
 
     const send_path_config m_cfg;
+    const bool m_sport_qpn_xor = m_cfg.udp_sport == "qpn_xor";  // read per frame
     const clock_domain& m_clk;
     std::unique_ptr<mac_fifo_output> m_mac;
     frame_output_if& m_out;

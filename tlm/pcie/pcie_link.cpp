@@ -70,24 +70,30 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     }
 }
 
-double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes) {
+// Inline (every caller is in this file): two dozen calls per 4 KiB payload read.
+inline double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t_ps,
+                                  uint32_t bytes) {
     const double start = std::max(t_ps, free_ps);
-    const bool back_to_back = start == free_ps;
     const double dur = bytes * m_byte_ns * PS_PER_NS;
+    if (m_track_busy) {
+        track_reserved(st, start, start == free_ps, dur);
+    }
     free_ps = start + dur;
     st.wire_bytes += bytes;
     st.busy_ps += static_cast<uint64_t>(dur);
-    if (m_track_busy) {
-        const bool up = &st == &m_up;
-        std::deque<reserved>& q = up ? m_up_ahead : m_down_ahead;
-        if (back_to_back && !q.empty()) {
-            q.back().ps += static_cast<uint64_t>(dur);  // one busy stretch with the last TLP
-        } else {
-            q.push_back({start, static_cast<uint64_t>(dur)});
-        }
-        (up ? m_up_ahead_ps : m_down_ahead_ps) += static_cast<uint64_t>(dur);
-    }
     return free_ps;
+}
+
+void pcie_link::track_reserved(const direction_stats& st, double start, bool back_to_back,
+                               double dur) {
+    const bool up = &st == &m_up;
+    std::deque<reserved>& q = up ? m_up_ahead : m_down_ahead;
+    if (back_to_back && !q.empty()) {
+        q.back().ps += static_cast<uint64_t>(dur);  // one busy stretch with the last TLP
+    } else {
+        q.push_back({start, static_cast<uint64_t>(dur)});
+    }
+    (up ? m_up_ahead_ps : m_down_ahead_ps) += static_cast<uint64_t>(dur);
 }
 
 uint64_t pcie_link::busy_ps_at(bool up, double now_ps) {

@@ -111,6 +111,8 @@ private:
 
     // Reserves one direction for a TLP of `bytes` no earlier than `t_ps`; returns its end.
     double send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes);
+    // With track_busy: notes a TLP's reservation (send_tlp).
+    void track_reserved(const direction_stats& st, double start, bool back_to_back, double dur);
     // `parts` (dma_stream_ext): filled per read request. `stream`: a write's pacing.
     double read_timing(double t_ps, uint64_t addr, uint32_t len, read_parts* parts = nullptr);
     double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
