@@ -257,9 +257,15 @@ bool send_path_model::rest_in_closed_form(const packet_plan& plan, uint64_t pay_
             return false;
         }
     }
-    m_beat_edges.resize(beats);
-    for (uint32_t j = 1; j < beats; ++j) {
-        m_beat_edges[j] = static_cast<uint64_t>(t0 + j);
+    if (m_observer) {
+        m_beat_edges.resize(beats);
+        for (uint32_t j = 1; j < beats; ++j) {
+            m_beat_edges[j] = static_cast<uint64_t>(t0 + j);
+        }
+    } else {
+        // Without a beat observer only the frame's first and last edges are read (its
+        // completion, cut-through, the trace slice; reset reports beats to an observer only).
+        m_beat_edges.push_back(static_cast<uint64_t>(t0 + beats - 1));
     }
     m_a_last = beats == 2 ? r0 : t0 + beats - 3;
     m_r_prev[0] = t0 + beats - 2;

@@ -105,7 +105,9 @@ private:
     // The packet being built (kept for reset: its beats before the reset edge are reported).
     std::vector<uint8_t> m_frame;
     std::vector<uint8_t> m_payload;
-    std::vector<uint64_t> m_beat_edges;  // handshake edges computed so far
+    // Handshake edges computed so far (a frame computed in closed form without a beat
+    // observer: its first and last only).
+    std::vector<uint64_t> m_beat_edges;
     tx_descriptor m_cur_desc;
     packet_plan m_cur_plan;
     uint64_t m_cur_pay_off = 0;
