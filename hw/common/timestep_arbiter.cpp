@@ -133,7 +133,7 @@ timestep_arbiter::timestep_arbiter(const clock_domain& clk)
     : m_clk(clk)
     , m_id(timestep_settle::get().next_id()) {}
 
-void timestep_arbiter::enqueue(pending& p, const sc_core::sc_time& hold) {
+void timestep_arbiter::enqueue(pending& p, const sc_core::sc_time& hold, bool posted) {
     // The request line is sampled at the clock edge: a request made between edges waits for it.
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const sc_core::sc_time edge = m_clk.edge_at_or_after(now);
@@ -153,17 +153,26 @@ void timestep_arbiter::enqueue(pending& p, const sc_core::sc_time& hold) {
             const granting g;
             p.call(p.fn);
         }
+        if (posted) {
+            *p.served = true;
+            return;
+        }
         if (hold != sc_core::SC_ZERO_TIME) {
             sc_core::wait(hold);
         }
         return;
     }
     bool served = false;
-    p.served = &served;
+    if (!posted) {
+        p.served = &served;
+    }
     p.who = sc_core::sc_get_current_process_b();
     p.wake_on_grant = hold == sc_core::SC_ZERO_TIME;
     m_pending.push_back(p);
     timestep_settle::get().enlist(this);
+    if (posted) {
+        return;  // wait_granted() waits for m_served, notified by the round
+    }
     if (!p.wake_on_grant) {
         // The round of this edge runs before the edge's time step ends: served on waking.
         sc_core::wait(hold);
@@ -171,6 +180,12 @@ void timestep_arbiter::enqueue(pending& p, const sc_core::sc_time& hold) {
         return;
     }
     while (!served) {
+        sc_core::wait(m_served);
+    }
+}
+
+void timestep_arbiter::wait_granted(const ticket& t) {
+    while (!t.served) {
         sc_core::wait(m_served);
     }
 }

@@ -50,6 +50,27 @@ public:
         enqueue(p, hold);
     }
 
+    // A request whose requester goes on before its grant. From an SC_THREAD: returns once the
+    // request is queued (at the edge at or after now, as request() does) or served (a lone
+    // request at a settled instant), not at the grant; `serve` and `t` must outlive the grant,
+    // which comes at this edge in the same order request() would have it. Then
+    // wait_granted(t) returns at once if served, else at the grant. For a requester that has
+    // other waiting to do first (a FIFO's room): its wake-up at the grant is spared.
+    struct ticket {
+        bool served = false;
+    };
+    template <class F>
+    void post(uint32_t priority, F& serve, ticket& t) {
+        pending p;
+        p.priority = priority;
+        p.fn = &serve;
+        p.call = [](void* f) { (*static_cast<F*>(f))(); };
+        t.served = false;
+        p.served = &t.served;
+        enqueue(p, sc_core::SC_ZERO_TIME, true);
+    }
+    void wait_granted(const ticket& t);
+
     // Requests served so far, and rounds of arbitration (edges with at least one request).
     uint64_t requests() const { return m_requests; }
     uint64_t rounds() const { return m_rounds; }
@@ -66,7 +87,8 @@ private:
         bool* served = nullptr;
         bool wake_on_grant = false;  // no hold: the requester waits for m_served
     };
-    void enqueue(pending& p, const sc_core::sc_time& hold);
+    // `posted`: return once queued (post()).
+    void enqueue(pending& p, const sc_core::sc_time& hold, bool posted = false);
     void serve_round();  // from the settle process: the requests of this instant, in order
 
     const clock_domain& m_clk;

@@ -77,11 +77,8 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_engine_config& cf
     }
 }
 
-sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uint64_t addr,
-                                       void* data, uint32_t len, dma_status* status,
-                                       const sc_core::sc_time& hold,
-                                       const fabric::dma_stream_ext* stream) {
-    auto& s = m_stats[static_cast<int>(who)];
+dma_engine::client_stats& dma_engine::count(dma_client who, tlm::tlm_command cmd, uint32_t len) {
+    client_stats& s = m_stats[static_cast<int>(who)];
     if (cmd == tlm::TLM_READ_COMMAND) {
         ++s.reads;
         s.read_bytes += len;
@@ -89,6 +86,14 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
         ++s.writes;
         s.write_bytes += len;
     }
+    return s;
+}
+
+sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uint64_t addr,
+                                       void* data, uint32_t len, dma_status* status,
+                                       const sc_core::sc_time& hold,
+                                       const fabric::dma_stream_ext* stream) {
+    client_stats& s = count(who, cmd, len);
     // The link's time is reserved in grant order: two requests of one cycle (say a payload
     // write and a CQE write) must not go in whichever order their processes ran.
     sc_core::sc_time done;
@@ -152,13 +157,36 @@ sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uin
     return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, status);
 }
 
-sc_core::sc_time dma_engine::read(dma_client who, uint64_t addr, void* data, uint32_t len,
-                                  fabric::read_parts& parts) {
-    parts.clear();
+void dma_engine::read_posted(dma_client who, uint64_t addr, void* data, uint32_t len,
+                             posted_read& r, fabric::read_parts* parts) {
+    count(who, tlm::TLM_READ_COMMAND, len);
+    r.engine = this;
+    r.who = who;
+    r.addr = addr;
+    r.data = data;
+    r.len = len;
+    r.parts = parts;
+    r.status = dma_status::OK;
+    if (in_grant() ||
+        sc_core::sc_get_curr_simcontext()->get_curr_proc_info()->kind == sc_core::SC_METHOD_PROC_) {
+        r();  // as transport(): from a grant or a method, issued at once
+        r.ticket.served = true;
+        return;
+    }
+    m_arbiter.post(static_cast<uint32_t>(who), r, r.ticket);
+}
+
+void dma_engine::posted_read::operator()() {
     fabric::dma_stream_ext x;
-    x.parts = &parts;
-    return transport(who, tlm::TLM_READ_COMMAND, addr, data, len, nullptr, sc_core::SC_ZERO_TIME,
-                     &x);
+    if (parts != nullptr) {
+        parts->clear();
+        x.parts = parts;
+    }
+    done = engine->issue(tlm::TLM_READ_COMMAND, addr, data, len, status,
+                         parts != nullptr ? &x : nullptr);
+    if (status != dma_status::OK) {
+        ++engine->m_stats[static_cast<int>(who)].errors;
+    }
 }
 
 sc_core::sc_time dma_engine::write_streamed(dma_client who, uint64_t addr, const void* data,

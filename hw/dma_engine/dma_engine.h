@@ -67,10 +67,6 @@ public:
     // receives how the request completed.
     sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len,
                           dma_status* status = nullptr);
-    // The same, and `parts` gets the time each read request's bytes are in (a block that
-    // streams the data on as it arrives: tlm/pcie/dma_stream.h).
-    sc_core::sc_time read(dma_client who, uint64_t addr, void* data, uint32_t len,
-                          fabric::read_parts& parts);
     // Issue now; return the time the last TLP has left the NIC (posted).
     sc_core::sc_time write(dma_client who, uint64_t addr, const void* data, uint32_t len,
                            dma_status* status = nullptr);
@@ -78,6 +74,31 @@ public:
     // data_start + (i + 1) x ps_per_byte): each TLP leaves once its bytes are in.
     sc_core::sc_time write_streamed(dma_client who, uint64_t addr, const void* data, uint32_t len,
                                     const sc_core::sc_time& data_start, double ps_per_byte);
+    // A read whose requester goes on before the grant (timestep_arbiter::post): read_posted
+    // returns at the edge (or at once, issued, when the request is alone at a settled
+    // instant), the grant issues it at that edge in the order read() would, and
+    // wait_granted() returns when it has (at once if it has): then `done` is the time the
+    // last byte is in, `status` how it completed, `parts` (if given) the time each read
+    // request's bytes are in (a block that streams the data on as it arrives:
+    // tlm/pcie/dma_stream.h). The caller keeps `r` alive until then and does not touch the data
+    // before. For a block with other waiting to do first (the transmit engine: the send path's FIFO
+    // room); the result is the same as read()'s, without a wake-up at the grant.
+    struct posted_read {
+        sc_core::sc_time done;
+        dma_status status = dma_status::OK;
+        // Set by read_posted.
+        dma_engine* engine = nullptr;
+        dma_client who = dma_client::TX_PAYLOAD;
+        uint64_t addr = 0;
+        void* data = nullptr;
+        uint32_t len = 0;
+        fabric::read_parts* parts = nullptr;
+        timestep_arbiter::ticket ticket;
+        void operator()();  // the grant: issue it
+    };
+    void read_posted(dma_client who, uint64_t addr, void* data, uint32_t len, posted_read& r,
+                     fabric::read_parts* parts = nullptr);
+    void wait_granted(const posted_read& r) { m_arbiter.wait_granted(r.ticket); }
     // From an SC_THREAD: issue and wait until done; returns how the request completed (the
     // status costs nothing extra: it is the payload's response status).
     dma_status read_wait(dma_client who, uint64_t addr, void* data, uint32_t len);
@@ -99,6 +120,8 @@ private:
                                uint32_t len, dma_status* status,
                                const sc_core::sc_time& hold = sc_core::SC_ZERO_TIME,
                                const fabric::dma_stream_ext* stream = nullptr);
+    // Counts a request of `who` (reads or writes and their bytes); returns its counters.
+    client_stats& count(dma_client who, tlm::tlm_command cmd, uint32_t len);
     sc_core::sc_time issue(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
                            dma_status& status, const fabric::dma_stream_ext* stream);
 

@@ -125,6 +125,14 @@ public:
     virtual ~send_path_if() = default;
     virtual void put_descriptor(const tx_descriptor& d) = 0;
     virtual void put_payload(payload_chunk&& c) = 0;
+    // A buffer of `n` bytes for a payload chunk, its contents unspecified (the producer
+    // overwrites every byte): the input FIFO recycles the buffers of the chunks it has
+    // released, so a chunk per packet costs no allocation and no zero-fill.
+    virtual std::vector<uint8_t> payload_buffer(size_t n) { return std::vector<uint8_t>(n); }
+    // From an SC_THREAD: returns once the payload FIFO has room, when put_payload would take
+    // bytes (the wait put_payload begins with, for a producer that waits for the FIFO before
+    // its data is ready). Default: no wait (put_payload waits).
+    virtual void wait_payload_room() {}
 };
 
 }  // namespace rnic::hw

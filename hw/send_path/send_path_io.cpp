@@ -161,7 +161,7 @@ send_path_inputs::send_path_inputs(const std::string& name, const send_path_conf
 void send_path_inputs::put_descriptor(const tx_descriptor& d) {
     while (m_desc_slots >= m_cfg.desc_fifo_depth &&
            (m_desc.empty() || !continues_segment(m_desc.back().desc, d))) {
-        sc_core::wait(m_space_event);
+        wait_space();
     }
     const uint64_t valid_edge = edge_after(m_clk, sc_core::sc_time_stamp());
     mirror_descriptor(d, valid_edge);
@@ -183,18 +183,25 @@ void send_path_inputs::mirror_descriptor(const tx_descriptor& d, uint64_t valid_
     }
     m_desc.push_back(e);
     update();
-    m_input_event.notify(sc_core::SC_ZERO_TIME);
+    notify_input();
 }
 
 void send_path_inputs::mirror_payload(const uint8_t* p, size_t n, uint64_t valid_edge) {
     chunk_entry e;
     e.offset = m_pay_end;
     e.valid_edge = valid_edge;
-    e.bytes.assign(p, p + n);
+    e.bytes = take_buffer(n);
+    std::copy(p, p + n, e.bytes.begin());
     m_chunks.push_back(std::move(e));
     m_pay_end += n;
     update();
-    m_input_event.notify(sc_core::SC_ZERO_TIME);
+    notify_input();
+}
+
+void send_path_inputs::wait_payload_room() {
+    while (m_pay_end - m_pay_base >= m_cfg.payload_fifo_bytes) {
+        wait_space();
+    }
 }
 
 void send_path_inputs::put_payload(payload_chunk&& c) {
@@ -202,7 +209,7 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
     const size_t total = c.bytes.size();
     while (done < total) {
         while (m_pay_end - m_pay_base >= m_cfg.payload_fifo_bytes) {
-            sc_core::wait(m_space_event);
+            wait_space();
         }
         const size_t room = m_cfg.payload_fifo_bytes - (m_pay_end - m_pay_base);
         const size_t n = std::min(room, total - done);
@@ -247,8 +254,31 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
         m_pay_end += n;
         done += n;
         update();
+        notify_input();
+    }
+}
+
+// A put or release at an instant when nobody waits would leave a delta notification that wakes
+// no one but still counts as activity at the instant (sc_pending_activity_at_current_time): a
+// request the transmit engine makes next would then go through a timestep_arbiter round
+// instead of being granted on the spot. Notified only while someone waits: a consumer or
+// producer that does not wait checks the FIFO state before it would.
+void send_path_inputs::notify_input() {
+    if (m_input_listeners != 0) {
         m_input_event.notify(sc_core::SC_ZERO_TIME);
     }
+}
+
+void send_path_inputs::notify_space() {
+    if (m_space_waiters != 0) {
+        m_space_event.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void send_path_inputs::wait_space() {
+    ++m_space_waiters;
+    sc_core::wait(m_space_event);
+    --m_space_waiters;
 }
 
 uint64_t send_path_inputs::part_valid_edge(const chunk_entry& c, uint64_t to) {
@@ -298,6 +328,16 @@ const uint8_t* send_path_inputs::payload_in_place(uint64_t from, size_t n) const
     return s.bytes >= n ? s.data : nullptr;
 }
 
+std::vector<uint8_t> send_path_inputs::take_buffer(size_t n) {
+    if (m_spare.empty()) {
+        return std::vector<uint8_t>(n);
+    }
+    std::vector<uint8_t> b = std::move(m_spare.back());
+    m_spare.pop_back();
+    b.resize(n);  // a buffer of a chunk as large (the usual case): no byte written
+    return b;
+}
+
 void send_path_inputs::release_descriptor() {
     if (!m_desc.front().passes_slot) {
         --m_desc_slots;
@@ -305,7 +345,7 @@ void send_path_inputs::release_descriptor() {
     m_desc.pop_front();
     ++m_desc_base;
     update();
-    m_space_event.notify(sc_core::SC_ZERO_TIME);
+    notify_space();
 }
 
 void send_path_inputs::release_payload(uint64_t n) {
@@ -315,10 +355,13 @@ void send_path_inputs::release_payload(uint64_t n) {
     m_pay_base += n;
     while (!m_chunks.empty() &&
            m_chunks.front().offset + m_chunks.front().bytes.size() <= m_pay_base) {
+        if (m_spare.size() < SPARE_BUFFERS) {
+            m_spare.push_back(std::move(m_chunks.front().bytes));
+        }
         m_chunks.pop_front();
     }
     update();
-    m_space_event.notify(sc_core::SC_ZERO_TIME);
+    notify_space();
 }
 
 void send_path_inputs::clear() {
@@ -330,7 +373,7 @@ void send_path_inputs::clear() {
     m_pay_base = 0;
     m_pay_end = 0;
     update();
-    m_space_event.notify(sc_core::SC_ZERO_TIME);
+    notify_space();
 }
 
 void send_path_inputs::update() {

@@ -185,6 +185,8 @@ public:
     // Accepts the chunk's bytes as space allows (a chunk larger than the free space enters in
     // parts, each part usable from the first edge after max(its acceptance, c.ready)).
     void put_payload(payload_chunk&& c);
+    // Returns once the payload FIFO has room (put_payload's first wait).
+    void wait_payload_room();
 
     // Consumer side. Descriptors are numbered 0, 1, ... since the last clear().
     bool has_descriptor(uint64_t seq) const {
@@ -209,6 +211,9 @@ public:
         return edge;
     }
     void copy_payload(uint64_t from, size_t n, uint8_t* dst) const;
+    // A buffer of `n` bytes (contents unspecified), recycled from released chunks when one is
+    // spare (send_path_if::payload_buffer).
+    std::vector<uint8_t> take_buffer(size_t n);
     // The bytes [from, from + n) in place when one chunk holds them all (no copy), else null.
     const uint8_t* payload_in_place(uint64_t from, size_t n) const;
     // The part of the chunk holding stream byte `from` that starts there: its bytes stay in
@@ -220,8 +225,11 @@ public:
         uint64_t valid_edge = 0;
     };
     payload_span payload_at(uint64_t from) const;
-    // Notified (delta) on every put.
+    // Notified (delta) on every put while a consumer listens: listen() before waiting on it,
+    // unlisten() once woken (with `on` false, neither counts).
     const sc_core::sc_event& input_event() const { return m_input_event; }
+    void listen(bool on = true) { m_input_listeners += on ? 1 : 0; }
+    void unlisten(bool on = true) { m_input_listeners -= on ? 1 : 0; }
 
     // Return the oldest descriptor's slot / `n` payload bytes from the front.
     void release_descriptor();
@@ -254,6 +262,9 @@ private:
     // A streamed chunk (chunk_entry::parts): the valid edge of the part holding the last of
     // its bytes below `to` (parts come in in order).
     static uint64_t part_valid_edge(const chunk_entry& c, uint64_t to);
+    void notify_input();  // m_input_event, if a consumer listens
+    void notify_space();  // m_space_event, if a producer waits
+    void wait_space();    // a producer waits for m_space_event
 
     std::string m_name;
     send_path_config m_cfg;
@@ -269,8 +280,13 @@ private:
     std::deque<chunk_entry> m_chunks;
     uint64_t m_pay_base = 0;  // stream offset of the oldest byte held
     uint64_t m_pay_end = 0;   // stream offset after the newest byte
+    // Released chunks' buffers, for take_buffer (a few: one is taken per chunk put).
+    static constexpr size_t SPARE_BUFFERS = 8;
+    std::vector<std::vector<uint8_t>> m_spare;
     sc_core::sc_event m_input_event;
     sc_core::sc_event m_space_event;
+    uint32_t m_input_listeners = 0;
+    uint32_t m_space_waiters = 0;
     // traced
     uint32_t m_desc_occupancy = 0;
     uint32_t m_payload_occupancy = 0;

@@ -52,7 +52,9 @@ void send_path_model::trace(sc_core::sc_trace_file* tf) const {
 
 void send_path_model::wait_input() {
     const uint64_t gen = m_reset_gen;
+    m_in.listen();
     sc_core::wait(m_in.input_event() | m_reset_event);
+    m_in.unlisten();
     if (m_reset_gen != gen) {
         throw reset_unwind{};
     }
@@ -115,6 +117,9 @@ void send_path_model::run() {
             int64_t a0 = 0;
             const size_t regs = m_r_prev.size();  // output_registers
             for (uint32_t j = 0; j < plan.beats; ++j) {
+                if (j == 1 && rest_in_closed_form(plan, pay_off)) {
+                    break;  // beats 1 .. beats - 1 computed at once
+                }
                 int64_t avail = NEG;
                 if (j == 0) {
                     // Idle edges the RTL leaves between frames (and between messages).
@@ -221,6 +226,53 @@ void send_path_model::run() {
     }
 }
 
+bool send_path_model::rest_in_closed_form(const packet_plan& plan, uint64_t pay_off) {
+    // With one output register and the MAC FIFO as output (ready for the whole frame once its
+    // first beat went), the recurrence of beats j >= 1 (run() above) is
+    //   a_j = max(r_(j-1), v_j),  r_j = max(a_j + 1, t_(j-1)),  t_j = r_j + 1,
+    // v_j the valid edge of the payload beat j consumes. From beat 0's r_0 and t_0 (t_0 >=
+    // r_0 + 1), if every v_j <= r_0: a_1 = r_0, r_1 = t_0, and for j >= 2 a_j = t_0 + j - 2,
+    // r_j = t_0 + j - 1: t_j = t_0 + j, one beat per edge, no stall of either kind. Exactly
+    // the loop's values, without one iteration per beat. Otherwise (payload not in, or in
+    // late, or another timing) the loop goes on beat by beat.
+    if (m_mac == nullptr || m_r_prev.size() != 1) {
+        return false;
+    }
+    const int64_t r0 = m_r_prev[0];
+    const int64_t t0 = m_t_prev;
+    const uint32_t beats = plan.beats;
+    // Payload input beats consumed by output beats 1 .. beats - 1 (input_beat_of).
+    const uint32_t hb = plan.header_bytes / SEND_PATH_BEAT_BYTES;
+    const uint32_t k_lo = hb >= 1 ? 0 : 1 - hb;
+    const int64_t k_hi = std::min<int64_t>(int64_t{beats} - 1 - hb, int64_t{plan.input_beats} - 1);
+    if (k_hi >= int64_t{k_lo}) {
+        const uint64_t from = pay_off + uint64_t{SEND_PATH_BEAT_BYTES} * k_lo;
+        const uint64_t to = std::min<uint64_t>(
+            pay_off + uint64_t{SEND_PATH_BEAT_BYTES} * static_cast<uint64_t>(k_hi + 1),
+            pay_off + plan.payload_len);
+        // The latest valid edge of those bytes bounds every v_j (a streamed chunk's parts
+        // come in in order).
+        if (m_in.payload_end() < to ||
+            static_cast<int64_t>(m_in.payload_valid_edge(from, to)) > r0) {
+            return false;
+        }
+    }
+    if (m_observer) {
+        m_beat_edges.resize(beats);
+        for (uint32_t j = 1; j < beats; ++j) {
+            m_beat_edges[j] = static_cast<uint64_t>(t0 + j);
+        }
+    } else {
+        // Without a beat observer only the frame's first and last edges are read (its
+        // completion, cut-through, the trace slice; reset reports beats to an observer only).
+        m_beat_edges.push_back(static_cast<uint64_t>(t0 + beats - 1));
+    }
+    m_a_last = beats == 2 ? r0 : t0 + beats - 3;
+    m_r_prev[0] = t0 + beats - 2;
+    m_t_prev = t0 + beats - 1;
+    return true;
+}
+
 void send_path_model::build_current_frame() {
     const uint32_t len = m_cur_plan.payload_len;
     const uint64_t have = std::min<uint64_t>(
@@ -241,7 +293,7 @@ void send_path_model::build_current_frame() {
     m_frame.clear();
     roce::frame_header h = make_frame_header(m_cur_desc, m_cur_plan);
     h.tos = static_cast<uint8_t>((m_cfg.dscp << 2) | 0x02);  // DSCP (PFC priority), ECT(0)
-    if (m_cfg.udp_sport == "qpn_xor") {
+    if (m_sport_qpn_xor) {
         h.udp_src_port = udp_source_port_qpn_xor(m_cur_desc.src_qpn, m_cur_desc.dest_qpn);
     }
     roce::build_frame(h, payload, len, m_frame);

@@ -47,6 +47,8 @@ public:
 
     void put_descriptor(const tx_descriptor& d) override { m_in.put_descriptor(d); }
     void put_payload(payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
+    std::vector<uint8_t> payload_buffer(size_t n) override { return m_in.take_buffer(n); }
+    void wait_payload_room() override { m_in.wait_payload_room(); }
 
     // See send_path_unit. The model reports a frame's beats when the frame completes, or at
     // reset for the beats of a partial frame that left before the reset edge.
@@ -68,9 +70,13 @@ private:
     void run_thread();
     void run();
     void wait_input();
+    // After beat 0 of the packet: beats 1 .. beats - 1 in closed form when their timing is
+    // the free-flowing one (see the .cpp); false: not applicable, computed beat by beat.
+    bool rest_in_closed_form(const packet_plan& plan, uint64_t pay_off);
     void build_current_frame();
 
     const send_path_config m_cfg;
+    const bool m_sport_qpn_xor = m_cfg.udp_sport == "qpn_xor";  // read per frame
     const clock_domain& m_clk;
     std::unique_ptr<mac_fifo_output> m_mac;
     frame_output_if& m_out;
@@ -99,7 +105,9 @@ private:
     // The packet being built (kept for reset: its beats before the reset edge are reported).
     std::vector<uint8_t> m_frame;
     std::vector<uint8_t> m_payload;
-    std::vector<uint64_t> m_beat_edges;  // handshake edges computed so far
+    // Handshake edges computed so far (a frame computed in closed form without a beat
+    // observer: its first and last only).
+    std::vector<uint64_t> m_beat_edges;
     tx_descriptor m_cur_desc;
     packet_plan m_cur_plan;
     uint64_t m_cur_pay_off = 0;

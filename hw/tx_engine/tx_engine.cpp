@@ -1620,24 +1620,32 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
                 m_stomp.add(d.dest_qpn, fault_psn, end - first_bad);
             }
             payload_chunk c;
-            c.bytes.resize(n);
+            // A buffer the send path recycles (no allocation, no zero-fill): the read below
+            // writes every byte of it (zeros when it fails).
+            c.bytes = m_send_path.payload_buffer(n);
             if (faulted) {
                 // The send path takes exactly the descriptor's bytes and has no abort: the rest
                 // of the segment goes in as zeros, and the MAC stomps those packets.
+                std::fill(c.bytes.begin(), c.bytes.end(), uint8_t{0});
                 c.ready = sc_core::sc_time_stamp();
-            } else if (m_cfg.cut_through) {
-                // Streamed: each read request's bytes go on as its completions are in.
-                c.ready = m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n,
-                                     m_read_parts);
-                c.parts.assign(m_read_parts.begin(), m_read_parts.end());
-                last_ready = c.ready;
-                m_stats.payload_bytes += n;
-                m_stats.payload_read_parts += m_read_parts.size();
             } else {
-                c.ready =
-                    m_dma.read(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n);
-                last_ready = c.ready;
+                // The read is requested now (granted at this edge, in the DMA engine's order)
+                // and goes into the send path's payload FIFO when the FIFO has room: when it is
+                // full (at line rate, each time), one wait for its room, not a wake-up at the
+                // grant first. Streamed (cut_through): each read request's bytes go on as its
+                // completions are in.
+                dma_engine::posted_read r;
+                m_dma.read_posted(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n, r,
+                                  m_cfg.cut_through ? &m_read_parts : nullptr);
                 m_stats.payload_bytes += n;
+                m_send_path.wait_payload_room();
+                m_dma.wait_granted(r);
+                c.ready = r.done;
+                if (m_cfg.cut_through) {
+                    c.parts.assign(m_read_parts.begin(), m_read_parts.end());
+                    m_stats.payload_read_parts += m_read_parts.size();
+                }
+                last_ready = c.ready;
             }
             m_send_path.put_payload(std::move(c));
             done += n;

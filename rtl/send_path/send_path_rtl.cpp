@@ -302,12 +302,16 @@ uint64_t send_path_rtl::wait_for_change(uint64_t e) {
             if (t <= now) {
                 return cand;
             }
+            m_in.listen(want_put);
             sc_core::wait(t - now, evs);
+            m_in.unlisten(want_put);
             if (sc_core::sc_time_stamp() == t) {
                 return cand;
             }
         } else {
+            m_in.listen(want_put);
             sc_core::wait(evs);
+            m_in.unlisten(want_put);
         }
         // Woken by an event: something may be usable from the edge at or after now.
         e = std::max(e, m_clk.cycle_of(sc_core::sc_time_stamp()));

@@ -472,6 +472,47 @@ TEST(SendPath, MacFifoFullStallsFirstBeat) {
     ASSERT_EQ(popped.size(), 2u);
 }
 
+// The same one-deep MAC FIFO with frames of many beats (a 2-packet WRITE, payload in at once):
+// frame 0 leaves on edges 5..22 (70 + 1024 + 4 bytes: 18 beats), frame 1 (54 + 1024 + 4: 17
+// beats) is ready at 23 but the FIFO is full until the pop at 1001 ns: its first beat leaves
+// at 501 and the rest one per edge behind it, 502..517 (the beats after a held first beat
+// stream as when nothing held it: the model computes them at once, and here its MAC path).
+TEST(SendPath, MacFifoFullHoldsAFrameWhoseOtherBeatsFollowOnePerEdge) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    channel<fabric::eth_frame> mac("mac_tx", 1);
+    send_path_model dut("send_path", send_path_config{}, clk, mac, ctx);
+    std::vector<frame_beat> beats;
+    dut.set_beat_observer([&](const frame_beat& b) { beats.push_back(b); });
+    const auto payload = pattern_bytes(2048, 9);
+    const tx_descriptor d = make_desc(tx_kind::WRITE, 2048, 10);
+    std::vector<fabric::eth_frame> frames;
+    std::vector<uint64_t> popped;
+    sc_core::sc_spawn([&] { put_message(dut, d, payload, 1024); }, "driver");
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(1001, sc_core::SC_NS);  // between edges 500 and 501
+            for (int i = 0; i < 2; ++i) {
+                frames.push_back(mac.get());
+                popped.push_back(clk.cycle_of(sc_core::sc_time_stamp()));
+            }
+        },
+        "mac");
+    sc_core::sc_start();
+    ASSERT_EQ(beats.size(), 18u + 17u);
+    for (size_t j = 0; j < 18; ++j) {
+        EXPECT_EQ(beats[j].cycle, 5 + j) << "frame 0 beat " << j;
+    }
+    for (size_t j = 0; j < 17; ++j) {
+        EXPECT_EQ(beats[18 + j].cycle, 501 + j) << "frame 1 beat " << j;
+    }
+    EXPECT_EQ(dut.get_stats().stall_backpressure_cycles, 501u - 23u);
+    EXPECT_EQ(dut.get_stats().stall_payload_cycles, 0u);
+    ASSERT_EQ(popped.size(), 2u);
+    EXPECT_EQ(popped[1], 517u);  // frame 1 entered the FIFO at its last beat
+    check_frames(frames, {{d, payload}});
+}
+
 // Descriptor FIFO of one: the second put returns when the first message's last frame left
 // (edge 5), so the second descriptor is valid at 6 and its frame leaves at 10.
 TEST(SendPath, DescriptorFifoBlocksUntilMessageLeft) {

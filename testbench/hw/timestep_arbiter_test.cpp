@@ -175,6 +175,60 @@ TEST(TimestepArbiter, LoneRequestAtASettledInstantIsGrantedWithoutADeltaCycle) {
     EXPECT_EQ(p.arb.requests(), 2u);
 }
 
+// post(): the request joins its edge's round as request() would (by priority, then name), but
+// the requester goes on at once: it sees the request not yet served, does its other waiting
+// (here until 50 ns), and wait_granted() then returns at once with the grant of 40 ns. A
+// requester that calls wait_granted() right away returns at the grant, at the edge.
+TEST(TimestepArbiter, PostedRequestIsGrantedInItsRoundWhileTheRequesterGoesOn) {
+    const clock_domain clk("nic", 500);
+    port p(clk);
+    requester(p, "a_req", sc_time(40, SC_NS), 1, 1);
+    requester(p, "c_high", sc_time(40, SC_NS), 2, 0);
+    bool served_on_return = true;
+    sc_time b_start;
+    sc_time b_granted_at;
+    sc_time d_start;
+    sc_time d_granted_at;
+    auto grant = [&p, &clk](const std::string& who, sc_time& start) {
+        start = std::max(sc_core::sc_time_stamp(), p.free);
+        p.free = start + clk.period();
+        p.grants.push_back(who + "@" + std::to_string(start.to_seconds() * 1e9));
+    };
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(39500, sc_core::SC_PS));  // between edges: posted at 40 ns
+            auto serve = [&] { grant("b_post", b_start); };
+            timestep_arbiter::ticket t;
+            p.arb.post(1, serve, t);
+            served_on_return = t.served;
+            EXPECT_EQ(sc_core::sc_time_stamp(), sc_time(40, SC_NS));
+            sc_core::wait(sc_time(10, SC_NS));  // the requester's other waiting
+            p.arb.wait_granted(t);
+            b_granted_at = sc_core::sc_time_stamp();
+        },
+        "b_post");
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(40, SC_NS));
+            auto serve = [&] { grant("d_post", d_start); };
+            timestep_arbiter::ticket t;
+            p.arb.post(1, serve, t);
+            p.arb.wait_granted(t);
+            d_granted_at = sc_core::sc_time_stamp();
+        },
+        "d_post");
+    sc_core::sc_start();
+    EXPECT_FALSE(served_on_return);
+    EXPECT_EQ(p.grants, (std::vector<std::string>{at("c_high", 40), at("a_req", 42),
+                                                  at("b_post", 44), at("d_post", 46)}));
+    EXPECT_EQ(b_start, sc_time(44, SC_NS));
+    EXPECT_EQ(b_granted_at, sc_time(50, SC_NS));  // no later than its own waiting
+    EXPECT_EQ(d_start, sc_time(46, SC_NS));
+    EXPECT_EQ(d_granted_at, sc_time(40, SC_NS));  // the round at the edge
+    EXPECT_EQ(p.arb.rounds(), 1u);
+    EXPECT_EQ(p.arb.contended_rounds(), 1u);
+}
+
 TEST(TimestepArbiter, SettleInstantSeesWritesOfTheSameInstantOneReaderAtATime) {
     // A DMA write landing at 40 ns a few delta cycles into the instant, and two CPU threads
     // resuming at 40 ns that read it: without settle_instant() what they see depends on the

@@ -70,24 +70,30 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     }
 }
 
-double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes) {
+// Inline (every caller is in this file): two dozen calls per 4 KiB payload read.
+inline double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t_ps,
+                                  uint32_t bytes) {
     const double start = std::max(t_ps, free_ps);
-    const bool back_to_back = start == free_ps;
     const double dur = bytes * m_byte_ns * PS_PER_NS;
+    if (m_track_busy) {
+        track_reserved(st, start, start == free_ps, dur);
+    }
     free_ps = start + dur;
     st.wire_bytes += bytes;
     st.busy_ps += static_cast<uint64_t>(dur);
-    if (m_track_busy) {
-        const bool up = &st == &m_up;
-        std::deque<reserved>& q = up ? m_up_ahead : m_down_ahead;
-        if (back_to_back && !q.empty()) {
-            q.back().ps += static_cast<uint64_t>(dur);  // one busy stretch with the last TLP
-        } else {
-            q.push_back({start, static_cast<uint64_t>(dur)});
-        }
-        (up ? m_up_ahead_ps : m_down_ahead_ps) += static_cast<uint64_t>(dur);
-    }
     return free_ps;
+}
+
+void pcie_link::track_reserved(const direction_stats& st, double start, bool back_to_back,
+                               double dur) {
+    const bool up = &st == &m_up;
+    std::deque<reserved>& q = up ? m_up_ahead : m_down_ahead;
+    if (back_to_back && !q.empty()) {
+        q.back().ps += static_cast<uint64_t>(dur);  // one busy stretch with the last TLP
+    } else {
+        q.push_back({start, static_cast<uint64_t>(dur)});
+    }
+    (up ? m_up_ahead_ps : m_down_ahead_ps) += static_cast<uint64_t>(dur);
 }
 
 uint64_t pcie_link::busy_ps_at(bool up, double now_ps) {
@@ -145,9 +151,13 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_par
     uint32_t left = len;
     do {
         const uint32_t n = std::min({left, m_cfg.mrrs, bytes_to_boundary(addr, 4096)});
-        // Take the tag that frees first (a min-heap of the tags' free times).
-        std::pop_heap(m_tag_free_ps.begin(), m_tag_free_ps.end(), std::greater<>());
-        double* tag = &m_tag_free_ps.back();
+        // Take the tag that frees first. A tag frees when its last completion is in, and
+        // completions leave the downstream direction one after the other: every tag taken
+        // frees later than every tag taken before it. So the tags' free times, in the order
+        // they were taken, are sorted: the one that frees first is the oldest (a ring, where a
+        // heap would cost log(tags) per request for the same choice).
+        double* tag = &m_tag_free_ps[m_tag_next];
+        m_tag_next = m_tag_next + 1 == m_tag_free_ps.size() ? 0 : m_tag_next + 1;
         const double ready = std::max(t_ps, *tag);
         if (*tag > t_ps) {
             m_tag_stall_ps += static_cast<uint64_t>(*tag - t_ps);
@@ -169,8 +179,7 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_par
             c_left -= c;
         } while (c_left > 0);
         const double arrival = cpl_end + m_latency_ps;
-        *tag = arrival;
-        std::push_heap(m_tag_free_ps.begin(), m_tag_free_ps.end(), std::greater<>());
+        *tag = arrival;  // the newest: the ring's last
         data_arrival = std::max(data_arrival, arrival);
         addr += n;
         left -= n;

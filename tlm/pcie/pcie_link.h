@@ -111,6 +111,8 @@ private:
 
     // Reserves one direction for a TLP of `bytes` no earlier than `t_ps`; returns its end.
     double send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes);
+    // With track_busy: notes a TLP's reservation (send_tlp).
+    void track_reserved(const direction_stats& st, double start, bool back_to_back, double dur);
     // `parts` (dma_stream_ext): filled per read request. `stream`: a write's pacing.
     double read_timing(double t_ps, uint64_t addr, uint32_t len, read_parts* parts = nullptr);
     double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
@@ -128,7 +130,8 @@ private:
     uint32_t m_hdr_cpl;  // CplD header + framing + DLL
     double m_up_free_ps = 0;
     double m_down_free_ps = 0;
-    std::vector<double> m_tag_free_ps;
+    std::vector<double> m_tag_free_ps;  // per read tag: when it frees; a ring, oldest first
+    size_t m_tag_next = 0;              // the oldest
     std::deque<pending_write> m_up_writes;
     std::deque<pending_mmio> m_down_mmio;
     sc_core::sc_event m_up_event;
