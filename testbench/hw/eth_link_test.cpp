@@ -210,6 +210,63 @@ TEST(EthLink, SerializationAndArrivalTime) {
     EXPECT_EQ(b.link.get_stats(0).busy_ps, 1024u * 80 + 84u * 80);
 }
 
+// A sink that takes frames ahead (a switch port) gets each data frame as its first bit leaves,
+// with the arrival time of the rule above (last bit + propagation), computed then; the link
+// delivers nothing to it later. A PFC frame never goes to it: the receiving MAC consumes it at
+// its arrival and pauses its own transmitter.
+struct ahead_sink : rnic::fabric::frame_sink_if {
+    struct rx {
+        sc_time handed;  // when the link handed it over
+        sc_time at;      // its arrival
+        eth_frame frame;
+    };
+    std::vector<rx> frames;
+    int late = 0;  // receive_frame calls (at arrival): none expected
+    void receive_frame(eth_frame&&) override { ++late; }
+    bool takes_frames_ahead() const override { return true; }
+    void receive_frame_ahead(eth_frame&& f, const sc_time& at) override {
+        frames.push_back({sc_core::sc_time_stamp(), at, std::move(f)});
+    }
+};
+
+TEST(EthLink, ASinkThatTakesFramesAheadGetsThemAsTheyStartWithTheirArrival) {
+    eth_link_config cfg;  // 100 Gb/s (80 ps a byte), 50 ns
+    rnic::hw::sim_context ctx;
+    eth_link link("eth", cfg, ctx);
+    ahead_sink a;
+    sink nic;
+    link.attach(0, &a);
+    link.attach(1, &nic);
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(10, SC_NS));
+            link.tx(1).put(make_frame(1000, 7, 3));
+            link.tx(1).put(make_frame(40, 8));  // back to back; a runt: the minimum slot
+            sc_core::wait(sc_time(1, SC_NS));
+            link.set_xoff(1, 1, true);  // side 1's receiver: a pause frame toward 0
+        },
+        "mac1");
+    sc_core::sc_start(sc_time(5, sc_core::SC_US));
+    ASSERT_EQ(a.frames.size(), 2u);
+    EXPECT_EQ(a.late, 0);
+    EXPECT_EQ(a.frames[0].handed, sc_time(10, SC_NS));
+    EXPECT_EQ(a.frames[0].frame.tx_start, sc_time(10, SC_NS));
+    EXPECT_EQ(a.frames[0].at, sc_time(10, SC_NS) + ps(1012 * 80) + sc_time(50, SC_NS));
+    EXPECT_EQ(a.frames[0].frame.data, make_frame(1000, 7, 3).data);
+    // The runt goes after the first frame's 1024-byte slot and the pause frame (queued at 11 ns,
+    // sent ahead of data at that boundary).
+    const sc_time second = a.frames[1].frame.tx_start;
+    EXPECT_EQ(a.frames[1].handed, second);
+    EXPECT_EQ(second, sc_time(10, SC_NS) + ps(1024 * 80) + ps(84 * 80));
+    EXPECT_EQ(a.frames[1].at, second + ps(72 * 80) + sc_time(50, SC_NS));
+    // The pause frame reached side 0's MAC (its transmitter is paused for priority 0), not the
+    // sink.
+    EXPECT_EQ(link.get_stats(1).pfc_frames, 1u);
+    EXPECT_EQ(link.get_stats(0).pauses, 1u);
+    EXPECT_EQ(link.paused(0) & 1, 1);
+    EXPECT_TRUE(nic.frames.empty());
+}
+
 // Cut-through from the send path (eth_frame::complete): a frame put into the MAC FIFO before its
 // last byte is in starts at the latest of now and (complete - (8 + L) byte times), so its last
 // byte is in when the wire needs it; with `complete` already past it starts at once.

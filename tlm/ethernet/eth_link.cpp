@@ -112,9 +112,7 @@ std::vector<uint8_t> build_pfc_frame(const std::array<uint8_t, 6>& src, uint8_t 
 }
 
 bool parse_pfc_frame(const std::vector<uint8_t>& f, uint8_t& class_enable, pfc_quanta& quanta) {
-    if (f.size() < 34 || f[12] != (ETHERTYPE_MAC_CONTROL >> 8) ||
-        f[13] != (ETHERTYPE_MAC_CONTROL & 0xFF) || f[14] != (PFC_OPCODE >> 8) ||
-        f[15] != (PFC_OPCODE & 0xFF)) {
+    if (!is_pfc_frame(f)) {
         return false;
     }
     class_enable = f[17];
@@ -122,6 +120,12 @@ bool parse_pfc_frame(const std::vector<uint8_t>& f, uint8_t& class_enable, pfc_q
         quanta[p] = static_cast<uint16_t>((f[18 + 2 * p] << 8) | f[19 + 2 * p]);
     }
     return true;
+}
+
+bool is_pfc_frame(const std::vector<uint8_t>& f) {
+    return f.size() >= 34 && f[12] == (ETHERTYPE_MAC_CONTROL >> 8) &&
+           f[13] == (ETHERTYPE_MAC_CONTROL & 0xFF) && f[14] == (PFC_OPCODE >> 8) &&
+           f[15] == (PFC_OPCODE & 0xFF);
 }
 
 uint8_t default_priority(const std::vector<uint8_t>& f) {
@@ -169,8 +173,14 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
             "mac_ctrl_tx" + std::to_string(side), cfg.ctrl_fifo_frames);
         sc_core::sc_spawn(sc_core::sc_bind(&eth_link::serializer_thread, this, side),
                           sc_core::sc_gen_unique_name("serializer"));
-        sc_core::sc_spawn(sc_core::sc_bind(&eth_link::delivery_thread, this, side),
-                          sc_core::sc_gen_unique_name("delivery"));
+        // Delivery: a method woken once per arrival time (the frames' arrival times are known
+        // when they start on the wire); none for frames a sink takes ahead.
+        sc_core::sc_spawn_options dopts;
+        dopts.spawn_method();
+        dopts.dont_initialize();
+        dopts.set_sensitivity(&m_in_flight_event[side]);
+        sc_core::sc_spawn(sc_core::sc_bind(&eth_link::delivery_method, this, side),
+                          sc_core::sc_gen_unique_name("delivery"), &dopts);
         if (cfg.faults.pfc_storm_priorities != 0 && cfg.faults.pfc_storm_side == side) {
             sc_core::sc_spawn(sc_core::sc_bind(&eth_link::storm_thread, this, side),
                               sc_core::sc_gen_unique_name("pfc_storm"));
@@ -476,7 +486,25 @@ void eth_link::serializer_thread(int side) {
                   sc_core::sc_time(jitter_offset(m_jitter_rng[side], m_jitter_ps[side], n),
                                    sc_core::SC_PS);
         }
-        sc_core::wait(dur);
+        if (m_ctx.vcd == nullptr && m_xoff[side] == 0 && !m_ctrl_pending[side] && ctrl.empty() &&
+            (m_source[side] != nullptr
+                 ? !m_source[side]->holds_frames() && !m_source[side]->wants_idle_pulls()
+                 : fifo.empty())) {
+            // Nothing to send after this frame: no wake-up at its end. The MAC sleeps until
+            // something is queued (or a pause frame is due, or one arrives), and then waits out
+            // what is left of this frame: the next frame starts when the wire is free, as if it
+            // had woken there. (With waves on it wakes at the end, which clears dir<s>.busy.)
+            const sc_core::sc_time free_at = sc_core::sc_time_stamp() + dur;
+            const sc_core::sc_event& data =
+                m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
+            sc_core::wait(data | ctrl.written_event() | m_ctrl_event[side]);
+            const sc_core::sc_time now2 = sc_core::sc_time_stamp();
+            if (now2 < free_at) {
+                sc_core::wait(free_at - now2);
+            }
+        } else {
+            sc_core::wait(dur);
+        }
         m_busy[side] = false;
     }
 }
@@ -532,7 +560,6 @@ void eth_link::mark_ecn(int side, eth_frame& f) {
 }
 
 void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) {
-    auto& q = m_in_flight[side];
     auto& st = m_stats[side];
     const fault_config& fc = m_cfg.faults;
     sc_core::sc_time at = arrive;
@@ -584,15 +611,26 @@ void eth_link::deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive) 
         m_outbox.push_back({side, at, std::move(f)});
         return;
     }
-    // The delivery thread sleeps until the earliest arrival; it needs waking only when this
-    // frame becomes the earliest (an empty queue, or a fault delay let a later one overtake).
-    const bool earliest = q.empty() || at < q.begin()->first;
     if (twice) {
-        q.emplace(at, f);
+        hand_over(side, eth_frame(f), at);
     }
+    hand_over(side, std::move(f), at);
+}
+
+void eth_link::hand_over(int side, eth_frame&& f, const sc_core::sc_time& at) {
+    frame_sink_if* sink = m_sink[1 - side];
+    if (sink != nullptr && sink->takes_frames_ahead() && !is_pfc_frame(f.data)) {
+        sink->receive_frame_ahead(std::move(f), at);  // the sink wakes itself at `at`
+        return;
+    }
+    // The delivery method sleeps until the earliest arrival; it needs a new time only when
+    // this frame becomes the earliest (an empty queue, or a fault delay let a later one
+    // overtake). A timed notification: the method runs once, at the arrival.
+    auto& q = m_in_flight[side];
+    const bool earliest = q.empty() || at < q.begin()->first;
     q.emplace(at, std::move(f));
     if (earliest) {
-        m_in_flight_event[side].notify(sc_core::SC_ZERO_TIME);
+        m_in_flight_event[side].notify(at - sc_core::sc_time_stamp());
     }
 }
 
@@ -602,25 +640,15 @@ void eth_link::set_remote(int side, bool remote_cut_through) {
 }
 
 void eth_link::inject(int from_side, const sc_core::sc_time& arrive, eth_frame&& f) {
-    auto& q = m_in_flight[from_side];
-    const bool earliest = q.empty() || arrive < q.begin()->first;
-    q.emplace(arrive, std::move(f));
-    if (earliest) {
-        m_in_flight_event[from_side].notify(sc_core::SC_ZERO_TIME);
-    }
+    // The exchange hands over frames arriving after the window it ended (runner.cpp checks
+    // it), so `arrive` is after now, as for a frame sent here.
+    hand_over(from_side, std::move(f), std::max(arrive, sc_core::sc_time_stamp()));
 }
 
-void eth_link::delivery_thread(int side) {
+void eth_link::delivery_method(int side) {
     auto& q = m_in_flight[side];
-    for (;;) {
-        while (q.empty()) {
-            sc_core::wait(m_in_flight_event[side]);
-        }
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
-        if (q.begin()->first > now) {
-            sc_core::wait(q.begin()->first - now, m_in_flight_event[side]);
-            continue;
-        }
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!q.empty() && q.begin()->first <= now) {
         eth_frame f = std::move(q.begin()->second);
         q.erase(q.begin());
         uint8_t cev = 0;
@@ -636,6 +664,9 @@ void eth_link::delivery_thread(int side) {
         if (sink != nullptr) {
             sink->receive_frame(std::move(f));
         }
+    }
+    if (!q.empty()) {
+        m_in_flight_event[side].notify(q.begin()->first - now);
     }
 }
 

@@ -49,6 +49,18 @@ public:
         (void)side;
     }
     virtual bool cut_through() const { return false; }
+    // True: the sink takes its frames ahead (receive_frame_ahead) and wakes itself when they
+    // arrive, so a frame on the link costs the sink's one wake-up and none of the link's.
+    virtual bool takes_frames_ahead() const { return false; }
+    // For a sink that takes_frames_ahead(): the frame that arrives at `at` (after now), handed
+    // over when its first bit leaves the sender (or, from another rank, when it is injected);
+    // the sink must act on it at `at` exactly as receive_frame would then. Frames of one
+    // direction come in the order they were sent (FIFO on equal arrival times). Never a MAC
+    // control (PFC) frame: the link's MAC consumes those.
+    virtual void receive_frame_ahead(eth_frame&& frame, const sc_core::sc_time& at) {
+        (void)at;
+        receive_frame(std::move(frame));
+    }
 };
 
 // A transmitter that arbitrates at the moment the wire is free (a switch egress port) instead
@@ -63,6 +75,10 @@ public:
     // False when nothing is queued at all (pull() would return false with retry_at =
     // sc_max_time()): the MAC then sleeps without waiting for the instant to settle.
     virtual bool holds_frames() const { return true; }
+    // True when pull() has effects even with nothing queued (a switch with route epochs still
+    // to apply or paused queues to follow): the MAC then asks at the end of every frame, as it
+    // does when frames are queued; false lets an idle MAC skip that wake-up.
+    virtual bool wants_idle_pulls() const { return true; }
 };
 
 // 802.1Qbb priority flow control: MAC control frame (EtherType 0x8808, opcode 0x0101) to
@@ -77,6 +93,8 @@ std::vector<uint8_t> build_pfc_frame(const std::array<uint8_t, 6>& src, uint8_t 
                                      const pfc_quanta& quanta);
 // True for a PFC frame (fills class_enable and quanta); false for anything else.
 bool parse_pfc_frame(const std::vector<uint8_t>& frame, uint8_t& class_enable, pfc_quanta& quanta);
+// True for a PFC frame (what parse_pfc_frame accepts).
+bool is_pfc_frame(const std::vector<uint8_t>& frame);
 // Priority of a frame: an 802.1Q tag's PCP (tlm/ethernet/vlan.h); else an IPv4 frame's by the
 // default map (DSCP >> 3); 0 for anything else.
 uint8_t default_priority(const std::vector<uint8_t>& frame);
@@ -226,9 +244,13 @@ public:
 
 private:
     void serializer_thread(int side);
-    void delivery_thread(int side);
+    // Method: delivers the frames of m_in_flight[side] due now, then sleeps until the next one.
+    void delivery_method(int side);
     // Applies the fault model to a frame leaving side `side`; queues 0, 1 or 2 deliveries.
     void deliver(int side, eth_frame&& f, const sc_core::sc_time& arrive);
+    // Hands a frame sent by `side` that arrives at `at` to its receiver: ahead to a sink that
+    // takes frames ahead (not a PFC frame), else into the delivery queue.
+    void hand_over(int side, eth_frame&& f, const sc_core::sc_time& at);
     bool matches(const eth_frame& f) const;
     // faults.ecn_mark: marks an ECT frame CE with that probability (in place, before capture).
     void mark_ecn(int side, eth_frame& f);
@@ -248,7 +270,9 @@ private:
     std::unique_ptr<hw::channel<eth_frame>> m_tx[2];
     std::unique_ptr<hw::channel<eth_frame>> m_ctrl_tx[2];
     frame_sink_if* m_sink[2] = {nullptr, nullptr};
-    std::multimap<sc_core::sc_time, eth_frame> m_in_flight[2];  // by arrival; FIFO on ties
+    // Frames the link delivers itself (to a sink that does not take them ahead, and PFC
+    // frames), by arrival; FIFO on ties.
+    std::multimap<sc_core::sc_time, eth_frame> m_in_flight[2];
     // One stream per direction (side = the sender), seeded from faults.seed and the direction:
     // a direction's draws depend on its own frames alone, so the two halves of a link cut
     // between two ranks (testbench/distributed) draw exactly what one process draws.

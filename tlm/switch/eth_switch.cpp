@@ -85,12 +85,23 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     port_stats ps{};
     sc_core::sc_event data;
 
-    void receive_frame(eth_frame&& f) override { sw->arrive(index, std::move(f)); }
+    void receive_frame(eth_frame&& f) override {
+        sw->arrive(index, std::move(f), sc_core::sc_time_stamp());
+    }
+    // The link hands frames over as they start on the wire: the switch wakes once per arrival
+    // instant for all its ports (no wake-up of the link's own delivery).
+    bool takes_frames_ahead() const override { return true; }
+    void receive_frame_ahead(eth_frame&& f, const sc_core::sc_time& at) override {
+        sw->arrive(index, std::move(f), at);
+    }
     bool cut_through() const override { return sw->m_cfg.cut_through; }
     bool pull(uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) override {
         return sw->pull(index, paused, out, retry_at);
     }
     const sc_core::sc_event& data_event() const override { return data; }
+    // With nothing queued a pull changes nothing (no frame, and no paused queue is followed:
+    // a followed queue holds frames) but for applying route epochs that are due.
+    bool wants_idle_pulls() const override { return sw->m_next_epoch < sw->m_epochs.size(); }
     bool holds_frames() const override {
         if (!ctrl.empty()) {
             return true;
@@ -187,8 +198,8 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     sc_core::sc_spawn_options opts;
     opts.spawn_method();
     opts.dont_initialize();
-    opts.set_sensitivity(&m_batch_event);
-    sc_core::sc_spawn(sc_core::sc_bind(&eth_switch::process_batch, this), "arrivals", &opts);
+    opts.set_sensitivity(&m_arrival_event);
+    sc_core::sc_spawn(sc_core::sc_bind(&eth_switch::process_arrivals, this), "arrivals", &opts);
     // Paused queues are followed only with the watchdog or the deadlock check on.
     const double wd = m_cfg.pfc_watchdog.detection_ns;
     const double dl = m_cfg.pfc_deadlock_detect_ns;
@@ -647,26 +658,38 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
     pt.data.notify(delay);
 }
 
-// Frames that arrive at the same instant (from different links, woken in whatever order the
-// kernel runs the links' processes) are taken in ingress port order, each port's in arrival
-// order: admission, ECN draws, PFC and queue order then do not depend on process order.
-void eth_switch::arrive(uint32_t in, eth_frame&& f) {
-    if (m_batch.empty()) {
-        m_batch_event.notify(sc_core::SC_ZERO_TIME);
+// Frames that arrive at the same instant (from different links, sent in whatever order the
+// kernel ran the links' processes) are taken in ingress port order, each port's in arrival
+// order: admission, ECN draws, PFC and queue order then do not depend on process order. The
+// links hand frames over when they start on the wire, with their arrival time (computed then
+// in closed form: tlm/ethernet/README.md), so the switch wakes once per arrival instant.
+void eth_switch::arrive(uint32_t in, eth_frame&& f, const sc_core::sc_time& at) {
+    const bool earliest = m_arrivals.empty() || at < m_arrivals.begin()->first.first;
+    m_arrivals.emplace(std::make_pair(at, in), std::move(f));
+    if (earliest) {
+        m_arrival_event.notify(at - sc_core::sc_time_stamp());  // the earliest pending wins
     }
-    m_batch.emplace_back(in, std::move(f));
 }
 
-void eth_switch::process_batch() {
+void eth_switch::process_arrivals() {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (m_arrivals_due != now) {
+        // Woken at the arrival time: the instant's arrivals are taken one delta later, after
+        // every process woken at this time has run, as when the links delivered them.
+        m_arrivals_due = now;
+        m_arrival_event.notify(sc_core::SC_ZERO_TIME);
+        return;
+    }
     if (m_next_epoch < m_epochs.size()) {
-        apply_epochs(sc_core::sc_time_stamp());
+        apply_epochs(now);
     }
-    std::stable_sort(m_batch.begin(), m_batch.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [in, f] : m_batch) {
-        receive(in, std::move(f));
+    while (!m_arrivals.empty() && m_arrivals.begin()->first.first <= now) {
+        auto node = m_arrivals.extract(m_arrivals.begin());
+        receive(node.key().second, std::move(node.mapped()));
     }
-    m_batch.clear();
+    if (!m_arrivals.empty()) {
+        m_arrival_event.notify(m_arrivals.begin()->first.first - now);
+    }
 }
 
 void eth_switch::receive(uint32_t in, eth_frame&& f) {

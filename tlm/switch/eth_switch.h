@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -123,8 +124,11 @@ private:
         std::vector<uint32_t> ports;
     };
 
-    void arrive(uint32_t in_port, eth_frame&& f);
-    void process_batch();
+    // A frame that arrives at port `in_port` at `at` (the link hands it over when it starts
+    // on the wire): queued by arrival time, then ingress port, for process_arrivals.
+    void arrive(uint32_t in_port, eth_frame&& f, const sc_core::sc_time& at);
+    // Method, woken at each arrival time: takes that instant's arrivals in ingress port order.
+    void process_arrivals();
     void receive(uint32_t in_port, eth_frame&& f);
     void answer_arp(uint32_t in_port, const eth_frame& f);
     const route* lookup(uint32_t dst) const;
@@ -160,14 +164,16 @@ private:
     uint64_t m_reroutes = 0;  // epochs applied
     switch_buffer m_buf;
     uint64_t m_rng;
-    bool m_mark_at_dequeue;                               // ecn_mark_at "dequeue"
-    uint64_t m_salt = 0xCBF29CE484222325ull;              // FNV-1a of the switch's name (ECMP hash)
-    std::vector<std::pair<uint32_t, eth_frame>> m_batch;  // this instant's arrivals
+    bool m_mark_at_dequeue;                   // ecn_mark_at "dequeue"
+    uint64_t m_salt = 0xCBF29CE484222325ull;  // FNV-1a of the switch's name (ECMP hash)
+    // Frames on their way in, by (arrival time, ingress port), FIFO on ties.
+    std::multimap<std::pair<sc_core::sc_time, uint32_t>, eth_frame> m_arrivals;
     double m_check_ns = 0;  // the earlier of the watchdog's detection and the deadlock time
     bool m_wd_drop = true;  // pfc_watchdog.action "drop" (else "forward")
     sc_core::sc_event m_pause_check;
     std::function<void()> m_stuck_observer;
-    sc_core::sc_event m_batch_event;
+    sc_core::sc_event m_arrival_event;                         // timed at the earliest arrival
+    sc_core::sc_time m_arrivals_due = sc_core::sc_max_time();  // the instant being taken
 };
 
 }  // namespace rnic::fabric
