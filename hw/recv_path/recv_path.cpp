@@ -325,8 +325,8 @@ void recv_path::undo_handoff(rx_lane& lane) {
 void recv_path::flush_receives(uint32_t qpn, const sc_core::sc_time& at) {
     rx_lane& lane = m_lanes[lane_of(qpn)];  // between that lane's frames: per-QP order
     if (lane.handoff && lane.handoff_arrived == sc_core::sc_time_stamp() &&
-        sc_core::sc_delta_count() == lane.handoff_delta) {
-        undo_handoff(lane);
+        sc_core::sc_delta_count() == lane.handoff_delta && lane.fifo->empty()) {
+        undo_handoff(lane);  // (a second frame behind it in the same delta: one port cannot)
     }
     lane.flushes.emplace_back(qpn, at);
     lane.flush_event.notify(sc_core::SC_ZERO_TIME);
