@@ -290,9 +290,11 @@ void cq_writer::msix_control_written(uint32_t vector) {
 }
 
 void cq_writer::writer_thread() {
+    m_wake |= m_requests.written_event();
+    m_wake |= m_event_posted;
     for (;;) {
         while (m_requests.empty() && m_events.empty() && m_irq_owed.empty()) {
-            sc_core::wait(m_requests.written_event() | m_event_posted);
+            sc_core::wait(m_wake);
         }
         if (!m_irq_owed.empty()) {
             const uint32_t v = m_irq_owed.front();

@@ -154,6 +154,9 @@ private:
     std::deque<hsi::event_entry> m_events;
     std::deque<uint32_t> m_irq_owed;  // MSI-X vectors to signal (EQ re-arm, unmask)
     sc_core::sc_event m_event_posted;
+    // What the idle writer waits on (a request, an event or owed interrupt): built once, not an
+    // allocated temporary per wait.
+    sc_core::sc_event_or_list m_wake;
     uint32_t m_eq_producer = 0;
     uint32_t m_eq_consumer = 0;
     bool m_eq_armed = true;

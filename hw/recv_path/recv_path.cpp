@@ -248,14 +248,86 @@ void recv_path::receive_frame(fabric::eth_frame&& frame) {
         m_parse_free = start + m_clk.cycles(1);
         lane.parsed.push_back(start + m_clk.cycles(m_cfg.parse_cycles));
     }
+    if (lane.idle && !lane.handoff && lane.fifo->empty() && lane.flushes.empty() &&
+        (m_link == nullptr || (m_link->xoff(m_link_side) == 0 && m_fifo_bytes < m_pfc.xoff))) {
+        // The lane waits for a frame: it takes this one now, as it would on waking in the next
+        // delta cycle, and sleeps on until the parse has ended (the PFC state cannot change:
+        // below XOFF, no XON to send).
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        lane.idle = false;
+        lane.busy_since = now;
+        lane.handoff = true;
+        lane.handoff_arrived = now;
+        lane.handoff_delta = sc_core::sc_delta_count();
+        lane.handoff_parse_wait = lane.parse_wait;
+        lane.handoff_parse_wait_end = lane.parse_wait_end;
+        if (m_cfg.parse_pipelined) {
+            lane.handoff_parse_entry = lane.parsed.front();
+        }
+        lane.handoff_frame = std::move(frame);
+        lane.handoff_parsed = take_frame(lane, lane.handoff_frame);
+        if (lane.handoff_parsed > now) {
+            lane.handoff_event.notify(lane.handoff_parsed - now);
+        } else {
+            lane.handoff_event.notify(sc_core::SC_ZERO_TIME);
+        }
+        return;
+    }
     lane.fifo->put(std::move(frame));  // never blocks: not full
     if (m_link != nullptr && m_fifo_bytes >= m_pfc.xoff) {
         m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), true);
     }
 }
 
+sc_core::sc_time recv_path::take_frame(rx_lane& lane, const fabric::eth_frame& f) {
+    m_fifo_bytes -= f.data.size();
+    if (m_link != nullptr && m_link->xoff(m_link_side) != 0 && m_fifo_bytes <= m_pfc.xon) {
+        m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), false);
+    }
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    ++m_stats.frames;
+    if (lanes() > 1) {
+        ++lane.stats.frames;
+    }
+    m_stats.bytes += f.data.size();
+    if (m_cfg.parse_pipelined) {
+        // Parsed while the lane was busy with earlier frames (receive_frame): the lane
+        // waits only for what is left of it.
+        const sc_core::sc_time parsed = lane.parsed.front();
+        lane.parsed.pop_front();
+        if (parsed > now) {
+            lane.parse_wait += parsed - now;
+            lane.parse_wait_end = parsed;
+        }
+        return m_clk.edge_at_or_after(std::max(parsed, now));
+    }
+    return m_clk.time_of_cycle(m_clk.cycle_of(now) + m_cfg.parse_cycles);
+}
+
+void recv_path::undo_handoff(rx_lane& lane) {
+    const fabric::eth_frame& f = lane.handoff_frame;
+    m_fifo_bytes += f.data.size();  // below XOFF still: it was when the frame came in
+    --m_stats.frames;
+    if (lanes() > 1) {
+        --lane.stats.frames;
+    }
+    m_stats.bytes -= f.data.size();
+    if (m_cfg.parse_pipelined) {
+        lane.parsed.push_front(lane.handoff_parse_entry);
+        lane.parse_wait = lane.handoff_parse_wait;
+        lane.parse_wait_end = lane.handoff_parse_wait_end;
+    }
+    lane.handoff = false;
+    lane.handoff_event.cancel();
+    lane.fifo->put(std::move(lane.handoff_frame));
+}
+
 void recv_path::flush_receives(uint32_t qpn, const sc_core::sc_time& at) {
     rx_lane& lane = m_lanes[lane_of(qpn)];  // between that lane's frames: per-QP order
+    if (lane.handoff && lane.handoff_arrived == sc_core::sc_time_stamp() &&
+        sc_core::sc_delta_count() == lane.handoff_delta && lane.fifo->empty()) {
+        undo_handoff(lane);  // (a second frame behind it in the same delta: one port cannot)
+    }
     lane.flushes.emplace_back(qpn, at);
     lane.flush_event.notify(sc_core::SC_ZERO_TIME);
 }
@@ -424,54 +496,52 @@ void recv_path::lane_thread(uint32_t i) {
     rx_lane& lane = m_lanes[i];
     lane.process = sc_core::sc_get_current_process_b();
     channel<fabric::eth_frame>& fifo = *lane.fifo;
+    lane.wake |= fifo.written_event();
+    lane.wake |= lane.flush_event;
+    lane.wake |= lane.handoff_event;
     for (;;) {
         // Flushes run between frames, so a receive is never completed twice.
-        if (fifo.empty() && lane.flushes.empty()) {
+        if (!lane.handoff && fifo.empty() && lane.flushes.empty()) {
             const sc_core::sc_time idle = sc_core::sc_time_stamp();
             // Waiting for the pipelined parse stage is latency, not the thread's work.
             lane.stats.busy_ps += m_clk.ps_of(idle - lane.busy_since - lane.parse_wait);
             lane.parse_wait = sc_core::SC_ZERO_TIME;
             lane.idle = true;
             m_stats.busy_ps = lanes() == 1 ? lane.stats.busy_ps : busy_ps_at(idle);  // lanes: mean
-            while (fifo.empty() && lane.flushes.empty()) {
-                sc_core::wait(fifo.written_event() | lane.flush_event);
+            while (!lane.handoff && fifo.empty() && lane.flushes.empty()) {
+                sc_core::wait(lane.wake);
             }
-            lane.idle = false;
-            lane.busy_since = sc_core::sc_time_stamp();
+            if (!lane.handoff) {
+                lane.idle = false;
+                lane.busy_since = sc_core::sc_time_stamp();
+            }  // else receive_frame took the frame when it arrived, and marked the lane busy
         }
-        if (!lane.flushes.empty()) {
-            const auto [qpn, at] = lane.flushes.front();
-            lane.flushes.pop_front();
-            if (at > sc_core::sc_time_stamp()) {
-                m_clk.wait_until(at);
-            }
-            flush_queue(qpn);
-            continue;
-        }
-        fabric::eth_frame f = fifo.get();
-        m_fifo_bytes -= f.data.size();
-        if (m_link != nullptr && m_link->xoff(m_link_side) != 0 && m_fifo_bytes <= m_pfc.xon) {
-            m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), false);
-        }
-        const sc_core::sc_time arrived = sc_core::sc_time_stamp();
-        ++m_stats.frames;
-        if (lanes() > 1) {
-            ++lane.stats.frames;
-        }
-        m_stats.bytes += f.data.size();
-        if (m_cfg.parse_pipelined) {
-            // Parsed while the lane was busy with earlier frames (receive_frame): the lane
-            // waits only for what is left of it.
-            const sc_core::sc_time parsed = lane.parsed.front();
-            lane.parsed.pop_front();
-            if (parsed > arrived) {
-                lane.parse_wait += parsed - arrived;
-                lane.parse_wait_end = parsed;
-            }
-            m_clk.wait_until(parsed);
+        fabric::eth_frame f;
+        sc_core::sc_time arrived;
+        sc_core::sc_time parsed;
+        if (lane.handoff) {
+            // Handed over at its arrival, taken then (receive_frame): the lane wakes when its
+            // parse has ended (or earlier for a flush, which goes after this frame).
+            lane.handoff = false;
+            lane.handoff_event.cancel();
+            f = std::move(lane.handoff_frame);
+            arrived = lane.handoff_arrived;
+            parsed = lane.handoff_parsed;
         } else {
-            m_clk.wait_cycles(m_cfg.parse_cycles);
+            if (!lane.flushes.empty()) {
+                const auto [qpn, at] = lane.flushes.front();
+                lane.flushes.pop_front();
+                if (at > sc_core::sc_time_stamp()) {
+                    m_clk.wait_until(at);
+                }
+                flush_queue(qpn);
+                continue;
+            }
+            f = fifo.get();
+            arrived = sc_core::sc_time_stamp();
+            parsed = take_frame(lane, f);
         }
+        m_clk.wait_until(parsed);
         // An 802.1Q-tagged frame (a CNP with np_cnp_prio): the MAC strips the tag; its PCP
         // classified the frame on the link already.
         fabric::strip_vlan_tag(f.data);

@@ -293,6 +293,22 @@ private:
         sc_core::sc_time stall_since;
         lane_stats stats;
         streaming_frame streaming;  // cut_through: the frame being handled
+        // A frame that arrived at the idle lane: receive_frame takes it from the buffer at once
+        // (as the lane would on waking) and wakes the lane when its parse ends, one wake-up
+        // instead of two (the frame's arrival and the end of the parse).
+        bool handoff = false;
+        fabric::eth_frame handoff_frame;
+        sc_core::sc_time handoff_arrived;
+        sc_core::sc_time handoff_parsed;  // the parse's end: the lane's wake-up
+        uint64_t handoff_delta = 0;       // the delta cycle of the hand-off
+        // What the take changed in the parse-stage accounting (undone by a same-instant flush).
+        sc_core::sc_time handoff_parse_wait;
+        sc_core::sc_time handoff_parse_wait_end;
+        sc_core::sc_time handoff_parse_entry;  // parse_pipelined: its entry in `parsed`
+        sc_core::sc_event handoff_event;
+        // What an idle lane waits on (its FIFO written, a flush, a hand-off): built once, not an
+        // allocated temporary per wait.
+        sc_core::sc_event_or_list wake;
     };
     std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
     // An SRQ is taken from by one lane at a time (its consumer index and read-ahead).
@@ -342,6 +358,13 @@ private:
     sc_core::sc_time m_parse_free;
     // cut_through: waits for the lane's current frame's last byte (its ICRC), if still coming in.
     void wait_frame_tail(rx_lane& lane);
+    // A lane takes frame `f` off the receive buffer now (buffer bytes, XON, counters, the
+    // pipelined parse's result): returns the edge at which its parse has ended.
+    sc_core::sc_time take_frame(rx_lane& lane, const fabric::eth_frame& f);
+    // A flush asked in the instant (and delta cycle) a frame was handed to the idle lane: the
+    // lane would have seen both on waking and flushed first, so the frame goes back into the
+    // buffer as if not taken yet.
+    void undo_handoff(rx_lane& lane);
 };
 
 }  // namespace rnic::hw

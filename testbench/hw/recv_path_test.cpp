@@ -195,6 +195,49 @@ TEST(RecvPath, UnpipelinedParseIsBusyTime) {
     parse_latency_and_busy(false);
 }
 
+// A lane takes flushes before frames when it wakes (README "Receive flush": flushes run
+// between frames). A flush asked in the instant a frame reaches the idle lane therefore goes
+// first, and the frame's ACK waits for the flush's receive-WQE reads (three header reads one
+// after the other, each at least the 80 ns DRAM latency); a flush asked a cycle later goes after
+// the frame, whose ACK leaves within the parse and a few cycles. The first case is the one in
+// which receive_frame's hand-off to the idle lane is undone.
+void flush_and_frame(bool same_instant) {
+    rp_bench t;
+    t.qp();
+    qp_context& failed = t.b.make_qp(6, hsi::QPS_ERROR);  // the same (only) lane as QPN
+    failed.rq_addr = 0x200000;
+    failed.rq_log_depth = 4;
+    failed.rq_stride = 64;
+    failed.rq_producer = 3;  // three receives posted
+    sc_time put_at;
+    t.b.drv.body = [&] {
+        put_at = sc_time_stamp();
+        t.put(rp_bench::frame(roce::RC_WRITE_ONLY, 99, true));  // a duplicate: ACKed again
+        if (!same_instant) {
+            sc_core::wait(t.b.clk.cycles(1));
+        }
+        t.rp.flush_receives(6);
+        t.b.settle();
+    };
+    run(t.b);
+    EXPECT_EQ(t.rp.get_stats().flushed_receives, 3u);
+    EXPECT_EQ(t.rp.get_stats().frames, 1u);
+    const auto r = t.calls("response");
+    ASSERT_EQ(r.size(), 1u);
+    if (same_instant) {
+        EXPECT_GE(r[0].at, put_at + sc_time(3 * 80, SC_NS)) << "the frame went before the flush";
+    } else {
+        EXPECT_LT(r[0].at, put_at + sc_time(80, SC_NS)) << "the frame waited for a later flush";
+    }
+}
+
+TEST(RecvPath, FlushAskedAsAFrameArrivesGoesFirst) {
+    flush_and_frame(true);
+}
+TEST(RecvPath, FlushAskedAfterAFrameArrivedGoesAfterIt) {
+    flush_and_frame(false);
+}
+
 TEST(RecvPath, OutOfSequenceRequestsAreNakedOncePerGapAtTheExpectedPsn) {
     rp_bench t;
     t.qp();
