@@ -29,8 +29,10 @@ public:
     bool full() const { return m_items.size() >= m_depth; }
 
     void put(T item) {
-        while (full()) {
+        if (full_at_edge()) {
             ++m_full_waits;
+        }
+        while (full()) {
             sc_core::wait(m_read_event);
         }
         m_items.push_back(std::move(item));
@@ -44,15 +46,14 @@ public:
             sc_core::wait(m_write_event);
         }
         T item = std::move(m_items.front());
-        m_items.pop_front();
-        update();
-        m_read_event.notify(sc_core::SC_ZERO_TIME);
+        pop();
         return item;
     }
 
     // Non-blocking access for blocks that arbitrate between several inputs.
     T& front() { return m_items.front(); }
     void pop() {
+        count_pop();
         m_items.pop_front();
         update();
         m_read_event.notify(sc_core::SC_ZERO_TIME);
@@ -62,6 +63,9 @@ public:
     const sc_core::sc_event& read_event() const { return m_read_event; }
 
     uint64_t total() const { return m_total; }
+    // Puts that found the channel full at their clock edge: before the pops of that instant,
+    // which make room for the put at once but are not seen as ready until after the edge. So
+    // the count is the same whichever order SystemC runs a same-instant put and get in.
     uint64_t full_waits() const { return m_full_waits; }
     uint32_t max_occupancy() const { return m_max; }
 
@@ -72,6 +76,20 @@ public:
     }
 
 private:
+    // Pops at the current instant (m_pop_time + 1 time unit; 0: none yet).
+    void count_pop() {
+        const uint64_t at = sc_core::sc_time_stamp().value() + 1;
+        if (m_pop_time != at) {
+            m_pop_time = at;
+            m_pops_now = 0;
+        }
+        ++m_pops_now;
+    }
+    bool full_at_edge() const {
+        const size_t popped = m_pop_time == sc_core::sc_time_stamp().value() + 1 ? m_pops_now : 0;
+        return m_items.size() + popped >= m_depth;
+    }
+
     void update() {
         m_occupancy = static_cast<uint32_t>(m_items.size());
         m_valid = !m_items.empty();
@@ -88,6 +106,8 @@ private:
     sc_core::sc_event m_read_event;
     uint64_t m_total = 0;
     uint64_t m_full_waits = 0;
+    uint64_t m_pop_time = 0;
+    size_t m_pops_now = 0;
     uint32_t m_max = 0;
     uint32_t m_occupancy = 0;  // traced
     bool m_valid = false;      // traced

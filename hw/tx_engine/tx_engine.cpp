@@ -659,9 +659,20 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
     // one: a NAK acknowledges the packets before its PSN).
     bool progress = acknowledge_through(qpn, it->second, psn);
     if (m_sched->applies_windows()) {
-        // Congestion window: the acknowledged bytes leave the QP's in-flight count.
-        if (it->second.rc.window_acked()) {
-            m_sched_wake.notify(sc_core::SC_ZERO_TIME);
+        // Congestion window: the acknowledged bytes leave the QP's in-flight count, for the
+        // scheduler from the next clock edge on (window_in_flight): it looks again then.
+        qp_state& q = it->second;
+        const uint64_t before = q.rc.in_flight();
+        if (q.rc.window_acked()) {
+            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            const uint64_t at = now.value() + 1;
+            if (q.window_acked_at != at) {
+                q.window_acked_at = at;
+                q.window_acked_now = 0;
+            }
+            q.window_acked_now += before - q.rc.in_flight();
+            m_sched_wake.notify(m_clk.edge_at_or_after(now + sc_core::sc_time::from_value(1)) -
+                                now);
         }
     }
     for (auto& o : it->second.queue) {
@@ -1433,6 +1444,11 @@ bool tx_engine::supersedes(const tx_job& r, const tx_job& copy) const {
            psn_le(segment_first_psn(r.desc), segment_first_psn(copy.desc));
 }
 
+uint64_t tx_engine::window_in_flight(const qp_state& st) {
+    const bool acked_now = st.window_acked_at == sc_core::sc_time_stamp().value() + 1;
+    return st.rc.in_flight() + (acked_now ? st.window_acked_now : 0);
+}
+
 uint32_t tx_engine::window_fit(const tx_descriptor& d, uint32_t next, uint32_t n, bool& windowed) {
     // The algorithm's window_bytes in the QPC's congestion-control slice (hw/cc).
     const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
@@ -1442,7 +1458,7 @@ uint32_t tx_engine::window_fit(const tx_descriptor& d, uint32_t next, uint32_t n
     }
     windowed = true;
     qp_state& st = m_qps[d.src_qpn];
-    const uint64_t inflight = st.rc.in_flight();
+    const uint64_t inflight = window_in_flight(st);
     uint64_t add = 0;
     uint32_t fit = 0;
     for (; fit < n; ++fit) {
@@ -1470,7 +1486,7 @@ uint64_t tx_engine::count_sent(const tx_job& job, uint32_t first, uint32_t packe
         it->second.rc.count_sent((d.psn + k) & PSN_MASK, plan_packet(d, k).payload_len);
     }
     const qp_context* qp = m_contexts.qp_slot(d.src_qpn);
-    return qp != nullptr && qp->cc.window_bytes != 0 ? it->second.rc.in_flight() : 0;
+    return qp != nullptr && qp->cc.window_bytes != 0 ? window_in_flight(it->second) : 0;
 }
 
 uint32_t tx_engine::ack_segment_packets(const tx_descriptor& d) const {

@@ -171,7 +171,17 @@ private:
         uint32_t generation = 0;
         bool was_reset = false;
         sc_core::sc_time reset_at = sc_core::SC_ZERO_TIME;
+        // Congestion window, same-instant rule: bytes that ACKs of the instant window_acked_at
+        // - 1 (time units; 0: none yet) took out of rc's in-flight count. The scheduler's check
+        // at that instant still counts them in flight (window_in_flight()).
+        uint64_t window_acked_at = 0;
+        uint64_t window_acked_now = 0;
     };
+    // The QP's unacknowledged SEND/WRITE bytes as the transmit scheduler sees them at this
+    // clock edge: an ACK processed at the edge opens the window from the next edge on, whatever
+    // order SystemC runs the receive path and the scheduler in at the edge (hw/tx_engine/README.md
+    // "Same-instant order").
+    static uint64_t window_in_flight(const qp_state& st);
     void requester_thread();
     // The one producer of the send path: asks the scheduler for the next turn and sends it, or
     // sleeps on what the scheduler names.

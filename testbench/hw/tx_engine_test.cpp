@@ -244,4 +244,44 @@ TEST(TxEngine, RoundRobinQpsTakeTurnsOfAPacket) {
     EXPECT_EQ(t.tx.get_stats().completions, 3u);
 }
 
+// Same-instant order of the congestion window (issue 29): an ACK that the receive path hands
+// on at a clock edge opens the window for the scheduler from the next edge, whichever delta
+// cycle of the edge it comes in and whatever the scheduler did at that edge. Two QPs with a
+// 2-packet window each WRITE 4 packets; their first two go at once, then both are held. At
+// one edge QP 5's ACK of its first two comes in the edge's first delta cycle and QP 6's three
+// delta cycles later: both third packets go at the next edge (before, QP 5's went at the same
+// edge and QP 6's at the same edge too, or not, as the scheduler's wake-up fell).
+TEST(TxEngine, AWindowOpenedByAnAckOfAnEdgeIsSeenFromTheNextEdge) {
+    tx_bench t(tx_config("round_robin"));
+    t.qp().cc.window_bytes = 2 * PMTU;
+    t.qp(6).cc.window_bytes = 2 * PMTU;
+    sc_time acked_at;
+    t.b.drv.body = [&] {
+        t.wqes.put(tx_bench::write(4 * PMTU, 0, QPN, 0));
+        t.wqes.put(tx_bench::write(4 * PMTU, 0, 6, 100));
+        t.b.settle();
+        ASSERT_EQ(t.sp.descs.size(), 4u);  // two packets of each, then both windows are full
+        acked_at = sc_core::sc_time_stamp();
+        ASSERT_EQ(acked_at, t.b.clk.edge_at_or_after(acked_at));  // on an edge
+        t.tx.on_ack(QPN, 8, true);                                // PSNs 7 and 8
+        for (int i = 0; i < 3; ++i) {
+            sc_core::wait(sc_core::SC_ZERO_TIME);
+        }
+        t.tx.on_ack(6, 8, true);
+        t.b.settle();
+        t.tx.on_ack(QPN, 10, true);
+        t.tx.on_ack(6, 10, true);
+        t.b.settle();
+    };
+    run(t.b);
+    for (const uint32_t qpn : {QPN, 6u}) {
+        const std::vector<sent_desc> d = t.of_qp(qpn);
+        ASSERT_EQ(d.size(), 4u) << qpn;
+        EXPECT_LT(d[1].at, acked_at) << qpn;
+        EXPECT_EQ(d[2].d.first_packet, 2u) << qpn;
+        EXPECT_EQ(d[2].at, acked_at + t.b.clk.period()) << qpn;
+    }
+    EXPECT_EQ(t.tx.get_stats().completions, 2u);
+}
+
 }  // namespace
