@@ -9,6 +9,8 @@
 
 #include <systemc>
 
+#include "hw/common/instant_count.h"
+
 namespace rnic::hw {
 
 // A channel carries whole transactions (a WQE, a packet) between SC_THREADs. put() blocks while
@@ -53,7 +55,7 @@ public:
     // Non-blocking access for blocks that arbitrate between several inputs.
     T& front() { return m_items.front(); }
     void pop() {
-        count_pop();
+        m_pops_now.add(1);
         m_items.pop_front();
         update();
         m_read_event.notify(sc_core::SC_ZERO_TIME);
@@ -76,19 +78,7 @@ public:
     }
 
 private:
-    // Pops at the current instant (m_pop_time + 1 time unit; 0: none yet).
-    void count_pop() {
-        const uint64_t at = sc_core::sc_time_stamp().value() + 1;
-        if (m_pop_time != at) {
-            m_pop_time = at;
-            m_pops_now = 0;
-        }
-        ++m_pops_now;
-    }
-    bool full_at_edge() const {
-        const size_t popped = m_pop_time == sc_core::sc_time_stamp().value() + 1 ? m_pops_now : 0;
-        return m_items.size() + popped >= m_depth;
-    }
+    bool full_at_edge() const { return m_items.size() + m_pops_now.now() >= m_depth; }
 
     void update() {
         m_occupancy = static_cast<uint32_t>(m_items.size());
@@ -106,8 +96,7 @@ private:
     sc_core::sc_event m_read_event;
     uint64_t m_total = 0;
     uint64_t m_full_waits = 0;
-    uint64_t m_pop_time = 0;
-    size_t m_pops_now = 0;
+    instant_count m_pops_now;  // pops at the current instant
     uint32_t m_max = 0;
     uint32_t m_occupancy = 0;  // traced
     bool m_valid = false;      // traced

@@ -89,6 +89,14 @@ dma_engine::client_stats& dma_engine::count(dma_client who, tlm::tlm_command cmd
     return s;
 }
 
+bool dma_engine::issues_at_once() {
+    // From another block's grant (the context cache's write-back of the line it evicts, in a
+    // timestep_arbiter round): that grant already runs in a fixed order, after every process
+    // of the instant. From a method, which cannot wait for a grant.
+    return in_grant() || sc_core::sc_get_curr_simcontext()->get_curr_proc_info()->kind ==
+                             sc_core::SC_METHOD_PROC_;
+}
+
 sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uint64_t addr,
                                        void* data, uint32_t len, dma_status* status,
                                        const sc_core::sc_time& hold,
@@ -98,11 +106,7 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
     // write and a CQE write) must not go in whichever order their processes ran.
     sc_core::sc_time done;
     dma_status st = dma_status::OK;
-    if (in_grant() ||
-        sc_core::sc_get_curr_simcontext()->get_curr_proc_info()->kind == sc_core::SC_METHOD_PROC_) {
-        // From another block's grant (the context cache's write-back of the line it evicts,
-        // in a timestep_arbiter round): that grant already runs in a fixed order, after every
-        // process of the instant; issued at once.
+    if (issues_at_once()) {
         done = issue(cmd, addr, data, len, st, stream);
     } else {
         m_arbiter.request(
@@ -167,9 +171,8 @@ void dma_engine::read_posted(dma_client who, uint64_t addr, void* data, uint32_t
     r.len = len;
     r.parts = parts;
     r.status = dma_status::OK;
-    if (in_grant() ||
-        sc_core::sc_get_curr_simcontext()->get_curr_proc_info()->kind == sc_core::SC_METHOD_PROC_) {
-        r();  // as transport(): from a grant or a method, issued at once
+    if (issues_at_once()) {
+        r();
         r.ticket.served = true;
         return;
     }

@@ -120,6 +120,8 @@ private:
                                uint32_t len, dma_status* status,
                                const sc_core::sc_time& hold = sc_core::SC_ZERO_TIME,
                                const fabric::dma_stream_ext* stream = nullptr);
+    // A request from a grant or a method is issued at once, not through the arbiter.
+    static bool issues_at_once();
     // Counts a request of `who` (reads or writes and their bytes); returns its counters.
     client_stats& count(dma_client who, tlm::tlm_command cmd, uint32_t len);
     sc_core::sc_time issue(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,

@@ -664,13 +664,8 @@ void tx_engine::on_ack(uint32_t qpn, uint32_t psn, bool from_wire) {
         qp_state& q = it->second;
         const uint64_t before = q.rc.in_flight();
         if (q.rc.window_acked()) {
+            q.window_acked.add(before - q.rc.in_flight());
             const sc_core::sc_time now = sc_core::sc_time_stamp();
-            const uint64_t at = now.value() + 1;
-            if (q.window_acked_at != at) {
-                q.window_acked_at = at;
-                q.window_acked_now = 0;
-            }
-            q.window_acked_now += before - q.rc.in_flight();
             m_sched_wake.notify(m_clk.edge_at_or_after(now + sc_core::sc_time::from_value(1)) -
                                 now);
         }
@@ -1445,8 +1440,7 @@ bool tx_engine::supersedes(const tx_job& r, const tx_job& copy) const {
 }
 
 uint64_t tx_engine::window_in_flight(const qp_state& st) {
-    const bool acked_now = st.window_acked_at == sc_core::sc_time_stamp().value() + 1;
-    return st.rc.in_flight() + (acked_now ? st.window_acked_now : 0);
+    return st.rc.in_flight() + st.window_acked.now();
 }
 
 uint32_t tx_engine::window_fit(const tx_descriptor& d, uint32_t next, uint32_t n, bool& windowed) {

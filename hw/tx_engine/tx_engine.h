@@ -18,6 +18,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/instant_count.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
 #include "hw/context_cache/context_cache.h"
@@ -171,11 +172,10 @@ private:
         uint32_t generation = 0;
         bool was_reset = false;
         sc_core::sc_time reset_at = sc_core::SC_ZERO_TIME;
-        // Congestion window, same-instant rule: bytes that ACKs of the instant window_acked_at
-        // - 1 (time units; 0: none yet) took out of rc's in-flight count. The scheduler's check
-        // at that instant still counts them in flight (window_in_flight()).
-        uint64_t window_acked_at = 0;
-        uint64_t window_acked_now = 0;
+        // Congestion window, same-instant rule: bytes that ACKs of this instant took out of
+        // rc's in-flight count. The scheduler's check at this instant still counts them in
+        // flight (window_in_flight()).
+        instant_count window_acked;
     };
     // The QP's unacknowledged SEND/WRITE bytes as the transmit scheduler sees them at this
     // clock edge: an ACK processed at the edge opens the window from the next edge on, whatever
