@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "hw/common/numeric.h"
+#include "hw/common/short_wait.h"
 #include "hw/roce/protocol.h"
 #include "hw/roce/telemetry.h"
 #include "tlm/ethernet/vlan.h"
@@ -452,11 +453,26 @@ void eth_switch::watch(port_state& op, uint8_t mask, const sc_core::sc_time& now
             at = std::min(at, since + sc_core::sc_time(m_check_ns, sc_core::SC_NS));
         }
     }
-    m_pause_check.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);  // the earliest wins
+    schedule_pause_check(at, now);
+}
+
+void eth_switch::schedule_pause_check(const sc_core::sc_time& at, const sc_core::sc_time& now) {
+    // The earliest wins. The event is notified at most a short step ahead (hw/common/
+    // short_wait.h): the check is cancelled when the pause ends, usually long before `at`, and
+    // SystemC keeps a cancelled notification in its timed-event queue until its time; a step
+    // before m_pause_due does nothing but step on (on_pause_check).
+    m_pause_due = std::min(m_pause_due, at);
+    m_pause_check.notify(m_pause_due > now ? hw::short_wait_until(m_pause_due)
+                                           : sc_core::SC_ZERO_TIME);
 }
 
 void eth_switch::on_pause_check() {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (now < m_pause_due) {
+        m_pause_check.notify(hw::short_wait_until(m_pause_due));  // a step: nothing due yet
+        return;
+    }
+    m_pause_due = sc_core::sc_max_time();
     const double wd_ns = m_cfg.pfc_watchdog.detection_ns;
     const double dl_ns = m_cfg.pfc_deadlock_detect_ns;
     sc_core::sc_time next = sc_core::sc_max_time();
@@ -520,7 +536,7 @@ void eth_switch::on_pause_check() {
         }
     }
     if (next != sc_core::sc_max_time()) {
-        m_pause_check.notify(next - now);
+        schedule_pause_check(next, now);
     }
     if (stuck && m_stuck_observer) {
         m_stuck_observer();
@@ -855,6 +871,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
                 }
             }
             m_pause_check.cancel();
+            m_pause_due = sc_core::sc_max_time();
         }
     };
     if (m_check_ns > 0) {

@@ -149,6 +149,7 @@ private:
     // Paused queues: the watchdog's and the deadlock check's timer (a method process that
     // runs only while some queue holds frames under a pause).
     void watch(port_state& op, uint8_t mask, const sc_core::sc_time& now);
+    void schedule_pause_check(const sc_core::sc_time& at, const sc_core::sc_time& now);
     void on_pause_check();
     double uniform();
     // RED: marks the IPv4 header `iph` of an ECT frame CE with the probability of egress queue
@@ -171,6 +172,7 @@ private:
     double m_check_ns = 0;  // the earlier of the watchdog's detection and the deadlock time
     bool m_wd_drop = true;  // pfc_watchdog.action "drop" (else "forward")
     sc_core::sc_event m_pause_check;
+    sc_core::sc_time m_pause_due = sc_core::sc_max_time();  // the check's time (the event steps)
     std::function<void()> m_stuck_observer;
     sc_core::sc_event m_arrival_event;                         // timed at the earliest arrival
     sc_core::sc_time m_arrivals_due = sc_core::sc_max_time();  // the instant being taken
