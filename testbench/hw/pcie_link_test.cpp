@@ -475,6 +475,51 @@ TEST(PcieLink, PostedWriteLandsOneLatencyAfterItLeaves) {
 
 // A read does not pass a posted write: it returns the written bytes even while the write is
 // still in flight, and its completion arrives after the write has landed.
+// A payload write and the CQE written right after it (the receive path's data, then the CQ
+// writer's entry): a host CPU polling memory (woken by every DMA write, as the driver's CQ poll
+// is) sees each at its own landing time, last TLP out + latency, never earlier, and never the
+// CQE without the data (PCIe posted writes do not pass each other).
+TEST(PcieLink, PostedWritesLandInIssueOrderEachAtItsOwnTime) {
+    pcie_bench b("b", pcie_config{});  // MPS 256
+    const auto data = pattern(4096, 7);
+    const uint64_t cqe[4] = {1, 2, 3, 4};
+    sc_core::sc_spawn(
+        [&] {
+            const sc_time t = b.dev.write(0x10000, data.data(), 4096);
+            b.dev.write(0x20000, cqe, sizeof(cqe), t);  // issued as the data's last TLP left
+        },
+        "writer");
+    struct seen {
+        sc_time at;
+        bool data;
+        bool cqe;
+    };
+    std::vector<seen> wakes;
+    sc_core::sc_spawn(
+        [&] {
+            for (;;) {
+                sc_core::wait(b.mem.dma_write_event());
+                std::vector<uint8_t> d(4096);
+                b.mem.read(0x10000, d.data(), d.size());
+                wakes.push_back(
+                    {sc_core::sc_time_stamp(), d == data, b.mem.load<uint64_t>(0x20000 + 24) == 4});
+            }
+        },
+        "poller");
+    sc_core::sc_start();
+    const double data_sent = write_ps(b, 4096, 16);
+    const double cqe_sent = std::ceil(data_sent) + write_ps(b, sizeof(cqe), 1);
+    const double data_land = std::ceil(data_sent + b.lat_ps());
+    const double cqe_land = std::ceil(cqe_sent + b.lat_ps());
+    ASSERT_LT(data_land, cqe_land);
+    ASSERT_EQ(wakes.size(), 2u);
+    EXPECT_NEAR(to_ps(wakes[0].at), data_land, 1.0);
+    EXPECT_TRUE(wakes[0].data);
+    EXPECT_FALSE(wakes[0].cqe) << "the CQE landed with the data";
+    EXPECT_NEAR(to_ps(wakes[1].at), cqe_land, 1.0);
+    EXPECT_TRUE(wakes[1].data && wakes[1].cqe);
+}
+
 TEST(PcieLink, ReadAfterWriteSeesWrittenData) {
     pcie_config cfg;
     pcie_bench b("b", cfg);
