@@ -199,6 +199,7 @@ double pcie_link::write_timing(double t_ps, uint64_t addr, uint32_t len, double&
             }
             if (rest > 0) {
                 const tlp_cost c = cost(m_hdr_mem + rest);
+                // The request's first TLP when its first page holds no full one.
                 end = done == 0 && page == rest ? start_tlp(free_ps, st, t_ps, c)
                                                 : more_tlps(free_ps, st, c, 1);
                 ++tlps;
