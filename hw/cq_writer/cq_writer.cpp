@@ -337,7 +337,7 @@ void cq_writer::write_cqe(const completion_request& req) {
     if (solicited) {
         m_solicited[req.cqn] = {true, cq->producer};
     }
-    const dma_status st = m_dma.write_wait(dma_client::COMPLETION, addr, &e, sizeof(e));
+    const dma_status st = m_dma.write_wait(dma_client::COMPLETION, addr, &e, sizeof(e), m_dma_done);
     if (st != dma_status::OK) {
         // The ring is not reachable (memory released, IOMMU mapping gone): the CQE is lost and
         // the CQ with it.
@@ -388,7 +388,7 @@ void cq_writer::write_events() {
         const uint64_t addr =
             base + static_cast<uint64_t>(m_eq_producer & (depth - 1)) * sizeof(hsi::event_entry);
         ++m_eq_producer;
-        m_dma.write_wait(dma_client::COMPLETION, addr, &e, sizeof(e));
+        m_dma.write_wait(dma_client::COMPLETION, addr, &e, sizeof(e), m_dma_done);
         ++m_stats.events;
         uint32_t vector = hsi::MSIX_VECTOR_ASYNC;
         if (e.type == hsi::EVENT_CQ_COMPLETION) {
@@ -421,7 +421,7 @@ void cq_writer::raise_msix(uint32_t vector) {
         return;
     }
     const uint32_t data = entry.data;
-    m_dma.write_wait(dma_client::INTERRUPT, entry.addr, &data, sizeof(data));
+    m_dma.write_wait(dma_client::INTERRUPT, entry.addr, &data, sizeof(data), m_dma_done);
     ++m_stats.interrupts;
 }
 

@@ -154,6 +154,7 @@ private:
     std::deque<hsi::event_entry> m_events;
     std::deque<uint32_t> m_irq_owed;  // MSI-X vectors to signal (EQ re-arm, unmask)
     sc_core::sc_event m_event_posted;
+    sc_core::sc_event m_dma_done;  // the writer's DMA write has left (dma_engine::write_wait)
     // What the idle writer waits on (a request, an event or owed interrupt): built once, not an
     // allocated temporary per wait.
     sc_core::sc_event_or_list m_wake;

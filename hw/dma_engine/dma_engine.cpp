@@ -227,4 +227,30 @@ dma_status dma_engine::write_wait(dma_client who, uint64_t addr, const void* dat
     return st;
 }
 
+dma_status dma_engine::write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len,
+                                  sc_core::sc_event& done) {
+    ++m_writes_in_flight;
+    client_stats& s = count(who, tlm::TLM_WRITE_COMMAND, len);
+    dma_status st = dma_status::OK;
+    auto grant = [&] {
+        const sc_core::sc_time end =
+            issue(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, st, nullptr);
+        done.notify(m_clk.edge_at_or_after(end) - sc_core::sc_time_stamp());
+    };
+    if (issues_at_once()) {
+        grant();
+    } else {
+        // Posted: the grant comes in this edge's round, in the order transport() would have it
+        // (at once when the request is alone at a settled instant).
+        timestep_arbiter::ticket t;
+        m_arbiter.post(static_cast<uint32_t>(who), grant, t);
+    }
+    sc_core::wait(done);
+    if (st != dma_status::OK) {
+        ++s.errors;
+    }
+    --m_writes_in_flight;
+    return st;
+}
+
 }  // namespace rnic::hw

@@ -103,6 +103,11 @@ public:
     // status costs nothing extra: it is the payload's response status).
     dma_status read_wait(dma_client who, uint64_t addr, void* data, uint32_t len);
     dma_status write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len);
+    // The same, sleeping once instead of twice (through issue_cycles, then to the end): the
+    // grant notifies `done` for the edge at or after the last TLP has left, the time
+    // write_wait returns. `done`: an event only the calling thread waits on (the CQ writer's).
+    dma_status write_wait(dma_client who, uint64_t addr, const void* data, uint32_t len,
+                          sc_core::sc_event& done);
 
     struct client_stats {
         uint64_t reads = 0;

@@ -273,6 +273,56 @@ TEST(DmaEngine, SameCycleRequestsGrantedByClientThenProcessName) {
     EXPECT_NEAR(to_ps(late), to_ps(cqe) + n.write_ps(512), 4.0);
 }
 
+// write_wait with the caller's own event (the CQ writer's: one wake-up instead of two) returns
+// when the plain write_wait does: granted in the same order among the cycle's requests (a
+// payload write of the same edge goes first, by client), on the edge after its TLP has left;
+// alone at an instant (granted at once) the same.
+TEST(DmaEngine, WriteWaitOnTheCallersEventReturnsWhenThePlainOneDoes) {
+    node e("e", dma_engine_config{});
+    node p("p", dma_engine_config{});
+    struct result {
+        sc_time contended, alone;
+        rnic::hw::dma_status st = rnic::hw::dma_status::UNSUPPORTED_REQUEST;
+    };
+    result re, rp;
+    sc_core::sc_event done;
+    auto payload = [](node& n) {
+        std::vector<uint8_t> buf(512, 0x5A);
+        sc_core::wait(ps(1000));
+        n.dma.write(dma_client::RX_PAYLOAD, 0x1000, buf.data(), 512);
+    };
+    auto cqe = [&done](node& n, result& r, bool event) {
+        const uint64_t v = 0xC0FFEEull;
+        sc_core::wait(ps(2000));
+        r.st = event ? n.dma.write_wait(dma_client::COMPLETION, 0x3000, &v, 8, done)
+                     : n.dma.write_wait(dma_client::COMPLETION, 0x3000, &v, 8);
+        r.contended = sc_core::sc_time_stamp();
+        sc_core::wait(sc_time(20, sc_core::SC_US));
+        const sc_time t0 = sc_core::sc_time_stamp();
+        if (event) {
+            n.dma.write_wait(dma_client::COMPLETION, 0x3008, &v, 8, done);
+        } else {
+            n.dma.write_wait(dma_client::COMPLETION, 0x3008, &v, 8);
+        }
+        r.alone = sc_core::sc_time_stamp() - t0;
+    };
+    sc_core::sc_spawn([&] { payload(e); }, "e_payload");
+    sc_core::sc_spawn([&] { cqe(e, re, true); }, "e_cqe");
+    sc_core::sc_spawn([&] { payload(p); }, "p_payload");
+    sc_core::sc_spawn([&] { cqe(p, rp, false); }, "p_cqe");
+    sc_core::sc_start();
+    // Both sampled at the 4 ns edge, issued at 12 ns: the payload's TLPs, then the CQE's.
+    const double issue = 4000 + 2 * 4000;
+    EXPECT_EQ(re.contended,
+              e.clk.edge_at_or_after(ps(std::ceil(issue + e.write_ps(512) + e.write_ps(8)))));
+    EXPECT_EQ(re.contended, rp.contended);
+    EXPECT_EQ(re.alone, rp.alone);
+    EXPECT_EQ(re.st, rnic::hw::dma_status::OK);
+    EXPECT_EQ(e.mem.load<uint64_t>(0x3008), 0xC0FFEEull);
+    EXPECT_EQ(e.stat("completion_writes").get<uint64_t>(), 2u);
+    EXPECT_EQ(e.stat("completion_write_bytes").get<uint64_t>(), 16u);
+}
+
 }  // namespace
 
 namespace {

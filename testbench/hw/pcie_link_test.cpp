@@ -336,10 +336,12 @@ TEST(PcieLink, WriteSplitsAtMpsAnd4KiBWithClosedFormDelay) {
         uint64_t tlps;
     };
     const std::vector<expect_row> rows = {
-        {0x10000, 1, 1},    {0x10000, 64, 1},    {0x10000, 256, 1},   {0x10000, 257, 2},
-        {0x10000, 1000, 4}, {0x10000, 4096, 16}, {0x10000, 9000, 36}, {0x10000, 65536, 256},
-        {0x10F9C, 200, 2},  // 100 B before a 4 KiB boundary: split there
-        {0x10080, 256, 1},  // not MPS-aligned, does not cross 4 KiB: one TLP
+        {0x10000, 1, 1},     {0x10000, 64, 1},    {0x10000, 256, 1},   {0x10000, 257, 2},
+        {0x10000, 1000, 4},  {0x10000, 4096, 16}, {0x10000, 9000, 36}, {0x10000, 65536, 256},
+        {0x10F9C, 200, 2},    // 100 B before a 4 KiB boundary: split there
+        {0x10080, 256, 1},    // not MPS-aligned, does not cross 4 KiB: one TLP
+        {0x10010, 600, 3},    // MPS from the start address: 256, 256, 88
+        {0x10F00, 5000, 20},  // 256 to the boundary, 16 x 256, then 256, 256, 136
     };
     const std::vector<expect_row> rows_ecrc = {
         {0x20000, 4096, 1},
@@ -473,6 +475,51 @@ TEST(PcieLink, PostedWriteLandsOneLatencyAfterItLeaves) {
 
 // A read does not pass a posted write: it returns the written bytes even while the write is
 // still in flight, and its completion arrives after the write has landed.
+// A payload write and the CQE written right after it (the receive path's data, then the CQ
+// writer's entry): a host CPU polling memory (woken by every DMA write, as the driver's CQ poll
+// is) sees each at its own landing time, last TLP out + latency, never earlier, and never the
+// CQE without the data (PCIe posted writes do not pass each other).
+TEST(PcieLink, PostedWritesLandInIssueOrderEachAtItsOwnTime) {
+    pcie_bench b("b", pcie_config{});  // MPS 256
+    const auto data = pattern(4096, 7);
+    const uint64_t cqe[4] = {1, 2, 3, 4};
+    sc_core::sc_spawn(
+        [&] {
+            const sc_time t = b.dev.write(0x10000, data.data(), 4096);
+            b.dev.write(0x20000, cqe, sizeof(cqe), t);  // issued as the data's last TLP left
+        },
+        "writer");
+    struct seen {
+        sc_time at;
+        bool data;
+        bool cqe;
+    };
+    std::vector<seen> wakes;
+    sc_core::sc_spawn(
+        [&] {
+            for (;;) {
+                sc_core::wait(b.mem.dma_write_event());
+                std::vector<uint8_t> d(4096);
+                b.mem.read(0x10000, d.data(), d.size());
+                wakes.push_back(
+                    {sc_core::sc_time_stamp(), d == data, b.mem.load<uint64_t>(0x20000 + 24) == 4});
+            }
+        },
+        "poller");
+    sc_core::sc_start();
+    const double data_sent = write_ps(b, 4096, 16);
+    const double cqe_sent = std::ceil(data_sent) + write_ps(b, sizeof(cqe), 1);
+    const double data_land = std::ceil(data_sent + b.lat_ps());
+    const double cqe_land = std::ceil(cqe_sent + b.lat_ps());
+    ASSERT_LT(data_land, cqe_land);
+    ASSERT_EQ(wakes.size(), 2u);
+    EXPECT_NEAR(to_ps(wakes[0].at), data_land, 1.0);
+    EXPECT_TRUE(wakes[0].data);
+    EXPECT_FALSE(wakes[0].cqe) << "the CQE landed with the data";
+    EXPECT_NEAR(to_ps(wakes[1].at), cqe_land, 1.0);
+    EXPECT_TRUE(wakes[1].data && wakes[1].cqe);
+}
+
 TEST(PcieLink, ReadAfterWriteSeesWrittenData) {
     pcie_config cfg;
     pcie_bench b("b", cfg);
@@ -569,6 +616,60 @@ TEST(PcieLink, ReadSplitsAndIdleLatency) {
     // measured 550 ns of an NFP-6000 (which adds the device's own DMA engine).
     EXPECT_GT(to_ps(rows_b[1].delay), 320e3);
     EXPECT_LT(to_ps(rows_b[1].delay), 340e3);
+}
+
+// Completions are cut at the completer's boundaries (MPS, or the 64 B RCB), not every MPS bytes
+// from the start: a 600 B read from 0x40010 (MRRS 512: requests of 512 and 88 B) comes back as
+// 240 + 256 + 16 and 88 B with MPS 256, and as 48 + 7 x 64 + 16 and 48 + 40 B with the RCB.
+// The second request's completions queue behind the first's: completion-bound as a whole.
+TEST(PcieLink, ReadCompletionsSplitAtBoundariesFromAnUnalignedAddress) {
+    pcie_config cfg;  // MPS 256, MRRS 512
+    pcie_config rcb = cfg;
+    rcb.rcb_completions = true;
+    pcie_bench b("b", cfg);
+    pcie_bench r("r", rcb);
+    const auto content = pattern(1024, 3);
+    b.mem.write(0x40000, content.data(), content.size());
+    r.mem.write(0x40000, content.data(), content.size());
+    sc_time db;
+    sc_time dr;
+    std::vector<uint8_t> got_b(600);
+    std::vector<uint8_t> got_r(600);
+    sc_core::sc_spawn([&] { db = b.dev.read(0x40010, got_b.data(), 600); }, "rd_b");
+    sc_core::sc_spawn([&] { dr = r.dev.read(0x40010, got_r.data(), 600); }, "rd_r");
+    sc_core::sc_start();
+    EXPECT_EQ(b.link.upstream().mrd_tlps, 2u);
+    EXPECT_EQ(b.link.downstream().cpld_tlps, 4u);
+    EXPECT_EQ(r.link.downstream().cpld_tlps, 11u);
+    EXPECT_EQ(b.link.downstream().payload_bytes, 600u);
+    EXPECT_EQ(b.link.downstream().wire_bytes, 600u + 4 * CPLD_HDR);
+    EXPECT_EQ(r.link.downstream().wire_bytes, 600u + 11 * CPLD_HDR);
+    EXPECT_NEAR(to_ps(db), read_ps(b, 600, 4), 1.0);
+    EXPECT_NEAR(to_ps(dr), read_ps(r, 600, 11), 1.0);
+    EXPECT_TRUE(std::equal(got_b.begin(), got_b.end(), content.begin() + 0x10));
+    EXPECT_TRUE(std::equal(got_r.begin(), got_r.end(), content.begin() + 0x10));
+}
+
+// busy_ps_at (timeseries.csv's PCIe busy fraction) counts only the part of the reserved TLPs
+// that has passed: a 4 KiB read's 16 completions reserve the downstream direction back to back
+// from MRd + latency + memory on, so at any instant inside that stretch the busy time is the
+// time since it began, and after it the whole reservation.
+TEST(PcieLink, BusyTimeCountsOnlyThePassedPartOfTheReservedTlps) {
+    pcie_bench b("b", pcie_config{});  // MPS 256, MRRS 512
+    b.link.track_busy(true);
+    std::vector<uint8_t> data(4096);
+    sc_core::sc_spawn([&] { b.dev.read(0x40000, data.data(), 4096); }, "rd");
+    sc_core::sc_start();
+    const double bn_ps = b.bn() * 1000.0;
+    const double start = MRD_HDR * bn_ps + b.lat_ps() + b.mem_ps();  // first CplD on the link
+    const double whole = (4096 + 16 * CPLD_HDR) * bn_ps;
+    EXPECT_EQ(b.link.busy_ps_at(false, start - 1.0), 0u);
+    for (double into : {1000.0, whole / 2, whole - 100.0}) {
+        EXPECT_NEAR(static_cast<double>(b.link.busy_ps_at(false, start + into)), into, 1.0) << into;
+    }
+    const uint64_t all = b.link.busy_ps_at(false, start + whole + 1.0);
+    EXPECT_EQ(all, b.link.downstream().busy_ps);
+    EXPECT_NEAR(static_cast<double>(all), whole, 16.0);  // whole ps per TLP
 }
 
 // A device request with the streaming extension (tlm/pcie/dma_stream.h) at t = 0.

@@ -12,18 +12,22 @@ namespace rnic::fabric {
 namespace {
 constexpr double PS_PER_NS = 1000.0;
 
-sc_core::sc_time ps_to_time(double ps) {
-    return sc_core::sc_time(std::ceil(ps), sc_core::SC_PS);
-}
 double time_to_ps(const sc_core::sc_time& t) {
     return t.to_seconds() * 1e12;
 }
 
-// Bytes from addr up to the next `boundary`-aligned address (a TLP must not cross it).
+// Bytes from addr up to the next `boundary`-aligned address (a TLP must not cross it); boundary
+// is a power of two (4 KiB, MPS, the 64 B RCB).
 uint32_t bytes_to_boundary(uint64_t addr, uint32_t boundary) {
-    return static_cast<uint32_t>(boundary - (addr % boundary));
+    return boundary - static_cast<uint32_t>(addr & (boundary - 1));
 }
 }  // namespace
+
+// ceil(ps) picoseconds: what sc_time(std::ceil(ps), SC_PS) gives, without the unit conversion
+// and rounding per call.
+sc_core::sc_time pcie_link::ps_to_time(double ps) const {
+    return sc_core::sc_time::from_value(static_cast<uint64_t>(std::ceil(ps)) * m_ps_value);
+}
 
 pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
                      const std::string& stats_prefix, hw::sim_context& ctx)
@@ -33,12 +37,22 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     , m_latency_ps(cfg.latency_ns * PS_PER_NS)
     , m_hdr_mem(24 + (cfg.ecrc ? 4 : 0))
     , m_hdr_cpl(20 + (cfg.ecrc ? 4 : 0))
+    , m_ps_value(sc_core::sc_time(1, sc_core::SC_PS).value())
+    , m_cpl_unit(cfg.rcb_completions ? 64 : cfg.mps)
+    , m_mrd(cost(m_hdr_mem))
+    , m_cpl_full(cost(m_hdr_cpl + m_cpl_unit))
+    , m_mwr_full(cost(m_hdr_mem + cfg.mps))
     , m_tag_free_ps(cfg.max_read_tags, 0.0) {
+    if ((cfg.mps & (cfg.mps - 1)) != 0 || cfg.mps == 0) {
+        SC_REPORT_FATAL(this->name(), "pcie: mps must be a power of two");
+    }
     dev_dma_in.register_b_transport(this, &pcie_link::dev_b_transport);
     dev_dma_in.register_transport_dbg(this, &pcie_link::dev_transport_dbg);
     host_mmio_in.register_b_transport(this, &pcie_link::host_b_transport);
     SC_HAS_PROCESS(pcie_link);
-    SC_THREAD(upstream_thread);
+    SC_METHOD(on_upstream);
+    sensitive << m_up_event;
+    dont_initialize();
     SC_THREAD(downstream_thread);
 
     const std::string b = stats_prefix.empty() ? std::string(this->name()) : stats_prefix;
@@ -70,18 +84,44 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     }
 }
 
-// Inline (every caller is in this file): two dozen calls per 4 KiB payload read.
+pcie_link::tlp_cost pcie_link::cost(uint32_t bytes) const {
+    const double ps = bytes * m_byte_ns * PS_PER_NS;
+    return {ps, static_cast<uint64_t>(ps)};
+}
+
+// Inline (every caller is in this file).
+inline double pcie_link::start_tlp(double& free_ps, direction_stats& st, double t_ps,
+                                   const tlp_cost& c) {
+    const double start = std::max(t_ps, free_ps);
+    if (m_track_busy) {
+        track_reserved(st, start, start == free_ps, c.ps);
+    }
+    free_ps = start + c.ps;
+    return free_ps;
+}
+
+inline double pcie_link::more_tlps(double& free_ps, direction_stats& st, const tlp_cost& c,
+                                   uint32_t count) {
+    double end = free_ps;
+    for (uint32_t i = 0; i < count; ++i) {
+        end += c.ps;  // one addition per TLP, as start_tlp makes them: the same double
+    }
+    free_ps = end;
+    if (m_track_busy) {
+        // Back to back with the TLP before: the same busy stretch (track_reserved's merge).
+        const bool up = &st == &m_up;
+        (up ? m_up_ahead : m_down_ahead).back().ps += c.whole_ps * count;
+        (up ? m_up_ahead_ps : m_down_ahead_ps) += c.whole_ps * count;
+    }
+    return end;
+}
+
 inline double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t_ps,
                                   uint32_t bytes) {
-    const double start = std::max(t_ps, free_ps);
-    const double dur = bytes * m_byte_ns * PS_PER_NS;
-    if (m_track_busy) {
-        track_reserved(st, start, start == free_ps, dur);
-    }
-    free_ps = start + dur;
+    const tlp_cost c = cost(bytes);
     st.wire_bytes += bytes;
-    st.busy_ps += static_cast<uint64_t>(dur);
-    return free_ps;
+    st.busy_ps += c.whole_ps;
+    return start_tlp(free_ps, st, t_ps, c);
 }
 
 void pcie_link::track_reserved(const direction_stats& st, double start, bool back_to_back,
@@ -114,23 +154,65 @@ uint64_t pcie_link::busy_ps_at(bool up, double now_ps) {
 
 double pcie_link::write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
                                direction_stats& st, const dma_stream_ext* stream) {
+    // TLPs of MPS from addr on, cut at 4 KiB boundaries: per 4 KiB page the full ones, then
+    // the rest of the page's part. The counters are summed per request.
+    const uint32_t mps = m_cfg.mps;
+    const tlp_cost& full_cost = m_mwr_full;
     double end = t_ps;
-    uint32_t left = len;
-    // A streamed write (dma_stream_ext): each TLP no earlier than its last byte is in.
-    const bool paced = stream != nullptr && stream->ps_per_byte > 0;
-    const double in_ps = paced ? time_to_ps(stream->data_start) : 0;
-    do {
-        const uint32_t n = std::min({left, m_cfg.mps, bytes_to_boundary(addr, 4096)});
-        const double at =
-            paced
-                ? std::max(t_ps, in_ps + static_cast<double>(len - left + n) * stream->ps_per_byte)
-                : t_ps;
-        end = send_tlp(free_ps, st, at, m_hdr_mem + n);
+    uint32_t done = 0;
+    uint64_t tlps = 0;
+    uint64_t busy = 0;
+    if (len == 0) {
+        // A zero-length write: one TLP, its header.
+        end = send_tlp(free_ps, st, t_ps, m_hdr_mem);
         ++st.mwr_tlps;
-        st.payload_bytes += n;
-        addr += n;
-        left -= n;
-    } while (left > 0);
+        return end;
+    }
+    if (stream != nullptr && stream->ps_per_byte > 0) {
+        // A streamed write (dma_stream_ext): each TLP no earlier than its last byte is in.
+        const double in_ps = time_to_ps(stream->data_start);
+        const double ps_per_byte = stream->ps_per_byte;
+        do {
+            const uint32_t n = std::min(std::min(len - done, mps), bytes_to_boundary(addr, 4096));
+            done += n;
+            addr += n;
+            const double at = std::max(t_ps, in_ps + static_cast<double>(done) * ps_per_byte);
+            const tlp_cost c = n == mps ? full_cost : cost(m_hdr_mem + n);
+            end = start_tlp(free_ps, st, at, c);
+            busy += c.whole_ps;
+            ++tlps;
+        } while (done < len);
+    } else {
+        // Every TLP may go at t_ps: the first at max(t_ps, free), the others back to back.
+        do {
+            const uint32_t page = std::min(len - done, bytes_to_boundary(addr, 4096));
+            uint32_t full = page / mps;
+            const uint32_t rest = page - full * mps;
+            tlps += full;
+            busy += full_cost.whole_ps * full;
+            if (full > 0 && done == 0) {
+                end = start_tlp(free_ps, st, t_ps, full_cost);
+                --full;
+            }
+            if (full > 0) {
+                end = more_tlps(free_ps, st, full_cost, full);
+            }
+            if (rest > 0) {
+                const tlp_cost c = cost(m_hdr_mem + rest);
+                // The request's first TLP when its first page holds no full one.
+                end = done == 0 && page == rest ? start_tlp(free_ps, st, t_ps, c)
+                                                : more_tlps(free_ps, st, c, 1);
+                ++tlps;
+                busy += c.whole_ps;
+            }
+            done += page;
+            addr += page;
+        } while (done < len);
+    }
+    st.mwr_tlps += tlps;
+    st.payload_bytes += len;
+    st.wire_bytes += tlps * m_hdr_mem + len;
+    st.busy_ps += busy;
     return end;
 }
 
@@ -147,10 +229,15 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_par
         mem_out->b_transport(gp, d);
         m_mem_latency_ps = time_to_ps(d);
     }
+    const uint32_t unit = m_cpl_unit;
     double data_arrival = t_ps;
-    uint32_t left = len;
+    uint32_t done = 0;
+    uint64_t requests = 0;
+    uint64_t cpls = 0;
+    uint64_t cpl_busy = 0;
     do {
-        const uint32_t n = std::min({left, m_cfg.mrrs, bytes_to_boundary(addr, 4096)});
+        const uint32_t n =
+            std::min(std::min(len - done, m_cfg.mrrs), bytes_to_boundary(addr, 4096));
         // Take the tag that frees first. A tag frees when its last completion is in, and
         // completions leave the downstream direction one after the other: every tag taken
         // frees later than every tag taken before it. So the tags' free times, in the order
@@ -162,31 +249,43 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_par
         if (*tag > t_ps) {
             m_tag_stall_ps += static_cast<uint64_t>(*tag - t_ps);
         }
-        const double req_end = send_tlp(m_up_free_ps, m_up, ready, m_hdr_mem);
-        ++m_up.mrd_tlps;
+        const double req_end = start_tlp(m_up_free_ps, m_up, ready, m_mrd);
+        ++requests;
         const double at_memory = req_end + m_latency_ps + m_mem_latency_ps;
-        // Completions, split at MPS (or at the 64 B read completion boundary).
-        double cpl_end = at_memory;
-        uint64_t a = addr;
-        uint32_t c_left = n;
-        do {
-            const uint32_t unit = m_cfg.rcb_completions ? 64 : m_cfg.mps;
-            const uint32_t c = std::min(c_left, bytes_to_boundary(a, unit));
-            cpl_end = send_tlp(m_down_free_ps, m_down, at_memory, m_hdr_cpl + c);
-            ++m_down.cpld_tlps;
-            m_down.payload_bytes += c;
-            a += c;
-            c_left -= c;
-        } while (c_left > 0);
+        // Completions, split at MPS (or at the 64 B read completion boundary): the first up to
+        // a boundary at max(at_memory, free), the full ones and the rest back to back.
+        const uint32_t head = std::min(n, bytes_to_boundary(addr, unit));
+        const tlp_cost head_cost = head == unit ? m_cpl_full : cost(m_hdr_cpl + head);
+        double cpl_end = start_tlp(m_down_free_ps, m_down, at_memory, head_cost);
+        const uint32_t full = (n - head) / unit;
+        const uint32_t rest = n - head - full * unit;
+        cpl_busy += head_cost.whole_ps + m_cpl_full.whole_ps * full;
+        cpls += 1 + full;
+        if (full > 0) {
+            cpl_end = more_tlps(m_down_free_ps, m_down, m_cpl_full, full);
+        }
+        if (rest > 0) {
+            const tlp_cost rest_cost = cost(m_hdr_cpl + rest);
+            cpl_end = more_tlps(m_down_free_ps, m_down, rest_cost, 1);
+            cpl_busy += rest_cost.whole_ps;
+            ++cpls;
+        }
         const double arrival = cpl_end + m_latency_ps;
         *tag = arrival;  // the newest: the ring's last
         data_arrival = std::max(data_arrival, arrival);
         addr += n;
-        left -= n;
+        done += n;
         if (parts != nullptr) {
-            parts->emplace_back(len - left, ps_to_time(data_arrival));
+            parts->emplace_back(done, ps_to_time(data_arrival));
         }
-    } while (left > 0);
+    } while (done < len);
+    m_up.mrd_tlps += requests;
+    m_up.wire_bytes += requests * m_hdr_mem;
+    m_up.busy_ps += requests * m_mrd.whole_ps;
+    m_down.cpld_tlps += cpls;
+    m_down.payload_bytes += len;
+    m_down.wire_bytes += cpls * m_hdr_cpl + len;
+    m_down.busy_ps += cpl_busy;
     return data_arrival;
 }
 
@@ -299,9 +398,9 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
         m_up_writes.back().data.assign(p, p + len);
         m_up_writes_in_flight = static_cast<uint32_t>(m_up_writes.size());
         if (was_empty) {
-            // Otherwise upstream_thread is in a timed wait for an earlier write, and this one
-            // lands no earlier (posted writes leave in order): no wake-up, no delta cycle.
-            m_up_event.notify(sc_core::SC_ZERO_TIME);
+            // on_upstream runs when it lands. Otherwise it is due for an earlier write, and
+            // this one lands no earlier (posted writes leave in order): nothing to notify.
+            m_up_event.notify(at - sc_core::sc_time_stamp());
         }
         delay = ps_to_time(sent) - sc_core::sc_time_stamp();
     }
@@ -356,16 +455,10 @@ void pcie_link::host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&
     }
 }
 
-void pcie_link::upstream_thread() {
-    for (;;) {
-        while (m_up_writes.empty()) {
-            sc_core::wait(m_up_event);
-        }
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
-        if (m_up_writes.front().at > now) {
-            sc_core::wait(m_up_writes.front().at - now);
-            continue;
-        }
+void pcie_link::on_upstream() {
+    // Every write that has landed by now, in issue order; then sleep until the next one lands.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!m_up_writes.empty() && m_up_writes.front().at <= now) {
         pending_write w = std::move(m_up_writes.front());
         m_up_writes.pop_front();
         m_up_writes_in_flight = static_cast<uint32_t>(m_up_writes.size());
@@ -384,6 +477,9 @@ void pcie_link::upstream_thread() {
         sc_core::sc_time d = sc_core::SC_ZERO_TIME;
         mem_out->b_transport(gp, d);  // memory latency does not delay a posted write's effect
         recycle(std::move(w.data));
+    }
+    if (!m_up_writes.empty()) {
+        m_up_event.notify(m_up_writes.front().at - now);
     }
 }
 

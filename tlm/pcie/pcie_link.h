@@ -106,11 +106,24 @@ private:
     void dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     void host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     unsigned int dev_transport_dbg(tlm::tlm_generic_payload& gp);
-    void upstream_thread();    // applies posted writes to host memory when they arrive
+    void on_upstream();        // SC_METHOD: applies posted writes to host memory as they land
     void downstream_thread();  // delivers CPU MMIO writes to the NIC BAR when they arrive
 
-    // Reserves one direction for a TLP of `bytes` no earlier than `t_ps`; returns its end.
+    // A TLP's wire time on one direction, and the whole ps busy_ps counts for it.
+    struct tlp_cost {
+        double ps;
+        uint64_t whole_ps;
+    };
+    tlp_cost cost(uint32_t bytes) const;  // of a TLP of `bytes` (header included)
+    // Reserves one direction for a TLP no earlier than `t_ps`; returns its end. The caller
+    // counts it (wire_bytes, busy_ps, TLPs).
+    double start_tlp(double& free_ps, direction_stats& st, double t_ps, const tlp_cost& c);
+    // `count` more TLPs back to back after the one just reserved on that direction: the same
+    // end as `count` start_tlp calls. The caller counts them.
+    double more_tlps(double& free_ps, direction_stats& st, const tlp_cost& c, uint32_t count);
+    // start_tlp for a TLP of `bytes`, counted.
     double send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes);
+    sc_core::sc_time ps_to_time(double ps) const;  // ceil(ps) ps
     // With track_busy: notes a TLP's reservation (send_tlp).
     void track_reserved(const direction_stats& st, double start, bool back_to_back, double dur);
     // `parts` (dma_stream_ext): filled per read request. `stream`: a write's pacing.
@@ -126,8 +139,13 @@ private:
     double m_byte_ns;
     double m_latency_ps;
     double m_mem_latency_ps = -1;
-    uint32_t m_hdr_mem;  // MWr / MRd header + framing + DLL
-    uint32_t m_hdr_cpl;  // CplD header + framing + DLL
+    uint32_t m_hdr_mem;   // MWr / MRd header + framing + DLL
+    uint32_t m_hdr_cpl;   // CplD header + framing + DLL
+    uint64_t m_ps_value;  // sc_time value of 1 ps
+    uint32_t m_cpl_unit;  // completions split at this boundary: MPS, or the 64 B RCB
+    tlp_cost m_mrd;       // a read request
+    tlp_cost m_cpl_full;  // a completion of m_cpl_unit bytes
+    tlp_cost m_mwr_full;  // a write TLP of MPS bytes
     double m_up_free_ps = 0;
     double m_down_free_ps = 0;
     std::vector<double> m_tag_free_ps;  // per read tag: when it frees; a ring, oldest first
