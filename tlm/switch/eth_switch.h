@@ -172,8 +172,7 @@ private:
     bool m_wd_drop = true;  // pfc_watchdog.action "drop" (else "forward")
     sc_core::sc_event m_pause_check;
     std::function<void()> m_stuck_observer;
-    sc_core::sc_event m_arrival_event;                         // timed at the earliest arrival
-    sc_core::sc_time m_arrivals_due = sc_core::sc_max_time();  // the instant being taken
+    sc_core::sc_event m_arrival_event;  // timed at the earliest arrival
 };
 
 }  // namespace rnic::fabric
