@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace rnic::hw {
 
@@ -51,18 +52,28 @@ public:
         if (!m_armed && m_waiters.empty() && !sc_core::sc_pending_activity_at_current_time()) {
             return;
         }
+        // Each waiter sleeps on an event of its own (from a pool): a release wakes the one
+        // waiter it lets go, not every waiter of the instant (hundreds in a large fabric, each
+        // woken per release only to sleep again).
+        if (m_free.empty()) {
+            m_free.push_back(std::make_unique<sc_core::sc_event>());
+        }
+        std::unique_ptr<sc_core::sc_event> ev = std::move(m_free.back());
+        m_free.pop_back();
         bool released = false;
-        m_waiters.push_back({sc_core::sc_get_current_process_b(), &released});
+        m_waiters.push_back({sc_core::sc_get_current_process_b(), &released, ev.get()});
         arm();
         while (!released) {
-            sc_core::wait(m_release);
+            sc_core::wait(*ev);
         }
+        m_free.push_back(std::move(ev));
     }
 
 private:
     struct waiter {
         const sc_core::sc_object* who;
         bool* released;
+        sc_core::sc_event* release;  // notified when this waiter may go on
     };
     void arm() {
         if (!m_armed) {
@@ -108,8 +119,9 @@ private:
                                               return std::strcmp(a.who->name(), b.who->name()) < 0;
                                           });
             *first->released = true;
+            sc_core::sc_event* release = first->release;
             m_waiters.erase(first);
-            m_release.notify();
+            release->notify();
             if (!m_waiters.empty()) {
                 arm();
             }
@@ -117,8 +129,8 @@ private:
     }
 
     sc_core::sc_event m_check;
-    sc_core::sc_event m_release;  // a settle_instant() waiter may go on
     std::vector<waiter> m_waiters;
+    std::vector<std::unique_ptr<sc_core::sc_event>> m_free;  // waiters' events not in use
     std::vector<timestep_arbiter*> m_ready;    // arbiters with requests at this instant
     std::vector<timestep_arbiter*> m_serving;  // the ones being served
     uint32_t m_ids = 0;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace rnic::roce {
 
@@ -68,27 +69,55 @@ constexpr double RNR_TIMER_MS[32] = {655.36, 0.01,  0.02,  0.03,   0.04,   0.06,
 // --- IPv4 header checksum (RFC 1071 one's complement sum, RFC 791) ---
 // The folded one's complement sum of the header's 16-bit words (`bytes`: IHL x 4), the
 // checksum field included as it stands.
-inline uint16_t ipv4_fold(const uint8_t* ip, size_t bytes = 20) {
-    uint32_t sum = 0;
-    for (size_t i = 0; i < bytes; i += 2) {
-        sum += (static_cast<uint32_t>(ip[i]) << 8) | ip[i + 1];
+//
+// Summed four bytes at a time in host order (RFC 1071 section 2(B): the one's complement sum
+// does not depend on byte order; the folded result is swapped back): the same value as a sum of
+// big-endian 16-bit words, four times fewer steps. `bytes` is even (an IPv4 header's IHL x 4).
+namespace detail {
+// The integer sum of the header's 32-bit words as loaded (host order); `skip_checksum`: less
+// the checksum field (bytes 10-11, the upper half of the third word on a little-endian host).
+inline uint64_t ipv4_word_sum(const uint8_t* ip, size_t bytes, bool skip_checksum) {
+    uint64_t sum = 0;
+    size_t i = 0;
+    for (; i + 4 <= bytes; i += 4) {
+        uint32_t w;
+        std::memcpy(&w, ip + i, 4);
+        sum += w;
     }
-    sum = (sum & 0xFFFF) + (sum >> 16);  // two folds bring any 32-bit sum to 16 bits
-    sum = (sum & 0xFFFF) + (sum >> 16);
+    if (i < bytes) {  // a last 16-bit word
+        uint16_t h;
+        std::memcpy(&h, ip + i, 2);
+        sum += h;
+    }
+    if (skip_checksum && bytes >= 12) {
+        // The field's two bytes where they sit in the word loaded from bytes 8-11: subtracted,
+        // they leave the integer sum of every other byte pair exactly (nothing is folded yet).
+        uint32_t field = 0;
+        std::memcpy(reinterpret_cast<uint8_t*>(&field) + 2, ip + 10, 2);
+        sum -= field;
+    }
+    return sum;
+}
+// One's complement fold of an integer sum to 16 bits, swapped to network order: congruent to
+// the big-endian word sum modulo 0xFFFF and 0 only for an all-zero sum, as the plain fold.
+inline uint16_t ipv4_fold_sum(uint64_t sum) {
+    while ((sum >> 16) != 0) {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    sum = ((sum & 0xFF) << 8) | (sum >> 8);
+#endif
     return static_cast<uint16_t>(sum);
+}
+}  // namespace detail
+
+inline uint16_t ipv4_fold(const uint8_t* ip, size_t bytes = 20) {
+    return detail::ipv4_fold_sum(detail::ipv4_word_sum(ip, bytes, false));
 }
 // The checksum to store in bytes 10-11: the complement of the sum of every other word (the
 // field's current value is ignored).
 inline uint16_t ipv4_checksum(const uint8_t* ip, size_t bytes = 20) {
-    uint32_t sum = 0;
-    for (size_t i = 0; i < bytes; i += 2) {
-        if (i != 10) {
-            sum += (static_cast<uint32_t>(ip[i]) << 8) | ip[i + 1];
-        }
-    }
-    sum = (sum & 0xFFFF) + (sum >> 16);
-    sum = (sum & 0xFFFF) + (sum >> 16);
-    return static_cast<uint16_t>(~sum);
+    return static_cast<uint16_t>(~detail::ipv4_fold_sum(detail::ipv4_word_sum(ip, bytes, true)));
 }
 // A received header's checksum is right: the sum of all its words, the checksum's included,
 // is 0xFFFF.

@@ -263,4 +263,35 @@ TEST(TimestepArbiter, SettleInstantSeesWritesOfTheSameInstantOneReaderAtATime) {
     EXPECT_FALSE(sc_core::sc_pending_activity());
 }
 
+TEST(TimestepArbiter, SettleInstantReleasesManyWaitersOfAnInstantOneAtATimeByName) {
+    // Six readers resuming at one instant (started in reverse name order) and one that starts
+    // to wait a few delta cycles later: each goes on alone, by name, and sees what every one
+    // before it wrote at that instant (each reader writes as it goes on).
+    std::vector<std::string> log;
+    for (const char* name : {"r5", "r4", "r3", "r2", "r1", "r0"}) {
+        sc_core::sc_spawn(
+            [&, name] {
+                sc_core::wait(sc_time(10, SC_NS));
+                settle_instant();
+                log.push_back(std::string(name) + "@" + std::to_string(log.size()));
+                EXPECT_EQ(sc_core::sc_time_stamp(), sc_time(10, SC_NS));
+            },
+            name);
+    }
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(sc_time(10, SC_NS));
+            for (int i = 0; i < 3; ++i) {
+                sc_core::wait(sc_core::SC_ZERO_TIME);
+            }
+            settle_instant();
+            log.push_back("r2a@" + std::to_string(log.size()));
+        },
+        "r2a");
+    sc_core::sc_start();
+    EXPECT_EQ(log,
+              (std::vector<std::string>{"r0@0", "r1@1", "r2@2", "r2a@3", "r3@4", "r4@5", "r5@6"}));
+    EXPECT_FALSE(sc_core::sc_pending_activity());
+}
+
 }  // namespace

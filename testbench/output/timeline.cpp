@@ -337,12 +337,20 @@ size_t timeline::stage_index(std::string_view block, std::string_view stage) {
     return m_stages.size() - 1;
 }
 
+size_t timeline::name_slot_of(const char* block, const char* stage) {
+    // Both addresses mixed (multiplicative hashing, the product's high bits): the callers'
+    // strings lie at regular strides (a link's or a port's track name in objects of one size,
+    // temporaries at one offset of every thread's stack), which low address bits alone map to
+    // a few slots, so a fabric's tracks evicted each other at every slice.
+    const uint64_t h = (reinterpret_cast<uintptr_t>(block) * 0x9E3779B97F4A7C15ull) ^
+                       (reinterpret_cast<uintptr_t>(stage) * 0xC2B2AE3D27D4EB4Full);
+    return static_cast<size_t>((h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull >> 40) % STAGE_CACHE;
+}
+
 latency_histogram& timeline::histogram_of(const std::string& block, const std::string& stage) {
     // Keyed by where the two strings live: a member (a link's or a port's track name) or a
     // short (in-place) temporary built at the same place of the same thread's stack every time.
-    name_slot& slot = m_name_cache[((reinterpret_cast<uintptr_t>(block.data()) >> 3) ^
-                                    (reinterpret_cast<uintptr_t>(stage.data()) >> 3)) %
-                                   STAGE_CACHE];
+    name_slot& slot = m_name_cache[name_slot_of(block.data(), stage.data())];
     if (slot.block == block.data() && slot.stage == stage.data()) {
         stage_entry& e = m_stages[slot.index];
         if (e.stage == stage && e.block == block) {
@@ -355,9 +363,7 @@ latency_histogram& timeline::histogram_of(const std::string& block, const std::s
 }
 
 latency_histogram& timeline::histogram_of(const char* block, const char* stage) {
-    name_slot& slot = m_name_cache[((reinterpret_cast<uintptr_t>(block) >> 3) ^
-                                    (reinterpret_cast<uintptr_t>(stage) >> 3)) %
-                                   STAGE_CACHE];
+    name_slot& slot = m_name_cache[name_slot_of(block, stage)];
     if (slot.block == block && slot.stage == stage) {
         stage_entry& e = m_stages[slot.index];
         if (e.stage == stage && e.block == block) {

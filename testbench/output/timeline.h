@@ -292,7 +292,10 @@ private:
         std::string stage;
         latency_histogram h;
     };
-    static constexpr size_t STAGE_CACHE = 256;
+    // Slots: a 1024-node fabric has about 5,000 (block, stage) pairs (a track per link
+    // direction and per switch port), 16 hosts about 150.
+    static constexpr size_t STAGE_CACHE = 8192;
+    static size_t name_slot_of(const char* block, const char* stage);
     latency_histogram& histogram_of(const std::string& block, const std::string& stage);
     latency_histogram& histogram_of(const char* block, const char* stage);
     // (block, stage) pointers -> m_stages index (checked by content).

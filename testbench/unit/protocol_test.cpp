@@ -6,6 +6,7 @@
 #include "hw/roce/protocol.h"
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -80,6 +81,36 @@ TEST(Protocol, Ipv4ChecksumOfAPublishedHeader) {
     opt[11] = static_cast<uint8_t>(c);
     EXPECT_TRUE(ipv4_checksum_ok(opt, 24));
     EXPECT_FALSE(ipv4_checksum_ok(opt, 20));
+}
+
+TEST(Protocol, Ipv4ChecksumEqualsTheBigEndianWordSumOfRfc1071) {
+    // RFC 1071's sum as the RFC writes it (16-bit big-endian words, end-around carry), here,
+    // against the header helpers on random headers of every IHL, all-zero and all-ones bytes
+    // included (the sums whose fold is 0 or 0xFFFF).
+    auto rfc1071 = [](const uint8_t* ip, size_t bytes, bool skip_field) {
+        uint32_t sum = 0;
+        for (size_t i = 0; i < bytes; i += 2) {
+            if (!(skip_field && i == 10)) {
+                sum += static_cast<uint32_t>(ip[i] << 8 | ip[i + 1]);
+            }
+        }
+        while ((sum >> 16) != 0) {
+            sum = (sum & 0xFFFF) + (sum >> 16);
+        }
+        return static_cast<uint16_t>(sum);
+    };
+    std::mt19937 rng(1071);
+    uint8_t ip[60];
+    for (int round = 0; round < 20000; ++round) {
+        const size_t bytes = 4 * (5 + round % 11);  // IHL 5 .. 15
+        const int kind = round % 7;
+        for (size_t i = 0; i < bytes; ++i) {
+            ip[i] = kind == 0 ? 0 : kind == 1 ? 0xFF : static_cast<uint8_t>(rng());
+        }
+        ASSERT_EQ(ipv4_fold(ip, bytes), rfc1071(ip, bytes, false)) << "round " << round;
+        ASSERT_EQ(ipv4_checksum(ip, bytes), static_cast<uint16_t>(~rfc1071(ip, bytes, true)))
+            << "round " << round;
+    }
 }
 
 TEST(Numeric, Splitmix64MatchesTheReferenceSequence) {

@@ -85,6 +85,12 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::unique_ptr<egress_scheduler> sched;  // between the priorities (switch_config.scheduler)
     port_stats ps{};
     sc_core::sc_event data;
+    // What the link's MAC does until its next pull (set by pull()): busy with a frame and
+    // pulling again at its end (frames are still queued), or else sleeping until mac_retry
+    // (sc_max_time(): until `data` is notified). A frame queued meanwhile notifies `data` only
+    // if the MAC would not see it in time otherwise.
+    bool mac_busy = false;
+    sc_core::sc_time mac_retry = sc_core::sc_max_time();
 
     void receive_frame(eth_frame&& f) override {
         sw->arrive(index, std::move(f), sc_core::sc_time_stamp());
@@ -378,6 +384,7 @@ void eth_switch::apply_epochs(const sc_core::sc_time& now) {
 
 void eth_switch::flush_port(uint32_t p) {
     port_state& op = *m_ports[p];
+    op.mac_busy = false;  // its MAC may find nothing queued at its frame's end and sleep
     op.ctrl.clear();
     for (uint32_t k = 0; k < SWITCH_PRIORITIES; ++k) {
         if (op.q[k].empty()) {
@@ -397,6 +404,7 @@ void eth_switch::flush_port(uint32_t p) {
 
 uint64_t eth_switch::flush_queue(uint32_t p, uint32_t k) {
     port_state& op = *m_ports[p];
+    op.mac_busy = false;  // as flush_port
     uint64_t n = 0;
     while (!op.q[k].empty()) {
         const packet& pk = op.q[k].front();
@@ -689,13 +697,6 @@ void eth_switch::arrive(uint32_t in, eth_frame&& f, const sc_core::sc_time& at) 
 
 void eth_switch::process_arrivals() {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    if (m_arrivals_due != now) {
-        // Woken at the arrival time: the instant's arrivals are taken one delta later, after
-        // every process woken at this time has run, as when the links delivered them.
-        m_arrivals_due = now;
-        m_arrival_event.notify(sc_core::SC_ZERO_TIME);
-        return;
-    }
     if (m_next_epoch < m_epochs.size()) {
         apply_epochs(now);
     }
@@ -804,9 +805,14 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     pk.arrived = now;
     pk.ready_at = start + sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS);
     pk.f = std::move(f);
-    const sc_core::sc_time wake = pk.ready_at - now;
+    const sc_core::sc_time ready_at = pk.ready_at;
     op.q[prio].push_back(std::move(pk));
-    op.data.notify(wake);  // the egress wakes when this frame may leave (earlier pending wins)
+    if (!op.mac_busy && ready_at < op.mac_retry) {
+        // The egress wakes when this frame may leave (earlier pending wins). Not needed while
+        // its MAC sends a frame with more queued behind it (it pulls at that frame's end) or
+        // sleeps until a retry time at or before this one (it pulls then): pull() sets both.
+        op.data.notify(ready_at - now);
+    }
 }
 
 void eth_switch::update_pfc(uint32_t in, uint32_t prio) {
@@ -835,6 +841,8 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
             op.ctrl.pop_front();
             ++op.ps.tx_frames;
             op.ps.tx_bytes += out.data.size();
+            op.mac_busy = op.holds_frames();
+            op.mac_retry = sc_core::sc_max_time();
             return true;
         }
         retry_at = op.ctrl.front().first;
@@ -884,6 +892,8 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
         forget_when_idle(before, op.watched);
     }
     if (eligible == 0) {
+        op.mac_busy = false;
+        op.mac_retry = retry_at;
         return false;
     }
     const uint32_t k = op.sched->pick(eligible, backlogged, head_bytes);
@@ -926,6 +936,10 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     }
     out = std::move(pk.f);
     out.priority = static_cast<uint8_t>(k);
+    // With frames still queued the MAC pulls again at this frame's end whatever comes (with
+    // none it may sleep until one is queued: tlm/ethernet eth_link's idle MAC).
+    op.mac_busy = op.holds_frames();
+    op.mac_retry = sc_core::sc_max_time();
     return true;
 }
 

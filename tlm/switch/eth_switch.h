@@ -174,8 +174,7 @@ private:
     sc_core::sc_event m_pause_check;
     sc_core::sc_time m_pause_due = sc_core::sc_max_time();  // the check's time (the event steps)
     std::function<void()> m_stuck_observer;
-    sc_core::sc_event m_arrival_event;                         // timed at the earliest arrival
-    sc_core::sc_time m_arrivals_due = sc_core::sc_max_time();  // the instant being taken
+    sc_core::sc_event m_arrival_event;  // timed at the earliest arrival
 };
 
 }  // namespace rnic::fabric
