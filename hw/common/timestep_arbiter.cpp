@@ -59,6 +59,27 @@ public:
         }
     }
 
+    // settle_ticket::settled(): the same from a method process.
+    bool method_settled(bool& queued, bool& released) {
+        if (queued) {
+            if (released) {
+                queued = false;
+                return true;
+            }
+            sc_core::next_trigger(m_release);  // another waiter's release: not yet
+            return false;
+        }
+        if (!m_armed && m_waiters.empty() && !sc_core::sc_pending_activity_at_current_time()) {
+            return true;
+        }
+        queued = true;
+        released = false;
+        m_waiters.push_back({sc_core::sc_get_current_process_b(), &released});
+        arm();
+        sc_core::next_trigger(m_release);
+        return false;
+    }
+
 private:
     struct waiter {
         const sc_core::sc_object* who;
@@ -127,6 +148,10 @@ private:
 
 void settle_instant() {
     timestep_settle::get().wait_settled();
+}
+
+bool settle_ticket::settled() {
+    return timestep_settle::get().method_settled(m_queued, m_released);
 }
 
 timestep_arbiter::timestep_arbiter(const clock_domain& clk)
