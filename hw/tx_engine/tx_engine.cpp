@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hw/common/short_wait.h"
 #include "hw/hsi/hsi.h"
 #include "hw/roce/protocol.h"
 #include "hw/send_path/send_path_packets.h"
@@ -1030,8 +1031,11 @@ void tx_engine::timer_thread() {
         const auto [deadline, qpn] = *m_timers.begin();
         const sc_core::sc_time now = sc_core::sc_time_stamp();
         if (deadline > now) {
-            m_timer_wake = deadline;
-            sc_core::wait(deadline - now, m_timer_changed);
+            // At most a short wait at once (hw/common/short_wait.h): a deadline moved later
+            // or gone wakes this thread early, and the timeout cut short stays in the kernel's
+            // event queue until its time.
+            m_timer_wake = std::min(deadline, now + hw::short_wait_step());
+            sc_core::wait(m_timer_wake - now, m_timer_changed);
             continue;
         }
         m_timers.erase(m_timers.begin());

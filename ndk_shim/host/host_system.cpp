@@ -8,6 +8,7 @@
 #include <numeric>
 #include <string>
 
+#include "hw/common/short_wait.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/hsi/hsi.h"
 
@@ -380,7 +381,9 @@ void host_system::wait_for_dma(double timeout_ns, const sc_core::sc_event* also)
         sc_core::wait(m_memory.dma_write_event());  // no timeout: nothing left in the event queue
         return;
     }
-    sc_core::wait(sc_core::sc_time(timeout_ns, sc_core::SC_NS), m_memory.dma_write_event());
+    // In short steps (hw/common/short_wait.h): a command's 10 ms timeout is nearly always cut
+    // short by the NIC's answer.
+    hw::short_wait(sc_core::sc_time(timeout_ns, sc_core::SC_NS), m_memory.dma_write_event());
 }
 
 void host_system::dpc_thread() {
@@ -394,7 +397,9 @@ void host_system::dpc_thread() {
         const sc_core::sc_time now = sc_core::sc_time_stamp();
         auto first = m_dpcs.begin();
         if (first->first.first > now) {
-            sc_core::wait(first->first.first - now, m_irq_event);
+            // A short wait at a time (hw/common/short_wait.h): each interrupt cuts it short,
+            // and a connection's CM timer DPC may be seconds away.
+            sc_core::wait(hw::short_wait_until(first->first.first), m_irq_event);
             continue;
         }
         std::function<void()> fn = std::move(first->second);

@@ -471,12 +471,12 @@ bool stopped() {
            sc_core::sc_end_of_simulation_invoked();
 }
 
-// Runs the simulation to its end: the time limit, sc_stop() (a failure), or starvation (the end
-// rule of every run: the workload has finished and nothing is left to simulate; the clock stays
-// at the last event, so a partitioned run ends at the same instant), but in pieces: it pauses at
-// the waveform window's edges to open and close waves.vcd, and every `quantum` of simulated time
-// for the progress bar. Pausing adds no events; what runs and in which order is the same as in one
-// piece.
+// Runs the simulation to its end: the time limit (the clock ends there), sc_stop() (a failure),
+// or starvation (the end rule of every run: the workload has finished and nothing is left to
+// simulate; the clock stays at the last event, so a partitioned run ends at the same instant),
+// but in pieces: it pauses at the waveform window's edges to open and close waves.vcd, and every
+// `quantum` of simulated time for the progress bar. Pausing adds no events; what runs and in which
+// order is the same as in one piece.
 class simulation_loop {
 public:
     simulation_loop(const scenario_config& cfg, const run_options& opts, testbench& tb,
@@ -519,6 +519,10 @@ public:
                     sc_core::sc_start(m_limit - now, sc_core::SC_EXIT_ON_STARVATION);
                     if (!stopped() && !sc_core::sc_pending_activity()) {
                         end_starved();
+                    } else if (!stopped() && sc_core::sc_time_stamp() < m_limit) {
+                        // Cut by the limit with events after it: the clock to the limit, as a
+                        // partitioned run's (window_loop), not to whichever event came last.
+                        sc_core::sc_start(m_limit - sc_core::sc_time_stamp());
                     }
                 } else {
                     sc_core::sc_start();

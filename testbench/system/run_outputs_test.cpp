@@ -238,4 +238,19 @@ TEST(RunOutputs, FailedRunExits1) {
     EXPECT_NE(read_file(out + "/summary.txt").find("Result          : FAILED"), std::string::npos);
 }
 
+// A run cut by its time limit ends at the limit, as a partitioned run does (testbench/scenario
+// runner.cpp), not at whichever event came last before it: here the sender's ACK timer (67 ms)
+// is still armed at 1 ms, every frame having been lost.
+TEST(RunOutputs, ARunCutByItsTimeLimitEndsAtTheLimit) {
+    scratch s;
+    const std::string out = s.dir + "/out";
+    std::vector<std::string> args = short_run(out);
+    args.insert(args.end(), {"--set", "topology.link.faults.drop=1.0", "--set",
+                             "workload.messages=2", "--set", "workload.time_limit_ms=1"});
+    const cli_result r = rnicsim(s, args);
+    EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+    const json stats = json::parse(read_file(out + "/stats.json"));
+    EXPECT_EQ(stats["sim"]["simulated_ns"], 1000000);
+}
+
 }  // namespace
