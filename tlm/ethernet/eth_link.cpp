@@ -332,33 +332,32 @@ void eth_link::apply_pause(int side, uint8_t class_enable, const pfc_quanta& qua
 }
 
 void eth_link::serializer_method(int side) {
-    // One activation per step: each case either goes on to the next case at once or sets the
-    // method's next trigger (what the thread form waited for) and returns.
+    // One activation per step, each setting the method's next trigger where the thread form
+    // waited: at a frame's end (or woken while idle after one, once the wire is free) it
+    // chooses the next frame and starts it, or starts it later (a cut-through frame's wait).
     tx_mac& mac = m_mac_tx[side];
-    for (;;) {
-        switch (mac.state) {
-            case tx_state::choose:
-                if (!choose(side)) {
-                    return;  // waiting to settle or to have something to send
-                }
-                break;  // mac.frame chosen: tx_state::start, now or after a cut-through wait
-            case tx_state::start:
-                start_frame(side);
+    switch (mac.state) {
+        case tx_state::start:
+            start_frame(side);
+            return;
+        case tx_state::woken:
+            // Idle after a frame, woken by something queued: the next frame starts when the
+            // wire is free, as if the MAC had woken there.
+            if (sc_core::sc_time_stamp() < mac.free_at) {
+                mac.state = tx_state::end;
+                sc_core::next_trigger(mac.free_at - sc_core::sc_time_stamp());
                 return;
-            case tx_state::woken:
-                // Idle after a frame, woken by something queued: the next frame starts when
-                // the wire is free, as if the MAC had woken there.
-                if (sc_core::sc_time_stamp() < mac.free_at) {
-                    mac.state = tx_state::end;
-                    sc_core::next_trigger(mac.free_at - sc_core::sc_time_stamp());
-                    return;
-                }
-                [[fallthrough]];
-            case tx_state::end:
-                m_busy[side] = false;
-                mac.state = tx_state::choose;
-                break;
-        }
+            }
+            [[fallthrough]];
+        case tx_state::end:
+            m_busy[side] = false;
+            mac.state = tx_state::choose;
+            break;
+        case tx_state::choose:
+            break;
+    }
+    if (choose(side)) {
+        start_frame(side);
     }
 }
 
@@ -398,7 +397,6 @@ bool eth_link::choose(int side) {
         if (m_xoff[side] != 0) {
             m_next_refresh[side] = now + m_quantum * (static_cast<double>(m_quanta[side]) / 2);
         }
-        mac.state = tx_state::start;
         return true;
     }
     const uint8_t paused_now = paused(side);
@@ -447,7 +445,6 @@ bool eth_link::choose(int side) {
         }
     }
     if (have) {
-        mac.state = tx_state::start;
         return true;
     }
     // Sleep until something can change: a frame queued, a pause frame to send or

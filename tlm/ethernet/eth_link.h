@@ -245,8 +245,10 @@ public:
 
 private:
     // The MAC's transmitter (a method): at each frame boundary, once the instant has settled,
-    // it chooses the next frame (choose: true with mac.frame to start now), starts it on the
-    // wire (start_frame) and sleeps until its end or, with nothing queued, until something is.
+    // it chooses the next frame (choose: true with mac.frame to start now; false with the next
+    // trigger set: to settle, to start it later, to wait for something to send), starts it on
+    // the wire (start_frame) and sleeps until its end or, with nothing queued, until something
+    // is.
     void serializer_method(int side);
     bool choose(int side);
     void start_frame(int side);
