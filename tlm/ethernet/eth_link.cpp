@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hw/common/numeric.h"
+#include "hw/common/short_wait.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/roce/protocol.h"
 #include "tlm/ethernet/vlan.h"
@@ -353,6 +354,13 @@ void eth_link::serializer_method(int side) {
             m_busy[side] = false;
             mac.state = tx_state::choose;
             break;
+        case tx_state::sleeping:
+            if (sc_core::timed_out() && sc_core::sc_time_stamp() < mac.sleep_until) {
+                sleep(side);  // a step of the sleep ended, nothing else happened
+                return;
+            }
+            mac.state = tx_state::choose;
+            break;
         case tx_state::choose:
             break;
     }
@@ -458,14 +466,28 @@ bool eth_link::choose(int side) {
     if (m_xoff[side] != 0) {
         until = std::min(until, std::max(m_next_refresh[side], now));
     }
+    mac.sleep_until = until;
+    sleep(side);
+    return false;
+}
+
+void eth_link::sleep(int side) {
+    tx_mac& mac = m_mac_tx[side];
     const sc_core::sc_event& data =
-        m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
-    if (until == sc_core::sc_max_time()) {
-        sc_core::next_trigger(data | ctrl.written_event() | m_ctrl_event[side]);
+        m_source[side] != nullptr ? m_source[side]->data_event() : m_tx[side]->written_event();
+    const sc_core::sc_event& ctrl = m_ctrl_tx[side]->written_event();
+    // (The event list is a temporary of each call: the kernel keeps it until it fires.)
+    if (mac.sleep_until == sc_core::sc_max_time()) {
+        mac.state = tx_state::choose;
+        sc_core::next_trigger(data | ctrl | m_ctrl_event[side]);
     } else {
-        sc_core::next_trigger(until - now, data | ctrl.written_event() | m_ctrl_event[side]);
+        // A pause's expiry or a refresh can be hundreds of microseconds ahead and is usually cut
+        // short by a queued frame: in short steps (hw/common/short_wait.h), so the timed-event
+        // queue does not keep the cut-short entries.
+        mac.state = tx_state::sleeping;
+        sc_core::next_trigger(hw::short_wait_until(mac.sleep_until),
+                              data | ctrl | m_ctrl_event[side]);
     }
-    return false;  // tx_state::choose again on waking
 }
 
 void eth_link::start_frame(int side) {

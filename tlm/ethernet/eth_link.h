@@ -252,6 +252,9 @@ private:
     void serializer_method(int side);
     bool choose(int side);
     void start_frame(int side);
+    // Nothing to send: triggered again by a frame queued, a pause frame to send or received,
+    // or mac.sleep_until (a pause expiring, a refresh due, a queued frame becoming eligible).
+    void sleep(int side);
     // Method: delivers the frames of m_in_flight[side] due now, then sleeps until the next one.
     void delivery_method(int side);
     // Applies the fault model to a frame leaving side `side`; queues 0, 1 or 2 deliveries.
@@ -314,13 +317,15 @@ private:
     std::array<sc_core::sc_time, 8> m_pause_until[2];
     // The serializer's step (serializer_method): choosing the next frame (settling the
     // instant first), starting it (after a cut-through frame's wait), woken while idle after a
-    // frame (the wire is free at free_at), at a frame's end.
-    enum class tx_state : uint8_t { choose, start, woken, end };
+    // frame (the wire is free at free_at), at a frame's end, sleeping with nothing to send
+    // (in short steps until sleep_until).
+    enum class tx_state : uint8_t { choose, start, woken, end, sleeping };
     struct tx_mac {
         tx_state state = tx_state::choose;
         hw::settle_ticket settle;
         eth_frame frame;  // chosen, being started
         sc_core::sc_time free_at;
+        sc_core::sc_time sleep_until;  // sleeping with nothing to send: until then at most
     };
     tx_mac m_mac_tx[2];
     bool m_remote[2] = {false, false};
