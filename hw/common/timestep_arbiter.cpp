@@ -69,6 +69,27 @@ public:
         m_free.push_back(std::move(ev));
     }
 
+    // settle_ticket::settled(): the same from a method process.
+    bool method_settled(bool& queued, bool& released, sc_core::sc_event& release) {
+        if (queued) {
+            if (released) {
+                queued = false;
+                return true;
+            }
+            sc_core::next_trigger(release);  // not released yet
+            return false;
+        }
+        if (!m_armed && m_waiters.empty() && !sc_core::sc_pending_activity_at_current_time()) {
+            return true;
+        }
+        queued = true;
+        released = false;
+        m_waiters.push_back({sc_core::sc_get_current_process_b(), &released, &release});
+        arm();
+        sc_core::next_trigger(release);
+        return false;
+    }
+
 private:
     struct waiter {
         const sc_core::sc_object* who;
@@ -139,6 +160,10 @@ private:
 
 void settle_instant() {
     timestep_settle::get().wait_settled();
+}
+
+bool settle_ticket::settled() {
+    return timestep_settle::get().method_settled(m_queued, m_released, m_release);
 }
 
 timestep_arbiter::timestep_arbiter(const clock_domain& clk)

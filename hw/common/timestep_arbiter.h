@@ -108,6 +108,22 @@ private:
 // reaches at the same picosecond).
 void settle_instant();
 
+// settle_instant() for a method process. The method calls settled(): true, the instant has
+// settled and the method goes on now; false, it is queued as settle_instant()'s caller would be
+// (the same rules and order, by process name) and must return: the release triggers it again
+// (next_trigger), and settled() then returns true. While queued, only the release triggers it,
+// and settled() must be called again on each activation until it returns true.
+class settle_ticket {
+public:
+    bool settled();
+    bool queued() const { return m_queued; }
+
+private:
+    bool m_queued = false;
+    bool m_released = false;
+    sc_core::sc_event m_release;  // the release of this ticket's method (its waiter's event)
+};
+
 // True while a timestep_arbiter grant function runs (from the settle process, or from the
 // requester when it asked alone at a settled instant): a request issued from a grant goes at
 // once, in the grant's order, not through another arbiter's round.

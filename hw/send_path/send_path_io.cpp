@@ -125,10 +125,10 @@ uint64_t mac_fifo_output::next_ready(uint64_t edge, bool frame_start) {
     if (!frame_start) {
         return edge;  // nothing but this frame enters the FIFO while it streams
     }
-    if (!m_fifo.full()) {
+    if (!full()) {
         return edge;  // occupancy can only fall between now and `edge`
     }
-    while (m_fifo.full()) {
+    while (full()) {
         sc_core::wait(m_fifo.read_event());  // woken at the time of the pop
     }
     return std::max(edge, m_clk.cycle_of(sc_core::sc_time_stamp()));
@@ -137,7 +137,7 @@ uint64_t mac_fifo_output::next_ready(uint64_t edge, bool frame_start) {
 bool mac_fifo_output::ready_at(uint64_t edge, bool frame_start) {
     // Inside a frame ready stays high (see the class comment). This also keeps a lockstep
     // RTL from seeing the model's copy of the same frame, put at this very edge.
-    if (!frame_start || !m_fifo.full()) {
+    if (!frame_start || !full()) {
         return true;
     }
     // A pop at exactly this time counts for this edge (as in next_ready), but it may come in
@@ -145,7 +145,7 @@ bool mac_fifo_output::ready_at(uint64_t edge, bool frame_start) {
     // resolution unit later, well before the next edge).
     const sc_core::sc_time t = sc_core::sc_time_stamp();
     sc_core::wait(sc_core::sc_get_time_resolution(), m_fifo.read_event());
-    return sc_core::sc_time_stamp() == t && !m_fifo.full();
+    return sc_core::sc_time_stamp() == t && !full();
 }
 
 // --- send_path_inputs ------------------------------------------------------------------------

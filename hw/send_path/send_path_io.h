@@ -112,7 +112,9 @@ public:
 // The MAC transmit FIFO as frame output: ready while it holds fewer frames than its depth,
 // a pop at time t counting from the first edge at or after t. A frame enters at its last beat;
 // since only the send path fills it (GSI frames and CNPs go to the MAC's control queue), ready
-// cannot fall inside a frame, so only first beats stall.
+// cannot fall inside a frame, so only first beats stall. Frames the send path has computed
+// ahead of their entry (reserve(), send_path_model) count as held: they enter before any
+// later frame's first beat.
 class mac_fifo_output : public frame_output_if {
 public:
     mac_fifo_output(channel<fabric::eth_frame>& fifo, const clock_domain& clk)
@@ -121,7 +123,7 @@ public:
     uint64_t next_ready(uint64_t edge, bool frame_start) override;
     bool ready_at(uint64_t edge, bool frame_start) override;
     uint64_t peek_ready(uint64_t edge, bool frame_start) override {
-        return frame_start && m_fifo.full() ? UINT64_MAX : edge;
+        return frame_start && full() ? UINT64_MAX : edge;
     }
     void put_frame(fabric::eth_frame&& f) override {
         if (m_stomp != nullptr && !m_stomp->empty()) {
@@ -129,14 +131,24 @@ public:
         }
         m_fifo.put(std::move(f));
     }
+    // A frame whose first beat is computed enters later: it holds a slot from now on.
+    void reserve() { ++m_reserved; }
+    // The reserved frame enters now (put_frame without a wait: its slot was held).
+    void put_reserved(fabric::eth_frame&& f) {
+        --m_reserved;
+        put_frame(std::move(f));
+    }
+    void clear_reserved() { m_reserved = 0; }
     const sc_core::sc_event* ready_event() override { return &m_fifo.read_event(); }
     channel<fabric::eth_frame>& fifo() { return m_fifo; }
     void set_stomp(egress_stomp* s) { m_stomp = s; }
 
 private:
+    bool full() const { return m_fifo.size() + m_reserved >= m_fifo.depth(); }
     channel<fabric::eth_frame>& m_fifo;
     const clock_domain& m_clk;
     egress_stomp* m_stomp = nullptr;
+    size_t m_reserved = 0;  // frames computed that have not entered yet
 };
 
 // Frame output with a ready pattern given as a function of the edge (benches, conformance

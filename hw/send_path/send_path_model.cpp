@@ -34,6 +34,9 @@ void send_path_model::init(sim_context& ctx) {
     m_r_prev.assign(m_cfg.timing.output_registers, NEG);
     SC_HAS_PROCESS(send_path_model);
     SC_THREAD(run_thread);
+    SC_METHOD(complete_method);
+    sensitive << m_pending_event;
+    dont_initialize();
     register_send_path_stats(ctx.stats, name(), m_stats);
     if (m_cfg.cut_through) {
         ctx.stats.add(name(), "frames_cut_through", m_stats.frames_cut_through, "count",
@@ -73,10 +76,14 @@ void send_path_model::run_thread() {
 void send_path_model::run() {
     const uint64_t gen = m_reset_gen;
     for (uint64_t seq = 0;; ++seq) {
-        m_idle = true;
+        // Idle once no message is in progress: no descriptor, and every frame out (the last
+        // one's step at its last beat sets it, complete_method).
+        m_at_top = true;
+        m_idle = m_pending == 0;
         while (!m_in.has_descriptor(seq)) {
             wait_input();
         }
+        m_at_top = false;
         m_idle = false;
         const send_path_inputs::descriptor_entry e = m_in.descriptor(seq);
         const tx_descriptor& d = e.desc;
@@ -171,57 +178,140 @@ void send_path_model::run() {
 
             // The frame's bytes; it is complete when its last beat is accepted.
             build_current_frame();
-            const size_t frame_bytes = m_frame.size();
-            const sc_core::sc_time done = time_of_edge(m_clk, m_beat_edges.back());
+            if (m_reset_gen != gen) {
+                throw reset_unwind{};  // reset while the thread waited for the MAC FIFO
+            }
             // Cut-through (cut_through): into the MAC FIFO at the first beat, with the time
             // its last beat is in (eth_frame::complete); the MAC starts it once it cannot
             // underrun. The beats and their edges are the same.
             const bool cut = m_cfg.cut_through && m_mac != nullptr && plan.beats > 1;
-            if (cut) {
-                const sc_core::sc_time first = time_of_edge(m_clk, m_beat_edges.front());
-                if (first > sc_core::sc_time_stamp()) {
-                    sc_core::wait(first - sc_core::sc_time_stamp(), m_reset_event);
+            queue_frame(d, plan, p + 1 == end, cut);
+            if (m_mac == nullptr) {
+                // Another output (a bench's ready pattern, lockstep's shadow of the MAC FIFO)
+                // sees only what entered it: the thread waits for the last beat, as it
+                // always did, and does the frame's steps itself.
+                while (m_pending != 0) {
+                    sc_core::wait(pending_front().next() - sc_core::sc_time_stamp(), m_reset_event);
                     if (m_reset_gen != gen) {
                         throw reset_unwind{};
                     }
+                    run_due(sc_core::sc_time_stamp());
                 }
-                if (m_observer) {
-                    frame_to_beats(m_frame, m_beat_edges.data(), plan.beats, m_frame_no,
-                                   m_observer);
-                }
-                fabric::eth_frame f;
-                f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
-                f.flow_id = d.flow_id;
-                f.complete = done;
-                ++m_stats.frames_cut_through;
-                m_out.put_frame(std::move(f));
             }
-            sc_core::wait(done - sc_core::sc_time_stamp(), m_reset_event);
-            if (m_reset_gen != gen) {
-                throw reset_unwind{};
+        }
+    }
+}
+
+void send_path_model::queue_frame(const tx_descriptor& d, const packet_plan& plan,
+                                  bool last_of_descriptor, bool cut) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const bool was_empty = m_pending == 0;
+    pending_frame& pf = pending_push();
+    pf.f = fabric::eth_frame{};
+    pf.f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
+    pf.f.flow_id = d.flow_id;
+    pf.flow_id = d.flow_id;
+    pf.frame_bytes = pf.f.data.size();
+    if (cut || m_ctx.tracer != nullptr) {
+        pf.first = time_of_edge(m_clk, m_beat_edges.front());
+    }
+    pf.entered = false;
+    pf.done = time_of_edge(m_clk, m_beat_edges.back());
+    pf.frame_no = m_frame_no++;
+    pf.beats = plan.beats;
+    pf.payload_len = plan.payload_len;
+    pf.opcode = plan.opcode;
+    pf.last_of_descriptor = last_of_descriptor;
+    pf.cut = cut;
+    if (m_observer) {
+        pf.edges.swap(m_beat_edges);
+    }
+    m_beat_edges.clear();
+    if (m_mac == nullptr) {
+        return;  // the thread does its steps (run())
+    }
+    m_mac->reserve();
+    if (cut && pf.first <= now) {
+        enter_mac(pf);  // its first beat is now: no wait, as before
+    }
+    if (was_empty) {
+        // A zero delay is a delta notification: the step runs in the next delta, as the
+        // thread's zero-time wait did.
+        m_pending_event.notify(pf.next() - now);
+    }
+}
+
+send_path_model::pending_frame& send_path_model::pending_push() {
+    if (m_pending == m_ring.size()) {
+        // Full: grow, the frames in order from slot 0.
+        std::vector<pending_frame> grown(std::max<size_t>(4, 2 * m_ring.size()));
+        for (size_t i = 0; i < m_pending; ++i) {
+            grown[i] = std::move(m_ring[(m_ring_head + i) % m_ring.size()]);
+        }
+        m_ring.swap(grown);
+        m_ring_head = 0;
+    }
+    const size_t at = (m_ring_head + m_pending) % m_ring.size();
+    ++m_pending;
+    return m_ring[at];
+}
+
+void send_path_model::complete_method() {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (run_due(now)) {
+        m_pending_event.notify(pending_front().next() - now);
+    } else if (m_at_top) {
+        m_idle = true;
+    }
+}
+
+bool send_path_model::run_due(const sc_core::sc_time& now) {
+    while (m_pending != 0) {
+        pending_frame& pf = pending_front();
+        if (pf.cut && !pf.entered) {
+            if (pf.first > now) {
+                return true;
             }
-            if (m_observer && !cut) {
-                frame_to_beats(m_frame, m_beat_edges.data(), plan.beats, m_frame_no, m_observer);
-            }
-            ++m_frame_no;
-            m_stats.count_frame(plan.opcode, frame_bytes);
-            ++m_frames_out;
-            if (m_ctx.tracer != nullptr) {
-                m_ctx.tracer->slice(name(), roce::info(plan.opcode).name, d.flow_id,
-                                    time_of_edge(m_clk, m_beat_edges.front()),
-                                    done + m_clk.period());
-            }
-            m_beat_edges.clear();
-            m_in.release_payload(plan.payload_len);
-            if (p + 1 == end) {
-                m_in.release_descriptor();
-            }
-            if (!cut) {
-                fabric::eth_frame f;
-                f.data = std::move(m_frame);  // rebuilt from scratch for the next packet
-                f.flow_id = d.flow_id;
-                m_out.put_frame(std::move(f));
-            }
+            enter_mac(pf);
+        }
+        if (pf.done > now) {
+            return true;
+        }
+        finish_frame(pf);
+        pending_pop();
+    }
+    return false;
+}
+
+void send_path_model::enter_mac(pending_frame& pf) {
+    if (m_observer) {
+        frame_to_beats(pf.f.data, pf.edges.data(), pf.beats, pf.frame_no, m_observer);
+    }
+    pf.f.complete = pf.done;
+    pf.entered = true;
+    ++m_stats.frames_cut_through;
+    m_mac->put_reserved(std::move(pf.f));
+}
+
+void send_path_model::finish_frame(pending_frame& pf) {
+    if (m_observer && !pf.cut) {
+        frame_to_beats(pf.f.data, pf.edges.data(), pf.beats, pf.frame_no, m_observer);
+    }
+    m_stats.count_frame(pf.opcode, pf.frame_bytes);
+    ++m_frames_out;
+    if (m_ctx.tracer != nullptr) {
+        m_ctx.tracer->slice(name(), roce::info(pf.opcode).name, pf.flow_id, pf.first,
+                            pf.done + m_clk.period());
+    }
+    m_in.release_payload(pf.payload_len);
+    if (pf.last_of_descriptor) {
+        m_in.release_descriptor();
+    }
+    if (!pf.cut) {
+        if (m_mac != nullptr) {
+            m_mac->put_reserved(std::move(pf.f));
+        } else {
+            m_out.put_frame(std::move(pf.f));
         }
     }
 }
@@ -301,7 +391,23 @@ void send_path_model::build_current_frame() {
 
 void send_path_model::reset(uint32_t cycles) {
     const uint64_t r = edge_after(m_clk, sc_core::sc_time_stamp());
-    // Beats of the packet in progress accepted before the reset edge did leave.
+    // Beats accepted before the reset edge did leave: those of frames computed ahead (a
+    // cut-through frame in the MAC FIFO reported them already), then of the packet in progress.
+    for (size_t i = 0; i < m_pending; ++i) {
+        const pending_frame& pf = m_ring[(m_ring_head + i) % m_ring.size()];
+        if (m_observer && !pf.entered && !pf.edges.empty() && pf.edges.front() < r) {
+            uint32_t n = 0;
+            while (n < pf.edges.size() && pf.edges[n] < r) {
+                ++n;
+            }
+            frame_to_beats(pf.f.data, pf.edges.data(), n, pf.frame_no, m_observer);
+        }
+    }
+    m_pending = 0;
+    m_pending_event.cancel();
+    if (m_mac != nullptr) {
+        m_mac->clear_reserved();
+    }
     if (m_observer && !m_beat_edges.empty() && m_beat_edges.front() < r) {
         uint32_t n = 0;
         while (n < m_beat_edges.size() && m_beat_edges[n] < r) {
@@ -317,6 +423,7 @@ void send_path_model::reset(uint32_t cycles) {
     std::fill(m_r_prev.begin(), m_r_prev.end(), NEG);
     m_reset_edge = r + cycles;
     m_in.clear();
+    m_at_top = true;
     m_idle = true;
     ++m_reset_gen;
     m_reset_event.notify(sc_core::SC_ZERO_TIME);

@@ -66,10 +66,40 @@ public:
 
 private:
     struct reset_unwind {};
+    // A frame computed by the thread whose edges are still ahead: what happens at its first
+    // beat (cut-through: into the MAC FIFO) and at its last (stats, FIFO space, into the MAC
+    // FIFO) is done then by complete_method (own MAC FIFO) or by the thread (another output).
+    struct pending_frame {
+        fabric::eth_frame f;
+        std::vector<uint64_t> edges;  // every beat's edge, with a beat observer
+        sc_core::sc_time first;       // time of the first beat's edge (cut-through, trace)
+        sc_core::sc_time done;        // time of the last beat's edge
+        uint64_t frame_no = 0;
+        uint64_t flow_id = 0;
+        size_t frame_bytes = 0;
+        uint32_t beats = 0;
+        uint32_t payload_len = 0;
+        uint8_t opcode = 0;
+        bool last_of_descriptor = false;
+        bool cut = false;      // cut_through: into the MAC FIFO at the first beat
+        bool entered = false;  // in the MAC FIFO (cut-through, after its first beat)
+        // When the next thing happens to it.
+        const sc_core::sc_time& next() const { return cut && !entered ? first : done; }
+    };
     void init(sim_context& ctx);
     void run_thread();
     void run();
     void wait_input();
+    // Queues the frame just built (m_frame, m_beat_edges) with its timing.
+    void queue_frame(const tx_descriptor& d, const packet_plan& plan, bool last_of_descriptor,
+                     bool cut);
+    // Own MAC FIFO: the pending frames' first- and last-beat steps that are due now, then it
+    // sleeps until the next one (a method: no thread switch per frame).
+    void complete_method();
+    // Steps of pending frames due at `now`, in order; false if none is left.
+    bool run_due(const sc_core::sc_time& now);
+    void enter_mac(pending_frame& pf);     // cut-through: at the first beat
+    void finish_frame(pending_frame& pf);  // at the last beat
     // After beat 0 of the packet: beats 1 .. beats - 1 in closed form when their timing is
     // the free-flowing one (see the .cpp); false: not applicable, computed beat by beat.
     bool rest_in_closed_form(const packet_plan& plan, uint64_t pay_off);
@@ -112,8 +142,22 @@ private:
     packet_plan m_cur_plan;
     uint64_t m_cur_pay_off = 0;
     uint64_t m_frame_no = 0;
-    bool m_idle = true;         // traced: no message in progress
-    uint64_t m_frames_out = 0;  // traced
+    // Frames computed whose first- or last-beat step is still ahead, in order (their steps'
+    // times increase); with the own MAC FIFO they count against its room (mac_fifo_output::
+    // reserve) until they enter it. A ring whose slots (and their vectors) are reused.
+    std::vector<pending_frame> m_ring;
+    size_t m_ring_head = 0;
+    size_t m_pending = 0;  // frames in the ring
+    pending_frame& pending_front() { return m_ring[m_ring_head]; }
+    pending_frame& pending_push();  // a slot at the back (fields of an earlier frame)
+    void pending_pop() {
+        m_ring_head = m_ring_head + 1 == m_ring.size() ? 0 : m_ring_head + 1;
+        --m_pending;
+    }
+    sc_core::sc_event m_pending_event;  // complete_method: the front's next step is due
+    bool m_at_top = true;               // the thread waits for the next descriptor
+    bool m_idle = true;                 // traced: no message in progress
+    uint64_t m_frames_out = 0;          // traced
 };
 
 }  // namespace rnic::hw

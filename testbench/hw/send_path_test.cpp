@@ -513,6 +513,89 @@ TEST(SendPath, MacFifoFullHoldsAFrameWhoseOtherBeatsFollowOnePerEdge) {
     check_frames(frames, {{d, payload}});
 }
 
+// The model computes a frame's beats as soon as it can and does what happens at the last beat
+// (the frame into the MAC FIFO, FIFO space, counters, idle) at that edge without waiting for it
+// (README "Timing"): a frame computed ahead still holds its MAC FIFO slot from its first beat.
+// A two-deep MAC FIFO drained from 2001 ns, a 4-packet WRITE (payload in at once): frames 0 and
+// 1 leave back to back (edges 5..22, 23..39), frame 2 finds both slots taken (frame 1 not in
+// the FIFO yet while its beats are still to come, then in it) and its first beat waits for the
+// first pop at 2001 ns (edge 1001); frame 3 is ready behind it. Each frame enters the FIFO at
+// its last beat's edge, the send path is idle from the last frame's last edge and not before,
+// and the payload FIFO's space returns at each last beat.
+TEST(SendPath, FramesComputedAheadHoldTheirMacSlotAndEnterAtTheirLastBeat) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    channel<fabric::eth_frame> mac("mac_tx", 2);
+    send_path_config cfg;
+    send_path_model dut("send_path", cfg, clk, mac, ctx);
+    std::vector<frame_beat> beats;
+    dut.set_beat_observer([&](const frame_beat& b) { beats.push_back(b); });
+    const auto payload = pattern_bytes(4096, 3);
+    const tx_descriptor d = make_desc(tx_kind::WRITE, 4096, 20);
+    std::vector<uint64_t> entered;                    // edge of each put into the MAC FIFO
+    std::vector<std::pair<uint64_t, uint64_t>> held;  // (edge, payload bytes held) at changes
+    std::vector<std::pair<uint64_t, bool>> idle;      // (edge, idle) at every change
+    sc_core::sc_spawn([&] { put_message(dut, d, payload, 4096); }, "driver");
+    sc_core::sc_spawn(
+        [&] {
+            size_t before = 0;
+            uint64_t bytes = 0;
+            bool was_idle = dut.idle();
+            // Samples once per edge, just after it (every change is made at an edge).
+            for (uint64_t e = 0; e < 1200; ++e) {
+                sc_core::wait(clk.time_of_cycle(e) + sc_core::sc_time(1, sc_core::SC_PS) -
+                              sc_core::sc_time_stamp());
+                if (mac.total() != before) {
+                    entered.push_back(e);
+                    before = mac.total();
+                }
+                if (dut.inputs().payload_bytes_held() != bytes) {
+                    bytes = dut.inputs().payload_bytes_held();
+                    held.emplace_back(e, bytes);
+                }
+                if (dut.idle() != was_idle) {
+                    was_idle = dut.idle();
+                    idle.emplace_back(e, was_idle);
+                }
+            }
+        },
+        "monitor");
+    std::vector<fabric::eth_frame> frames;
+    sc_core::sc_spawn(
+        [&] {
+            sc_core::wait(2001, sc_core::SC_NS);  // between edges 1000 and 1001
+            for (int i = 0; i < 4; ++i) {
+                frames.push_back(mac.get());
+            }
+        },
+        "mac");
+    sc_core::sc_start();
+    // Frame 0: 70 + 1024 + 4 bytes, 18 beats; the others 54 + 1024 + 4, 17 beats.
+    ASSERT_EQ(beats.size(), 18u + 3 * 17u);
+    const uint64_t first[4] = {5, 23, 1001, 1018};
+    const uint32_t n[4] = {18, 17, 17, 17};
+    std::vector<uint64_t> last;
+    size_t k = 0;
+    for (int f = 0; f < 4; ++f) {
+        for (uint32_t j = 0; j < n[f]; ++j, ++k) {
+            EXPECT_EQ(beats[k].cycle, first[f] + j) << "frame " << f << " beat " << j;
+        }
+        last.push_back(first[f] + n[f] - 1);
+    }
+    EXPECT_EQ(entered, last);  // into the MAC FIFO at the last beat's edge
+    // The payload FIFO (16 KiB) took the whole message; 1024 bytes returned per last beat.
+    ASSERT_EQ(held.size(), 5u);
+    EXPECT_EQ(held[0].second, 4096u);
+    for (size_t f = 0; f < 4; ++f) {
+        EXPECT_EQ(held[f + 1], std::make_pair(last[f], uint64_t{4096 - 1024 * (f + 1)}));
+    }
+    ASSERT_FALSE(idle.empty());
+    EXPECT_EQ(idle.back(), std::make_pair(last[3], true));
+    EXPECT_EQ(dut.get_stats().packets, 4u);
+    EXPECT_EQ(dut.get_stats().stall_backpressure_cycles, 1001u - 40u);
+    check_frames(frames, {{d, payload}});
+}
+
 // Descriptor FIFO of one: the second put returns when the first message's last frame left
 // (edge 5), so the second descriptor is valid at 6 and its frame leaves at 10.
 TEST(SendPath, DescriptorFifoBlocksUntilMessageLeft) {

@@ -229,13 +229,10 @@ TEST(TimestepArbiter, PostedRequestIsGrantedInItsRoundWhileTheRequesterGoesOn) {
     EXPECT_EQ(p.arb.contended_rounds(), 1u);
 }
 
-TEST(TimestepArbiter, SettleInstantSeesWritesOfTheSameInstantOneReaderAtATime) {
-    // A DMA write landing at 40 ns a few delta cycles into the instant, and two CPU threads
-    // resuming at 40 ns that read it: without settle_instant() what they see depends on the
-    // order SystemC runs them in. Each reader also appends to a shared log, so the order in
-    // which the readers ran shows.
-    int memory = 0;
-    std::vector<std::string> log;
+// settle_instant() tests: a DMA write landing at 40 ns three delta cycles into the instant,
+// and a CPU thread resuming at 40 ns that reads it once the instant has settled (each appends
+// to `log`, so the order they ran in shows).
+void spawn_landing(int& memory, std::vector<std::string>& log) {
     sc_core::sc_spawn(
         [&] {
             sc_core::wait(sc_time(40, SC_NS));
@@ -246,16 +243,30 @@ TEST(TimestepArbiter, SettleInstantSeesWritesOfTheSameInstantOneReaderAtATime) {
             log.push_back("write");
         },
         "landing");
+}
+
+void spawn_reader(const char* name, const int& memory, std::vector<std::string>& log) {
+    sc_core::sc_spawn(
+        [&, name] {
+            sc_core::wait(sc_time(40, SC_NS));
+            settle_instant();
+            log.push_back(std::string(name) + " saw " + std::to_string(memory) + " after " +
+                          std::to_string(log.size()));
+            EXPECT_EQ(sc_core::sc_time_stamp(), sc_time(40, SC_NS));  // zero time
+        },
+        name);
+}
+
+TEST(TimestepArbiter, SettleInstantSeesWritesOfTheSameInstantOneReaderAtATime) {
+    // A DMA write landing at 40 ns a few delta cycles into the instant, and two CPU threads
+    // resuming at 40 ns that read it: without settle_instant() what they see depends on the
+    // order SystemC runs them in. Each reader also appends to a shared log, so the order in
+    // which the readers ran shows.
+    int memory = 0;
+    std::vector<std::string> log;
+    spawn_landing(memory, log);
     for (const char* name : {"cpu_b", "cpu_a"}) {
-        sc_core::sc_spawn(
-            [&, name] {
-                sc_core::wait(sc_time(40, SC_NS));
-                settle_instant();
-                log.push_back(std::string(name) + " saw " + std::to_string(memory) + " after " +
-                              std::to_string(log.size()));
-                EXPECT_EQ(sc_core::sc_time_stamp(), sc_time(40, SC_NS));  // zero time
-            },
-            name);
+        spawn_reader(name, memory, log);
     }
     sc_core::sc_start();
     EXPECT_EQ(log,
@@ -291,6 +302,54 @@ TEST(TimestepArbiter, SettleInstantReleasesManyWaitersOfAnInstantOneAtATimeByNam
     sc_core::sc_start();
     EXPECT_EQ(log,
               (std::vector<std::string>{"r0@0", "r1@1", "r2@2", "r2a@3", "r3@4", "r4@5", "r5@6"}));
+    EXPECT_FALSE(sc_core::sc_pending_activity());
+}
+
+// settle_ticket: a method process settles the instant as a settle_instant() thread does, in the
+// same queue (by process name). The write lands three delta cycles into 40 ns; readers cpu_a
+// and cpu_c are threads, cpu_b a method woken at 40 ns: each sees the write, one at a time in
+// name order; the queued method is triggered only by its own release (not cpu_a's) and goes
+// on then. At 60 ns, with nothing else running, the method's settled() is true at once (one
+// activation, no queueing).
+TEST(TimestepArbiter, SettleTicketQueuesAMethodWithTheThreadsByName) {
+    int memory = 0;
+    std::vector<std::string> log;
+    spawn_landing(memory, log);
+    for (const char* name : {"cpu_c", "cpu_a"}) {
+        spawn_reader(name, memory, log);
+    }
+    rnic::hw::settle_ticket ticket;
+    sc_core::sc_event wake;
+    int activations = 0;
+    bool queued_once = false;
+    sc_core::sc_spawn_options o;
+    o.spawn_method();
+    o.dont_initialize();
+    o.set_sensitivity(&wake);
+    sc_core::sc_spawn(
+        [&] {
+            ++activations;
+            if (!ticket.settled()) {
+                queued_once = queued_once || ticket.queued();
+                return;
+            }
+            log.push_back("cpu_b saw " + std::to_string(memory) + " after " +
+                          std::to_string(log.size()) + " at " +
+                          std::to_string(sc_core::sc_time_stamp().to_seconds() * 1e9));
+        },
+        "cpu_b", &o);
+    sc_core::sc_spawn([&] {
+        wake.notify(sc_time(40, SC_NS));
+        sc_core::wait(sc_time(50, SC_NS));
+        EXPECT_EQ(activations, 2);  // woken, its own release
+        wake.notify(sc_time(10, SC_NS));
+    });
+    sc_core::sc_start();
+    EXPECT_TRUE(queued_once);
+    EXPECT_EQ(activations, 3);
+    EXPECT_EQ(log, (std::vector<std::string>{
+                       "write", "cpu_a saw 7 after 1", "cpu_b saw 7 after 2 at 40.000000",
+                       "cpu_c saw 7 after 3", "cpu_b saw 7 after 4 at 60.000000"}));
     EXPECT_FALSE(sc_core::sc_pending_activity());
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hw/common/numeric.h"
+#include "hw/common/short_wait.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/roce/protocol.h"
 #include "tlm/ethernet/vlan.h"
@@ -171,8 +172,12 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
                                                               cfg.tx_fifo_frames);
         m_ctrl_tx[side] = std::make_unique<hw::channel<eth_frame>>(
             "mac_ctrl_tx" + std::to_string(side), cfg.ctrl_fifo_frames);
-        sc_core::sc_spawn(sc_core::sc_bind(&eth_link::serializer_thread, this, side),
-                          sc_core::sc_gen_unique_name("serializer"));
+        // The serializer: a method (no thread switch per frame), named as the thread it was
+        // (the order of same-instant choices goes by that name).
+        sc_core::sc_spawn_options sopts;
+        sopts.spawn_method();
+        sc_core::sc_spawn(sc_core::sc_bind(&eth_link::serializer_method, this, side),
+                          sc_core::sc_gen_unique_name("serializer"), &sopts);
         // Delivery: a method woken once per arrival time (the frames' arrival times are known
         // when they start on the wire); none for frames a sink takes ahead.
         sc_core::sc_spawn_options dopts;
@@ -327,185 +332,245 @@ void eth_link::apply_pause(int side, uint8_t class_enable, const pfc_quanta& qua
     m_ctrl_event[side].notify(sc_core::SC_ZERO_TIME);  // a resume may unblock the transmitter
 }
 
-void eth_link::serializer_thread(int side) {
+void eth_link::serializer_method(int side) {
+    // One activation per step, each setting the method's next trigger where the thread form
+    // waited: at a frame's end (or woken while idle after one, once the wire is free) it
+    // chooses the next frame and starts it, or starts it later (a cut-through frame's wait).
+    tx_mac& mac = m_mac_tx[side];
+    switch (mac.state) {
+        case tx_state::start:
+            start_frame(side);
+            return;
+        case tx_state::woken:
+            // Idle after a frame, woken by something queued: the next frame starts when the
+            // wire is free, as if the MAC had woken there.
+            if (sc_core::sc_time_stamp() < mac.free_at) {
+                mac.state = tx_state::end;
+                sc_core::next_trigger(mac.free_at - sc_core::sc_time_stamp());
+                return;
+            }
+            [[fallthrough]];
+        case tx_state::end:
+            m_busy[side] = false;
+            mac.state = tx_state::choose;
+            break;
+        case tx_state::sleeping:
+            if (sc_core::timed_out() && sc_core::sc_time_stamp() < mac.sleep_until) {
+                sleep(side);  // a step of the sleep ended, nothing else happened
+                return;
+            }
+            mac.state = tx_state::choose;
+            break;
+        case tx_state::choose:
+            break;
+    }
+    if (choose(side)) {
+        start_frame(side);
+    }
+}
+
+bool eth_link::choose(int side) {
     auto& fifo = *m_tx[side];
     auto& ctrl = *m_ctrl_tx[side];
-    for (;;) {
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
-        const bool refresh_due = m_xoff[side] != 0 && now >= m_next_refresh[side];
-        if (m_ctrl_pending[side] || refresh_due || !ctrl.empty() ||
-            (m_source[side] != nullptr ? m_source[side]->holds_frames() : !fifo.empty())) {
-            // There is something to choose from: the choice is made once this instant has
-            // settled, when every frame arriving now (a pause frame, a switch's arrivals), every
-            // frame queued now and every XOFF change made now is in, whatever order the kernel
-            // ran their processes in; transmitters choosing at the same instant go one at a
-            // time, by process name (Timing in README.md). With nothing at all to choose from,
-            // the MAC sleeps at once (below): whatever comes later at this instant wakes it.
-            hw::settle_instant();
+    tx_mac& mac = m_mac_tx[side];
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const bool refresh_due = m_xoff[side] != 0 && now >= m_next_refresh[side];
+    if (mac.settle.queued() || m_ctrl_pending[side] || refresh_due || !ctrl.empty() ||
+        (m_source[side] != nullptr ? m_source[side]->holds_frames() : !fifo.empty())) {
+        // There is something to choose from: the choice is made once this instant has
+        // settled, when every frame arriving now (a pause frame, a switch's arrivals), every
+        // frame queued now and every XOFF change made now is in, whatever order the kernel
+        // ran their processes in; transmitters choosing at the same instant go one at a
+        // time, by process name (Timing in README.md). With nothing at all to choose from,
+        // the MAC sleeps at once (below): whatever comes later at this instant wakes it.
+        if (!mac.settle.settled()) {
+            return false;  // triggered again at the release
         }
-        if (m_xoff[side] != 0 && now >= m_next_refresh[side] && !m_ctrl_pending[side]) {
-            queue_pause(side, 0);  // refresh before the upstream's pause expires
+    }
+    if (m_xoff[side] != 0 && now >= m_next_refresh[side] && !m_ctrl_pending[side]) {
+        queue_pause(side, 0);  // refresh before the upstream's pause expires
+    }
+    eth_frame& f = mac.frame;
+    f = eth_frame{};
+    if (m_ctrl_pending[side]) {
+        // MAC control goes ahead of data and is never paused itself.
+        pfc_quanta q{};
+        for (int p = 0; p < 8; ++p) {
+            q[p] = ((m_xoff[side] >> p) & 1) ? m_quanta[side] : 0;
         }
-        eth_frame f;
-        if (m_ctrl_pending[side]) {
-            // MAC control goes ahead of data and is never paused itself.
-            pfc_quanta q{};
-            for (int p = 0; p < 8; ++p) {
-                q[p] = ((m_xoff[side] >> p) & 1) ? m_quanta[side] : 0;
-            }
-            f.data = build_pfc_frame(m_mac[side], m_ctrl_cev[side], q);
-            m_ctrl_pending[side] = false;
-            m_ctrl_cev[side] = 0;
-            ++m_stats[side].pfc_frames;
-            if (m_xoff[side] != 0) {
-                m_next_refresh[side] = now + m_quantum * (static_cast<double>(m_quanta[side]) / 2);
-            }
-        } else {
-            const uint8_t paused_now = paused(side);
-            m_paused[side] = paused_now != 0;
-            sc_core::sc_time retry = sc_core::sc_max_time();
-            bool have = false;
-            // The control queue first (strict priority over data: CM MADs, ARP and CNPs are
-            // small and rare, so they cannot starve data; a data FIFO kept full cannot starve
-            // them). Its head waits while its priority is paused; data of other priorities may
-            // pass it meanwhile.
-            if (!ctrl.empty()) {
-                const uint8_t p = default_priority(ctrl.front().data);
-                if (((paused_now >> p) & 1) == 0) {
-                    f = std::move(ctrl.front());
-                    ctrl.pop();
-                    f.priority = p;
-                    ++m_stats[side].ctrl_frames;
-                    have = true;
-                }
-            }
-            if (have) {
-                // a control frame goes first
-            } else if (m_source[side] != nullptr) {
-                have = m_source[side]->pull(paused_now, f, retry);
-            } else if (!fifo.empty()) {
-                const uint8_t p = default_priority(fifo.front().data);
-                if (((paused_now >> p) & 1) == 0) {
-                    f = std::move(fifo.front());
-                    fifo.pop();
-                    f.priority = p;
-                    have = true;
-                    if (f.complete > now) {
-                        // Cut-through (eth_frame::complete): start once the rest of the frame
-                        // comes in faster than the wire takes it.
-                        const sc_core::sc_time need(
-                            std::round(static_cast<double>(8 + f.data.size()) * m_ps_per_byte),
-                            sc_core::SC_PS);
-                        if (f.complete > now + need) {
-                            sc_core::wait(f.complete - need - now);
-                        }
-                    }
+        f.data = build_pfc_frame(m_mac[side], m_ctrl_cev[side], q);
+        m_ctrl_pending[side] = false;
+        m_ctrl_cev[side] = 0;
+        ++m_stats[side].pfc_frames;
+        if (m_xoff[side] != 0) {
+            m_next_refresh[side] = now + m_quantum * (static_cast<double>(m_quanta[side]) / 2);
+        }
+        return true;
+    }
+    const uint8_t paused_now = paused(side);
+    m_paused[side] = paused_now != 0;
+    sc_core::sc_time retry = sc_core::sc_max_time();
+    bool have = false;
+    // The control queue first (strict priority over data: CM MADs, ARP and CNPs are
+    // small and rare, so they cannot starve data; a data FIFO kept full cannot starve
+    // them). Its head waits while its priority is paused; data of other priorities may
+    // pass it meanwhile.
+    if (!ctrl.empty()) {
+        const uint8_t p = default_priority(ctrl.front().data);
+        if (((paused_now >> p) & 1) == 0) {
+            f = std::move(ctrl.front());
+            ctrl.pop();
+            f.priority = p;
+            ++m_stats[side].ctrl_frames;
+            have = true;
+        }
+    }
+    if (have) {
+        // a control frame goes first
+    } else if (m_source[side] != nullptr) {
+        have = m_source[side]->pull(paused_now, f, retry);
+    } else if (!fifo.empty()) {
+        const uint8_t p = default_priority(fifo.front().data);
+        if (((paused_now >> p) & 1) == 0) {
+            f = std::move(fifo.front());
+            fifo.pop();
+            f.priority = p;
+            have = true;
+            if (f.complete > now) {
+                // Cut-through (eth_frame::complete): start once the rest of the frame
+                // comes in faster than the wire takes it.
+                const sc_core::sc_time need(
+                    std::round(static_cast<double>(8 + f.data.size()) * m_ps_per_byte),
+                    sc_core::SC_PS);
+                if (f.complete > now + need) {
+                    mac.state = tx_state::start;
+                    sc_core::next_trigger(f.complete - need - now);
                     f.complete = sc_core::SC_ZERO_TIME;
+                    return false;
                 }
             }
-            if (!have) {
-                // Sleep until something can change: a frame queued, a pause frame to send or
-                // received, a pause expiring, a refresh due, a queued frame becoming eligible.
-                sc_core::sc_time until = retry;
-                for (const auto& u : m_pause_until[side]) {
-                    if (u > now) {
-                        until = std::min(until, u);
-                    }
-                }
-                if (m_xoff[side] != 0) {
-                    until = std::min(until, std::max(m_next_refresh[side], now));
-                }
-                const sc_core::sc_event& data =
-                    m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
-                if (until == sc_core::sc_max_time()) {
-                    sc_core::wait(data | ctrl.written_event() | m_ctrl_event[side]);
-                } else {
-                    sc_core::wait(until - now, data | ctrl.written_event() | m_ctrl_event[side]);
-                }
-                continue;
-            }
+            f.complete = sc_core::SC_ZERO_TIME;
         }
-        f.tx_start = sc_core::sc_time_stamp();
-        if (m_tx_observer[side]) {
-            m_tx_observer[side](f);
+    }
+    if (have) {
+        return true;
+    }
+    // Sleep until something can change: a frame queued, a pause frame to send or
+    // received, a pause expiring, a refresh due, a queued frame becoming eligible.
+    sc_core::sc_time until = retry;
+    for (const auto& u : m_pause_until[side]) {
+        if (u > now) {
+            until = std::min(until, u);
         }
-        if (m_cfg.faults.ecn_mark > 0) {
-            mark_ecn(side, f);  // before the capture: wire.pcap shows the CE mark
-        }
-        const uint64_t wire = eth_wire_bytes(f.data.size());
-        sc_core::sc_time dur;
-        if (m_fs_per_byte[side] == 0) {
-            dur = sc_core::sc_time(std::round(static_cast<double>(wire) * m_ps_per_byte),
-                                   sc_core::SC_PS);
-        } else {
-            // The MAC's own bit time (set_clock): whole picoseconds, the fraction carried.
-            const double fs = static_cast<double>(wire) * m_fs_per_byte[side] + m_carry_fs[side];
-            const double ps = std::floor(fs / 1000.0);
-            m_carry_fs[side] = fs - ps * 1000.0;
-            dur = sc_core::sc_time(ps, sc_core::SC_PS);
-        }
-        auto& st = m_stats[side];
-        ++st.frames;
-        st.bytes += f.data.size();
-        st.wire_bytes += wire;
-        st.busy_ps += static_cast<uint64_t>(dur.to_seconds() * 1e12 + 0.5);
-        if (m_capture) {
-            m_capture(side, f);
-        }
-        m_busy[side] = true;
-        // The last bit arrives at the peer one propagation delay after it leaves. Preamble
-        // and IFG are part of the slot, so the frame's bytes are in after (wire - 12) bytes.
-        // A cut-through receiver takes the frame once its headers (after the 8-byte preamble) are
-        // in.
-        const frame_sink_if* rx = m_sink[1 - side];
-        const bool mac_control = f.data.size() >= 14 &&
-                                 f.data[12] == (ETHERTYPE_MAC_CONTROL >> 8) &&
-                                 f.data[13] == (ETHERTYPE_MAC_CONTROL & 0xFF);
-        const bool cut_through = m_remote[1 - side] ? m_remote_cut_through[1 - side]
-                                                    : rx != nullptr && rx->cut_through();
-        const uint64_t in_bytes = (cut_through && !mac_control)
-                                      ? 8 + std::min<uint64_t>(f.data.size(), CUT_THROUGH_BYTES)
-                                      : wire - 12;
-        const double in_ps =
-            m_fs_per_byte[side] == 0
-                ? std::round(static_cast<double>(in_bytes) * m_ps_per_byte)
-                : std::floor(static_cast<double>(in_bytes) * m_fs_per_byte[side] / 1000.0);
-        const sc_core::sc_time arrive = f.tx_start + sc_core::sc_time(in_ps, sc_core::SC_PS) +
-                                        sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
-        if (m_ctx.tracer != nullptr) {
-            m_ctx.tracer->slice(m_track[side], "wire", f.flow_id, f.tx_start, arrive);
-        }
-        deliver(side, std::move(f), arrive);
-        if (m_jitter_ps[side] > 0) {
-            // Phase noise (set_clock): frame n starts off its clock's schedule by a draw keyed
-            // by n; the next one's offset replaces this one's, so the rate is unchanged.
-            const uint64_t n = st.frames;
-            dur = dur +
-                  sc_core::sc_time(jitter_offset(m_jitter_rng[side], m_jitter_ps[side], n + 1),
-                                   sc_core::SC_PS) -
-                  sc_core::sc_time(jitter_offset(m_jitter_rng[side], m_jitter_ps[side], n),
-                                   sc_core::SC_PS);
-        }
-        if (m_ctx.vcd == nullptr && m_xoff[side] == 0 && !m_ctrl_pending[side] && ctrl.empty() &&
-            (m_source[side] != nullptr
-                 ? !m_source[side]->holds_frames() && !m_source[side]->wants_idle_pulls()
-                 : fifo.empty())) {
-            // Nothing to send after this frame: no wake-up at its end. The MAC sleeps until
-            // something is queued (or a pause frame is due, or one arrives), and then waits out
-            // what is left of this frame: the next frame starts when the wire is free, as if it
-            // had woken there. (With waves on it wakes at the end, which clears dir<s>.busy.)
-            const sc_core::sc_time free_at = sc_core::sc_time_stamp() + dur;
-            const sc_core::sc_event& data =
-                m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
-            sc_core::wait(data | ctrl.written_event() | m_ctrl_event[side]);
-            const sc_core::sc_time now2 = sc_core::sc_time_stamp();
-            if (now2 < free_at) {
-                sc_core::wait(free_at - now2);
-            }
-        } else {
-            sc_core::wait(dur);
-        }
-        m_busy[side] = false;
+    }
+    if (m_xoff[side] != 0) {
+        until = std::min(until, std::max(m_next_refresh[side], now));
+    }
+    mac.sleep_until = until;
+    sleep(side);
+    return false;
+}
+
+void eth_link::sleep(int side) {
+    tx_mac& mac = m_mac_tx[side];
+    const sc_core::sc_event& data =
+        m_source[side] != nullptr ? m_source[side]->data_event() : m_tx[side]->written_event();
+    const sc_core::sc_event& ctrl = m_ctrl_tx[side]->written_event();
+    // (The event list is a temporary of each call: the kernel keeps it until it fires.)
+    if (mac.sleep_until == sc_core::sc_max_time()) {
+        mac.state = tx_state::choose;
+        sc_core::next_trigger(data | ctrl | m_ctrl_event[side]);
+    } else {
+        // A pause's expiry or a refresh can be hundreds of microseconds ahead and is usually cut
+        // short by a queued frame: in short steps (hw/common/short_wait.h), so the timed-event
+        // queue does not keep the cut-short entries.
+        mac.state = tx_state::sleeping;
+        sc_core::next_trigger(hw::short_wait_until(mac.sleep_until),
+                              data | ctrl | m_ctrl_event[side]);
+    }
+}
+
+void eth_link::start_frame(int side) {
+    auto& fifo = *m_tx[side];
+    auto& ctrl = *m_ctrl_tx[side];
+    tx_mac& mac = m_mac_tx[side];
+    eth_frame& f = mac.frame;
+    f.tx_start = sc_core::sc_time_stamp();
+    if (m_tx_observer[side]) {
+        m_tx_observer[side](f);
+    }
+    if (m_cfg.faults.ecn_mark > 0) {
+        mark_ecn(side, f);  // before the capture: wire.pcap shows the CE mark
+    }
+    const uint64_t wire = eth_wire_bytes(f.data.size());
+    sc_core::sc_time dur;
+    if (m_fs_per_byte[side] == 0) {
+        dur =
+            sc_core::sc_time(std::round(static_cast<double>(wire) * m_ps_per_byte), sc_core::SC_PS);
+    } else {
+        // The MAC's own bit time (set_clock): whole picoseconds, the fraction carried.
+        const double fs = static_cast<double>(wire) * m_fs_per_byte[side] + m_carry_fs[side];
+        const double ps = std::floor(fs / 1000.0);
+        m_carry_fs[side] = fs - ps * 1000.0;
+        dur = sc_core::sc_time(ps, sc_core::SC_PS);
+    }
+    auto& st = m_stats[side];
+    ++st.frames;
+    st.bytes += f.data.size();
+    st.wire_bytes += wire;
+    st.busy_ps += static_cast<uint64_t>(dur.to_seconds() * 1e12 + 0.5);
+    if (m_capture) {
+        m_capture(side, f);
+    }
+    m_busy[side] = true;
+    // The last bit arrives at the peer one propagation delay after it leaves. Preamble
+    // and IFG are part of the slot, so the frame's bytes are in after (wire - 12) bytes.
+    // A cut-through receiver takes the frame once its headers (after the 8-byte preamble) are
+    // in.
+    const frame_sink_if* rx = m_sink[1 - side];
+    const bool mac_control = f.data.size() >= 14 && f.data[12] == (ETHERTYPE_MAC_CONTROL >> 8) &&
+                             f.data[13] == (ETHERTYPE_MAC_CONTROL & 0xFF);
+    const bool cut_through =
+        m_remote[1 - side] ? m_remote_cut_through[1 - side] : rx != nullptr && rx->cut_through();
+    const uint64_t in_bytes = (cut_through && !mac_control)
+                                  ? 8 + std::min<uint64_t>(f.data.size(), CUT_THROUGH_BYTES)
+                                  : wire - 12;
+    const double in_ps =
+        m_fs_per_byte[side] == 0
+            ? std::round(static_cast<double>(in_bytes) * m_ps_per_byte)
+            : std::floor(static_cast<double>(in_bytes) * m_fs_per_byte[side] / 1000.0);
+    const sc_core::sc_time arrive = f.tx_start + sc_core::sc_time(in_ps, sc_core::SC_PS) +
+                                    sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
+    if (m_ctx.tracer != nullptr) {
+        m_ctx.tracer->slice(m_track[side], "wire", f.flow_id, f.tx_start, arrive);
+    }
+    deliver(side, std::move(f), arrive);
+    if (m_jitter_ps[side] > 0) {
+        // Phase noise (set_clock): frame n starts off its clock's schedule by a draw keyed
+        // by n; the next one's offset replaces this one's, so the rate is unchanged.
+        const uint64_t n = st.frames;
+        dur = dur +
+              sc_core::sc_time(jitter_offset(m_jitter_rng[side], m_jitter_ps[side], n + 1),
+                               sc_core::SC_PS) -
+              sc_core::sc_time(jitter_offset(m_jitter_rng[side], m_jitter_ps[side], n),
+                               sc_core::SC_PS);
+    }
+    if (m_ctx.vcd == nullptr && m_xoff[side] == 0 && !m_ctrl_pending[side] && ctrl.empty() &&
+        (m_source[side] != nullptr
+             ? !m_source[side]->holds_frames() && !m_source[side]->wants_idle_pulls()
+             : fifo.empty())) {
+        // Nothing to send after this frame: no wake-up at its end. The MAC sleeps until
+        // something is queued (or a pause frame is due, or one arrives), and then waits out
+        // what is left of this frame: the next frame starts when the wire is free, as if it
+        // had woken there. (With waves on it wakes at the end, which clears dir<s>.busy.)
+        mac.free_at = sc_core::sc_time_stamp() + dur;
+        const sc_core::sc_event& data =
+            m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
+        mac.state = tx_state::woken;
+        sc_core::next_trigger(data | ctrl.written_event() | m_ctrl_event[side]);
+    } else {
+        mac.state = tx_state::end;
+        sc_core::next_trigger(dur);
     }
 }
 

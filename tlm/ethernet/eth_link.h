@@ -19,6 +19,7 @@
 #include "hw/common/channel.h"
 #include "hw/common/config_reader.h"
 #include "hw/common/sim_context.h"
+#include "hw/common/timestep_arbiter.h"
 
 namespace rnic::fabric {
 
@@ -243,7 +244,17 @@ public:
     const stats& get_stats(int side) const { return m_stats[side]; }
 
 private:
-    void serializer_thread(int side);
+    // The MAC's transmitter (a method): at each frame boundary, once the instant has settled,
+    // it chooses the next frame (choose: true with mac.frame to start now; false with the next
+    // trigger set: to settle, to start it later, to wait for something to send), starts it on
+    // the wire (start_frame) and sleeps until its end or, with nothing queued, until something
+    // is.
+    void serializer_method(int side);
+    bool choose(int side);
+    void start_frame(int side);
+    // Nothing to send: triggered again by a frame queued, a pause frame to send or received,
+    // or mac.sleep_until (a pause expiring, a refresh due, a queued frame becoming eligible).
+    void sleep(int side);
     // Method: delivers the frames of m_in_flight[side] due now, then sleeps until the next one.
     void delivery_method(int side);
     // Applies the fault model to a frame leaving side `side`; queues 0, 1 or 2 deliveries.
@@ -304,6 +315,19 @@ private:
     sc_core::sc_time m_next_refresh[2];
     sc_core::sc_event m_ctrl_event[2];  // a pause frame to send, or a pause received
     std::array<sc_core::sc_time, 8> m_pause_until[2];
+    // The serializer's step (serializer_method): choosing the next frame (settling the
+    // instant first), starting it (after a cut-through frame's wait), woken while idle after a
+    // frame (the wire is free at free_at), at a frame's end, sleeping with nothing to send
+    // (in short steps until sleep_until).
+    enum class tx_state : uint8_t { choose, start, woken, end, sleeping };
+    struct tx_mac {
+        tx_state state = tx_state::choose;
+        hw::settle_ticket settle;
+        eth_frame frame;  // chosen, being started
+        sc_core::sc_time free_at;
+        sc_core::sc_time sleep_until;  // sleeping with nothing to send: until then at most
+    };
+    tx_mac m_mac_tx[2];
     bool m_remote[2] = {false, false};
     bool m_remote_cut_through[2] = {false, false};
     std::vector<outgoing> m_outbox;
