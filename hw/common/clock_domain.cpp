@@ -39,7 +39,7 @@ clock_domain::clock_domain(std::string name, double freq_mhz, double offset_ppm)
     m_ps_value = sc_core::sc_time(1, sc_core::SC_PS).value();
 }
 
-sc_core::sc_time clock_domain::edge_at_or_after(const sc_core::sc_time& t) const {
+sc_core::sc_time clock_domain::next_edge_slow(const sc_core::sc_time& t) const {
     const uint64_t ps = t.value() / m_ps_value;
     if (m_exact) {
         const uint64_t edge = (ps + m_period_ps - 1) / m_period_ps * m_period_ps;

@@ -32,8 +32,14 @@ public:
     // The exact period in femtoseconds.
     uint64_t period_fs() const { return m_period_fs; }
 
-    // The first clock edge at or after t.
-    sc_core::sc_time edge_at_or_after(const sc_core::sc_time& t) const;
+    // The first clock edge at or after t. Inline for its usual case (t is an edge already, as
+    // when a block asks at its own edge: t itself, no sc_time made).
+    sc_core::sc_time edge_at_or_after(const sc_core::sc_time& t) const {
+        if (m_exact && m_ps_value == 1 && t.value() % m_period_ps == 0) {
+            return t;
+        }
+        return next_edge_slow(t);
+    }
     // n cycles as a duration: whole multiples of the period; with an offset, floor(n x period)
     // ps, which added to an edge gives that edge's n-th successor or 1 ps before it (then
     // wait_until / edge_at_or_after land on the successor).
@@ -61,6 +67,7 @@ public:
 
 private:
     static uint64_t fs_to_ps(uint64_t fs) { return fs / 1000; }
+    sc_core::sc_time next_edge_slow(const sc_core::sc_time& t) const;  // edge_at_or_after's rest
     std::string m_name;
     double m_freq_mhz;
     double m_offset_ppm;

@@ -114,6 +114,7 @@ private:
     uint64_t m_frame_no = 0;
     bool m_idle = true;         // traced: no message in progress
     uint64_t m_frames_out = 0;  // traced
+    stage_slicer m_slices;      // the trace's stage: the packet's opcode
 };
 
 }  // namespace rnic::hw

@@ -76,7 +76,7 @@ inline double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t
     const double start = std::max(t_ps, free_ps);
     const double dur = bytes * m_byte_ns * PS_PER_NS;
     if (m_track_busy) {
-        track_reserved(st, start, start == free_ps, dur);
+        track_reserved(st, start, start == free_ps, static_cast<uint64_t>(dur));
     }
     free_ps = start + dur;
     st.wire_bytes += bytes;
@@ -84,16 +84,37 @@ inline double pcie_link::send_tlp(double& free_ps, direction_stats& st, double t
     return free_ps;
 }
 
+inline double pcie_link::send_tlps(double& free_ps, direction_stats& st, double t_ps,
+                                   uint32_t bytes, uint32_t count) {
+    const double first_end = send_tlp(free_ps, st, t_ps, bytes);
+    if (count <= 1) {
+        return first_end;
+    }
+    // The others start as the one before ends (free_ps >= t_ps from the first on): each adds
+    // its duration to free_ps, in the same order, as send_tlp would.
+    const double dur = bytes * m_byte_ns * PS_PER_NS;
+    const uint64_t more = count - 1;
+    for (uint64_t i = 0; i < more; ++i) {
+        free_ps += dur;
+    }
+    if (m_track_busy) {
+        track_reserved(st, first_end, true, static_cast<uint64_t>(dur) * more);
+    }
+    st.wire_bytes += uint64_t{bytes} * more;
+    st.busy_ps += static_cast<uint64_t>(dur) * more;
+    return free_ps;
+}
+
 void pcie_link::track_reserved(const direction_stats& st, double start, bool back_to_back,
-                               double dur) {
+                               uint64_t ps) {
     const bool up = &st == &m_up;
     std::deque<reserved>& q = up ? m_up_ahead : m_down_ahead;
     if (back_to_back && !q.empty()) {
-        q.back().ps += static_cast<uint64_t>(dur);  // one busy stretch with the last TLP
+        q.back().ps += ps;  // one busy stretch with the last TLP
     } else {
-        q.push_back({start, static_cast<uint64_t>(dur)});
+        q.push_back({start, ps});
     }
-    (up ? m_up_ahead_ps : m_down_ahead_ps) += static_cast<uint64_t>(dur);
+    (up ? m_up_ahead_ps : m_down_ahead_ps) += ps;
 }
 
 uint64_t pcie_link::busy_ps_at(bool up, double now_ps) {
@@ -125,11 +146,14 @@ double pcie_link::write_timing(double t_ps, uint64_t addr, uint32_t len, double&
             paced
                 ? std::max(t_ps, in_ps + static_cast<double>(len - left + n) * stream->ps_per_byte)
                 : t_ps;
-        end = send_tlp(free_ps, st, at, m_hdr_mem + n);
-        ++st.mwr_tlps;
-        st.payload_bytes += n;
-        addr += n;
-        left -= n;
+        // Unpaced, TLPs of MPS follow one another up to the next 4 KiB boundary or the end.
+        const uint32_t k =
+            !paced && n == m_cfg.mps ? std::min(left, bytes_to_boundary(addr, 4096)) / n : 1;
+        end = send_tlps(free_ps, st, at, m_hdr_mem + n, k);
+        st.mwr_tlps += k;
+        st.payload_bytes += uint64_t{n} * k;
+        addr += uint64_t{n} * k;
+        left -= n * k;
     } while (left > 0);
     return end;
 }
@@ -165,19 +189,21 @@ double pcie_link::read_timing(double t_ps, uint64_t addr, uint32_t len, read_par
         const double req_end = send_tlp(m_up_free_ps, m_up, ready, m_hdr_mem);
         ++m_up.mrd_tlps;
         const double at_memory = req_end + m_latency_ps + m_mem_latency_ps;
-        // Completions, split at MPS (or at the 64 B read completion boundary).
-        double cpl_end = at_memory;
-        uint64_t a = addr;
-        uint32_t c_left = n;
-        do {
-            const uint32_t unit = m_cfg.rcb_completions ? 64 : m_cfg.mps;
-            const uint32_t c = std::min(c_left, bytes_to_boundary(a, unit));
-            cpl_end = send_tlp(m_down_free_ps, m_down, at_memory, m_hdr_cpl + c);
-            ++m_down.cpld_tlps;
-            m_down.payload_bytes += c;
-            a += c;
-            c_left -= c;
-        } while (c_left > 0);
+        // Completions, split at MPS (or at the 64 B read completion boundary): the first up to
+        // the boundary, then whole units back to back, then what is left.
+        const uint32_t unit = m_cfg.rcb_completions ? 64 : m_cfg.mps;
+        const uint32_t c0 = std::min(n, bytes_to_boundary(addr, unit));
+        double cpl_end = send_tlp(m_down_free_ps, m_down, at_memory, m_hdr_cpl + c0);
+        const uint32_t whole = (n - c0) / unit;
+        const uint32_t rest = (n - c0) % unit;
+        if (whole > 0) {
+            cpl_end = send_tlps(m_down_free_ps, m_down, at_memory, m_hdr_cpl + unit, whole);
+        }
+        if (rest > 0) {
+            cpl_end = send_tlp(m_down_free_ps, m_down, at_memory, m_hdr_cpl + rest);
+        }
+        m_down.cpld_tlps += 1 + whole + (rest > 0 ? 1 : 0);
+        m_down.payload_bytes += n;
         const double arrival = cpl_end + m_latency_ps;
         *tag = arrival;  // the newest: the ring's last
         data_arrival = std::max(data_arrival, arrival);

@@ -111,8 +111,13 @@ private:
 
     // Reserves one direction for a TLP of `bytes` no earlier than `t_ps`; returns its end.
     double send_tlp(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes);
-    // With track_busy: notes a TLP's reservation (send_tlp).
-    void track_reserved(const direction_stats& st, double start, bool back_to_back, double dur);
+    // `count` TLPs of `bytes` each, the first no earlier than `t_ps`, each other one as the one
+    // before it ends: the times and counters of `count` send_tlp calls, the counters added at
+    // once (a 4 KiB read's 64 B completions). Returns the last one's end.
+    double send_tlps(double& free_ps, direction_stats& st, double t_ps, uint32_t bytes,
+                     uint32_t count);
+    // With track_busy: notes a TLP's reservation of `ps` (send_tlp, send_tlps).
+    void track_reserved(const direction_stats& st, double start, bool back_to_back, uint64_t ps);
     // `parts` (dma_stream_ext): filled per read request. `stream`: a write's pacing.
     double read_timing(double t_ps, uint64_t addr, uint32_t len, read_parts* parts = nullptr);
     double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
