@@ -613,7 +613,7 @@ void recv_path::handle(const fabric::eth_frame& f, const roce::parsed_frame& p) 
 
 void recv_path::throttle(const sc_core::sc_time& sent) {
     const sc_core::sc_time& lag = m_placement_lag;
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     if (sent > now + lag) {
         const int li = lanes() > 1 ? stall_begin() : -1;
         m_clk.wait_until(sent - lag);
@@ -643,8 +643,8 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
     const int lane = lanes() == 1 ? 0 : lane_index();
     static const streaming_frame none;
     const streaming_frame& frame_in = lane >= 0 ? m_lanes[lane].streaming : none;
-    const bool streamed = m_cfg.cut_through && frame_in.tail > sc_core::sc_time_stamp() &&
-                          data >= frame_in.data && data < frame_in.data + frame_in.size;
+    const bool streamed = m_cfg.cut_through && frame_in.tail > sim_now() && data >= frame_in.data &&
+                          data < frame_in.data + frame_in.size;
     const double ps_per_byte = streamed ? m_link->ps_per_byte() : 0;
     uint64_t seg_start = 0;
     for (const auto& s : segs) {
@@ -655,7 +655,7 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
         if (offset < seg_end) {
             const uint32_t in = static_cast<uint32_t>(offset - seg_start);
             const uint32_t n = std::min<uint32_t>(len, s.len - in);
-            const sc_core::sc_time issued = sc_core::sc_time_stamp();
+            const sc_core::sc_time issued = sim_now();
             sc_core::sc_time sent;
             if (streamed) {
                 const auto k0 = static_cast<uint64_t>(data - frame_in.data);
