@@ -13,7 +13,11 @@ namespace {
 constexpr double PS_PER_NS = 1000.0;
 
 sc_core::sc_time ps_to_time(double ps) {
-    return sc_core::sc_time(std::ceil(ps), sc_core::SC_PS);
+    // sc_time(ceil(ps), SC_PS) without its library call: that constructor computes
+    // v x (units per ps) + 0.5 and truncates, and 1 ps x v computes the same inline (the kernel's
+    // resolution is at most 1 ps, so a picosecond is a whole number of units).
+    static const sc_core::sc_time one_ps(1, sc_core::SC_PS);
+    return one_ps * std::ceil(ps);
 }
 double time_to_ps(const sc_core::sc_time& t) {
     return t.to_seconds() * 1e12;
