@@ -37,13 +37,16 @@ clock_domain::clock_domain(std::string name, double freq_mhz, double offset_ppm)
     // Called on every activation of every block: keep the unit conversion out of it (an
     // sc_time built from a double and a unit costs a look-up and a rounding each time).
     m_ps_value = sc_core::sc_time(1, sc_core::SC_PS).value();
+    m_one_ps = sc_core::sc_time::from_value(m_ps_value);
+    m_exact_ps = (uint64_t{1} << 52) / m_ps_value;
+    m_exact_cycles = m_exact_ps / m_period_ps;
 }
 
-sc_core::sc_time clock_domain::edge_at_or_after(const sc_core::sc_time& t) const {
+sc_core::sc_time clock_domain::next_edge_slow(const sc_core::sc_time& t) const {
     const uint64_t ps = t.value() / m_ps_value;
     if (m_exact) {
         const uint64_t edge = (ps + m_period_ps - 1) / m_period_ps * m_period_ps;
-        return sc_core::sc_time::from_value(edge * m_ps_value);
+        return ps_time(edge);
     }
     return time_of_cycle(cycle_of(t));
 }
@@ -66,7 +69,7 @@ uint64_t clock_domain::cycle_after(const sc_core::sc_time& t) const {
 }
 
 void clock_domain::wait_cycles(uint64_t n) const {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     const sc_core::sc_time target =
         m_exact ? edge_at_or_after(now) + cycles(n) : time_of_cycle(cycle_of(now) + n);
     if (target > now) {
@@ -75,7 +78,7 @@ void clock_domain::wait_cycles(uint64_t n) const {
 }
 
 void clock_domain::wait_until(const sc_core::sc_time& t) const {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     const sc_core::sc_time target = edge_at_or_after(t > now ? t : now);
     if (target > now) {
         sc_core::wait(target - now);

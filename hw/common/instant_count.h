@@ -8,6 +8,8 @@
 
 #include <systemc>
 
+#include "hw/common/sim_now.h"
+
 namespace rnic::hw {
 
 class instant_count {
@@ -24,7 +26,7 @@ public:
 
 private:
     // The time stamp plus one time unit, so that 0 means "nothing counted yet".
-    static uint64_t now_key() { return sc_core::sc_time_stamp().value() + 1; }
+    static uint64_t now_key() { return sim_now().value() + 1; }
     uint64_t m_at = 0;
     uint64_t m_count = 0;
 };

@@ -2,6 +2,8 @@
 // What every block of one simulation shares besides its ports: stats and optional trace sinks.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,6 +30,56 @@ public:
                        const sc_core::sc_time& start, const sc_core::sc_time& end) {
         slice(std::string(block), std::string(stage), flow_id, start, end);
     }
+    // A (block, stage) pair named once, for a block that files many slices under it (a few
+    // per packet): its id here, then slice(id, ...) files one with no string work at all.
+    virtual uint32_t stage_id(const char* block, const char* stage) = 0;
+    virtual void slice(uint32_t stage_id, uint64_t flow_id, const sc_core::sc_time& start,
+                       const sc_core::sc_time& end) = 0;
+    // This tracer's own number, never another's: an id kept by a block (stage_slicer) is
+    // asked again when the tracer it came from is not the one in use.
+    uint64_t serial() const { return m_serial; }
+
+private:
+    static uint64_t next_serial() {
+        static std::atomic<uint64_t> next{1};
+        return next++;
+    }
+    const uint64_t m_serial = next_serial();
+};
+
+// A block's slices of a few stages through event_tracer::stage_id: each (block, stage) pair's
+// id asked once per tracer and kept in one of a few slots (the send path's stage is the
+// packet's opcode: first, middle, last, ACK), found again by where the names live. `block` and
+// `stage` live as long as the block (its name(), a member, a literal, a static table's name).
+class stage_slicer {
+public:
+    void slice(event_tracer& t, const char* block, const char* stage, uint64_t flow_id,
+               const sc_core::sc_time& start, const sc_core::sc_time& end) {
+        if (t.serial() != m_serial) {
+            m_serial = t.serial();
+            m_slots = {};
+        }
+        for (const slot& s : m_slots) {
+            if (s.stage == stage && s.block == block) {
+                t.slice(s.id, flow_id, start, end);
+                return;
+            }
+        }
+        slot& s = m_slots[m_next];
+        m_next = (m_next + 1) % m_slots.size();
+        s = {block, stage, t.stage_id(block, stage)};
+        t.slice(s.id, flow_id, start, end);
+    }
+
+private:
+    struct slot {
+        const char* block = nullptr;
+        const char* stage = nullptr;
+        uint32_t id = 0;
+    };
+    uint64_t m_serial = 0;  // no tracer's
+    std::array<slot, 4> m_slots{};
+    size_t m_next = 0;  // the slot a new pair takes
 };
 
 struct sim_context {

@@ -172,7 +172,7 @@ timestep_arbiter::timestep_arbiter(const clock_domain& clk)
 
 void timestep_arbiter::enqueue(pending& p, const sc_core::sc_time& hold, bool posted) {
     // The request line is sampled at the clock edge: a request made between edges waits for it.
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     const sc_core::sc_time edge = m_clk.edge_at_or_after(now);
     if (edge > now) {
         sc_core::wait(edge - now);

@@ -168,7 +168,7 @@ bool context_cache::lookup(ctx_kind kind, uint64_t tag, bool write, cache_port w
                 m_icm_seen = *m_icm_reg;
                 set_icm_base(m_icm_seen, m_qpcs, m_keys);
             }
-            start = std::max(sc_core::sc_time_stamp(), m_port_free);
+            start = std::max(sim_now(), m_port_free);
             m_port_free = start + m_clk.period();
             if (m_base[k] == 0) {
                 ++s.hits;  // no backing tables: the context is on chip

@@ -125,7 +125,7 @@ sc_core::sc_time dma_engine::transport(dma_client who, tlm::tlm_command cmd, uin
 // At the grant (on the clock edge): the request reaches PCIe issue_cycles later.
 sc_core::sc_time dma_engine::issue(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
                                    dma_status& st, const fabric::dma_stream_ext* stream) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = sim_now();
     const sc_core::sc_time issue = m_clk.edge_at_or_after(now) + m_clk.cycles(m_cfg.issue_cycles);
     tlm::tlm_generic_payload& gp = m_gp;
     gp.set_command(cmd);

@@ -106,6 +106,7 @@ recv_path::recv_path(sc_core::sc_module_name name, const recv_path_config& cfg,
     SC_HAS_PROCESS(recv_path);
     SC_THREAD(rx_thread);
     SC_THREAD(ack_thread);
+    m_placement_lag = sc_core::sc_time(cfg.placement_lag_ns, sc_core::SC_NS);
     const std::string b = this->name();
     for (uint32_t i = 0; i < cfg.lanes; ++i) {
         m_lanes.emplace_back();
@@ -517,6 +518,9 @@ void recv_path::lane_thread(uint32_t i) {
             }  // else receive_frame took the frame when it arrived, and marked the lane busy
         }
         fabric::eth_frame f;
+        // Its buffer goes back to the send paths once the frame is handled, however this
+        // iteration ends (a frame the GSI block takes goes with its buffer).
+        const fabric::frame_buffer_return give_back(f.data);
         sc_core::sc_time arrived;
         sc_core::sc_time parsed;
         if (lane.handoff) {
@@ -569,8 +573,8 @@ void recv_path::lane_thread(uint32_t i) {
         handle(f, p);
         wait_frame_tail(lane);
         if (m_ctx.tracer != nullptr) {
-            m_ctx.tracer->slice(i == 0 ? name() : lane.track.c_str(), "receive", f.flow_id, arrived,
-                                sc_core::sc_time_stamp());
+            lane.receive_slices.slice(*m_ctx.tracer, i == 0 ? name() : lane.track.c_str(),
+                                      "receive", f.flow_id, arrived, sc_core::sc_time_stamp());
         }
     }
 }
@@ -608,8 +612,8 @@ void recv_path::handle(const fabric::eth_frame& f, const roce::parsed_frame& p) 
 }
 
 void recv_path::throttle(const sc_core::sc_time& sent) {
-    const sc_core::sc_time lag(m_cfg.placement_lag_ns, sc_core::SC_NS);
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time& lag = m_placement_lag;
+    const sc_core::sc_time now = sim_now();
     if (sent > now + lag) {
         const int li = lanes() > 1 ? stall_begin() : -1;
         m_clk.wait_until(sent - lag);
@@ -639,8 +643,8 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
     const int lane = lanes() == 1 ? 0 : lane_index();
     static const streaming_frame none;
     const streaming_frame& frame_in = lane >= 0 ? m_lanes[lane].streaming : none;
-    const bool streamed = m_cfg.cut_through && frame_in.tail > sc_core::sc_time_stamp() &&
-                          data >= frame_in.data && data < frame_in.data + frame_in.size;
+    const bool streamed = m_cfg.cut_through && frame_in.tail > sim_now() && data >= frame_in.data &&
+                          data < frame_in.data + frame_in.size;
     const double ps_per_byte = streamed ? m_link->ps_per_byte() : 0;
     uint64_t seg_start = 0;
     for (const auto& s : segs) {
@@ -651,7 +655,7 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
         if (offset < seg_end) {
             const uint32_t in = static_cast<uint32_t>(offset - seg_start);
             const uint32_t n = std::min<uint32_t>(len, s.len - in);
-            const sc_core::sc_time issued = sc_core::sc_time_stamp();
+            const sc_core::sc_time issued = sim_now();
             sc_core::sc_time sent;
             if (streamed) {
                 const auto k0 = static_cast<uint64_t>(data - frame_in.data);
@@ -665,8 +669,10 @@ bool recv_path::place(const std::vector<dma_segment>& segs, uint64_t offset, con
                 sent = m_dma.write(dma_client::RX_PAYLOAD, s.bus_addr + in, data, n);
             }
             if (m_ctx.tracer != nullptr) {
-                m_ctx.tracer->slice(lane <= 0 ? name() : m_lanes[lane].track.c_str(), "rx_dma",
-                                    current_flow(), issued, sent);
+                // Lane 0 and no lane file under the block's name.
+                m_lanes[lane <= 0 ? 0 : static_cast<size_t>(lane)].dma_slices.slice(
+                    *m_ctx.tracer, lane <= 0 ? name() : m_lanes[lane].track.c_str(), "rx_dma",
+                    current_flow(), issued, sent);
             }
             throttle(sent);
             m_stats.payload_bytes += n;

@@ -261,6 +261,7 @@ private:
     std::vector<std::vector<sr_write_target>> m_sr_writes;  // per QP: WRITEs in the window
 
     recv_path_config m_cfg;
+    sc_core::sc_time m_placement_lag;  // placement_lag_ns (throttle, per payload write)
     const clock_domain& m_clk;
     nic_identity m_id;
     context_store& m_contexts;
@@ -283,7 +284,9 @@ private:
         std::deque<std::pair<uint32_t, sc_core::sc_time>> flushes;  // (qpn, not before)
         sc_core::sc_event flush_event;
         const sc_core::sc_process_b* process = nullptr;
-        std::string track;                // trace.json track (lanes > 0: "<block>.lane<i>")
+        std::string track;            // trace.json track (lanes > 0: "<block>.lane<i>")
+        stage_slicer receive_slices;  // its "receive" and "rx_dma" slices
+        stage_slicer dma_slices;
         uint64_t flow = 0;                // flow of the frame being handled
         sc_core::sc_time busy_since;      // the lane's last wake from idle
         sc_core::sc_time parse_wait;      // since then, waiting for the pipelined parse stage

@@ -131,7 +131,7 @@ uint64_t mac_fifo_output::next_ready(uint64_t edge, bool frame_start) {
     while (full()) {
         sc_core::wait(m_fifo.read_event());  // woken at the time of the pop
     }
-    return std::max(edge, m_clk.cycle_of(sc_core::sc_time_stamp()));
+    return std::max(edge, m_clk.cycle_of(sim_now()));
 }
 
 bool mac_fifo_output::ready_at(uint64_t edge, bool frame_start) {
@@ -143,9 +143,9 @@ bool mac_fifo_output::ready_at(uint64_t edge, bool frame_start) {
     // A pop at exactly this time counts for this edge (as in next_ready), but it may come in
     // any later delta of this time step: wait for it, or until the step is over (one time
     // resolution unit later, well before the next edge).
-    const sc_core::sc_time t = sc_core::sc_time_stamp();
+    const sc_core::sc_time t = sim_now();
     sc_core::wait(sc_core::sc_get_time_resolution(), m_fifo.read_event());
-    return sc_core::sc_time_stamp() == t && !full();
+    return sim_now() == t && !full();
 }
 
 // --- send_path_inputs ------------------------------------------------------------------------
@@ -163,7 +163,7 @@ void send_path_inputs::put_descriptor(const tx_descriptor& d) {
            (m_desc.empty() || !continues_segment(m_desc.back().desc, d))) {
         wait_space();
     }
-    const uint64_t valid_edge = edge_after(m_clk, sc_core::sc_time_stamp());
+    const uint64_t valid_edge = edge_after(m_clk, sim_now());
     mirror_descriptor(d, valid_edge);
     if (on_descriptor) {
         on_descriptor(d, valid_edge);
@@ -213,7 +213,7 @@ void send_path_inputs::put_payload(payload_chunk&& c) {
         }
         const size_t room = m_cfg.payload_fifo_bytes - (m_pay_end - m_pay_base);
         const size_t n = std::min(room, total - done);
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time now = sim_now();
         chunk_entry e;
         e.offset = m_pay_end;
         e.valid_edge = edge_after(m_clk, c.ready > now ? c.ready : now);

@@ -300,8 +300,8 @@ void send_path_model::finish_frame(pending_frame& pf) {
     m_stats.count_frame(pf.opcode, pf.frame_bytes);
     ++m_frames_out;
     if (m_ctx.tracer != nullptr) {
-        m_ctx.tracer->slice(name(), roce::info(pf.opcode).name, pf.flow_id, pf.first,
-                            pf.done + m_clk.period());
+        m_slices.slice(*m_ctx.tracer, name(), roce::info(pf.opcode).name, pf.flow_id, pf.first,
+                       pf.done + m_clk.period());
     }
     m_in.release_payload(pf.payload_len);
     if (pf.last_of_descriptor) {
@@ -381,6 +381,9 @@ void send_path_model::build_current_frame() {
         payload = m_payload.data();
     }
     m_frame.clear();
+    if (m_frame.capacity() == 0) {
+        m_frame = fabric::take_frame_buffer();  // the last one went out with its frame
+    }
     roce::frame_header h = make_frame_header(m_cur_desc, m_cur_plan);
     h.tos = static_cast<uint8_t>((m_cfg.dscp << 2) | 0x02);  // DSCP (PFC priority), ECT(0)
     if (m_sport_qpn_xor) {

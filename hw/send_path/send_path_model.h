@@ -158,6 +158,7 @@ private:
     bool m_at_top = true;               // the thread waits for the next descriptor
     bool m_idle = true;                 // traced: no message in progress
     uint64_t m_frames_out = 0;          // traced
+    stage_slicer m_slices;              // the trace's stage: the packet's opcode
 };
 
 }  // namespace rnic::hw

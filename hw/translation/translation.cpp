@@ -112,17 +112,17 @@ void translation::stream_lines(const mpt_entry& mr, uint64_t offset, uint64_t le
                                 cache_port::TRANSLATION);
         return;
     }
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const sc_core::sc_time t0 = sim_now();
     for (uint64_t line = std::max(a, s.first_ahead); line <= b; ++line) {
         while (s.issued <= line) {
             sc_core::wait(m_ahead_issued);  // the unit has not looked it up yet
         }
         const sc_core::sc_time in = s.ready[line % s.ready.size()];
-        if (in > sc_core::sc_time_stamp()) {
+        if (in > sim_now()) {
             m_clk.wait_until(in);
         }
     }
-    const uint64_t waited = m_clk.ps_of(sc_core::sc_time_stamp() - t0);
+    const uint64_t waited = m_clk.ps_of(sim_now() - t0);
     if (waited > 0) {
         ++m_stats.packet_waits;
         m_stats.packet_wait_ps += waited;

@@ -3,6 +3,7 @@
 // wait_until always resume a thread on an edge of the domain.
 #include "hw/common/clock_domain.h"
 
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -63,6 +64,37 @@ TEST(ClockDomain, EdgeAtOrAfterAndCycleOf) {
     EXPECT_EQ(odd.edge_at_or_after(sc_time(10, SC_NS)), ps(13332));
     EXPECT_EQ(odd.edge_at_or_after(ps(9999)), ps(9999));
     EXPECT_EQ(odd.cycle_of(ps(9999)), 3u);
+}
+
+// ps_time (inline sc_time x double below 2^52 units) against sc_time::from_value, on both sides
+// of the bound, and the times built from it (cycles, time_of_cycle, edge_at_or_after) against
+// their formulas in whole ps; with and without a ppm offset.
+TEST(ClockDomain, TimesFromPicosecondsMatchFromValueOnBothSidesOfTheInlineBound) {
+    const clock_domain c("c", 300);
+    const clock_domain off("off", 322.265625, 37);
+    const uint64_t bound = uint64_t{1} << 52;
+    std::mt19937_64 rng(29);
+    std::vector<uint64_t> values = {
+        0, 1, 2, 3333, bound - 2, bound - 1, bound, bound + 1, bound + 3, (uint64_t{1} << 60) + 7};
+    for (int i = 0; i < 2000; ++i) {
+        values.push_back(rng() >> (rng() % 64));
+    }
+    for (const uint64_t v : values) {
+        SCOPED_TRACE(v);
+        EXPECT_EQ(c.ps_time(v).value(), v);
+        EXPECT_EQ(c.ps_time(v), sc_time::from_value(v));
+        const uint64_t n = v / 4000;  // cycles below and above the bound
+        EXPECT_EQ(c.cycles(n).value(), n * 3333);
+        if (n < ~uint64_t{0} / c.period_fs()) {  // edge n's fs fit in 64 bits
+            EXPECT_EQ(c.time_of_cycle(n).value(), n * 3333);
+        }
+        const uint64_t k = v >> 22;  // the offset clock: floor(k x period_fs / 1000) ps
+        EXPECT_EQ(off.time_of_cycle(k).value(), k * off.period_fs() / 1000);
+        EXPECT_EQ(off.cycles(k).value(), k * off.period_fs() / 1000);
+        if (v < (uint64_t{1} << 62)) {
+            EXPECT_EQ(c.edge_at_or_after(sc_time::from_value(v)).value(), (v + 3332) / 3333 * 3333);
+        }
+    }
 }
 
 TEST(ClockDomain, WaitCyclesLandsOnEdges) {

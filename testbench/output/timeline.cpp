@@ -227,7 +227,8 @@ timeline::timeline(const std::string& trace_path, bool spool, trace_options opts
     : m_opts(std::move(opts))
     , m_path(trace_path)
     , m_spool(spool)
-    , m_ps_per_unit(sc_core::sc_get_time_resolution().to_seconds() * 1e12) {
+    , m_ps_per_unit(sc_core::sc_get_time_resolution().to_seconds() * 1e12)
+    , m_unit_is_ps(m_ps_per_unit == 1.0) {
     if (spool) {
         m_spool_file = std::make_unique<record_spool>();
     }
@@ -375,12 +376,31 @@ latency_histogram& timeline::histogram_of(const char* block, const char* stage) 
     return m_stages[i].h;
 }
 
-namespace {
-// `t` in picoseconds, from the kernel's time resolution (`ps_per_unit` per unit).
-uint64_t ps_of(const sc_core::sc_time& t, double ps_per_unit) {
-    return static_cast<uint64_t>(std::llround(static_cast<double>(t.value()) * ps_per_unit));
+uint64_t timeline::ps_of(const sc_core::sc_time& t) const {
+    // Rounded from the kernel's time resolution; with 1 ps (the default) the value itself,
+    // as the rounding gives it below 2^53 ps (the double holds every such value exactly).
+    const uint64_t v = t.value();
+    if (m_unit_is_ps && v < (uint64_t{1} << 53)) {
+        return v;
+    }
+    return static_cast<uint64_t>(std::llround(static_cast<double>(v) * m_ps_per_unit));
 }
-}  // namespace
+
+uint32_t timeline::stage_id(const char* block, const char* stage) {
+    return static_cast<uint32_t>(stage_index(block, stage));
+}
+
+void timeline::slice(uint32_t stage_id, uint64_t flow_id, const sc_core::sc_time& start,
+                     const sc_core::sc_time& end) {
+    ++m_slices;
+    const uint64_t start_ps = ps_of(start);
+    const uint64_t end_ps = std::max(start_ps, ps_of(end));
+    stage_entry& e = m_stages[stage_id];
+    e.h.add(end_ps - start_ps);
+    if (m_file != nullptr || m_spool) {
+        file(e.block, e.stage, flow_id, start_ps, end_ps, std::string());
+    }
+}
 
 void timeline::slice(const char* block, const char* stage, uint64_t flow_id,
                      const sc_core::sc_time& start, const sc_core::sc_time& end) {
@@ -390,8 +410,8 @@ void timeline::slice(const char* block, const char* stage, uint64_t flow_id,
     }
     // As below, aggregate only (no trace file, nothing spooled).
     ++m_slices;
-    const uint64_t start_ps = ps_of(start, m_ps_per_unit);
-    const uint64_t end_ps = std::max(start_ps, ps_of(end, m_ps_per_unit));
+    const uint64_t start_ps = ps_of(start);
+    const uint64_t end_ps = std::max(start_ps, ps_of(end));
     histogram_of(block, stage).add(end_ps - start_ps);
 }
 
@@ -399,12 +419,17 @@ void timeline::slice(const std::string& block, const std::string& stage, uint64_
                      const sc_core::sc_time& start, const sc_core::sc_time& end,
                      const std::string& args_json) {
     ++m_slices;
-    const uint64_t start_ps = ps_of(start, m_ps_per_unit);
-    const uint64_t end_ps = std::max(start_ps, ps_of(end, m_ps_per_unit));
+    const uint64_t start_ps = ps_of(start);
+    const uint64_t end_ps = std::max(start_ps, ps_of(end));
     histogram_of(block, stage).add(end_ps - start_ps);
     if (m_file == nullptr && !m_spool) {
         return;
     }
+    file(block, stage, flow_id, start_ps, end_ps, args_json);
+}
+
+void timeline::file(const std::string& block, const std::string& stage, uint64_t flow_id,
+                    uint64_t start_ps, uint64_t end_ps, const std::string& args_json) {
     // Held until the instant is over, then written in block order (partition-independent).
     const uint64_t at = sc_core::sc_time_stamp().value();
     if (!m_filed.empty() && m_filed.front().at != at) {

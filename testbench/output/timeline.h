@@ -165,6 +165,11 @@ public:
                const std::string& args_json = "") override;
     void slice(const char* block, const char* stage, uint64_t flow_id,
                const sc_core::sc_time& start, const sc_core::sc_time& end) override;
+    // The (block, stage) pair's index in the stage latencies (found by content; the same pair
+    // named twice gets the same id); slice(id, ...) adds to its histogram directly.
+    uint32_t stage_id(const char* block, const char* stage) override;
+    void slice(uint32_t stage_id, uint64_t flow_id, const sc_core::sc_time& start,
+               const sc_core::sc_time& end) override;
     // Finishes and closes trace.json (idempotent). Throws std::runtime_error on a write error.
     void close();
 
@@ -209,6 +214,11 @@ private:
         int tid;
     };
     place place_slice(const std::string& block, uint64_t start_ps, uint64_t end_ps);
+    // Trace on: holds a slice (its latency already added) until its instant is over.
+    void file(const std::string& block, const std::string& stage, uint64_t flow_id,
+              uint64_t start_ps, uint64_t end_ps, const std::string& args_json);
+    // `t` in picoseconds.
+    uint64_t ps_of(const sc_core::sc_time& t) const;
     // Writes one placed slice and, for a WQE's slice, the flow arrow from its previous one.
     void write_slice(const place& p, const std::string& stage, uint64_t flow_id, uint64_t start_ps,
                      uint64_t end_ps, const std::string& args_json);
@@ -311,7 +321,8 @@ private:
     uint64_t m_slices = 0;
     uint64_t m_events = 0;
     uint64_t m_next_flow_event = 1;
-    double m_ps_per_unit = 1;  // kernel time resolution in ps
+    double m_ps_per_unit = 1;   // kernel time resolution in ps
+    bool m_unit_is_ps = false;  // m_ps_per_unit is exactly 1: a time's value is its ps
 };
 
 }  // namespace rnic::output

@@ -2,11 +2,14 @@
 // Unit tests of the fast paths written for simulator speed, each against a plain independent
 // implementation: the payload pattern (testbench/scenario/pattern.h) byte by byte from its
 // formula, the latency histogram's exact percentiles (testbench/output/timeline.h) from a sorted
-// list of every sample, and the const char* timeline slices against the std::string ones.
+// list of every sample, the const char* timeline slices and those filed by stage id (a block's
+// stage_slicer) against the std::string ones, and the recycled frame buffers.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,8 +18,11 @@
 #include <gtest/gtest.h>
 
 #include "hw/common/numeric.h"
+#include "hw/common/sim_context.h"
+#include "testbench/common/scratch_dir.h"
 #include "testbench/output/timeline.h"
 #include "testbench/scenario/pattern.h"
+#include "tlm/ethernet/eth_link.h"
 
 namespace {
 
@@ -121,6 +127,74 @@ TEST(TimelineFast, CharSlicesAggregateAsStringSlices) {
     EXPECT_EQ(by_char.slices(), 3000u);
     EXPECT_EQ(by_char.block_stage_latency().dump(), by_string.block_stage_latency().dump());
     EXPECT_EQ(by_char.stage_latency().dump(), by_string.stage_latency().dump());
+}
+
+// Six stages through one slicer (more than its slots: pairs are asked again), then a second
+// timeline through the same slicers: its own ids, which differ from the first's (the pairs come
+// in another order), so slices filed with the first's ids would land under the wrong stage.
+TEST(TimelineFast, StageSlicerSlicesAggregateAndTraceAsStringSlices) {
+    rnic::testing::scratch_dir d("rnic_stage_slicer");
+    static const char* const blocks[] = {"node0.nic.send_path", "node1.nic.recv_path"};
+    static const char* const stages[] = {"RC_WRITE_FIRST", "RC_WRITE_MIDDLE", "RC_WRITE_LAST",
+                                         "RC_ACK",         "receive",         "rx_dma"};
+    auto run = [&](output::timeline& by_id, output::timeline& by_string, uint64_t seed) {
+        hw::stage_slicer slicers[2];
+        std::mt19937_64 rng(seed);
+        for (int i = 0; i < 3000; ++i) {
+            const size_t b = rng() % 2;
+            const char* s = stages[rng() % 6];
+            const sc_core::sc_time start(static_cast<double>(rng() % 1000), sc_core::SC_NS);
+            const sc_core::sc_time end =
+                start + sc_core::sc_time(static_cast<double>(rng() % 50), sc_core::SC_NS);
+            slicers[b].slice(by_id, blocks[b], s, i, start, end);
+            by_string.slice(std::string(blocks[b]), std::string(s), i, start, end);
+        }
+        return std::move(slicers[0]);
+    };
+    output::timeline a_id(d.path("a_id.json"));
+    output::timeline a_string(d.path("a_string.json"));
+    hw::stage_slicer kept = run(a_id, a_string, 5);
+    EXPECT_EQ(a_id.slices(), 3000u);
+    EXPECT_EQ(a_id.block_stage_latency().dump(), a_string.block_stage_latency().dump());
+    EXPECT_EQ(a_id.stage_latency().dump(), a_string.stage_latency().dump());
+    a_id.close();
+    a_string.close();
+    auto read = [](const std::string& p) {
+        std::ifstream in(p, std::ios::binary);
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
+    };
+    EXPECT_GT(read(d.path("a_id.json")).size(), 3000u * 50);
+    EXPECT_EQ(read(d.path("a_id.json")), read(d.path("a_string.json")));
+
+    // Another tracer: the slicer asks it for its own ids.
+    output::timeline b_id;
+    output::timeline b_string;
+    b_id.stage_id("node9.other", "first");  // shifts every id of b_id against a_id's
+    for (int i = 0; i < 6; ++i) {
+        const sc_core::sc_time start(static_cast<double>(10 * i), sc_core::SC_NS);
+        const sc_core::sc_time end(static_cast<double>(10 * i + 3 + i), sc_core::SC_NS);
+        kept.slice(b_id, blocks[0], stages[i], 1, start, end);
+        b_string.slice(std::string(blocks[0]), std::string(stages[i]), 1, start, end);
+    }
+    nlohmann::json got = b_id.block_stage_latency();
+    got.erase("node9.other");
+    EXPECT_EQ(got.dump(), b_string.block_stage_latency().dump());
+}
+
+TEST(FrameBuffers, ABufferGivenBackIsTakenAgainEmptyWithItsCapacity) {
+    while (fabric::take_frame_buffer().capacity() != 0) {  // none spare from before
+    }
+    EXPECT_EQ(fabric::take_frame_buffer().capacity(), 0u);  // none spare: a new, empty one
+    std::vector<uint8_t> frame(4154, 0xAB);
+    const uint8_t* bytes = frame.data();
+    fabric::give_frame_buffer(std::move(frame));
+    std::vector<uint8_t> again = fabric::take_frame_buffer();
+    EXPECT_EQ(again.data(), bytes);  // the same storage, no allocation
+    EXPECT_TRUE(again.empty());
+    EXPECT_GE(again.capacity(), 4154u);
+    EXPECT_EQ(fabric::take_frame_buffer().capacity(), 0u);  // it was the only one
 }
 
 }  // namespace

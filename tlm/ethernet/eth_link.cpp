@@ -139,6 +139,35 @@ uint8_t default_priority(const std::vector<uint8_t>& f) {
     return static_cast<uint8_t>(f[15] >> 5);  // DSCP (TOS >> 2) >> 3
 }
 
+namespace {
+// Enough for every frame in flight between two NICs at line rate (a few dozen), not so many
+// that a burst's buffers stay held: 256 jumbo frames are 2.3 MB.
+constexpr size_t SPARE_FRAME_BUFFERS = 256;
+std::vector<std::vector<uint8_t>>& spare_frame_buffers() {
+    thread_local std::vector<std::vector<uint8_t>> spare;
+    return spare;
+}
+}  // namespace
+
+std::vector<uint8_t> take_frame_buffer() {
+    std::vector<std::vector<uint8_t>>& spare = spare_frame_buffers();
+    if (spare.empty()) {
+        return {};
+    }
+    std::vector<uint8_t> buf = std::move(spare.back());
+    spare.pop_back();
+    return buf;
+}
+
+void give_frame_buffer(std::vector<uint8_t>&& buf) {
+    std::vector<std::vector<uint8_t>>& spare = spare_frame_buffers();
+    if (buf.capacity() == 0 || spare.size() >= SPARE_FRAME_BUFFERS) {
+        return;
+    }
+    buf.clear();
+    spare.push_back(std::move(buf));
+}
+
 uint64_t eth_wire_bytes(size_t frame_len_without_fcs) {
     const size_t with_fcs = std::max<size_t>(frame_len_without_fcs + 4, 64);
     return with_fcs + 8 + 12;
@@ -166,7 +195,8 @@ eth_link::eth_link(sc_core::sc_module_name name, const eth_link_config& cfg, hw:
     , m_ecn_rng{std::mt19937_64(cfg.faults.seed ^ ECN_SEED),
                 std::mt19937_64(cfg.faults.seed ^ ECN_SEED ^ DIR1_SEED)}
     , m_ctx(ctx)
-    , m_quantum(std::round(512.0 * 1000.0 / cfg.rate_gbps), sc_core::SC_PS) {
+    , m_quantum(std::round(512.0 * 1000.0 / cfg.rate_gbps), sc_core::SC_PS)
+    , m_propagation(cfg.propagation_ns, sc_core::SC_NS) {
     for (int side = 0; side < 2; ++side) {
         m_tx[side] = std::make_unique<hw::channel<eth_frame>>("mac_tx" + std::to_string(side),
                                                               cfg.tx_fifo_frames);
@@ -539,10 +569,11 @@ void eth_link::start_frame(int side) {
         m_fs_per_byte[side] == 0
             ? std::round(static_cast<double>(in_bytes) * m_ps_per_byte)
             : std::floor(static_cast<double>(in_bytes) * m_fs_per_byte[side] / 1000.0);
-    const sc_core::sc_time arrive = f.tx_start + sc_core::sc_time(in_ps, sc_core::SC_PS) +
-                                    sc_core::sc_time(m_cfg.propagation_ns, sc_core::SC_NS);
+    const sc_core::sc_time arrive =
+        f.tx_start + sc_core::sc_time(in_ps, sc_core::SC_PS) + m_propagation;
     if (m_ctx.tracer != nullptr) {
-        m_ctx.tracer->slice(m_track[side], "wire", f.flow_id, f.tx_start, arrive);
+        m_wire_slices[side].slice(*m_ctx.tracer, m_track[side].c_str(), "wire", f.flow_id,
+                                  f.tx_start, arrive);
     }
     deliver(side, std::move(f), arrive);
     if (m_jitter_ps[side] > 0) {
@@ -692,8 +723,13 @@ void eth_link::hand_over(int side, eth_frame&& f, const sc_core::sc_time& at) {
     // this frame becomes the earliest (an empty queue, or a fault delay let a later one
     // overtake). A timed notification: the method runs once, at the arrival.
     auto& q = m_in_flight[side];
-    const bool earliest = q.empty() || at < q.begin()->first;
-    q.emplace(at, std::move(f));
+    const size_t head = m_in_flight_head[side];
+    const bool earliest = head == q.size() || at < q[head].first;
+    auto pos = q.end();  // after every frame arriving at or before `at`
+    while (pos - q.begin() > static_cast<std::ptrdiff_t>(head) && at < std::prev(pos)->first) {
+        --pos;
+    }
+    q.emplace(pos, at, std::move(f));
     if (earliest) {
         m_in_flight_event[side].notify(at - sc_core::sc_time_stamp());
     }
@@ -712,10 +748,11 @@ void eth_link::inject(int from_side, const sc_core::sc_time& arrive, eth_frame&&
 
 void eth_link::delivery_method(int side) {
     auto& q = m_in_flight[side];
+    size_t& head = m_in_flight_head[side];
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    while (!q.empty() && q.begin()->first <= now) {
-        eth_frame f = std::move(q.begin()->second);
-        q.erase(q.begin());
+    while (head < q.size() && q[head].first <= now) {
+        eth_frame f = std::move(q[head].second);
+        ++head;
         uint8_t cev = 0;
         pfc_quanta quanta{};
         if (parse_pfc_frame(f.data, cev, quanta)) {
@@ -730,8 +767,15 @@ void eth_link::delivery_method(int side) {
             sink->receive_frame(std::move(f));
         }
     }
-    if (!q.empty()) {
-        m_in_flight_event[side].notify(q.begin()->first - now);
+    if (head == q.size()) {
+        q.clear();  // all delivered: the storage is kept
+        head = 0;
+    } else if (head >= 64 && head * 2 >= q.size()) {
+        q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(head));
+        head = 0;
+    }
+    if (head < q.size()) {
+        m_in_flight_event[side].notify(q[head].first - now);
     }
 }
 

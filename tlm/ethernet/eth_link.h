@@ -35,6 +35,27 @@ struct eth_frame {
     sc_core::sc_time complete;
 };
 
+// Frame buffers recycled between the blocks that make frames and those that end them: a send
+// path takes one for each frame it builds, a receive path gives the frame's back once it has
+// handled it, so steady traffic allocates no frame (one malloc and free per packet otherwise).
+// take_frame_buffer(): an empty buffer, with the capacity of a frame it held if one is spare.
+// give_frame_buffer(): kept for a later take (up to a bound; one without capacity is left as
+// is). Per thread: a process simulates on one thread, so this is the process's pool.
+std::vector<uint8_t> take_frame_buffer();
+void give_frame_buffer(std::vector<uint8_t>&& buf);
+// Gives `buf` back when it goes out of scope (a receiver's frame, handled however it ended).
+class frame_buffer_return {
+public:
+    explicit frame_buffer_return(std::vector<uint8_t>& buf)
+        : m_buf(buf) {}
+    ~frame_buffer_return() { give_frame_buffer(std::move(m_buf)); }
+    frame_buffer_return(const frame_buffer_return&) = delete;
+    frame_buffer_return& operator=(const frame_buffer_return&) = delete;
+
+private:
+    std::vector<uint8_t>& m_buf;
+};
+
 class eth_link;
 
 // What a MAC receive side implements: called when the frame's last bit has arrived (or, for a
@@ -282,8 +303,11 @@ private:
     std::unique_ptr<hw::channel<eth_frame>> m_ctrl_tx[2];
     frame_sink_if* m_sink[2] = {nullptr, nullptr};
     // Frames the link delivers itself (to a sink that does not take them ahead, and PFC
-    // frames), by arrival; FIFO on ties.
-    std::multimap<sc_core::sc_time, eth_frame> m_in_flight[2];
+    // frames), by arrival, FIFO on ties: those from m_in_flight_head[side] on (the ones before
+    // are delivered). Frames come in the order they arrive but for a fault's delay, so each is
+    // put at or near the end and the storage is reused: no allocation per frame.
+    std::vector<std::pair<sc_core::sc_time, eth_frame>> m_in_flight[2];
+    size_t m_in_flight_head[2] = {0, 0};
     // One stream per direction (side = the sender), seeded from faults.seed and the direction:
     // a direction's draws depend on its own frames alone, so the two halves of a link cut
     // between two ranks (testbench/distributed) draw exactly what one process draws.
@@ -301,12 +325,14 @@ private:
     stats m_stats[2];
     bool m_busy[2] = {false, false};    // traced: a frame is on the wire
     std::string m_track[2];             // "<link>.dir<side>": WQE timeline tracks
+    hw::stage_slicer m_wire_slices[2];  // their "wire" slices
     bool m_paused[2] = {false, false};  // traced: some priority paused (updated at pause frames)
     frame_source_if* m_source[2] = {nullptr, nullptr};
     std::function<void(const eth_frame&)> m_tx_observer[2];
     std::array<uint8_t, 6> m_mac[2]{};
     uint16_t m_quanta[2] = {0xFFFF, 0xFFFF};
     sc_core::sc_time m_quantum;
+    sc_core::sc_time m_propagation;    // propagation_ns
     uint8_t m_xoff[2] = {0, 0};        // traced: priorities this side's MAC holds off (sent XOFF)
     uint8_t m_rx_xoff[2] = {0, 0};     // what this side's receiver asks (set_xoff)
     uint8_t m_storm_xoff[2] = {0, 0};  // faults.pfc_storm_*: held on top, while the storm lasts
