@@ -118,7 +118,8 @@ bool fifo_scheduler::next(tx_turn& t, tx_sleep& s) {
         if (serve_bypassing(f, t)) {
             return true;
         }
-        const uint64_t slot_ps = m_host.try_pace(f.job.desc, f.next);
+        uint64_t held = 0;
+        const uint64_t slot_ps = m_host.try_pace(f.job, f.next, held);
         if (slot_ps == 0) {  // booked (or the QP is at line rate now)
             frame& top = m_frames.back();
             t.job = &top.job;

@@ -15,7 +15,7 @@ pacer::pacer(const std::string& name, const clock_domain& clk, uint32_t max_qps,
     , m_before(max_qps, 0)
     , m_set_at(max_qps, 0)
     , m_last(max_qps)
-    , m_refused_at(max_qps, 0) {
+    , m_handed(max_qps, 0) {
     ctx.stats.add(name, "paced_packets", m_stats.paced_packets, "count",
                   "packets held by their QP's rate limiter");
     ctx.stats.add(name, "pacing_wait_ps", m_stats.wait_ps, "ps",
@@ -48,7 +48,7 @@ void pacer::reset(uint32_t qpn) {
         m_rate[qpn] = 0;
         m_set_at[qpn] = 0;  // at once: the QP is gone or starts again
         m_last[qpn] = booking{};
-        m_refused_at[qpn] = 0;
+        m_handed[qpn] = 0;
         if (m_waiting != 0) {
             m_rate_changed.notify(sc_core::SC_ZERO_TIME);
         }
@@ -75,7 +75,9 @@ uint64_t now_in_ps() {
 }
 }  // namespace
 
-uint64_t pacer::try_pace(const tx_descriptor& d, uint32_t index) {
+uint64_t pacer::try_pace(const tx_descriptor& d, uint32_t index, uint64_t queued_ps,
+                         uint64_t now_ps, uint64_t& held_cycles) {
+    held_cycles = 0;
     if (d.kind == tx_kind::ACK) {
         return 0;
     }
@@ -86,24 +88,30 @@ uint64_t pacer::try_pace(const tx_descriptor& d, uint32_t index) {
     }
     const packet_plan plan = plan_packet(d, index);
     const auto wire = static_cast<uint32_t>(roce::wire_bytes(plan.frame_bytes));
-    const uint64_t now_ps = now_in_ps();
     const booking& last = m_last[qpn];
     const uint64_t free_ps = last.start_ps + last.wire * 8'000'000 / rate_in_effect(qpn);
     if (free_ps > now_ps) {
-        if (m_refused_at[qpn] == 0) {
-            m_refused_at[qpn] = now_ps + 1;  // waits from now (0: not waiting)
-            ++m_stats.paced_packets;
-        }
-        return free_ps;
+        return free_ps;  // refused: counts nothing (when the scheduler looks is not the packet's)
     }
-    if (m_refused_at[qpn] != 0) {
-        m_stats.wait_ps += now_ps - (m_refused_at[qpn] - 1);
-        m_refused_at[qpn] = 0;
+    // Counted from the packet's own times, not from when the scheduler happened to look
+    // (README, "Rate limiter counters"): ready once its job was queued and its QP's previous
+    // packet was handed on; held when its slot started later.
+    const uint64_t ready = std::max(queued_ps, m_handed[qpn]);
+    if (free_ps > ready) {
+        ++m_stats.paced_packets;
+        m_stats.wait_ps += free_ps - ready;
+        const uint64_t period = m_clk.period_ps();
+        const auto first_edge = static_cast<uint64_t>(
+            m_clk.edge_at_or_after(sc_core::sc_time(static_cast<double>(ready), sc_core::SC_PS))
+                .value() /
+            sc_core::sc_time(1, sc_core::SC_PS).value());
+        held_cycles = free_ps > first_edge ? (free_ps - first_edge + period - 1) / period : 0;
     }
     // Due: booked at its slot's start when that was within the last clock period (the
     // scheduler woke on the edge after it), else now.
     const uint64_t start = now_ps - free_ps < m_clk.period_ps() ? free_ps : now_ps;
     m_last[qpn] = booking{start, wire};
+    m_handed[qpn] = now_ps;
     if (m_listener) {
         m_listener(qpn, plan.psn, wire);
     }
@@ -123,6 +131,7 @@ void pacer::pass(const tx_descriptor& d, uint32_t index) {
     const auto wire = static_cast<uint32_t>(roce::wire_bytes(plan.frame_bytes));
     if (lim) {
         m_last[qpn] = booking{now_in_ps(), wire};
+        m_handed[qpn] = now_in_ps();
     }
     if (m_listener) {
         m_listener(qpn, plan.psn, wire);
@@ -170,6 +179,7 @@ void pacer::pace(const tx_descriptor& d, uint32_t index) {
             }
         }
         m_stats.wait_ps += ps(sc_core::sc_time_stamp() - now);
+        m_handed[qpn] = ps(sc_core::sc_time_stamp());
     }
     if (m_listener) {
         m_listener(qpn, plan.psn, wire);

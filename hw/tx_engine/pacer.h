@@ -47,12 +47,19 @@ public:
     // change while it waits re-books it at the new rate: a QP cut to a few Mb/s whose rate then
     // recovers does not sit out a slot computed at the old rate (8 ms per 1 KB at 1 Mb/s).
     void pace(const tx_descriptor& d, uint32_t index);
-    // Without waiting (the round-robin transmit scheduler, which skips a QP that is not due):
-    // if packet `index` of `d` may start now, books it, tells the listener and returns 0;
-    // else books nothing and returns the time (ps) its slot starts. A slot that started less
-    // than a clock period ago is booked at its start (as pace() books it and then moves to the
-    // edge), so the spacing is exact on average.
-    uint64_t try_pace(const tx_descriptor& d, uint32_t index);
+    // Without waiting (the transmit schedulers, which skip a QP that is not due): if packet
+    // `index` of `d` may start at `now_ps`, books it, tells the listener and returns 0; else
+    // books nothing and returns the time (ps) its slot starts. A slot that started less than a
+    // clock period ago is booked at its start (as pace() books it and then moves to the edge),
+    // so the spacing is exact on average. Counted at the booking, from the packet's own times
+    // only, never from a refusal (the scheduler looks whenever SystemC's process order has it
+    // look; hw/tx_engine/README.md, "Rate limiter counters"): the packet was ready at the later
+    // of `queued_ps` (its job queued at the engine) and its QP's previous packet handed on; it
+    // is paced when its slot started after that, waiting slot start - ready, and
+    // `held_cycles` is the clock edges from the first at or after ready to before the slot
+    // start (the rounds a per-cycle arbiter passes it over; 0 when not paced).
+    uint64_t try_pace(const tx_descriptor& d, uint32_t index, uint64_t queued_ps, uint64_t now_ps,
+                      uint64_t& held_cycles);
     // Books packet `index` of `d` at the current time whatever its slot (a later packet of a
     // scheduler's burst; a limited QP's burst is one packet, so only a rate cut during the burst
     // makes this early) and tells the listener.
@@ -69,8 +76,8 @@ public:
     }
 
     struct stats {
-        uint64_t paced_packets = 0;  // packets that waited for their slot
-        uint64_t wait_ps = 0;        // time they waited
+        uint64_t paced_packets = 0;  // packets whose slot started after they were ready
+        uint64_t wait_ps = 0;        // slot start - ready, summed over them
     };
     const stats& get_stats() const { return m_stats; }
 
@@ -93,8 +100,8 @@ private:
         uint64_t wire = 0;      // its wire bytes (0: none booked)
     };
     std::vector<booking> m_last;
-    std::vector<uint64_t> m_refused_at;  // try_pace: first refusal of the waiting packet + 1 ps
-    sc_core::sc_event m_rate_changed;    // set_rate: always; reset: while a packet waits
+    std::vector<uint64_t> m_handed;    // when the QP's last packet was booked (ps)
+    sc_core::sc_event m_rate_changed;  // set_rate: always; reset: while a packet waits
     uint32_t m_waiting = 0;
     std::function<void(uint32_t, uint32_t, uint32_t)> m_listener;
     stats m_stats;

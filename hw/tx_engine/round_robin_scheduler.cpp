@@ -27,8 +27,9 @@ std::vector<tx_sched_counter> round_robin_scheduler::counters() const {
     return {
         {"sched_turns", &m_stats.turns, "count",
          "round-robin turns: descriptors of 1..burst_packets packets handed on"},
-        {"sched_skipped_paced", &m_stats.skipped_paced, "count",
-         "QPs passed over in a round: their rate limiter slot was not due"},
+        {"sched_skipped_paced", &m_stats.skipped_paced, "cycles",
+         "clock edges rate-limited QPs with a packet ready were passed over: their slot was not "
+         "due (counted from the packets' times, hw/tx_engine/README.md)"},
         {"sched_skipped_window", &m_stats.skipped_window, "count",
          "QPs passed over in a round: congestion window full"},
         {"sched_max_inflight", &m_stats.max_inflight, "bytes",
@@ -177,17 +178,20 @@ uint32_t round_robin_scheduler::turn_size(lane& l, uint64_t& wake_ps, bool& wind
         }
     }
     // Rate limiter: a limited QP's turn is one packet, and only when its slot is due.
+    // Passed over until then; counted when it goes, as the clock edges its limiter held it
+    // (pacer::try_pace: from the packet's own times, not from how often this round looked).
+    uint64_t held = 0;
     if (m_host.paced() && m_host.limited(d.src_qpn)) {
-        const uint64_t at = m_host.try_pace(d, l.next);
+        const uint64_t at = m_host.try_pace(l.cur, l.next, held);
         if (at != 0) {
-            ++m_stats.skipped_paced;
             wake_ps = std::min(wake_ps, at);
             return 0;
         }
+        m_stats.skipped_paced += held;
         return 1;
     }
     if (m_host.paced()) {
-        m_host.try_pace(d, l.next);  // not limited: books nothing, tells the listener
+        m_host.try_pace(l.cur, l.next, held);  // not limited: books nothing, tells the listener
     }
     return n;
 }

@@ -30,7 +30,7 @@ public:
 
     struct stats {
         uint64_t turns = 0;           // turns given (a descriptor of 1..burst packets)
-        uint64_t skipped_paced = 0;   // QPs passed over: rate limiter slot not due
+        uint64_t skipped_paced = 0;   // edges a ready packet's rate limiter slot was not due
         uint64_t skipped_window = 0;  // QPs passed over: congestion window full
         uint64_t max_inflight = 0;    // most unacknowledged SEND/WRITE bytes of a windowed QP
     };

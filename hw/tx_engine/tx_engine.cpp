@@ -18,6 +18,11 @@ using roce::psn_in;
 using roce::psn_le;
 using roce::PSN_MASK;
 
+uint64_t now_ps() {
+    return static_cast<uint64_t>(sc_core::sc_time_stamp().value() /
+                                 sc_core::sc_time(1, sc_core::SC_PS).value());
+}
+
 uint8_t cqe_opcode_of(uint8_t wqe_opcode) {
     switch (wqe_opcode) {
         case hsi::WQE_SEND:
@@ -188,8 +193,18 @@ void tx_engine::set_pacer(pacer* p) {
     }
 }
 
+void tx_engine::push_resend(tx_job&& j) {
+    j.queued_ps = now_ps();
+    m_retransmits.push_back(std::move(j));
+}
+
+uint64_t tx_engine::try_pace(const tx_job& job, uint32_t index, uint64_t& held_cycles) {
+    return m_pacer->try_pace(job.desc, index, job.queued_ps, now_ps(), held_cycles);
+}
+
 void tx_engine::post_response(tx_job&& job) {
     job.generation = generation_of(job.desc.src_qpn);
+    job.queued_ps = now_ps();
     m_responses.put(std::move(job));
 }
 
@@ -453,6 +468,7 @@ void tx_engine::process_wqe(wqe_item& w) {
     // send path (request_sent), not now: the job may wait behind other QPs' messages, and a
     // long message's own transmission must not count against the local ACK timeout.
     ++m_stats.messages;
+    job.queued_ps = now_ps();
     m_requests.put(std::move(job));
 }
 
@@ -713,7 +729,7 @@ void tx_engine::resend_range(qp_state& st, uint32_t from, uint32_t to) {
         tx_job j = slice_job(o, k0, k1);
         j.selective = true;
         m_stats.tail_resends += k1 - k0 + 1;
-        m_retransmits.push_back(std::move(j));
+        push_resend(std::move(j));
         ++m_stats.retransmits;
     }
     m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
@@ -837,7 +853,7 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
                 j.desc.length -= static_cast<uint32_t>(bytes);
                 j.resend_epoch = st.rc.resend_epoch();
                 st.rc.queue_resend(j.desc.psn);
-                m_retransmits.push_back(std::move(j));
+                push_resend(std::move(j));
                 ++m_stats.retransmits;
                 ++m_stats.read_reissues;
                 if (selective()) {  // the rest is asked for: its gaps are no new ones
@@ -854,13 +870,13 @@ bool tx_engine::go_back_n(uint32_t qpn, uint32_t psn) {
             tx_job j = slice_job(o, k, (o.last_psn - o.first_psn) & PSN_MASK);
             j.resend_epoch = st.rc.resend_epoch();
             st.rc.queue_resend(segment_first_psn(j.desc));
-            m_retransmits.push_back(std::move(j));
+            push_resend(std::move(j));
             ++m_stats.retransmits;
             continue;
         }
         // Whole messages go again; the responder drops the packets it already has as
         // duplicates and resumes at its expected PSN.
-        m_retransmits.push_back(o.job);
+        push_resend(tx_job(o.job));
         m_retransmits.back().resend_epoch = st.rc.resend_epoch();
         st.rc.queue_resend(o.job.desc.psn);
         ++m_stats.retransmits;
@@ -942,7 +958,7 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
             // came after it).
             tx_job j = o.job;
             j.selective = true;
-            m_retransmits.push_back(std::move(j));
+            push_resend(std::move(j));
             ++m_stats.retransmits;
             m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
             return;
@@ -956,7 +972,7 @@ void tx_engine::on_nak_selective(uint32_t qpn, uint32_t psn) {
         const uint32_t k = (psn - o.first_psn) & PSN_MASK;
         tx_job j = slice_job(o, k, k);
         j.selective = true;
-        m_retransmits.push_back(std::move(j));
+        push_resend(std::move(j));
         ++m_stats.retransmits;
         m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
         return;
@@ -1244,7 +1260,7 @@ void tx_engine::reissue_read_gap(uint32_t qpn, qp_state& st, outstanding& o) {
         std::min<uint64_t>(j.desc.length - skip, static_cast<uint64_t>(to - from) * j.desc.pmtu));
     j.resend_epoch = st.rc.resend_epoch();
     j.selective = true;
-    m_retransmits.push_back(std::move(j));
+    push_resend(std::move(j));
     m_retransmit_event.notify(sc_core::SC_ZERO_TIME);
     ++m_stats.retransmits;
     ++m_stats.read_reissues;

@@ -194,9 +194,7 @@ private:
     bool supersedes(const tx_job& r, const tx_job& copy) const override;
     bool paced() const override { return m_pacer != nullptr; }
     bool limited(uint32_t qpn) const override { return m_pacer->limited(qpn); }
-    uint64_t try_pace(const tx_descriptor& d, uint32_t index) override {
-        return m_pacer->try_pace(d, index);
-    }
+    uint64_t try_pace(const tx_job& job, uint32_t index, uint64_t& held_cycles) override;
     uint32_t window_fit(const tx_descriptor& d, uint32_t next, uint32_t n, bool& windowed) override;
     uint64_t count_sent(const tx_job& job, uint32_t first, uint32_t packets) override;
     void timer_thread();
@@ -282,6 +280,7 @@ private:
     channel<tx_job> m_requests;
     channel<tx_job> m_responses;
     std::deque<tx_job> m_retransmits;  // go-back-N resends: after responses, before new work
+    void push_resend(tx_job&& j);      // queued now (tx_job::queued_ps)
     sc_core::sc_event m_retransmit_event;
     std::set<std::pair<sc_core::sc_time, uint32_t>> m_timers;  // (deadline, qpn)
     sc_core::sc_event m_timer_changed;  // an earlier deadline than m_timer_wake

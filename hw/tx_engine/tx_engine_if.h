@@ -32,6 +32,9 @@ struct tx_job {
     // Sent in turns (round-robin scheduler): when its first turn's payload read started (the
     // timeline's payload_dma slice spans the whole message, as when it goes whole).
     sc_core::sc_time dma_start;
+    // When the engine queued it (ps): the rate limiter's counters take a packet as ready from
+    // then, or from its QP's previous packet (pacer::try_pace).
+    uint64_t queued_ps = 0;
     bool selective = false;  // a selective repeat resend of one packet: never superseded
 };
 

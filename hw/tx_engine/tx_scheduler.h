@@ -53,10 +53,11 @@ public:
     virtual bool supersedes(const tx_job& r, const tx_job& copy) const = 0;
 
     // Congestion control's rate limiter (pacer.h): present at all, the QP limited now, and
-    // packet `index` of `d`'s slot: 0 when it may go now (booked), else the time (ps) it comes.
+    // packet `index` of `job`'s slot: 0 when it may go now (booked; `held_cycles`: the clock
+    // edges its rate limiter held it, pacer::try_pace), else the time (ps) it comes.
     virtual bool paced() const = 0;
     virtual bool limited(uint32_t qpn) const = 0;
-    virtual uint64_t try_pace(const tx_descriptor& d, uint32_t index) = 0;
+    virtual uint64_t try_pace(const tx_job& job, uint32_t index, uint64_t& held_cycles) = 0;
     // Packets per congestion-control segment of `d` (0: none).
     virtual uint32_t ack_segment_packets(const tx_descriptor& d) const = 0;
     // Congestion window: of packets next .. next + n - 1 of `d`, how many may go now (0: the

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -589,6 +590,67 @@ TEST(Pacer, RateChangeAppliesToTheWaitingSlot) {
     EXPECT_EQ(p.reserve(3, 10, 1106), 88'480u) << "1106 x 8e6 / 99999 ps after the first";
     p.set_rate(3, 1);
     EXPECT_EQ(p.reserve(3, 20, 1106), 88'480u + 8'848'000'000u);  // 1106 x 8 bit at 1 Mb/s
+}
+
+// The round-robin scheduler looks at a limited QP whenever SystemC's process order has it look
+// (an unrelated delta cycle moved a look by 138 ns in fabric/websearch_64_30_hpcc, timing
+// unchanged): the counters are taken from the packets' own times, so two schedulers that book
+// the same packets at the same times count the same, however often and whenever they were
+// refused before (hw/tx_engine/README.md, "Rate limiter counters"). A 3-packet WRITE of QP 3
+// at 10 Gb/s queued at 0 and a 1-packet WRITE queued at 3 us; clock 500 MHz (2 ns). Wire
+// bytes: 1024 + 82 per packet, + 16 (RETH) on a WRITE's first: 1122 B last 897,600 ps, 1106 B
+// 884,800 ps. Packet 1: ready at 0 (packet 0 booked then), slot at 897,600: waits 897,600 ps,
+// the edges 0 .. 896,000 (449). Packet 2: ready at 898,000 (packet 1 booked), slot at
+// 1,782,400: waits 884,400 ps, the edges 898,000 .. 1,782,000 (443). The second WRITE, ready at
+// 3 us, after its slot (2,667,200): not paced.
+TEST(Pacer, CountsDoNotDependOnWhenTheSchedulerLooked) {
+    rnic::hw::sim_context ctx;
+    rnic::hw::clock_domain clk("clk", 500);
+    rnic::hw::tx_descriptor w;
+    w.kind = rnic::hw::tx_kind::WRITE;
+    w.src_qpn = 3;
+    w.pmtu = 1024;
+    w.length = 3 * 1024;
+    w.psn = 100;
+    rnic::hw::tx_descriptor one = w;
+    one.length = 1024;
+    one.psn = 103;
+    struct look {
+        uint64_t now_ps;
+        bool granted;  // expected
+    };
+    // Scheduler A looks often (refused at 1,000, 400,000 and at the instant packet 1 went),
+    // scheduler B only when each packet is due.
+    const std::vector<std::vector<look>> a = {{{0, true}},
+                                              {{1'000, false}, {400'000, false}, {898'000, true}},
+                                              {{898'000, false}, {1'782'500, true}},
+                                              {{3'000'000, true}}};
+    const std::vector<std::vector<look>> b = {
+        {{0, true}}, {{898'000, true}}, {{1'782'500, true}}, {{3'000'000, true}}};
+    uint64_t held_total[2] = {0, 0};
+    rnic::hw::pacer::stats got[2];
+    for (int run = 0; run < 2; ++run) {
+        rnic::hw::pacer p("pacer" + std::to_string(run), clk, 8, ctx);
+        p.set_rate(3, 10'000);
+        const auto& looks = run == 0 ? a : b;
+        for (uint32_t k = 0; k < looks.size(); ++k) {
+            const bool second = k == 3;
+            for (const look& l : looks[k]) {
+                uint64_t held = 0;
+                const uint64_t at = p.try_pace(second ? one : w, second ? 0 : k,
+                                               second ? 3'000'000 : 0, l.now_ps, held);
+                EXPECT_EQ(at == 0, l.granted)
+                    << "run " << run << " packet " << k << " at " << l.now_ps << ": slot " << at;
+                held_total[run] += held;
+            }
+        }
+        got[run] = p.get_stats();
+    }
+    for (int run = 0; run < 2; ++run) {
+        EXPECT_EQ(got[run].paced_packets, 2u) << "run " << run;
+        EXPECT_EQ(got[run].wait_ps, 897'600u + 884'400u) << "run " << run;
+        EXPECT_EQ(held_total[run], 449u + 443u) << "run " << run;
+    }
 }
 
 // --- notification point -------------------------------------------------------------------------
