@@ -34,7 +34,9 @@ inline void short_wait(const sc_core::sc_time& timeout, const sc_core::sc_event&
     const sc_core::sc_time end = sc_core::sc_time_stamp() + timeout;
     for (;;) {
         sc_core::wait(short_wait_until(end), e);
-        if (!sc_core::timed_out() || sc_core::sc_time_stamp() >= end) {
+        // A step's end and `e` notified in the same delta cycle (an immediate notification by a
+        // process that ran first): `e` would have ended the single wait, so it ends this one.
+        if (!sc_core::timed_out() || sc_core::sc_time_stamp() >= end || e.triggered()) {
             return;
         }
     }

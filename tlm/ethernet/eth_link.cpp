@@ -385,7 +385,8 @@ void eth_link::serializer_method(int side) {
             mac.state = tx_state::choose;
             break;
         case tx_state::sleeping:
-            if (sc_core::timed_out() && sc_core::sc_time_stamp() < mac.sleep_until) {
+            if (sc_core::timed_out() && sc_core::sc_time_stamp() < mac.sleep_until &&
+                !woken_by_events(side)) {
                 sleep(side);  // a step of the sleep ended, nothing else happened
                 return;
             }
@@ -499,6 +500,15 @@ bool eth_link::choose(int side) {
     mac.sleep_until = until;
     sleep(side);
     return false;
+}
+
+bool eth_link::woken_by_events(int side) const {
+    // An event of the sleep notified in the delta cycle its step ended, before this method ran
+    // (an immediate notification): it would have ended the sleep, so it ends it now.
+    const sc_core::sc_event& data =
+        m_source[side] != nullptr ? m_source[side]->data_event() : m_tx[side]->written_event();
+    return data.triggered() || m_ctrl_tx[side]->written_event().triggered() ||
+           m_ctrl_event[side].triggered();
 }
 
 void eth_link::sleep(int side) {

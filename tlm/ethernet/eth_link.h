@@ -275,6 +275,7 @@ private:
     void start_frame(int side);
     // Nothing to send: triggered again by a frame queued, a pause frame to send or received,
     // or mac.sleep_until (a pause expiring, a refresh due, a queued frame becoming eligible).
+    bool woken_by_events(int side) const;  // sleep's events notified in this delta
     void sleep(int side);
     // Method: delivers the frames of m_in_flight[side] due now, then sleeps until the next one.
     void delivery_method(int side);
