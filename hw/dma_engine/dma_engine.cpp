@@ -237,12 +237,12 @@ dma_status dma_engine::write_wait(dma_client who, uint64_t addr, const void* dat
             issue(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(data), len, st, nullptr);
         done.notify(m_clk.edge_at_or_after(end) - sc_core::sc_time_stamp());
     };
+    timestep_arbiter::ticket t;  // the round marks it served: it outlives the wait below
     if (issues_at_once()) {
         grant();
     } else {
         // Posted: the grant comes in this edge's round, in the order transport() would have it
         // (at once when the request is alone at a settled instant).
-        timestep_arbiter::ticket t;
         m_arbiter.post(static_cast<uint32_t>(who), grant, t);
     }
     sc_core::wait(done);
