@@ -6,9 +6,10 @@
 // queue's depth. A 67 ms ACK timeout cut short once per message kept that queue ~8,000 deep on a
 // two-node line-rate run (17 % of all instructions in its heap); a 10 ms command timeout per
 // admin command kept it thousands deep through the first 10 ms of a 1024-node run. A waiter
-// that waits at most `k_short_wait` at once, and goes back to waiting when it wakes with nothing
-// due, bounds how long such an entry lives. The extra wake-ups change no timing: the waiter only
-// finds its deadline not reached.
+// that waits at most short_wait_step() at once, and goes back to waiting when it wakes with
+// nothing due, bounds how long such an entry lives. The extra wake-ups change no timing: the
+// waiter only finds its deadline not reached (and a run cut by its time limit ends at the limit,
+// not at its last event, testbench/scenario/runner.cpp).
 #include <algorithm>
 
 #include <systemc>
