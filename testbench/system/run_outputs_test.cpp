@@ -43,6 +43,14 @@ std::vector<std::string> short_run(const std::string& out) {
     return {"run", quickstart(), "--out", out, "--set", "workload.messages=40"};
 }
 
+// Every frame on the wire is lost: two WRITEs that never arrive, given up at the time limit.
+std::vector<std::string> all_lost_run(const std::string& out, const std::string& limit_ms) {
+    std::vector<std::string> args = short_run(out);
+    args.insert(args.end(), {"--set", "topology.link.faults.drop=1.0", "--set",
+                             "workload.messages=2", "--set", "workload.time_limit_ms=" + limit_ms});
+    return args;
+}
+
 std::vector<std::string> files_in(const std::string& dir) {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir)) {
@@ -224,10 +232,7 @@ TEST(RunOutputs, FailedRunExits1) {
     scratch s;
     const std::string out = s.dir + "/out";
     // Every frame on the wire is lost: the data never arrives, the run cannot pass.
-    std::vector<std::string> args = short_run(out);
-    args.insert(args.end(), {"--set", "topology.link.faults.drop=1.0", "--set",
-                             "workload.messages=2", "--set", "workload.time_limit_ms=50"});
-    const cli_result r = rnicsim(s, args);
+    const cli_result r = rnicsim(s, all_lost_run(out, "50"));
     EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
     EXPECT_NE(r.err.find("rnicsim: run failed:"), std::string::npos) << r.err;
     // The finished run's files are kept and say why it failed.
@@ -244,10 +249,7 @@ TEST(RunOutputs, FailedRunExits1) {
 TEST(RunOutputs, ARunCutByItsTimeLimitEndsAtTheLimit) {
     scratch s;
     const std::string out = s.dir + "/out";
-    std::vector<std::string> args = short_run(out);
-    args.insert(args.end(), {"--set", "topology.link.faults.drop=1.0", "--set",
-                             "workload.messages=2", "--set", "workload.time_limit_ms=1"});
-    const cli_result r = rnicsim(s, args);
+    const cli_result r = rnicsim(s, all_lost_run(out, "1"));
     EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
     const json stats = json::parse(read_file(out + "/stats.json"));
     EXPECT_EQ(stats["sim"]["simulated_ns"], 1000000);

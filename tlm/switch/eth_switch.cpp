@@ -477,7 +477,7 @@ void eth_switch::schedule_pause_check(const sc_core::sc_time& at, const sc_core:
 void eth_switch::on_pause_check() {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (now < m_pause_due) {
-        m_pause_check.notify(hw::short_wait_until(m_pause_due));  // a step: nothing due yet
+        schedule_pause_check(m_pause_due, now);  // a step: nothing due yet
         return;
     }
     m_pause_due = sc_core::sc_max_time();
