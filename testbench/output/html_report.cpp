@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -502,6 +503,7 @@ json error_table(const json* blocks) {
         double top_value = 0;
     };
     std::map<std::string, agg> rows;
+    std::unordered_map<std::string, bool> matched;  // counter name: holds one of the words
     if (blocks != nullptr) {
         for (const auto& [block, counters] : blocks->items()) {
             std::string kind;
@@ -521,11 +523,14 @@ json error_table(const json* blocks) {
                 if (!v.is_number() || v.get<double>() <= 0 || ends_with(name, "_ps")) {
                     continue;
                 }
-                bool match = false;
-                for (const auto& w : words) {
-                    match = match || name.find(w) != std::string::npos;
+                // Every node has the same counter names: each name is matched once.
+                auto [known, added] = matched.try_emplace(name, false);
+                if (added) {
+                    for (const auto& w : words) {
+                        known->second = known->second || name.find(w) != std::string::npos;
+                    }
                 }
-                if (!match) {
+                if (!known->second) {
                     continue;
                 }
                 agg& a = rows[kind + "." + name];
