@@ -1187,7 +1187,7 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
             r.files[k] = v.get<std::string>();
         }
         for (auto& [k, v] : p["blocks"].items()) {
-            r.blocks[k] = std::move(v);  // the parts are not used after this
+            r.blocks[k] = std::move(v);  // the parts' blocks are not read after this
         }
         r.packets += p["packets"].get<uint64_t>();
         cc.push_back(p["cc"]);
