@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -490,7 +491,7 @@ void latency_charts(const json& stats, json& charts) {
 
 // Counters about recovery and errors, summed by the counter's name over blocks of one kind
 // (node3.nic.tx_engine and node5.nic.tx_engine are both node*.nic.tx_engine), nonzero only.
-json error_table(const json& stats) {
+json error_table(const json* blocks) {
     static const std::vector<std::string> words = {
         "retrans", "timeout", "nak",  "error", "drop",     "corrupt", "rnr",   "out_of",
         "dup",     "reorder", "fail", "lost",  "mismatch", "retry",   "stomp", "discard",
@@ -502,8 +503,9 @@ json error_table(const json& stats) {
         double top_value = 0;
     };
     std::map<std::string, agg> rows;
-    if (stats.contains("blocks")) {
-        for (const auto& [block, counters] : stats["blocks"].items()) {
+    std::unordered_map<std::string, bool> matched;  // counter name: holds one of the words
+    if (blocks != nullptr) {
+        for (const auto& [block, counters] : blocks->items()) {
             std::string kind;
             for (size_t i = 0; i < block.size(); ++i) {
                 if (std::isdigit(static_cast<unsigned char>(block[i])) != 0) {
@@ -521,11 +523,14 @@ json error_table(const json& stats) {
                 if (!v.is_number() || v.get<double>() <= 0 || ends_with(name, "_ps")) {
                     continue;
                 }
-                bool match = false;
-                for (const auto& w : words) {
-                    match = match || name.find(w) != std::string::npos;
+                // Every node has the same counter names: each name is matched once.
+                auto [known, added] = matched.try_emplace(name, false);
+                if (added) {
+                    for (const auto& w : words) {
+                        known->second = known->second || name.find(w) != std::string::npos;
+                    }
                 }
-                if (!match) {
+                if (!known->second) {
                     continue;
                 }
                 agg& a = rows[kind + "." + name];
@@ -777,7 +782,13 @@ std::string config_value(const json& cfg, const std::string& pointer) {
 std::string make_report_html(const std::string& dir) {
     const fs::path d(dir);
     const json stats = read_json(d / "stats.json");
-    const json cfg = read_json(d / "config.json");
+    return make_report_html(dir, stats, stats.contains("blocks") ? &stats["blocks"] : nullptr,
+                            read_json(d / "config.json"));
+}
+
+std::string make_report_html(const std::string& dir, const nlohmann::json& stats,
+                             const nlohmann::json* blocks, const nlohmann::json& cfg) {
+    const fs::path d(dir);
     // Named by its workload, not by its folder: the page is the same wherever the run was
     // written (config.json's outputs.dir is left out below for the same reason).
     json shown = cfg;
@@ -851,7 +862,7 @@ std::string make_report_html(const std::string& dir) {
     if (const auto t = read_text(d / "flows.csv")) {
         fct_charts(parse_csv(*t), charts);
     }
-    data["tables"].push_back(error_table(stats));
+    data["tables"].push_back(error_table(blocks));
     if (!read_text(d / "timeseries.csv")) {
         hd +=
             "<p class=\"note\">Goodput, queues and pauses over time need the time series: "
@@ -859,6 +870,20 @@ std::string make_report_html(const std::string& dir) {
             "and <code>rnicsim report DIR</code>.</p>\n";
     }
     return page("rnicsim: " + name, hd, data);
+}
+
+bool survives_file_round_trip(const nlohmann::json& j) {
+    if (j.is_number_float()) {
+        return std::isfinite(j.get<double>());
+    }
+    if (j.is_structured()) {
+        for (const auto& v : j) {
+            if (!survives_file_round_trip(v)) {
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 std::string make_sweep_report_html(const std::string& dir) {

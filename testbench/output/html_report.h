@@ -11,11 +11,22 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace rnic::output {
 
 // The report of the run whose files are in `dir` (stats.json and config.json are needed).
 // Throws std::runtime_error naming the file that is missing or malformed.
 std::string make_report_html(const std::string& dir);
+// The same page from stats.json and config.json as the run holds them in memory (what the two
+// files parse to; see survives_file_round_trip), stats.json's "blocks" given apart (nullptr:
+// none), the other files still read from `dir`: the run writes its report without parsing the
+// files it has just written.
+std::string make_report_html(const std::string& dir, const nlohmann::json& stats,
+                             const nlohmann::json* blocks, const nlohmann::json& config);
+// Whether `j` parses back from its dump() as the same values: false if it holds a NaN or an
+// infinity (dump() writes them as null).
+bool survives_file_round_trip(const nlohmann::json& j);
 
 // A sweep's report (DIR holds results.csv, plan.json and points/<id>/): results.csv as curves
 // of each numeric result against the swept parameter, and a table linking each point's

@@ -902,7 +902,7 @@ nlohmann::json rank_part(const testbench& tb, const scenario_config& cfg) {
             }
         }
     }
-    j["blocks"] = blocks;
+    j["blocks"] = std::move(blocks);
     uint64_t packets = 0;
     for (size_t i = 0; i < tb.links.size(); ++i) {
         for (int side = 0; side < 2 && tb.links[i]; ++side) {
@@ -1179,15 +1179,15 @@ run_result run_scenario(const scenario_config& cfg, const run_options& opts) {
     r.blocks = nlohmann::json::object();
     r.packets = 0;
     r.delta_cycles = 0;
-    for (const auto& p : parts) {
+    for (auto& p : parts) {
         for (const auto& f : p["failures"]) {
             block_failures.push_back(f.get<std::string>());
         }
         for (const auto& [k, v] : p["files"].items()) {
             r.files[k] = v.get<std::string>();
         }
-        for (const auto& [k, v] : p["blocks"].items()) {
-            r.blocks[k] = v;
+        for (auto& [k, v] : p["blocks"].items()) {
+            r.blocks[k] = std::move(v);  // the parts' blocks are not read after this
         }
         r.packets += p["packets"].get<uint64_t>();
         cc.push_back(p["cc"]);

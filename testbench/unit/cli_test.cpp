@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // rnicsim command line (exit codes, nothing written on a config error, validate, show-config)
 // and the output folder writers. The CLI tests run the built binary ($RNICSIM_BINARY_DIR).
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testbench/common/cli_run.h"
+#include "testbench/output/html_report.h"
 #include "testbench/output/output_dir.h"
 #include "testbench/output/run_report.h"
 #include "testbench/scenario/scenario_config.h"
@@ -382,6 +384,44 @@ TEST(RunReport, StatsJsonHasEveryDocumentedKey) {
     EXPECT_EQ(speed["simulated_ns"], 12345);
     EXPECT_EQ(speed["packets_per_wall_s"], 100.0);
     EXPECT_EQ(speed["simulated_ns_per_wall_s"], 24690.0);
+}
+
+// write_run_outputs writes stats.json without copying the blocks' counters into one object and
+// report.html without parsing the files it has just written: the files must be the bytes of
+// to_file_text(make_stats_json(r)) and of `rnicsim report DIR` (make_report_html(DIR)) all the
+// same, also with values that do not survive a file round trip (NaN: written as null).
+TEST(RunReport, WrittenFilesAreTheBytesOfTheirFunctions) {
+    auto cfg = rnic::scenario::parse_scenario({{"workload", {{"message_bytes", 4096}}}});
+    cfg.outputs.report = true;
+    rnic::scenario::run_result r;
+    r.messages = 3;
+    r.duration_ns = 4000;
+    r.latency = {3, 1500.5, 1400, 2900, 3100, {1000, 1400, 3100}};
+    r.simulated_ns = 12345;
+    r.blocks = {{"node0.nic.doorbell", {{"sq_doorbells", 10}, {"drops", 2}}},
+                {"node1.nic.tx_engine",
+                 {{"busy_ps", 2'000'000}, {"retransmits", 7}, {"empty", json::object()}}},
+                {"a.block", {{"note", "line\n  \"blocks\": null"}, {"list", {1, -2, 2.5}}}},
+                {"z.block", json::array()}};
+    r.failures = {"one failure"};
+    for (const bool nan : {false, true}) {
+        SCOPED_TRACE(nan ? "with a NaN" : "finite");
+        if (nan) {
+            r.blocks["node0.nic.doorbell"]["drop_ratio"] = std::nan("");  // an error counter's name
+        }
+        scratch s;
+        rnic::output::output_dir d(s.dir + "/run");
+        rnic::output::write_run_outputs(d, cfg, r);
+        const std::string staged = fs::path(d.staged("stats.json")).parent_path().string();
+        EXPECT_EQ(read_file(staged + "/stats.json"),
+                  rnic::output::to_file_text(rnic::output::make_stats_json(r)));
+        const std::string html = read_file(staged + "/report.html");
+        EXPECT_NE(html.find("node*.nic.tx_engine.retransmits"), std::string::npos);
+        EXPECT_TRUE(html == rnic::output::make_report_html(staged));
+    }
+    EXPECT_TRUE(rnic::output::survives_file_round_trip(r.blocks["node1.nic.tx_engine"]));
+    EXPECT_FALSE(rnic::output::survives_file_round_trip(r.blocks));
+    EXPECT_FALSE(rnic::output::survives_file_round_trip(json::array({1, {{"x", INFINITY}}})));
 }
 
 TEST(RunReport, SummaryIsAPerftestTable) {

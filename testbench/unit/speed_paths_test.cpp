@@ -3,7 +3,8 @@
 // implementation: the payload pattern (testbench/scenario/pattern.h) byte by byte from its
 // formula, the latency histogram's exact percentiles (testbench/output/timeline.h) from a sorted
 // list of every sample, the const char* timeline slices and those filed by stage id (a block's
-// stage_slicer) against the std::string ones, and the recycled frame buffers.
+// stage_slicer) against the std::string ones, the recycled frame buffers, and the stats
+// registry's shared strings.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,7 @@
 
 #include "hw/common/numeric.h"
 #include "hw/common/sim_context.h"
+#include "hw/common/stats.h"
 #include "testbench/common/scratch_dir.h"
 #include "testbench/output/timeline.h"
 #include "testbench/scenario/pattern.h"
@@ -195,6 +197,48 @@ TEST(FrameBuffers, ABufferGivenBackIsTakenAgainEmptyWithItsCapacity) {
     EXPECT_TRUE(again.empty());
     EXPECT_GE(again.capacity(), 4154u);
     EXPECT_EQ(fabric::take_frame_buffer().capacity(), 0u);  // it was the only one
+}
+
+// The stats registry keeps each distinct string once and its entries in a deque: an entry's
+// strings are the registry's own (the caller's temporaries are gone), counters read their
+// variable when asked, and stats.json groups a block's counters whatever order they came in.
+TEST(StatsRegistry, EntriesOwnTheirStringsAndValuesGroupByBlock) {
+    hw::stats_registry reg;
+    uint64_t frames = 3;
+    uint64_t drops = 0;
+    const hw::stats_registry::entry* first = nullptr;
+    for (int i = 0; i < 3000; ++i) {  // enough to grow the deque past its first blocks
+        const std::string block = "node" + std::to_string(i % 2) + ".nic.recv_path";
+        reg.add(block, "frames_" + std::to_string(i), frames, std::string("count"),
+                std::string("frames the receive path took from the MAC"));
+        if (i == 0) {
+            first = &reg.entries().front();
+        }
+    }
+    reg.add(std::string("sw0"), std::string("drops"), drops, "count", "frames dropped");
+    reg.add(
+        std::string("node0.nic.recv_path"), std::string("ratio"),
+        [] { return nlohmann::json(0.5); }, "fraction", "a computed value");
+    ASSERT_EQ(reg.entries().size(), 3002u);
+    EXPECT_EQ(first, &reg.entries().front());  // entries stay where they are
+    EXPECT_EQ(first->block, "node0.nic.recv_path");
+    EXPECT_EQ(first->name, "frames_0");
+    EXPECT_EQ(first->unit, "count");
+    EXPECT_EQ(first->description, "frames the receive path took from the MAC");
+    frames = 7;
+    drops = 2;
+    const nlohmann::json v = reg.values();
+    EXPECT_EQ(v.size(), 3u);
+    EXPECT_EQ(v["node0.nic.recv_path"].size(), 1501u);
+    EXPECT_EQ(v["node1.nic.recv_path"].size(), 1500u);
+    EXPECT_EQ(v["node0.nic.recv_path"]["frames_2998"], 7);
+    EXPECT_EQ(v["node1.nic.recv_path"]["frames_2999"], 7);
+    EXPECT_EQ(v["node0.nic.recv_path"]["ratio"], 0.5);
+    EXPECT_EQ(v["sw0"], (nlohmann::json{{"drops", 2}}));
+    const nlohmann::json d = reg.descriptions();
+    EXPECT_EQ(d["sw0.drops"],
+              (nlohmann::json{{"unit", "count"}, {"description", "frames dropped"}}));
+    EXPECT_EQ(d.size(), 3002u);
 }
 
 }  // namespace
