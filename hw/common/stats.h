@@ -34,6 +34,9 @@ public:
     stats_registry() = default;
     stats_registry(const stats_registry&) = delete;  // the entries view its strings
     stats_registry& operator=(const stats_registry&) = delete;
+    // A move keeps the views valid: the set's nodes (the strings) change owner, not address.
+    stats_registry(stats_registry&&) = default;
+    stats_registry& operator=(stats_registry&&) = default;
 
     void add(const std::string& block, const std::string& name, const uint64_t& counter,
              const std::string& unit, const std::string& description);
