@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "hw/common/timestep_arbiter.h"
 #include "hw/context_cache/context_cache.h"
 
 namespace rnic::hw {
@@ -109,6 +110,17 @@ void cmd_processor::command_thread() {
             m_dma.read_wait(dma_client::COMMAND, slot_addr, &slot, sizeof(slot));
             // +cycles_per_command: firmware decode and context-table update.
             m_clk.wait_cycles(m_cfg.cycles_per_command);
+            // A command that takes a context out of service (a QP to ERROR or RESET, a QP, MR,
+            // MW, SRQ or CQ destroyed) changes the context tables once every other process has
+            // finished at this instant (settle_instant): a block that reads the context at this
+            // instant (a receive lane classifying a frame by its QP's state, a key check) reads
+            // it before the change, whatever order SystemC runs the two in. Without it a frame
+            // arriving at the instant of its QP's teardown was a duplicate or bad_state by
+            // process order, which differed between one and two MPI ranks. Teardowns are rare:
+            // the settle costs nothing per packet.
+            if (takes_out_of_service(slot)) {
+                settle_instant();
+            }
             const uint8_t status = m_fatal ? hsi::CMD_DEVICE_FATAL : execute(slot);
             if (slot.opcode == hsi::CMD_QUERY_DEVICE && status == hsi::CMD_OK) {
                 // The output goes ahead of the status (posted writes stay in order).
@@ -130,6 +142,22 @@ void cmd_processor::command_thread() {
             }
         }
         m_busy = false;
+    }
+}
+
+bool cmd_processor::takes_out_of_service(const hsi::cmd_slot& cmd) {
+    switch (cmd.opcode) {
+        case hsi::CMD_MODIFY_QP:
+            return cmd.u.modify_qp.state == hsi::QPS_ERROR ||
+                   cmd.u.modify_qp.state == hsi::QPS_RESET;
+        case hsi::CMD_DESTROY_QP:
+        case hsi::CMD_DESTROY_MR:
+        case hsi::CMD_DESTROY_MW:
+        case hsi::CMD_DESTROY_SRQ:
+        case hsi::CMD_DESTROY_CQ:
+            return true;
+        default:
+            return false;
     }
 }
 

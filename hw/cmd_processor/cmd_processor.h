@@ -87,6 +87,8 @@ public:
 private:
     void command_thread();
     uint8_t execute(hsi::cmd_slot& cmd);
+    // A command that takes a context out of service: it waits for the instant to settle.
+    static bool takes_out_of_service(const hsi::cmd_slot& cmd);
 
     uint8_t create_cq(const hsi::cmd_create_cq& c);
     uint8_t resize_cq(const hsi::cmd_create_cq& c);

@@ -268,13 +268,14 @@ void recv_path::receive_frame(fabric::eth_frame&& frame) {
         lane.handoff_frame = std::move(frame);
         lane.handoff_parsed = take_frame(lane, lane.handoff_frame);
         if (lane.handoff_parsed > now) {
-            lane.handoff_event.notify(lane.handoff_parsed - now);
+            lane.wake.notify(lane.handoff_parsed - now);
         } else {
-            lane.handoff_event.notify(sc_core::SC_ZERO_TIME);
+            lane.wake.notify(sc_core::SC_ZERO_TIME);
         }
         return;
     }
     lane.fifo->put(std::move(frame));  // never blocks: not full
+    lane.wake.notify(sc_core::SC_ZERO_TIME);
     if (m_link != nullptr && m_fifo_bytes >= m_pfc.xoff) {
         m_link->set_xoff(m_link_side, static_cast<uint8_t>(m_cfg.pfc_priorities), true);
     }
@@ -319,8 +320,9 @@ void recv_path::undo_handoff(rx_lane& lane) {
         lane.parse_wait_end = lane.handoff_parse_wait_end;
     }
     lane.handoff = false;
-    lane.handoff_event.cancel();
+    lane.wake.cancel();  // the hand-off's; the frame's put wakes the lane instead
     lane.fifo->put(std::move(lane.handoff_frame));
+    lane.wake.notify(sc_core::SC_ZERO_TIME);
 }
 
 void recv_path::flush_receives(uint32_t qpn, const sc_core::sc_time& at) {
@@ -330,7 +332,7 @@ void recv_path::flush_receives(uint32_t qpn, const sc_core::sc_time& at) {
         undo_handoff(lane);  // (a second frame behind it in the same delta: one port cannot)
     }
     lane.flushes.emplace_back(qpn, at);
-    lane.flush_event.notify(sc_core::SC_ZERO_TIME);
+    lane.wake.notify(sc_core::SC_ZERO_TIME);
 }
 
 uint32_t recv_path::steer_qpn(const fabric::eth_frame& f) const {
@@ -497,9 +499,6 @@ void recv_path::lane_thread(uint32_t i) {
     rx_lane& lane = m_lanes[i];
     lane.process = sc_core::sc_get_current_process_b();
     channel<fabric::eth_frame>& fifo = *lane.fifo;
-    lane.wake |= fifo.written_event();
-    lane.wake |= lane.flush_event;
-    lane.wake |= lane.handoff_event;
     for (;;) {
         // Flushes run between frames, so a receive is never completed twice.
         if (!lane.handoff && fifo.empty() && lane.flushes.empty()) {
@@ -527,7 +526,9 @@ void recv_path::lane_thread(uint32_t i) {
             // Handed over at its arrival, taken then (receive_frame): the lane wakes when its
             // parse has ended (or earlier for a flush, which goes after this frame).
             lane.handoff = false;
-            lane.handoff_event.cancel();
+            // Its parse-end wake-up, if still pending; a pending wake-up for a frame or flush
+            // behind it is not needed either: the lane looks at its queue before it sleeps.
+            lane.wake.cancel();
             f = std::move(lane.handoff_frame);
             arrived = lane.handoff_arrived;
             parsed = lane.handoff_parsed;

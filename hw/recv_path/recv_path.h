@@ -282,7 +282,6 @@ private:
         std::unique_ptr<channel<fabric::eth_frame>> own_fifo;  // lanes 1..N-1
         std::deque<sc_core::sc_time> parsed;  // parse_pipelined: each queued frame's parse end
         std::deque<std::pair<uint32_t, sc_core::sc_time>> flushes;  // (qpn, not before)
-        sc_core::sc_event flush_event;
         const sc_core::sc_process_b* process = nullptr;
         std::string track;            // trace.json track (lanes > 0: "<block>.lane<i>")
         stage_slicer receive_slices;  // its "receive" and "rx_dma" slices
@@ -308,10 +307,13 @@ private:
         sc_core::sc_time handoff_parse_wait;
         sc_core::sc_time handoff_parse_wait_end;
         sc_core::sc_time handoff_parse_entry;  // parse_pipelined: its entry in `parsed`
-        sc_core::sc_event handoff_event;
-        // What an idle lane waits on (its FIFO written, a flush, a hand-off): built once, not an
-        // allocated temporary per wait.
-        sc_core::sc_event_or_list wake;
+        // What an idle lane waits on, one event for everything that gives it work: a frame put
+        // into its FIFO or a flush asked (the next delta cycle, as the FIFO's own write event),
+        // a hand-off (the parse's end). An event holds its earliest notification: a lane woken
+        // early (a flush or a second frame before a hand-off's parse has ended) waits for the
+        // rest itself, as it did when these were three events of an or-list (one wait on one
+        // event instead of three: no or-list to add the lane to and take it off per frame).
+        sc_core::sc_event wake;
     };
     std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
     // An SRQ is taken from by one lane at a time (its consumer index and read-ahead).

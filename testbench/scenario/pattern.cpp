@@ -24,7 +24,7 @@ inline uint64_t word(uint64_t key, uint64_t w) {
 // sends; the scalar loops cost 0.5 and 1.25 instructions per byte. No function takes or returns
 // a vector (the baseline clone has no AVX calling convention): loads and stores are memcpy.
 using v4 = uint64_t __attribute__((vector_size(32)));
-constexpr size_t BLOCK_WORDS = 16;  // 128 bytes: four vectors a step
+constexpr size_t BLOCK_WORDS = 16;  // 128 bytes: four vectors (the fill and check step twice this)
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define RNIC_PATTERN_CLONES __attribute__((target_clones("avx2", "default")))
@@ -54,23 +54,36 @@ uint64_t pattern_key(uint64_t seed, uint32_t qp, uint64_t msg) {
 }
 
 RNIC_PATTERN_CLONES void pattern_fill(uint64_t key, uint8_t* dst, size_t len) {
+    // Eight vectors (256 bytes) a step: fewer additions and loop tests per byte than four.
     const size_t words = len / 8;
     const v4 k = {key, key, key, key};
-    const v4 step = {G(BLOCK_WORDS), G(BLOCK_WORDS), G(BLOCK_WORDS), G(BLOCK_WORDS)};
+    constexpr size_t STEP_WORDS = 2 * BLOCK_WORDS;
+    const v4 step = {G(STEP_WORDS), G(STEP_WORDS), G(STEP_WORDS), G(STEP_WORDS)};
     v4 m0 = {G(0), G(1), G(2), G(3)}, m1 = {G(4), G(5), G(6), G(7)};
     v4 m2 = {G(8), G(9), G(10), G(11)}, m3 = {G(12), G(13), G(14), G(15)};
+    v4 m4 = {G(16), G(17), G(18), G(19)}, m5 = {G(20), G(21), G(22), G(23)};
+    v4 m6 = {G(24), G(25), G(26), G(27)}, m7 = {G(28), G(29), G(30), G(31)};
     size_t w = 0;
-    for (; w + BLOCK_WORDS <= words; w += BLOCK_WORDS) {
+    for (; w + STEP_WORDS <= words; w += STEP_WORDS) {
         uint8_t* d = dst + w * 8;
         const v4 o0 = k ^ m0, o1 = k ^ m1, o2 = k ^ m2, o3 = k ^ m3;
+        const v4 o4 = k ^ m4, o5 = k ^ m5, o6 = k ^ m6, o7 = k ^ m7;
         std::memcpy(d, &o0, 32);
         std::memcpy(d + 32, &o1, 32);
         std::memcpy(d + 64, &o2, 32);
         std::memcpy(d + 96, &o3, 32);
+        std::memcpy(d + 128, &o4, 32);
+        std::memcpy(d + 160, &o5, 32);
+        std::memcpy(d + 192, &o6, 32);
+        std::memcpy(d + 224, &o7, 32);
         m0 += step;
         m1 += step;
         m2 += step;
         m3 += step;
+        m4 += step;
+        m5 += step;
+        m6 += step;
+        m7 += step;
     }
     for (; w < words; ++w) {
         const uint64_t v = word(key, w);
@@ -83,43 +96,65 @@ RNIC_PATTERN_CLONES void pattern_fill(uint64_t key, uint8_t* dst, size_t len) {
 }
 
 RNIC_PATTERN_CLONES uint64_t pattern_mismatches(uint64_t key, const uint8_t* src, size_t len) {
-    uint64_t bad = 0;
+    // A clean transfer is the rule: the whole buffer is first compared as one OR of
+    // differences, eight vectors (256 bytes) a step with no branch and no horizontal reduction
+    // per step (about 18 instructions per 128 bytes; a test per 128-byte block cost 29). Only a
+    // buffer that differs somewhere is then counted byte by byte, every word of it.
     const size_t words = len / 8;
     const v4 k = {key, key, key, key};
-    const v4 step = {G(BLOCK_WORDS), G(BLOCK_WORDS), G(BLOCK_WORDS), G(BLOCK_WORDS)};
+    constexpr size_t STEP_WORDS = 2 * BLOCK_WORDS;
+    const v4 step = {G(STEP_WORDS), G(STEP_WORDS), G(STEP_WORDS), G(STEP_WORDS)};
     v4 m0 = {G(0), G(1), G(2), G(3)}, m1 = {G(4), G(5), G(6), G(7)};
     v4 m2 = {G(8), G(9), G(10), G(11)}, m3 = {G(12), G(13), G(14), G(15)};
-    // Blocks compared as one OR of differences; only a block that differs is counted byte by
-    // byte (a clean transfer costs a few instructions per 32 bytes).
+    v4 m4 = {G(16), G(17), G(18), G(19)}, m5 = {G(20), G(21), G(22), G(23)};
+    v4 m6 = {G(24), G(25), G(26), G(27)}, m7 = {G(28), G(29), G(30), G(31)};
+    v4 acc = {0, 0, 0, 0};
     size_t w = 0;
-    for (; w + BLOCK_WORDS <= words; w += BLOCK_WORDS) {
+    for (; w + STEP_WORDS <= words; w += STEP_WORDS) {
         const uint8_t* s = src + w * 8;
-        v4 s0, s1, s2, s3;
+        v4 s0, s1, s2, s3, s4, s5, s6, s7;
         std::memcpy(&s0, s, 32);
         std::memcpy(&s1, s + 32, 32);
         std::memcpy(&s2, s + 64, 32);
         std::memcpy(&s3, s + 96, 32);
-        const v4 any = (s0 ^ k ^ m0) | (s1 ^ k ^ m1) | (s2 ^ k ^ m2) | (s3 ^ k ^ m3);
-        if ((any[0] | any[1] | any[2] | any[3]) != 0) {
-            for (size_t i = w; i < w + BLOCK_WORDS; ++i) {
-                bad += bytes_differing(src + i * 8, word(key, i));
-            }
-        }
+        std::memcpy(&s4, s + 128, 32);
+        std::memcpy(&s5, s + 160, 32);
+        std::memcpy(&s6, s + 192, 32);
+        std::memcpy(&s7, s + 224, 32);
+        acc |= (s0 ^ k ^ m0) | (s1 ^ k ^ m1) | (s2 ^ k ^ m2) | (s3 ^ k ^ m3);
+        acc |= (s4 ^ k ^ m4) | (s5 ^ k ^ m5) | (s6 ^ k ^ m6) | (s7 ^ k ^ m7);
         m0 += step;
         m1 += step;
         m2 += step;
         m3 += step;
+        m4 += step;
+        m5 += step;
+        m6 += step;
+        m7 += step;
     }
+    uint64_t differs = acc[0] | acc[1] | acc[2] | acc[3];
     for (; w < words; ++w) {
-        bad += bytes_differing(src + w * 8, word(key, w));
+        uint64_t v;
+        std::memcpy(&v, src + w * 8, 8);
+        differs |= v ^ word(key, w);
     }
+    uint8_t expect[8];
     if (len % 8 != 0) {
-        uint8_t expect[8];
         const uint64_t v = word(key, words);
         std::memcpy(expect, &v, 8);
         for (size_t i = 0; i < len % 8; ++i) {
-            bad += src[words * 8 + i] != expect[i];
+            differs |= src[words * 8 + i] ^ expect[i];
         }
+    }
+    if (differs == 0) {
+        return 0;
+    }
+    uint64_t bad = 0;
+    for (size_t i = 0; i < words; ++i) {
+        bad += bytes_differing(src + i * 8, word(key, i));
+    }
+    for (size_t i = 0; i < len % 8; ++i) {
+        bad += src[words * 8 + i] != expect[i];
     }
     return bad;
 }

@@ -50,7 +50,9 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     dev_dma_in.register_transport_dbg(this, &pcie_link::dev_transport_dbg);
     host_mmio_in.register_b_transport(this, &pcie_link::host_b_transport);
     SC_HAS_PROCESS(pcie_link);
-    SC_THREAD(upstream_thread);
+    SC_METHOD(on_upstream);
+    sensitive << m_up_event;
+    dont_initialize();
     SC_THREAD(downstream_thread);
 
     const std::string b = stats_prefix.empty() ? std::string(this->name()) : stats_prefix;
@@ -396,9 +398,9 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
         m_up_writes.back().data.assign(p, p + len);
         m_up_writes_in_flight = static_cast<uint32_t>(m_up_writes.size());
         if (was_empty) {
-            // Otherwise upstream_thread is in a timed wait for an earlier write, and this one
-            // lands no earlier (posted writes leave in order): no wake-up, no delta cycle.
-            m_up_event.notify(sc_core::SC_ZERO_TIME);
+            // on_upstream runs when it lands. Otherwise it is due for an earlier write, and
+            // this one lands no earlier (posted writes leave in order): nothing to notify.
+            m_up_event.notify(at - sc_core::sc_time_stamp());
         }
         delay = ps_to_time(sent) - sc_core::sc_time_stamp();
     }
@@ -453,16 +455,10 @@ void pcie_link::host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time&
     }
 }
 
-void pcie_link::upstream_thread() {
-    for (;;) {
-        while (m_up_writes.empty()) {
-            sc_core::wait(m_up_event);
-        }
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
-        if (m_up_writes.front().at > now) {
-            sc_core::wait(m_up_writes.front().at - now);
-            continue;
-        }
+void pcie_link::on_upstream() {
+    // Every write that has landed by now, in issue order; then sleep until the next one lands.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!m_up_writes.empty() && m_up_writes.front().at <= now) {
         pending_write w = std::move(m_up_writes.front());
         m_up_writes.pop_front();
         m_up_writes_in_flight = static_cast<uint32_t>(m_up_writes.size());
@@ -481,6 +477,9 @@ void pcie_link::upstream_thread() {
         sc_core::sc_time d = sc_core::SC_ZERO_TIME;
         mem_out->b_transport(gp, d);  // memory latency does not delay a posted write's effect
         recycle(std::move(w.data));
+    }
+    if (!m_up_writes.empty()) {
+        m_up_event.notify(m_up_writes.front().at - now);
     }
 }
 

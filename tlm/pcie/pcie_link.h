@@ -106,7 +106,7 @@ private:
     void dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     void host_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     unsigned int dev_transport_dbg(tlm::tlm_generic_payload& gp);
-    void upstream_thread();    // applies posted writes to host memory when they arrive
+    void on_upstream();        // SC_METHOD: applies posted writes to host memory as they land
     void downstream_thread();  // delivers CPU MMIO writes to the NIC BAR when they arrive
 
     // A TLP's wire time on one direction, and the whole ps busy_ps counts for it.
