@@ -7,6 +7,8 @@
 #include <cstring>
 #include <functional>
 
+#include "hw/common/sim_now.h"
+
 namespace rnic::fabric {
 
 namespace {
@@ -436,7 +438,8 @@ bool pcie_link::iommu_blocks(uint64_t addr, uint32_t len) const {
 }
 
 void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-    const double t_ps = time_to_ps(sc_core::sc_time_stamp() + delay);
+    const sc_core::sc_time& now = hw::sim_now();  // b_transport does not yield
+    const double t_ps = time_to_ps(now + delay);
     const uint64_t addr = gp.get_address();
     const uint32_t len = gp.get_data_length();
     tlm::tlm_response_status status = tlm::TLM_OK_RESPONSE;
@@ -454,11 +457,11 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
         }
         const double arrival =
             read_timing(t_ps, addr, len, stream != nullptr ? stream->parts : nullptr);
-        delay = ps_to_time(arrival) - sc_core::sc_time_stamp();
+        delay = ps_to_time(arrival) - now;
     } else if (gp.is_write() && blocked) {
         // The TLPs go out; the root complex drops them.
         const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up, stream);
-        delay = ps_to_time(sent) - sc_core::sc_time_stamp();
+        delay = ps_to_time(sent) - now;
     } else if (gp.is_write()) {
         const double sent = write_timing(t_ps, addr, len, m_up_free_ps, m_up, stream);
         const sc_core::sc_time at = ps_to_time(sent + m_latency_ps);
@@ -475,7 +478,7 @@ void pcie_link::dev_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& 
             // lands no earlier (posted writes leave in order): no wake-up, no delta cycle.
             m_up_event.notify(sc_core::SC_ZERO_TIME);
         }
-        delay = ps_to_time(sent) - sc_core::sc_time_stamp();
+        delay = ps_to_time(sent) - now;
     }
     gp.set_response_status(status);
 }
