@@ -37,10 +37,20 @@ public:
         while (full()) {
             sc_core::wait(m_read_event);
         }
-        m_items.push_back(std::move(item));
-        ++m_total;
-        update();
+        push(std::move(item));
         m_write_event.notify(sc_core::SC_ZERO_TIME);
+    }
+    // A put that cannot block (the caller holds a free slot), notifying a waiting consumer at
+    // once (immediate notification: it runs in this delta cycle) instead of in the next delta:
+    // with nobody waiting, no delta notification is left pending at this instant (which would
+    // count as activity there, sc_pending_activity_at_current_time).
+    void put_now(T item) {
+        if (full_at_edge()) {
+            ++m_full_waits;
+        }
+        sc_assert(!full());
+        push(std::move(item));
+        m_write_event.notify();
     }
 
     T get() {
@@ -78,6 +88,11 @@ public:
     }
 
 private:
+    void push(T&& item) {
+        m_items.push_back(std::move(item));
+        ++m_total;
+        update();
+    }
     bool full_at_edge() const { return m_items.size() + m_pops_now.now() >= m_depth; }
 
     void update() {

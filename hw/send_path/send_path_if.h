@@ -131,8 +131,11 @@ public:
     virtual std::vector<uint8_t> payload_buffer(size_t n) { return std::vector<uint8_t>(n); }
     // From an SC_THREAD: returns once the payload FIFO has room, when put_payload would take
     // bytes (the wait put_payload begins with, for a producer that waits for the FIFO before
-    // its data is ready). Default: no wait (put_payload waits).
-    virtual void wait_payload_room() {}
+    // its data is ready). Default: no wait (put_payload waits). `continuing`: the producer
+    // goes on with the same stream after its next put (it puts more of the same message,
+    // looking at nothing else at this instant); the model may then do the frames' last-beat
+    // steps itself while it waits (send_path README "Wake-ups").
+    virtual void wait_payload_room(bool continuing = false) { (void)continuing; }
 };
 
 }  // namespace rnic::hw

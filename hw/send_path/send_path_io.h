@@ -126,17 +126,22 @@ public:
         return frame_start && full() ? UINT64_MAX : edge;
     }
     void put_frame(fabric::eth_frame&& f) override {
-        if (m_stomp != nullptr && !m_stomp->empty()) {
-            m_stomp->apply(f.data);
-        }
+        stomp(f);
         m_fifo.put(std::move(f));
     }
     // A frame whose first beat is computed enters later: it holds a slot from now on.
     void reserve() { ++m_reserved; }
-    // The reserved frame enters now (put_frame without a wait: its slot was held).
-    void put_reserved(fabric::eth_frame&& f) {
+    // The reserved frame enters now (put_frame without a wait: its slot was held). `now`:
+    // the MAC, if it waits for a frame, is notified at once (channel::put_now), not a delta
+    // later (from the producer's wait, send_path_model::wait_payload_room).
+    void put_reserved(fabric::eth_frame&& f, bool now = false) {
         --m_reserved;
-        put_frame(std::move(f));
+        if (now) {
+            stomp(f);
+            m_fifo.put_now(std::move(f));
+        } else {
+            put_frame(std::move(f));
+        }
     }
     void clear_reserved() { m_reserved = 0; }
     const sc_core::sc_event* ready_event() override { return &m_fifo.read_event(); }
@@ -145,6 +150,11 @@ public:
 
 private:
     bool full() const { return m_fifo.size() + m_reserved >= m_fifo.depth(); }
+    void stomp(fabric::eth_frame& f) {
+        if (m_stomp != nullptr && !m_stomp->empty()) {
+            m_stomp->apply(f.data);
+        }
+    }
     channel<fabric::eth_frame>& m_fifo;
     const clock_domain& m_clk;
     egress_stomp* m_stomp = nullptr;
@@ -199,6 +209,9 @@ public:
     void put_payload(payload_chunk&& c);
     // Returns once the payload FIFO has room (put_payload's first wait).
     void wait_payload_room();
+    bool payload_full() const { return m_pay_end - m_pay_base >= m_cfg.payload_fifo_bytes; }
+    // One wait for returned space (release_*, clear()), as a producer in put_* waits.
+    void wait_space();
 
     // Consumer side. Descriptors are numbered 0, 1, ... since the last clear().
     bool has_descriptor(uint64_t seq) const {
@@ -276,7 +289,6 @@ private:
     static uint64_t part_valid_edge(const chunk_entry& c, uint64_t to);
     void notify_input();  // m_input_event, if a consumer listens
     void notify_space();  // m_space_event, if a producer waits
-    void wait_space();    // a producer waits for m_space_event
 
     std::string m_name;
     send_path_config m_cfg;

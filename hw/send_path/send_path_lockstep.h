@@ -167,7 +167,9 @@ public:
     void put_descriptor(const tx_descriptor& d) override;
     void put_payload(payload_chunk&& c) override;
     std::vector<uint8_t> payload_buffer(size_t n) override { return m_model->payload_buffer(n); }
-    void wait_payload_room() override { m_model->wait_payload_room(); }
+    void wait_payload_room(bool continuing = false) override {
+        m_model->wait_payload_room(continuing);
+    }
     void reset(uint32_t cycles = 2) override;
     void set_beat_observer(beat_observer fn) override { m_observer = std::move(fn); }
     const send_path_stats& get_stats() const override { return m_model->get_stats(); }

@@ -237,7 +237,52 @@ void send_path_model::queue_frame(const tx_descriptor& d, const packet_plan& pla
     if (was_empty) {
         // A zero delay is a delta notification: the step runs in the next delta, as the
         // thread's zero-time wait did.
-        m_pending_event.notify(pf.next() - now);
+        notify_step(pf.next() - now, m_room_waiter);
+    }
+}
+
+void send_path_model::notify_step(const sc_core::sc_time& delay, bool producer) {
+    if (producer) {
+        m_step_owner = step_owner::PRODUCER;
+        m_room_event.notify(delay);
+    } else {
+        m_step_owner = step_owner::METHOD;
+        m_pending_event.notify(delay);
+    }
+}
+
+void send_path_model::wait_payload_room(bool continuing) {
+    if (m_mac == nullptr || !continuing) {
+        // Another output (the thread does the steps, run()), or a producer that looks at
+        // other state after its next put: complete_method does them.
+        m_in.wait_payload_room();
+        return;
+    }
+    while (m_in.payload_full()) {
+        if (m_step_owner == step_owner::METHOD) {
+            // complete_method has the next step: the space it returns wakes this producer.
+            m_in.wait_space();
+            continue;
+        }
+        // Room comes back only at a frame's last beat: the frames' steps are this producer's
+        // while it waits (queue_frame notifies it for the first), done here at their times.
+        m_room_waiter = true;
+        sc_core::wait(m_room_event);
+        m_room_waiter = false;
+        if (m_step_owner != step_owner::PRODUCER) {
+            continue;  // a reset (nothing pending now)
+        }
+        m_step_owner = step_owner::NONE;
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        m_producer_step = true;
+        const bool more = run_due(now);
+        m_producer_step = false;
+        if (more) {
+            // The next step: this producer's if it still waits, else the method's.
+            notify_step(pending_front().next() - now, m_in.payload_full());
+        } else if (m_at_top) {
+            m_idle = true;
+        }
     }
 }
 
@@ -258,8 +303,9 @@ send_path_model::pending_frame& send_path_model::pending_push() {
 
 void send_path_model::complete_method() {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
+    m_step_owner = step_owner::NONE;
     if (run_due(now)) {
-        m_pending_event.notify(pending_front().next() - now);
+        notify_step(pending_front().next() - now, m_room_waiter);
     } else if (m_at_top) {
         m_idle = true;
     }
@@ -290,7 +336,7 @@ void send_path_model::enter_mac(pending_frame& pf) {
     pf.f.complete = pf.done;
     pf.entered = true;
     ++m_stats.frames_cut_through;
-    m_mac->put_reserved(std::move(pf.f));
+    m_mac->put_reserved(std::move(pf.f), m_producer_step);
 }
 
 void send_path_model::finish_frame(pending_frame& pf) {
@@ -309,7 +355,7 @@ void send_path_model::finish_frame(pending_frame& pf) {
     }
     if (!pf.cut) {
         if (m_mac != nullptr) {
-            m_mac->put_reserved(std::move(pf.f));
+            m_mac->put_reserved(std::move(pf.f), m_producer_step);
         } else {
             m_out.put_frame(std::move(pf.f));
         }
@@ -408,6 +454,10 @@ void send_path_model::reset(uint32_t cycles) {
     }
     m_pending = 0;
     m_pending_event.cancel();
+    m_step_owner = step_owner::NONE;
+    if (m_room_waiter) {
+        m_room_event.notify(sc_core::SC_ZERO_TIME);  // replaces a step's notification
+    }
     if (m_mac != nullptr) {
         m_mac->clear_reserved();
     }

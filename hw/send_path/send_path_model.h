@@ -48,7 +48,9 @@ public:
     void put_descriptor(const tx_descriptor& d) override { m_in.put_descriptor(d); }
     void put_payload(payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
     std::vector<uint8_t> payload_buffer(size_t n) override { return m_in.take_buffer(n); }
-    void wait_payload_room() override { m_in.wait_payload_room(); }
+    // With the own MAC FIFO and `continuing`, the waiting producer does the pending frames'
+    // last-beat steps itself at their times (README "Wake-ups"); otherwise the inputs' wait.
+    void wait_payload_room(bool continuing = false) override;
 
     // See send_path_unit. The model reports a frame's beats when the frame completes, or at
     // reset for the beats of a partial frame that left before the reset edge.
@@ -155,10 +157,22 @@ private:
         --m_pending;
     }
     sc_core::sc_event m_pending_event;  // complete_method: the front's next step is due
-    bool m_at_top = true;               // the thread waits for the next descriptor
-    bool m_idle = true;                 // traced: no message in progress
-    uint64_t m_frames_out = 0;          // traced
-    stage_slicer m_slices;              // the trace's stage: the packet's opcode
+    // Who does the front's next step at its time: complete_method (m_pending_event), or the
+    // producer waiting in wait_payload_room (m_room_event), whose room that step returns:
+    // one wake-up instead of the method's run and then the producer's. Notified for one owner
+    // at a time; NONE while nothing is pending.
+    enum class step_owner : uint8_t { NONE, METHOD, PRODUCER };
+    step_owner m_step_owner = step_owner::NONE;
+    bool m_room_waiter = false;      // the producer waits on m_room_event
+    bool m_producer_step = false;    // the producer runs the steps (run_due)
+    sc_core::sc_event m_room_event;  // its wake-up: the front's step, or a reset
+    // Hands the front's next step, `delay` from now, to the producer if `producer`, else to
+    // complete_method.
+    void notify_step(const sc_core::sc_time& delay, bool producer);
+    bool m_at_top = true;       // the thread waits for the next descriptor
+    bool m_idle = true;         // traced: no message in progress
+    uint64_t m_frames_out = 0;  // traced
+    stage_slicer m_slices;      // the trace's stage: the packet's opcode
 };
 
 }  // namespace rnic::hw

@@ -1668,7 +1668,9 @@ bool tx_engine::send_packets(tx_job& job, uint32_t first, uint32_t count, bool s
                 m_dma.read_posted(dma_client::TX_PAYLOAD, seg.bus_addr + done, c.bytes.data(), n, r,
                                   m_cfg.cut_through ? &m_read_parts : nullptr);
                 m_stats.payload_bytes += n;
-                m_send_path.wait_payload_room();
+                // More of this segment follows this chunk (and no rate limiter looks at this
+                // instant): the send path may do its frames' last-beat steps in this wait.
+                m_send_path.wait_payload_room(m_pacer == nullptr && at + n < seg_to);
                 m_dma.wait_granted(r);
                 c.ready = r.done;
                 if (m_cfg.cut_through) {

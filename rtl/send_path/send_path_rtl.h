@@ -50,7 +50,7 @@ public:
     }
     void put_payload(hw::payload_chunk&& c) override { m_in.put_payload(std::move(c)); }
     std::vector<uint8_t> payload_buffer(size_t n) override { return m_in.take_buffer(n); }
-    void wait_payload_room() override { m_in.wait_payload_room(); }
+    void wait_payload_room(bool = false) override { m_in.wait_payload_room(); }
     // Why descriptor `d` (a segment) cannot go on the pins: the one message both refusals give.
     std::string segment_refusal(const hw::tx_descriptor& d) const;
     void reset(uint32_t cycles = 2) override;

@@ -596,6 +596,65 @@ TEST(SendPath, FramesComputedAheadHoldTheirMacSlotAndEnterAtTheirLastBeat) {
     check_frames(frames, {{d, payload}});
 }
 
+// A producer waiting for payload room with more of the message to put after it
+// (wait_payload_room(true), as the transmit engine waits mid-segment) is let go at the edge of the
+// last beat that returns the room, with that frame already in the MAC FIFO, and a MAC waiting for a
+// frame gets it at the same time (README "Wake-ups": the waiting producer does the frame's
+// last-beat step itself). Payload FIFO of 4 KiB, an 8-packet WRITE of 1 KiB packets, payload put at
+// once while there is room, a one-frame MAC FIFO the MAC empties at once: chunks 0..3 go in at 0
+// ns; frame 0 (18 beats, RETH) leaves at edges 5..22, frames 1..7 (17 beats) back to back after it
+// (each computed at the pop of the one before, at its last beat), so chunk 4 goes in at edge 22,
+// chunk 5 at 39, chunk 6 at 56, chunk 7 at 73 (each the last beat of the frame whose 1 KiB leaves),
+// and the MAC has frame f at its last beat.
+TEST(SendPath, ProducerWaitingForRoomGoesOnAtTheLastBeatWithTheFrameInTheMac) {
+    sim_context ctx;
+    clock_domain clk("nic", CLOCK_MHZ);
+    channel<fabric::eth_frame> mac("mac_tx", 1);
+    send_path_config cfg;
+    cfg.payload_fifo_bytes = 4096;
+    send_path_model dut("send_path", cfg, clk, mac, ctx);
+    const auto payload = pattern_bytes(8192, 5);
+    const tx_descriptor d = make_desc(tx_kind::WRITE, 8192, 40);
+    std::vector<uint64_t> put_edge;    // edge at which chunk i went in
+    std::vector<uint64_t> mac_at_put;  // frames in the MAC by then
+    sc_core::sc_spawn(
+        [&] {
+            dut.put_descriptor(d);
+            for (size_t off = 0; off < payload.size(); off += 1024) {
+                dut.wait_payload_room(off + 1024 < payload.size());
+                put_edge.push_back(clk.cycle_of(sc_core::sc_time_stamp()));
+                mac_at_put.push_back(mac.total());
+                payload_chunk c;
+                c.bytes.assign(payload.begin() + static_cast<std::ptrdiff_t>(off),
+                               payload.begin() + static_cast<std::ptrdiff_t>(off + 1024));
+                c.ready = sc_core::sc_time_stamp();
+                dut.put_payload(std::move(c));
+            }
+        },
+        "producer");
+    std::vector<uint64_t> got_edge;
+    std::vector<fabric::eth_frame> frames;
+    sc_core::sc_spawn(
+        [&] {
+            for (int i = 0; i < 8; ++i) {
+                frames.push_back(mac.get());
+                got_edge.push_back(clk.cycle_of(sc_core::sc_time_stamp()));
+            }
+        },
+        "mac");
+    sc_core::sc_start();
+    std::vector<uint64_t> last;  // each frame's last beat
+    for (uint64_t f = 0, e = 22; f < 8; ++f, e += 17) {
+        last.push_back(e);
+    }
+    EXPECT_EQ(put_edge, (std::vector<uint64_t>{0, 0, 0, 0, 22, 39, 56, 73}));
+    EXPECT_EQ(mac_at_put, (std::vector<uint64_t>{0, 0, 0, 0, 1, 2, 3, 4}));
+    EXPECT_EQ(got_edge, last);
+    EXPECT_EQ(dut.get_stats().packets, 8u);
+    EXPECT_EQ(dut.get_stats().stall_payload_cycles, 0u);
+    check_frames(frames, {{d, payload}});
+}
+
 // Descriptor FIFO of one: the second put returns when the first message's last frame left
 // (edge 5), so the second descriptor is valid at 6 and its frame leaves at 10.
 TEST(SendPath, DescriptorFifoBlocksUntilMessageLeft) {

@@ -14,11 +14,8 @@ host_memory::host_memory(sc_core::sc_module_name name, sc_core::sc_time latency)
     dma_in.register_transport_dbg(this, &host_memory::dma_transport_dbg);
 }
 
-uint8_t* host_memory::page_for_write(uint64_t page_no) {
+uint8_t* host_memory::page_for_write_slow(uint64_t page_no) {
     cached_page& c = m_page_cache[page_no % PAGE_CACHE];
-    if (c.page_no == page_no) {
-        return c.bytes;
-    }
     auto& p = m_pages[page_no];
     if (p == nullptr) {
         if (!m_released.empty()) {
@@ -33,11 +30,8 @@ uint8_t* host_memory::page_for_write(uint64_t page_no) {
     return p;
 }
 
-const uint8_t* host_memory::page_for_read(uint64_t page_no) const {
+const uint8_t* host_memory::page_for_read_slow(uint64_t page_no) const {
     cached_page& c = m_page_cache[page_no % PAGE_CACHE];
-    if (c.page_no == page_no) {
-        return c.bytes;
-    }
     auto it = m_pages.find(page_no);
     if (it == m_pages.end()) {
         return nullptr;  // not cached: the first write backs it
@@ -70,10 +64,7 @@ void host_memory::release(uint64_t addr, uint64_t len) {
     }
 }
 
-bool host_memory::released(uint64_t addr, uint64_t len) const {
-    if (m_released.empty() || len == 0) {
-        return false;  // the good path: no look-up
-    }
+bool host_memory::released_slow(uint64_t addr, uint64_t len) const {
     for (uint64_t p = addr / PAGE_BYTES; p <= (addr + len - 1) / PAGE_BYTES; ++p) {
         if (m_released.count(p) != 0) {
             return true;

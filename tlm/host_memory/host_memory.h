@@ -72,8 +72,18 @@ public:
 private:
     void dma_b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     unsigned int dma_transport_dbg(tlm::tlm_generic_payload& gp);
-    uint8_t* page_for_write(uint64_t page);
-    const uint8_t* page_for_read(uint64_t page) const;
+    // The page's bytes (a cached page inline: every DMA and CPU access asks; the look-up
+    // and first-touch allocation out of line).
+    uint8_t* page_for_write(uint64_t page_no) {
+        const cached_page& c = m_page_cache[page_no % PAGE_CACHE];
+        return c.page_no == page_no ? c.bytes : page_for_write_slow(page_no);
+    }
+    const uint8_t* page_for_read(uint64_t page_no) const {
+        const cached_page& c = m_page_cache[page_no % PAGE_CACHE];
+        return c.page_no == page_no ? c.bytes : page_for_read_slow(page_no);
+    }
+    uint8_t* page_for_write_slow(uint64_t page_no);
+    const uint8_t* page_for_read_slow(uint64_t page_no) const;
 
     using page = std::array<uint8_t, PAGE_BYTES>;
     std::unordered_map<uint64_t, uint8_t*> m_pages;  // page number -> bytes
@@ -96,7 +106,10 @@ private:
     // Released pages (unmap_external / release): DMA to them fails. Pages never touched are
     // not in here: sparse DRAM reads as zero and is backed on first write, as benches expect.
     std::unordered_set<uint64_t> m_released;
-    bool released(uint64_t addr, uint64_t len) const;
+    bool released(uint64_t addr, uint64_t len) const {
+        return !m_released.empty() && len != 0 && released_slow(addr, len);  // the good path: none
+    }
+    bool released_slow(uint64_t addr, uint64_t len) const;
     sc_core::sc_time m_latency;
     sc_core::sc_event m_dma_write_event;
     stats m_stats;

@@ -128,6 +128,8 @@ private:
     void track_reserved(const direction_stats& st, double start, bool back_to_back, double dur);
     // `parts` (dma_stream_ext): filled per read request. `stream`: a write's pacing.
     double read_timing(double t_ps, uint64_t addr, uint32_t len, read_parts* parts = nullptr);
+    template <bool Extras>
+    double read_requests(double t_ps, uint64_t addr, uint32_t len, read_parts* parts);
     double write_timing(double t_ps, uint64_t addr, uint32_t len, double& free_ps,
                         direction_stats& st, const dma_stream_ext* stream = nullptr);
     tlm::tlm_response_status memory_read(uint64_t addr, uint8_t* data, uint32_t len);
@@ -139,13 +141,14 @@ private:
     double m_byte_ns;
     double m_latency_ps;
     double m_mem_latency_ps = -1;
-    uint32_t m_hdr_mem;   // MWr / MRd header + framing + DLL
-    uint32_t m_hdr_cpl;   // CplD header + framing + DLL
-    uint64_t m_ps_value;  // sc_time value of 1 ps
-    uint32_t m_cpl_unit;  // completions split at this boundary: MPS, or the 64 B RCB
-    tlp_cost m_mrd;       // a read request
-    tlp_cost m_cpl_full;  // a completion of m_cpl_unit bytes
-    tlp_cost m_mwr_full;  // a write TLP of MPS bytes
+    uint32_t m_hdr_mem;         // MWr / MRd header + framing + DLL
+    uint32_t m_hdr_cpl;         // CplD header + framing + DLL
+    uint64_t m_ps_value;        // sc_time value of 1 ps
+    uint32_t m_cpl_unit;        // completions split at this boundary: MPS, or the 64 B RCB
+    uint32_t m_cpl_unit_shift;  // log2(m_cpl_unit)
+    tlp_cost m_mrd;             // a read request
+    tlp_cost m_cpl_full;        // a completion of m_cpl_unit bytes
+    tlp_cost m_mwr_full;        // a write TLP of MPS bytes
     double m_up_free_ps = 0;
     double m_down_free_ps = 0;
     std::vector<double> m_tag_free_ps;  // per read tag: when it frees; a ring, oldest first
