@@ -9,6 +9,7 @@
 
 #include "hw/common/numeric.h"
 #include "hw/common/short_wait.h"
+#include "hw/common/sim_now.h"
 #include "hw/roce/protocol.h"
 #include "hw/roce/telemetry.h"
 #include "tlm/ethernet/vlan.h"
@@ -43,6 +44,57 @@ void set_ipv4_checksum(uint8_t* ip) {
 
 sc_core::sc_time ps_time(double ps) {
     return sc_core::sc_time(std::round(ps), sc_core::SC_PS);
+}
+
+const sc_core::sc_time& max_time() {
+    static const sc_core::sc_time& t = sc_core::sc_max_time();  // a library call each time
+    return t;
+}
+
+// A FIFO that keeps its storage: a ring of a power-of-two size, doubled when full. An egress
+// queue passes millions of frames; std::deque allocated and freed a block every few of them.
+template <class T>
+class ring_fifo {
+public:
+    bool empty() const { return m_size == 0; }
+    size_t size() const { return m_size; }
+    T& front() { return m_slots[m_head]; }
+    const T& front() const { return m_slots[m_head]; }
+    const T& operator[](size_t i) const { return m_slots[(m_head + i) & (m_slots.size() - 1)]; }
+    void push_back(T&& v) {
+        if (m_size == m_slots.size()) {
+            grow();
+        }
+        m_slots[(m_head + m_size) & (m_slots.size() - 1)] = std::move(v);
+        ++m_size;
+    }
+    void pop_front() {
+        m_slots[m_head] = T{};  // what the element still holds is released now, as a deque does
+        m_head = (m_head + 1) & (m_slots.size() - 1);
+        --m_size;
+    }
+
+private:
+    void grow() {
+        std::vector<T> next(std::max<size_t>(8, m_slots.size() * 2));
+        for (size_t i = 0; i < m_size; ++i) {
+            next[i] = std::move(m_slots[(m_head + i) & (m_slots.size() - 1)]);
+        }
+        m_slots = std::move(next);
+        m_head = 0;
+    }
+    std::vector<T> m_slots;
+    size_t m_head = 0;
+    size_t m_size = 0;
+};
+
+// m_arrivals' heap order: `a` comes after `b`.
+template <class A>
+bool arrives_later(const A& a, const A& b) {
+    if (a.at != b.at) {
+        return a.at > b.at;
+    }
+    return a.port != b.port ? a.port > b.port : a.seq > b.seq;
 }
 
 }  // namespace
@@ -80,10 +132,11 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::array<sc_core::sc_time, SWITCH_PRIORITIES> storm_ended{};  // last storm's end
     // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
     std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
-    std::array<std::deque<packet>, SWITCH_PRIORITIES> q;
+    std::array<ring_fifo<packet>, SWITCH_PRIORITIES> q;
     std::array<queue_stats, SWITCH_PRIORITIES> qs{};
     std::unique_ptr<egress_scheduler> sched;  // between the priorities (switch_config.scheduler)
     port_stats ps{};
+    hw::stage_slicer slices;  // its "switch" slices in the WQE timeline
     sc_core::sc_event data;
     // What the link's MAC does until its next pull (set by pull()): busy with a frame and
     // pulling again at its end (frames are still queued), or else sleeping until mac_retry
@@ -130,6 +183,7 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     , m_buf(cfg, ports)
     , m_rng(splitmix64(cfg.seed))
     , m_mark_at_dequeue(cfg.ecn_mark_at == "dequeue") {
+    m_pipeline = sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS);
     for (const char* c = this->name(); *c != 0; ++c) {
         m_salt = (m_salt ^ static_cast<uint8_t>(*c)) * 0x100000001B3ull;  // FNV-1a
     }
@@ -441,8 +495,9 @@ bool eth_switch::queue_stuck(uint32_t p, uint32_t k) const {
 }
 
 bool eth_switch::holds_from(uint32_t p, uint32_t k, uint32_t in_port) const {
-    for (const packet& pk : m_ports.at(p)->q.at(k)) {
-        if (pk.in_port == in_port) {
+    const ring_fifo<packet>& q = m_ports.at(p)->q.at(k);
+    for (size_t i = 0; i < q.size(); ++i) {
+        if (q[i].in_port == in_port) {
             return true;
         }
     }
@@ -646,7 +701,7 @@ void eth_switch::stamp_telemetry(port_state& op, uint32_t out, std::vector<uint8
 }
 
 void eth_switch::occupancy_changed(queue_stats& q, uint64_t old_bytes) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
     q.byte_ps += static_cast<double>(old_bytes) * ((now - q.last_change).to_seconds() * 1e12);
     q.last_change = now;
 }
@@ -677,7 +732,7 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
     std::copy(a + 8, a + 18, o + 18);   // target MAC + IP: the requester's
     r.flow_id = f.flow_id;
     ++pt.ps.arp_replies;
-    const sc_core::sc_time delay(m_cfg.pipeline_ns, sc_core::SC_NS);
+    const sc_core::sc_time delay = m_pipeline;
     pt.ctrl.emplace_back(sc_core::sc_time_stamp() + delay, std::move(r));
     pt.data.notify(delay);
 }
@@ -688,30 +743,35 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
 // links hand frames over when they start on the wire, with their arrival time (computed then
 // in closed form: tlm/ethernet/README.md), so the switch wakes once per arrival instant.
 void eth_switch::arrive(uint32_t in, eth_frame&& f, const sc_core::sc_time& at) {
-    const bool earliest = m_arrivals.empty() || at < m_arrivals.begin()->first.first;
-    m_arrivals.emplace(std::make_pair(at, in), std::move(f));
+    const bool earliest = m_arrivals.empty() || at < m_arrivals.front().at;
+    m_arrivals.push_back({at, in, m_arrival_seq++, std::move(f)});
+    std::push_heap(m_arrivals.begin(), m_arrivals.end(), arrives_later<arrival>);
     if (earliest) {
-        m_arrival_event.notify(at - sc_core::sc_time_stamp());  // the earliest pending wins
+        m_arrival_event.notify(at - hw::sim_now());  // the earliest pending wins
     }
 }
 
 void eth_switch::process_arrivals() {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
     if (m_next_epoch < m_epochs.size()) {
         apply_epochs(now);
     }
-    while (!m_arrivals.empty() && m_arrivals.begin()->first.first <= now) {
-        auto node = m_arrivals.extract(m_arrivals.begin());
-        receive(node.key().second, std::move(node.mapped()));
+    while (!m_arrivals.empty() && m_arrivals.front().at <= now) {
+        std::pop_heap(m_arrivals.begin(), m_arrivals.end(), arrives_later<arrival>);
+        arrival& a = m_arrivals.back();
+        const uint32_t in = a.port;
+        eth_frame f = std::move(a.f);
+        m_arrivals.pop_back();
+        receive(in, std::move(f));
     }
     if (!m_arrivals.empty()) {
-        m_arrival_event.notify(m_arrivals.begin()->first.first - now);
+        m_arrival_event.notify(m_arrivals.front().at - now);
     }
 }
 
 void eth_switch::receive(uint32_t in, eth_frame&& f) {
     port_state& ip = *m_ports[in];
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
     ++ip.ps.rx_frames;
     ip.ps.rx_bytes += f.data.size();
     auto drop_bad = [&]() {
@@ -803,7 +863,7 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     pk.prio = prio;
     pk.bytes = bytes;
     pk.arrived = now;
-    pk.ready_at = start + sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS);
+    pk.ready_at = start + m_pipeline;
     pk.f = std::move(f);
     const sc_core::sc_time ready_at = pk.ready_at;
     op.q[prio].push_back(std::move(pk));
@@ -830,8 +890,8 @@ void eth_switch::update_pfc(uint32_t in, uint32_t prio) {
 
 bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) {
     port_state& op = *m_ports[o];
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    retry_at = sc_core::sc_max_time();
+    const sc_core::sc_time now = hw::sim_now();
+    retry_at = max_time();
     if (m_next_epoch < m_epochs.size()) {
         apply_epochs(now);
     }
@@ -842,7 +902,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
             ++op.ps.tx_frames;
             op.ps.tx_bytes += out.data.size();
             op.mac_busy = op.holds_frames();
-            op.mac_retry = sc_core::sc_max_time();
+            op.mac_retry = max_time();
             return true;
         }
         retry_at = op.ctrl.front().first;
@@ -932,14 +992,14 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     op.ps.tx_bytes += pk.bytes;
     if (m_ctx.tracer != nullptr) {
         // The hop through the switch: from the ingress link's hand-over to the egress wire.
-        m_ctx.tracer->slice(op.track, "switch", pk.f.flow_id, pk.arrived, now);
+        op.slices.slice(*m_ctx.tracer, op.track.c_str(), "switch", pk.f.flow_id, pk.arrived, now);
     }
     out = std::move(pk.f);
     out.priority = static_cast<uint8_t>(k);
     // With frames still queued the MAC pulls again at this frame's end whatever comes (with
     // none it may sleep until one is queued: tlm/ethernet eth_link's idle MAC).
     op.mac_busy = op.holds_frames();
-    op.mac_retry = sc_core::sc_max_time();
+    op.mac_retry = max_time();
     return true;
 }
 

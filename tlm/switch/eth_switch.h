@@ -167,10 +167,20 @@ private:
     uint64_t m_rng;
     bool m_mark_at_dequeue;                   // ecn_mark_at "dequeue"
     uint64_t m_salt = 0xCBF29CE484222325ull;  // FNV-1a of the switch's name (ECMP hash)
-    // Frames on their way in, by (arrival time, ingress port), FIFO on ties.
-    std::multimap<std::pair<sc_core::sc_time, uint32_t>, eth_frame> m_arrivals;
-    double m_check_ns = 0;  // the earlier of the watchdog's detection and the deadlock time
-    bool m_wd_drop = true;  // pfc_watchdog.action "drop" (else "forward")
+    // Frames on their way in: a heap by (arrival time, ingress port, hand-over order), so the
+    // earliest comes first, ties in ingress port order, each port's FIFO. A vector: a frame's
+    // arrival allocates nothing (a map allocated a node per frame and hop).
+    struct arrival {
+        sc_core::sc_time at;
+        uint32_t port = 0;
+        uint64_t seq = 0;
+        eth_frame f;
+    };
+    std::vector<arrival> m_arrivals;
+    uint64_t m_arrival_seq = 0;
+    sc_core::sc_time m_pipeline;  // pipeline_ns
+    double m_check_ns = 0;        // the earlier of the watchdog's detection and the deadlock time
+    bool m_wd_drop = true;        // pfc_watchdog.action "drop" (else "forward")
     sc_core::sc_event m_pause_check;
     sc_core::sc_time m_pause_due = sc_core::sc_max_time();  // the check's time (the event steps)
     std::function<void()> m_stuck_observer;
