@@ -42,6 +42,22 @@ void set_ipv4_checksum(uint8_t* ip) {
     ip[11] = static_cast<uint8_t>(c);
 }
 
+// The checksum of a header whose checksum was right, after its words 0 (TOS) and 4 (TTL)
+// changed from `old0` and `old4` (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')): what a new
+// computation gives (set_ipv4_checksum), both the one representative in 1 .. 0xFFFF of the
+// header's ones' complement sum (never zero: the version field is not), complemented.
+void update_ipv4_checksum(uint8_t* ip, uint16_t old0, uint16_t old4) {
+    uint32_t sum = static_cast<uint16_t>(~be16(ip + 10));
+    sum += static_cast<uint16_t>(~old0) + be16(ip);
+    sum += static_cast<uint16_t>(~old4) + be16(ip + 8);
+    while ((sum >> 16) != 0) {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    const auto c = static_cast<uint16_t>(~sum);
+    ip[10] = static_cast<uint8_t>(c >> 8);
+    ip[11] = static_cast<uint8_t>(c);
+}
+
 sc_core::sc_time ps_time(double ps) {
     return sc_core::sc_time(std::round(ps), sc_core::SC_PS);
 }
@@ -133,6 +149,7 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
     std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
     std::array<ring_fifo<packet>, SWITCH_PRIORITIES> q;
+    size_t queued = 0;  // frames in q, all priorities
     std::array<queue_stats, SWITCH_PRIORITIES> qs{};
     std::unique_ptr<egress_scheduler> sched;  // between the priorities (switch_config.scheduler)
     port_stats ps{};
@@ -162,17 +179,7 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     // With nothing queued a pull changes nothing (no frame, and no paused queue is followed:
     // a followed queue holds frames) but for applying route epochs that are due.
     bool wants_idle_pulls() const override { return sw->m_next_epoch < sw->m_epochs.size(); }
-    bool holds_frames() const override {
-        if (!ctrl.empty()) {
-            return true;
-        }
-        for (const auto& k : q) {
-            if (!k.empty()) {
-                return true;
-            }
-        }
-        return false;
-    }
+    bool holds_frames() const override { return queued != 0 || !ctrl.empty(); }
 };
 
 eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, uint32_t ports,
@@ -451,6 +458,7 @@ void eth_switch::flush_port(uint32_t p) {
             update_pfc(pk.in_port, pk.prio);
             ++op.ps.link_down_drops;
             op.q[k].pop_front();
+            --op.queued;
         }
         op.sched->drained(k);
     }
@@ -466,6 +474,7 @@ uint64_t eth_switch::flush_queue(uint32_t p, uint32_t k) {
         m_buf.dequeue(pk.in_port, p, k, pk.bytes);
         update_pfc(pk.in_port, pk.prio);
         op.q[k].pop_front();
+        --op.queued;
         ++n;
     }
     if (n > 0) {
@@ -744,7 +753,16 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
 // in closed form: tlm/ethernet/README.md), so the switch wakes once per arrival instant.
 void eth_switch::arrive(uint32_t in, eth_frame&& f, const sc_core::sc_time& at) {
     const bool earliest = m_arrivals.empty() || at < m_arrivals.front().at;
-    m_arrivals.push_back({at, in, m_arrival_seq++, std::move(f)});
+    uint32_t slot;
+    if (m_free_arrival_slots.empty()) {
+        slot = static_cast<uint32_t>(m_arrival_frames.size());
+        m_arrival_frames.push_back(std::move(f));
+    } else {
+        slot = m_free_arrival_slots.back();
+        m_free_arrival_slots.pop_back();
+        m_arrival_frames[slot] = std::move(f);
+    }
+    m_arrivals.push_back({at, in, slot, m_arrival_seq++});
     std::push_heap(m_arrivals.begin(), m_arrivals.end(), arrives_later<arrival>);
     if (earliest) {
         m_arrival_event.notify(at - hw::sim_now());  // the earliest pending wins
@@ -758,11 +776,10 @@ void eth_switch::process_arrivals() {
     }
     while (!m_arrivals.empty() && m_arrivals.front().at <= now) {
         std::pop_heap(m_arrivals.begin(), m_arrivals.end(), arrives_later<arrival>);
-        arrival& a = m_arrivals.back();
-        const uint32_t in = a.port;
-        eth_frame f = std::move(a.f);
+        const arrival a = m_arrivals.back();
         m_arrivals.pop_back();
-        receive(in, std::move(f));
+        receive(a.port, std::move(m_arrival_frames[a.slot]));
+        m_free_arrival_slots.push_back(a.slot);
     }
     if (!m_arrivals.empty()) {
         m_arrival_event.notify(m_arrivals.front().at - now);
@@ -834,13 +851,15 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     // Rewrite: next hop's MAC, our port's MAC, TTL - 1; ICRC masks TTL, ECN and checksum.
     std::copy(op.neighbor.begin(), op.neighbor.end(), f.data.begin());
     std::copy(op.mac.begin(), op.mac.end(), f.data.begin() + 6);
+    const uint16_t tos_word = be16(iph);      // version, IHL, DSCP, ECN
+    const uint16_t ttl_word = be16(iph + 8);  // TTL, protocol
     --iph[8];
     // RED marking of ECT frames on the egress queue length found at enqueue (or at dequeue,
     // in pull()).
     if (!m_mark_at_dequeue) {
         red_mark(iph, out, prio, eq.ecn_marks);
     }
-    set_ipv4_checksum(iph);
+    update_ipv4_checksum(iph, tos_word, ttl_word);
 
     // Accounting.
     occupancy_changed(eq, m_buf.at(out, prio).egress_bytes);
@@ -867,6 +886,7 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     pk.f = std::move(f);
     const sc_core::sc_time ready_at = pk.ready_at;
     op.q[prio].push_back(std::move(pk));
+    ++op.queued;
     if (!op.mac_busy && ready_at < op.mac_retry) {
         // The egress wakes when this frame may leave (earlier pending wins). Not needed while
         // its MAC sends a frame with more queued behind it (it pulls at that frame's end) or
@@ -959,6 +979,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     const uint32_t k = op.sched->pick(eligible, backlogged, head_bytes);
     packet pk = std::move(op.q[k].front());
     op.q[k].pop_front();
+    --op.queued;
     if (op.q[k].empty()) {
         op.sched->drained(k);
         if (m_check_ns > 0) {
