@@ -7,6 +7,7 @@
 
 #include "hw/common/numeric.h"
 #include "hw/common/short_wait.h"
+#include "hw/common/sim_now.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/roce/protocol.h"
 #include "tlm/ethernet/vlan.h"
@@ -182,6 +183,25 @@ double jitter_offset(const std::mt19937_64& rng, double jitter_ps, uint64_t n) {
     return std::floor(u * (jitter_ps + 1));
 }
 
+// `ps` whole picoseconds (a whole number, as std::round and std::floor give it) as a time:
+// what sc_time(ps, SC_PS) gives, without its library call per frame. 1 ps scaled by the
+// kernel's inline multiply is the same expression (value x scale + 0.5, truncated) for any time
+// resolution that divides 1 ps (SystemC's are powers of ten); a coarser one takes the library.
+sc_core::sc_time whole_ps(double ps) {
+    static const sc_core::sc_time one(1, sc_core::SC_PS);  // first used after elaboration
+    if (one.value() == 0) {
+        return sc_core::sc_time(ps, sc_core::SC_PS);
+    }
+    sc_core::sc_time t = one;
+    t *= ps;
+    return t;
+}
+
+const sc_core::sc_time& max_time() {
+    static const sc_core::sc_time& t = sc_core::sc_max_time();  // a library call each time
+    return t;
+}
+
 // Seed offsets of the fault streams: direction 1's and faults.ecn_mark's (xor'ed into faults.seed).
 constexpr uint64_t DIR1_SEED = 0xD1D1'0000'0000'0001ull;
 constexpr uint64_t ECN_SEED = 0xEC4E'0000'0000'0000ull;
@@ -317,7 +337,7 @@ void eth_link::queue_pause(int side, uint8_t changed) {
 }
 
 uint8_t eth_link::paused(int side) const {
-    return paused_at(side, sc_core::sc_time_stamp());
+    return paused_at(side, hw::sim_now());
 }
 
 uint8_t eth_link::paused_at(int side, const sc_core::sc_time& now) const {
@@ -374,9 +394,9 @@ void eth_link::serializer_method(int side) {
         case tx_state::woken:
             // Idle after a frame, woken by something queued: the next frame starts when the
             // wire is free, as if the MAC had woken there.
-            if (sc_core::sc_time_stamp() < mac.free_at) {
+            if (hw::sim_now() < mac.free_at) {
                 mac.state = tx_state::end;
-                sc_core::next_trigger(mac.free_at - sc_core::sc_time_stamp());
+                sc_core::next_trigger(mac.free_at - hw::sim_now());
                 return;
             }
             [[fallthrough]];
@@ -385,8 +405,7 @@ void eth_link::serializer_method(int side) {
             mac.state = tx_state::choose;
             break;
         case tx_state::sleeping:
-            if (sc_core::timed_out() && sc_core::sc_time_stamp() < mac.sleep_until &&
-                !woken_by_events(side)) {
+            if (sc_core::timed_out() && hw::sim_now() < mac.sleep_until && !woken_by_events(side)) {
                 sleep(side);  // a step of the sleep ended, nothing else happened
                 return;
             }
@@ -404,7 +423,7 @@ bool eth_link::choose(int side) {
     auto& fifo = *m_tx[side];
     auto& ctrl = *m_ctrl_tx[side];
     tx_mac& mac = m_mac_tx[side];
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
     const bool refresh_due = m_xoff[side] != 0 && now >= m_next_refresh[side];
     if (mac.settle.queued() || m_ctrl_pending[side] || refresh_due || !ctrl.empty() ||
         (m_source[side] != nullptr ? m_source[side]->holds_frames() : !fifo.empty())) {
@@ -440,7 +459,7 @@ bool eth_link::choose(int side) {
     }
     const uint8_t paused_now = paused(side);
     m_paused[side] = paused_now != 0;
-    sc_core::sc_time retry = sc_core::sc_max_time();
+    sc_core::sc_time retry = max_time();
     bool have = false;
     // The control queue first (strict priority over data: CM MADs, ARP and CNPs are
     // small and rare, so they cannot starve data; a data FIFO kept full cannot starve
@@ -470,9 +489,8 @@ bool eth_link::choose(int side) {
             if (f.complete > now) {
                 // Cut-through (eth_frame::complete): start once the rest of the frame
                 // comes in faster than the wire takes it.
-                const sc_core::sc_time need(
-                    std::round(static_cast<double>(8 + f.data.size()) * m_ps_per_byte),
-                    sc_core::SC_PS);
+                const sc_core::sc_time need =
+                    whole_ps(std::round(static_cast<double>(8 + f.data.size()) * m_ps_per_byte));
                 if (f.complete > now + need) {
                     mac.state = tx_state::start;
                     sc_core::next_trigger(f.complete - need - now);
@@ -511,22 +529,29 @@ bool eth_link::woken_by_events(int side) const {
            m_ctrl_event[side].triggered();
 }
 
+const sc_core::sc_event_or_list& eth_link::wake_events(int side) {
+    sc_core::sc_event_or_list& l = m_wake_events[side];
+    if (l.empty()) {
+        // Built at the first sleep (the source is set before the simulation starts) and kept:
+        // `a | b | c` would allocate a list and grow its vector at every sleep.
+        l |= m_source[side] != nullptr ? m_source[side]->data_event() : m_tx[side]->written_event();
+        l |= m_ctrl_tx[side]->written_event();
+        l |= m_ctrl_event[side];
+    }
+    return l;
+}
+
 void eth_link::sleep(int side) {
     tx_mac& mac = m_mac_tx[side];
-    const sc_core::sc_event& data =
-        m_source[side] != nullptr ? m_source[side]->data_event() : m_tx[side]->written_event();
-    const sc_core::sc_event& ctrl = m_ctrl_tx[side]->written_event();
-    // (The event list is a temporary of each call: the kernel keeps it until it fires.)
-    if (mac.sleep_until == sc_core::sc_max_time()) {
+    if (mac.sleep_until == max_time()) {
         mac.state = tx_state::choose;
-        sc_core::next_trigger(data | ctrl | m_ctrl_event[side]);
+        sc_core::next_trigger(wake_events(side));
     } else {
         // A pause's expiry or a refresh can be hundreds of microseconds ahead and is usually cut
         // short by a queued frame: in short steps (hw/common/short_wait.h), so the timed-event
         // queue does not keep the cut-short entries.
         mac.state = tx_state::sleeping;
-        sc_core::next_trigger(hw::short_wait_until(mac.sleep_until),
-                              data | ctrl | m_ctrl_event[side]);
+        sc_core::next_trigger(hw::short_wait_until(mac.sleep_until), wake_events(side));
     }
 }
 
@@ -535,7 +560,8 @@ void eth_link::start_frame(int side) {
     auto& ctrl = *m_ctrl_tx[side];
     tx_mac& mac = m_mac_tx[side];
     eth_frame& f = mac.frame;
-    f.tx_start = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
+    f.tx_start = now;
     if (m_tx_observer[side]) {
         m_tx_observer[side](f);
     }
@@ -543,22 +569,21 @@ void eth_link::start_frame(int side) {
         mark_ecn(side, f);  // before the capture: wire.pcap shows the CE mark
     }
     const uint64_t wire = eth_wire_bytes(f.data.size());
-    sc_core::sc_time dur;
+    double dur_ps;
     if (m_fs_per_byte[side] == 0) {
-        dur =
-            sc_core::sc_time(std::round(static_cast<double>(wire) * m_ps_per_byte), sc_core::SC_PS);
+        dur_ps = std::round(static_cast<double>(wire) * m_ps_per_byte);
     } else {
         // The MAC's own bit time (set_clock): whole picoseconds, the fraction carried.
         const double fs = static_cast<double>(wire) * m_fs_per_byte[side] + m_carry_fs[side];
-        const double ps = std::floor(fs / 1000.0);
-        m_carry_fs[side] = fs - ps * 1000.0;
-        dur = sc_core::sc_time(ps, sc_core::SC_PS);
+        dur_ps = std::floor(fs / 1000.0);
+        m_carry_fs[side] = fs - dur_ps * 1000.0;
     }
+    sc_core::sc_time dur = whole_ps(dur_ps);
     auto& st = m_stats[side];
     ++st.frames;
     st.bytes += f.data.size();
     st.wire_bytes += wire;
-    st.busy_ps += static_cast<uint64_t>(dur.to_seconds() * 1e12 + 0.5);
+    st.busy_ps += static_cast<uint64_t>(dur_ps);  // whole ps, what dur holds
     if (m_capture) {
         m_capture(side, f);
     }
@@ -579,8 +604,7 @@ void eth_link::start_frame(int side) {
         m_fs_per_byte[side] == 0
             ? std::round(static_cast<double>(in_bytes) * m_ps_per_byte)
             : std::floor(static_cast<double>(in_bytes) * m_fs_per_byte[side] / 1000.0);
-    const sc_core::sc_time arrive =
-        f.tx_start + sc_core::sc_time(in_ps, sc_core::SC_PS) + m_propagation;
+    const sc_core::sc_time arrive = f.tx_start + whole_ps(in_ps) + m_propagation;
     if (m_ctx.tracer != nullptr) {
         m_wire_slices[side].slice(*m_ctx.tracer, m_track[side].c_str(), "wire", f.flow_id,
                                   f.tx_start, arrive);
@@ -604,11 +628,9 @@ void eth_link::start_frame(int side) {
         // something is queued (or a pause frame is due, or one arrives), and then waits out
         // what is left of this frame: the next frame starts when the wire is free, as if it
         // had woken there. (With waves on it wakes at the end, which clears dir<s>.busy.)
-        mac.free_at = sc_core::sc_time_stamp() + dur;
-        const sc_core::sc_event& data =
-            m_source[side] != nullptr ? m_source[side]->data_event() : fifo.written_event();
+        mac.free_at = now + dur;
         mac.state = tx_state::woken;
-        sc_core::next_trigger(data | ctrl.written_event() | m_ctrl_event[side]);
+        sc_core::next_trigger(wake_events(side));
     } else {
         mac.state = tx_state::end;
         sc_core::next_trigger(dur);
@@ -741,7 +763,7 @@ void eth_link::hand_over(int side, eth_frame&& f, const sc_core::sc_time& at) {
     }
     q.emplace(pos, at, std::move(f));
     if (earliest) {
-        m_in_flight_event[side].notify(at - sc_core::sc_time_stamp());
+        m_in_flight_event[side].notify(at - hw::sim_now());
     }
 }
 
@@ -759,7 +781,7 @@ void eth_link::inject(int from_side, const sc_core::sc_time& arrive, eth_frame&&
 void eth_link::delivery_method(int side) {
     auto& q = m_in_flight[side];
     size_t& head = m_in_flight_head[side];
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
     while (head < q.size() && q[head].first <= now) {
         eth_frame f = std::move(q[head].second);
         ++head;

@@ -277,6 +277,9 @@ private:
     // or mac.sleep_until (a pause expiring, a refresh due, a queued frame becoming eligible).
     bool woken_by_events(int side) const;  // sleep's events notified in this delta
     void sleep(int side);
+    // What ends a sleep: the data FIFO's (or the source's) data event, the control queue's,
+    // m_ctrl_event: one list per side, kept.
+    const sc_core::sc_event_or_list& wake_events(int side);
     // Method: delivers the frames of m_in_flight[side] due now, then sleeps until the next one.
     void delivery_method(int side);
     // Applies the fault model to a frame leaving side `side`; queues 0, 1 or 2 deliveries.
@@ -355,6 +358,7 @@ private:
         sc_core::sc_time sleep_until;  // sleeping with nothing to send: until then at most
     };
     tx_mac m_mac_tx[2];
+    sc_core::sc_event_or_list m_wake_events[2];  // wake_events()
     bool m_remote[2] = {false, false};
     bool m_remote_cut_through[2] = {false, false};
     std::vector<outgoing> m_outbox;

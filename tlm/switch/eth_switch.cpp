@@ -9,6 +9,7 @@
 
 #include "hw/common/numeric.h"
 #include "hw/common/short_wait.h"
+#include "hw/common/sim_now.h"
 #include "hw/roce/protocol.h"
 #include "hw/roce/telemetry.h"
 #include "tlm/ethernet/vlan.h"
@@ -41,8 +42,83 @@ void set_ipv4_checksum(uint8_t* ip) {
     ip[11] = static_cast<uint8_t>(c);
 }
 
+// The checksum of a header whose checksum was right, after its words 0 (TOS) and 4 (TTL)
+// changed from `old0` and `old4` (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')): what a new
+// computation gives (set_ipv4_checksum), both the one representative in 1 .. 0xFFFF of the
+// header's ones' complement sum (never zero: the version field is not), complemented.
+void update_ipv4_checksum(uint8_t* ip, uint16_t old0, uint16_t old4) {
+    uint32_t sum = static_cast<uint16_t>(~be16(ip + 10));
+    sum += static_cast<uint16_t>(~old0) + be16(ip);
+    sum += static_cast<uint16_t>(~old4) + be16(ip + 8);
+    while ((sum >> 16) != 0) {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    const auto c = static_cast<uint16_t>(~sum);
+    ip[10] = static_cast<uint8_t>(c >> 8);
+    ip[11] = static_cast<uint8_t>(c);
+}
+
 sc_core::sc_time ps_time(double ps) {
     return sc_core::sc_time(std::round(ps), sc_core::SC_PS);
+}
+
+// t.to_seconds() without its library call (twice per forwarded frame): the kernel's own
+// expression, the value times the time resolution in fs times 1e-15 in that order, with the
+// resolution (a power of ten in fs) read once.
+double seconds_of(const sc_core::sc_time& t) {
+    static const double res_fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
+    return static_cast<double>(t.value()) * res_fs * 1e-15;
+}
+
+const sc_core::sc_time& max_time() {
+    static const sc_core::sc_time& t = sc_core::sc_max_time();  // a library call each time
+    return t;
+}
+
+// A FIFO that keeps its storage: a ring of a power-of-two size, doubled when full. An egress
+// queue passes millions of frames; std::deque allocated and freed a block every few of them.
+template <class T>
+class ring_fifo {
+public:
+    bool empty() const { return m_size == 0; }
+    size_t size() const { return m_size; }
+    T& front() { return m_slots[m_head]; }
+    const T& front() const { return m_slots[m_head]; }
+    const T& operator[](size_t i) const { return m_slots[(m_head + i) & (m_slots.size() - 1)]; }
+    void push_back(T&& v) {
+        if (m_size == m_slots.size()) {
+            grow();
+        }
+        m_slots[(m_head + m_size) & (m_slots.size() - 1)] = std::move(v);
+        ++m_size;
+    }
+    void pop_front() {
+        m_slots[m_head] = T{};  // what the element still holds is released now, as a deque does
+        m_head = (m_head + 1) & (m_slots.size() - 1);
+        --m_size;
+    }
+
+private:
+    void grow() {
+        std::vector<T> next(std::max<size_t>(8, m_slots.size() * 2));
+        for (size_t i = 0; i < m_size; ++i) {
+            next[i] = std::move(m_slots[(m_head + i) & (m_slots.size() - 1)]);
+        }
+        m_slots = std::move(next);
+        m_head = 0;
+    }
+    std::vector<T> m_slots;
+    size_t m_head = 0;
+    size_t m_size = 0;
+};
+
+// m_arrivals' heap order: `a` comes after `b`.
+template <class A>
+bool arrives_later(const A& a, const A& b) {
+    if (a.at != b.at) {
+        return a.at > b.at;
+    }
+    return a.port != b.port ? a.port > b.port : a.seq > b.seq;
 }
 
 }  // namespace
@@ -80,10 +156,12 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::array<sc_core::sc_time, SWITCH_PRIORITIES> storm_ended{};  // last storm's end
     // ARP replies (ready time, frame): sent ahead of the queues once ready, never paused.
     std::deque<std::pair<sc_core::sc_time, eth_frame>> ctrl;
-    std::array<std::deque<packet>, SWITCH_PRIORITIES> q;
+    std::array<ring_fifo<packet>, SWITCH_PRIORITIES> q;
+    size_t queued = 0;  // frames in q, all priorities
     std::array<queue_stats, SWITCH_PRIORITIES> qs{};
     std::unique_ptr<egress_scheduler> sched;  // between the priorities (switch_config.scheduler)
     port_stats ps{};
+    hw::stage_slicer slices;  // its "switch" slices in the WQE timeline
     sc_core::sc_event data;
     // What the link's MAC does until its next pull (set by pull()): busy with a frame and
     // pulling again at its end (frames are still queued), or else sleeping until mac_retry
@@ -109,17 +187,7 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     // With nothing queued a pull changes nothing (no frame, and no paused queue is followed:
     // a followed queue holds frames) but for applying route epochs that are due.
     bool wants_idle_pulls() const override { return sw->m_next_epoch < sw->m_epochs.size(); }
-    bool holds_frames() const override {
-        if (!ctrl.empty()) {
-            return true;
-        }
-        for (const auto& k : q) {
-            if (!k.empty()) {
-                return true;
-            }
-        }
-        return false;
-    }
+    bool holds_frames() const override { return queued != 0 || !ctrl.empty(); }
 };
 
 eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, uint32_t ports,
@@ -130,6 +198,7 @@ eth_switch::eth_switch(sc_core::sc_module_name name, const switch_config& cfg, u
     , m_buf(cfg, ports)
     , m_rng(splitmix64(cfg.seed))
     , m_mark_at_dequeue(cfg.ecn_mark_at == "dequeue") {
+    m_pipeline = sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS);
     for (const char* c = this->name(); *c != 0; ++c) {
         m_salt = (m_salt ^ static_cast<uint8_t>(*c)) * 0x100000001B3ull;  // FNV-1a
     }
@@ -397,6 +466,7 @@ void eth_switch::flush_port(uint32_t p) {
             update_pfc(pk.in_port, pk.prio);
             ++op.ps.link_down_drops;
             op.q[k].pop_front();
+            --op.queued;
         }
         op.sched->drained(k);
     }
@@ -412,6 +482,7 @@ uint64_t eth_switch::flush_queue(uint32_t p, uint32_t k) {
         m_buf.dequeue(pk.in_port, p, k, pk.bytes);
         update_pfc(pk.in_port, pk.prio);
         op.q[k].pop_front();
+        --op.queued;
         ++n;
     }
     if (n > 0) {
@@ -441,8 +512,9 @@ bool eth_switch::queue_stuck(uint32_t p, uint32_t k) const {
 }
 
 bool eth_switch::holds_from(uint32_t p, uint32_t k, uint32_t in_port) const {
-    for (const packet& pk : m_ports.at(p)->q.at(k)) {
-        if (pk.in_port == in_port) {
+    const ring_fifo<packet>& q = m_ports.at(p)->q.at(k);
+    for (size_t i = 0; i < q.size(); ++i) {
+        if (q[i].in_port == in_port) {
             return true;
         }
     }
@@ -646,8 +718,8 @@ void eth_switch::stamp_telemetry(port_state& op, uint32_t out, std::vector<uint8
 }
 
 void eth_switch::occupancy_changed(queue_stats& q, uint64_t old_bytes) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    q.byte_ps += static_cast<double>(old_bytes) * ((now - q.last_change).to_seconds() * 1e12);
+    const sc_core::sc_time now = hw::sim_now();
+    q.byte_ps += static_cast<double>(old_bytes) * (seconds_of(now - q.last_change) * 1e12);
     q.last_change = now;
 }
 
@@ -677,7 +749,7 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
     std::copy(a + 8, a + 18, o + 18);   // target MAC + IP: the requester's
     r.flow_id = f.flow_id;
     ++pt.ps.arp_replies;
-    const sc_core::sc_time delay(m_cfg.pipeline_ns, sc_core::SC_NS);
+    const sc_core::sc_time delay = m_pipeline;
     pt.ctrl.emplace_back(sc_core::sc_time_stamp() + delay, std::move(r));
     pt.data.notify(delay);
 }
@@ -688,30 +760,43 @@ void eth_switch::answer_arp(uint32_t in, const eth_frame& f) {
 // links hand frames over when they start on the wire, with their arrival time (computed then
 // in closed form: tlm/ethernet/README.md), so the switch wakes once per arrival instant.
 void eth_switch::arrive(uint32_t in, eth_frame&& f, const sc_core::sc_time& at) {
-    const bool earliest = m_arrivals.empty() || at < m_arrivals.begin()->first.first;
-    m_arrivals.emplace(std::make_pair(at, in), std::move(f));
+    const bool earliest = m_arrivals.empty() || at < m_arrivals.front().at;
+    uint32_t slot;
+    if (m_free_arrival_slots.empty()) {
+        slot = static_cast<uint32_t>(m_arrival_frames.size());
+        m_arrival_frames.push_back(std::move(f));
+    } else {
+        slot = m_free_arrival_slots.back();
+        m_free_arrival_slots.pop_back();
+        m_arrival_frames[slot] = std::move(f);
+    }
+    m_arrivals.push_back({at, in, slot, m_arrival_seq++});
+    std::push_heap(m_arrivals.begin(), m_arrivals.end(), arrives_later<arrival>);
     if (earliest) {
-        m_arrival_event.notify(at - sc_core::sc_time_stamp());  // the earliest pending wins
+        m_arrival_event.notify(at - hw::sim_now());  // the earliest pending wins
     }
 }
 
 void eth_switch::process_arrivals() {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
     if (m_next_epoch < m_epochs.size()) {
         apply_epochs(now);
     }
-    while (!m_arrivals.empty() && m_arrivals.begin()->first.first <= now) {
-        auto node = m_arrivals.extract(m_arrivals.begin());
-        receive(node.key().second, std::move(node.mapped()));
+    while (!m_arrivals.empty() && m_arrivals.front().at <= now) {
+        std::pop_heap(m_arrivals.begin(), m_arrivals.end(), arrives_later<arrival>);
+        const arrival a = m_arrivals.back();
+        m_arrivals.pop_back();
+        receive(a.port, std::move(m_arrival_frames[a.slot]));
+        m_free_arrival_slots.push_back(a.slot);
     }
     if (!m_arrivals.empty()) {
-        m_arrival_event.notify(m_arrivals.begin()->first.first - now);
+        m_arrival_event.notify(m_arrivals.front().at - now);
     }
 }
 
 void eth_switch::receive(uint32_t in, eth_frame&& f) {
     port_state& ip = *m_ports[in];
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hw::sim_now();
     ++ip.ps.rx_frames;
     ip.ps.rx_bytes += f.data.size();
     auto drop_bad = [&]() {
@@ -774,13 +859,15 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     // Rewrite: next hop's MAC, our port's MAC, TTL - 1; ICRC masks TTL, ECN and checksum.
     std::copy(op.neighbor.begin(), op.neighbor.end(), f.data.begin());
     std::copy(op.mac.begin(), op.mac.end(), f.data.begin() + 6);
+    const uint16_t tos_word = be16(iph);      // version, IHL, DSCP, ECN
+    const uint16_t ttl_word = be16(iph + 8);  // TTL, protocol
     --iph[8];
     // RED marking of ECT frames on the egress queue length found at enqueue (or at dequeue,
     // in pull()).
     if (!m_mark_at_dequeue) {
         red_mark(iph, out, prio, eq.ecn_marks);
     }
-    set_ipv4_checksum(iph);
+    update_ipv4_checksum(iph, tos_word, ttl_word);
 
     // Accounting.
     occupancy_changed(eq, m_buf.at(out, prio).egress_bytes);
@@ -803,10 +890,11 @@ void eth_switch::receive(uint32_t in, eth_frame&& f) {
     pk.prio = prio;
     pk.bytes = bytes;
     pk.arrived = now;
-    pk.ready_at = start + sc_core::sc_time(m_cfg.pipeline_ns, sc_core::SC_NS);
+    pk.ready_at = start + m_pipeline;
     pk.f = std::move(f);
     const sc_core::sc_time ready_at = pk.ready_at;
     op.q[prio].push_back(std::move(pk));
+    ++op.queued;
     if (!op.mac_busy && ready_at < op.mac_retry) {
         // The egress wakes when this frame may leave (earlier pending wins). Not needed while
         // its MAC sends a frame with more queued behind it (it pulls at that frame's end) or
@@ -830,8 +918,8 @@ void eth_switch::update_pfc(uint32_t in, uint32_t prio) {
 
 bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_time& retry_at) {
     port_state& op = *m_ports[o];
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    retry_at = sc_core::sc_max_time();
+    const sc_core::sc_time now = hw::sim_now();
+    retry_at = max_time();
     if (m_next_epoch < m_epochs.size()) {
         apply_epochs(now);
     }
@@ -842,7 +930,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
             ++op.ps.tx_frames;
             op.ps.tx_bytes += out.data.size();
             op.mac_busy = op.holds_frames();
-            op.mac_retry = sc_core::sc_max_time();
+            op.mac_retry = max_time();
             return true;
         }
         retry_at = op.ctrl.front().first;
@@ -899,6 +987,7 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     const uint32_t k = op.sched->pick(eligible, backlogged, head_bytes);
     packet pk = std::move(op.q[k].front());
     op.q[k].pop_front();
+    --op.queued;
     if (op.q[k].empty()) {
         op.sched->drained(k);
         if (m_check_ns > 0) {
@@ -932,14 +1021,14 @@ bool eth_switch::pull(uint32_t o, uint8_t paused, eth_frame& out, sc_core::sc_ti
     op.ps.tx_bytes += pk.bytes;
     if (m_ctx.tracer != nullptr) {
         // The hop through the switch: from the ingress link's hand-over to the egress wire.
-        m_ctx.tracer->slice(op.track, "switch", pk.f.flow_id, pk.arrived, now);
+        op.slices.slice(*m_ctx.tracer, op.track.c_str(), "switch", pk.f.flow_id, pk.arrived, now);
     }
     out = std::move(pk.f);
     out.priority = static_cast<uint8_t>(k);
     // With frames still queued the MAC pulls again at this frame's end whatever comes (with
     // none it may sleep until one is queued: tlm/ethernet eth_link's idle MAC).
     op.mac_busy = op.holds_frames();
-    op.mac_retry = sc_core::sc_max_time();
+    op.mac_retry = max_time();
     return true;
 }
 

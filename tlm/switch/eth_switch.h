@@ -167,10 +167,23 @@ private:
     uint64_t m_rng;
     bool m_mark_at_dequeue;                   // ecn_mark_at "dequeue"
     uint64_t m_salt = 0xCBF29CE484222325ull;  // FNV-1a of the switch's name (ECMP hash)
-    // Frames on their way in, by (arrival time, ingress port), FIFO on ties.
-    std::multimap<std::pair<sc_core::sc_time, uint32_t>, eth_frame> m_arrivals;
-    double m_check_ns = 0;  // the earlier of the watchdog's detection and the deadlock time
-    bool m_wd_drop = true;  // pfc_watchdog.action "drop" (else "forward")
+    // Frames on their way in, taken earliest first, ties in ingress port order, each port's in
+    // hand-over order: a heap of small keys (arrival time, ingress port, hand-over number) over
+    // the frames, which stay in slots of their own (kept, with a list of the free ones): an
+    // arrival allocates nothing and the heap moves no frame.
+    struct arrival {
+        sc_core::sc_time at;
+        uint32_t port = 0;
+        uint32_t slot = 0;  // in m_arrival_frames
+        uint64_t seq = 0;
+    };
+    std::vector<arrival> m_arrivals;
+    std::vector<eth_frame> m_arrival_frames;
+    std::vector<uint32_t> m_free_arrival_slots;
+    uint64_t m_arrival_seq = 0;
+    sc_core::sc_time m_pipeline;  // pipeline_ns
+    double m_check_ns = 0;        // the earlier of the watchdog's detection and the deadlock time
+    bool m_wd_drop = true;        // pfc_watchdog.action "drop" (else "forward")
     sc_core::sc_event m_pause_check;
     sc_core::sc_time m_pause_due = sc_core::sc_max_time();  // the check's time (the event steps)
     std::function<void()> m_stuck_observer;
