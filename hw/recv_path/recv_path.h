@@ -18,6 +18,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/context/context.h"
@@ -185,7 +186,7 @@ private:
     struct lane_port {
         uint64_t waiting = 0;  // bit i: lane i (bit lanes: the ACK timer thread) waits
         uint32_t last = 0;     // the one served last
-        sc_core::sc_event turn;
+        quick_event turn;
     };
     void take_turn(lane_port& port, const std::function<bool()>& full,
                    const sc_core::sc_event* freed);
@@ -282,7 +283,7 @@ private:
         std::unique_ptr<channel<fabric::eth_frame>> own_fifo;  // lanes 1..N-1
         std::deque<sc_core::sc_time> parsed;  // parse_pipelined: each queued frame's parse end
         std::deque<std::pair<uint32_t, sc_core::sc_time>> flushes;  // (qpn, not before)
-        sc_core::sc_event flush_event;
+        quick_event flush_event;
         const sc_core::sc_process_b* process = nullptr;
         std::string track;            // trace.json track (lanes > 0: "<block>.lane<i>")
         stage_slicer receive_slices;  // its "receive" and "rx_dma" slices
@@ -308,7 +309,7 @@ private:
         sc_core::sc_time handoff_parse_wait;
         sc_core::sc_time handoff_parse_wait_end;
         sc_core::sc_time handoff_parse_entry;  // parse_pipelined: its entry in `parsed`
-        sc_core::sc_event handoff_event;
+        quick_event handoff_event;
         // What an idle lane waits on (its FIFO written, a flush, a hand-off): built once, not an
         // allocated temporary per wait.
         sc_core::sc_event_or_list wake;
@@ -316,7 +317,7 @@ private:
     std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
     // An SRQ is taken from by one lane at a time (its consumer index and read-ahead).
     std::vector<bool> m_srq_busy;
-    sc_core::sc_event m_srq_free;
+    quick_event m_srq_free;
     channel<fabric::eth_frame> m_fifo;
     fabric::eth_link* m_link = nullptr;
     int m_link_side = 0;
@@ -350,7 +351,7 @@ private:
     // a QP's own RQ takes the QP to ERROR.
     void receive_queue_failed(uint32_t qpn, qp_context& qp, srq_context* srq);
     std::deque<std::pair<sc_core::sc_time, uint32_t>> m_ack_timers;  // (deadline, qpn), in order
-    sc_core::sc_event m_ack_timer_event;
+    quick_event m_ack_timer_event;
     stats m_stats;
     context_cache* m_cache = nullptr;
     gsi* m_gsi = nullptr;

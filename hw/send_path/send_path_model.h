@@ -13,6 +13,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/send_path/send_path_if.h"
@@ -114,7 +115,7 @@ private:
     send_path_inputs m_in;
     beat_observer m_observer;
     stats m_stats;
-    sc_core::sc_event m_reset_event;
+    quick_event m_reset_event;
     uint64_t m_reset_gen = 0;
     uint64_t m_reset_edge = 0;  // first edge after the last reset's release
 
@@ -154,11 +155,11 @@ private:
         m_ring_head = m_ring_head + 1 == m_ring.size() ? 0 : m_ring_head + 1;
         --m_pending;
     }
-    sc_core::sc_event m_pending_event;  // complete_method: the front's next step is due
-    bool m_at_top = true;               // the thread waits for the next descriptor
-    bool m_idle = true;                 // traced: no message in progress
-    uint64_t m_frames_out = 0;          // traced
-    stage_slicer m_slices;              // the trace's stage: the packet's opcode
+    quick_event m_pending_event;  // complete_method: the front's next step is due
+    bool m_at_top = true;         // the thread waits for the next descriptor
+    bool m_idle = true;           // traced: no message in progress
+    uint64_t m_frames_out = 0;    // traced
+    stage_slicer m_slices;        // the trace's stage: the packet's opcode
 };
 
 }  // namespace rnic::hw
