@@ -125,8 +125,8 @@ private:
         bool copying = false;  // inside a descriptor's copy (strict priority, see arbiter)
         quick_event wake;
         quick_event grant;
-        std::vector<std::vector<uint8_t>> buffers;
-        uint32_t state_trace = 0;  // traced: run_state
+        std::vector<std::vector<uint8_t>> buffers;  // made at the first copy
+        uint32_t state_trace = 0;                   // traced: run_state
     };
     struct piece {
         uint64_t src;
