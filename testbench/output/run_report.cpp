@@ -70,9 +70,9 @@ std::string binding_resource(const nlohmann::json& utilization, double* fraction
 namespace {
 // stats.json without "blocks" (a null in its place): write_run_outputs writes the blocks'
 // counters into the text without copying them into the object.
-nlohmann::json stats_json_but_blocks(const scenario::run_result& r) {
+nlohmann::json stats_json_but_blocks(const scenario::run_result& r, nlohmann::json utilization) {
     nlohmann::json j;
-    j["utilization"] = make_utilization(r);
+    j["utilization"] = std::move(utilization);
     j["blocks"] = nullptr;
     j["summary"] = {
         {"messages", r.messages},
@@ -126,7 +126,7 @@ std::string to_file_text_with(const nlohmann::json& j, const std::string& key,
 }  // namespace
 
 nlohmann::json make_stats_json(const scenario::run_result& r) {
-    nlohmann::json j = stats_json_but_blocks(r);
+    nlohmann::json j = stats_json_but_blocks(r, make_utilization(r));
     j["blocks"] = r.blocks;
     return j;
 }
@@ -188,7 +188,11 @@ const char* test_name(scenario::operation op) {
 }
 }  // namespace
 
-std::string make_summary(const scenario::scenario_config& cfg, const scenario::run_result& r) {
+namespace {
+// summary.txt from the run's utilization (make_utilization) and, on a fabric, its "fabric"
+// object (make_fabric_json): write_run_outputs computes them once for both files.
+std::string summary_of(const scenario::scenario_config& cfg, const scenario::run_result& r,
+                       const nlohmann::json& utilization, const nlohmann::json& fabric) {
     const auto& w = cfg.workload;
     const std::string rule(87, '-');
     std::string s;
@@ -226,7 +230,7 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
                      r.packets);
     {
         double f = 0;
-        const std::string b = binding_resource(make_utilization(r), &f);
+        const std::string b = binding_resource(utilization, &f);
         // Below 80% nothing in the NIC, its PCIe link or the wire was saturated: the host's
         // posting or the round trip (latency, window) set the rate.
         if (!b.empty() && f >= 0.8) {
@@ -240,7 +244,7 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
     }
     if (has_fabric_outputs(cfg, r)) {
         // Fabric runs: the table above sums every flow; flows.csv has each one.
-        const nlohmann::json f = make_fabric_json(cfg, r);
+        const nlohmann::json& f = fabric;
         s += fmt::format(" {:<16}: {} topology, {} nodes, {} switches, {} links\n", "Fabric",
                          cfg.topology.form, cfg.topology.nodes.size(), cfg.topology.switches.size(),
                          cfg.topology.links.size());
@@ -254,16 +258,25 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
     }
     return s;
 }
+}  // namespace
+
+std::string make_summary(const scenario::scenario_config& cfg, const scenario::run_result& r) {
+    return summary_of(cfg, r, make_utilization(r),
+                      has_fabric_outputs(cfg, r) ? make_fabric_json(cfg, r) : nlohmann::json());
+}
 
 std::string write_run_outputs(const output_dir& dir, const scenario::scenario_config& cfg,
                               const scenario::run_result& r) {
-    const std::string summary = make_summary(cfg, r);
+    const bool fabric = has_fabric_outputs(cfg, r);
+    nlohmann::json fabric_json = fabric ? make_fabric_json(cfg, r) : nlohmann::json();
+    nlohmann::json utilization = make_utilization(r);
+    const std::string summary = summary_of(cfg, r, utilization, fabric_json);
     // stats.json: r.blocks (most of it) goes into the text without a copy of it in `stats`.
-    nlohmann::json stats = stats_json_but_blocks(r);
-    if (has_fabric_outputs(cfg, r)) {
+    nlohmann::json stats = stats_json_but_blocks(r, std::move(utilization));
+    if (fabric) {
         // Fabric scenarios: per-flow results (today's single flow back to back keeps its
         // outputs as they were).
-        stats["fabric"] = make_fabric_json(cfg, r);
+        stats["fabric"] = std::move(fabric_json);
         dir.write("flows.csv", make_flows_csv(cfg, r));
     }
     dir.write("stats.json", to_file_text_with(stats, "blocks", r.blocks));
