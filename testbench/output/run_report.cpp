@@ -3,6 +3,8 @@
 #include "testbench/output/run_report.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -96,6 +98,68 @@ nlohmann::json stats_json_but_blocks(const scenario::run_result& r, nlohmann::js
     return j;
 }
 
+// Appends value.dump(2) as it would read nested `indent` spaces deep in a dump(2) (the
+// layout's line breaks followed by `indent` more spaces). Objects, arrays, integers and keys
+// without characters to escape are written here (nlohmann's dump of them goes through its
+// escaping byte by byte: 1 % of a 16-host run's instructions); any other value is its dump(2).
+void append_dump(std::string& out, const nlohmann::json& v, size_t indent) {
+    auto plain = [](const std::string& k) {
+        return std::all_of(k.begin(), k.end(), [](char c) {
+            const auto u = static_cast<unsigned char>(c);
+            return u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+        });
+    };
+    if (v.is_object() || v.is_array()) {
+        if (v.empty()) {
+            out += v.is_object() ? "{}" : "[]";
+            return;
+        }
+        out += v.is_object() ? "{\n" : "[\n";
+        bool first = true;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (!first) {
+                out += ",\n";
+            }
+            first = false;
+            out.append(indent + 2, ' ');
+            if (v.is_object()) {
+                if (plain(it.key())) {
+                    out += '"';
+                    out += it.key();
+                    out += '"';
+                } else {
+                    out += nlohmann::json(it.key()).dump();
+                }
+                out += ": ";
+            }
+            append_dump(out, *it, indent + 2);
+        }
+        out += '\n';
+        out.append(indent, ' ');
+        out += v.is_object() ? '}' : ']';
+        return;
+    }
+    if (v.is_number_unsigned() || v.is_number_integer()) {
+        char buf[24];
+        const auto r = v.is_number_unsigned()
+                           ? std::to_chars(buf, buf + sizeof buf, v.get<uint64_t>())
+                           : std::to_chars(buf, buf + sizeof buf, v.get<int64_t>());
+        out.append(buf, r.ptr);
+        return;
+    }
+    // A float, string, boolean, null (one line) or binary (laid out over lines by dump(2)).
+    const std::string d = v.dump(2);
+    for (size_t from = 0; from < d.size();) {
+        const size_t nl = d.find('\n', from);
+        if (nl == std::string::npos) {
+            out.append(d, from, std::string::npos);
+            break;
+        }
+        out.append(d, from, nl + 1 - from).append(indent, ' ');
+        from = nl + 1;
+    }
+}
+
 // to_file_text(j) with j's top-level member `key` (a null in j) set to `value`. A member of the
 // top-level object is dumped at one level of indent: the value's own dump with two spaces after
 // each line break (a JSON string holds no raw line break, so every one is the layout's).
@@ -107,19 +171,10 @@ std::string to_file_text_with(const nlohmann::json& j, const std::string& key,
     if (at == std::string::npos) {
         throw std::logic_error("to_file_text_with: no top-level null \"" + key + "\"");
     }
-    const std::string v = value.dump(2);
     std::string out;
-    out.reserve(text.size() + v.size() + v.size() / 8);
+    out.reserve(text.size() + 64 * 1024);
     out.append(text, 0, at + placeholder.size() - 4);  // up to the null
-    for (size_t from = 0; from < v.size();) {
-        const size_t nl = v.find('\n', from);
-        if (nl == std::string::npos) {
-            out.append(v, from, std::string::npos);
-            break;
-        }
-        out.append(v, from, nl + 1 - from).append("  ");
-        from = nl + 1;
-    }
+    append_dump(out, value, 2);
     out.append(text, at + placeholder.size(), std::string::npos);
     return out;
 }
