@@ -31,8 +31,9 @@ private:
 
     static name_buffer next_name() {
         name_buffer b{};
-        if (sc_core::sc_is_running())
+        if (sc_core::sc_is_running()) {
             return b;  // no name: the kernel names no running event
+        }
         static std::uint64_t count = 0;
         b.text[0] = 'q';
         b.text[1] = 'e';
