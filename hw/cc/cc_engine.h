@@ -18,6 +18,7 @@
 
 #include "hw/cc/cc_algorithm.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
 #include "hw/context_cache/context_cache.h"
@@ -99,7 +100,7 @@ private:
     uint64_t m_line;
     context_cache* m_cache = nullptr;
     std::deque<pending> m_queue;
-    sc_core::sc_event m_wake;
+    hw::quick_event m_wake;
     // The time stamp at which the engine last let its instant settle (engine_thread).
     sc_core::sc_time m_settled_at = sc_core::sc_max_time();
     std::set<std::pair<uint64_t, uint32_t>> m_timers;                 // (time ps, qpn)

@@ -11,6 +11,7 @@
 
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
 #include "hw/context/limits.h"
@@ -127,7 +128,7 @@ private:
     bool m_busy = false;  // traced
     bool m_fatal = false;
     sc_core::sc_time m_fatal_at = sc_core::SC_ZERO_TIME;  // 0: no scheduled fault
-    sc_core::sc_event m_fatal_event;
+    quick_event m_fatal_event;
 };
 
 }  // namespace rnic::hw

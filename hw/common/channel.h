@@ -10,6 +10,7 @@
 #include <systemc>
 
 #include "hw/common/instant_count.h"
+#include "hw/common/quick_event.h"
 
 namespace rnic::hw {
 
@@ -107,8 +108,8 @@ private:
     std::string m_name;
     size_t m_depth;
     std::deque<T> m_items;
-    sc_core::sc_event m_write_event;
-    sc_core::sc_event m_read_event;
+    quick_event m_write_event;
+    quick_event m_read_event;
     uint64_t m_total = 0;
     uint64_t m_full_waits = 0;
     instant_count m_pops_now;  // pops at the current instant

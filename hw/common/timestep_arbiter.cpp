@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 
+#include "hw/common/quick_event.h"
+
 namespace rnic::hw {
 
 namespace {
@@ -149,7 +151,7 @@ private:
         }
     }
 
-    sc_core::sc_event m_check;
+    quick_event m_check;
     std::vector<waiter> m_waiters;
     std::vector<std::unique_ptr<sc_core::sc_event>> m_free;  // waiters' events not in use
     std::vector<timestep_arbiter*> m_ready;    // arbiters with requests at this instant

@@ -10,6 +10,7 @@
 #include <systemc>
 
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 
 namespace rnic::hw {
 
@@ -95,7 +96,7 @@ private:
     uint32_t m_id;  // creation order: arbiters served in the same instant go in this order
     bool m_enlisted = false;  // holds requests the settle process knows of
     std::vector<pending> m_pending;
-    sc_core::sc_event m_served;
+    quick_event m_served;
     uint64_t m_requests = 0;
     uint64_t m_rounds = 0;
     uint64_t m_contended = 0;
@@ -121,7 +122,7 @@ public:
 private:
     bool m_queued = false;
     bool m_released = false;
-    sc_core::sc_event m_release;  // the release of this ticket's method (its waiter's event)
+    quick_event m_release;  // the release of this ticket's method (its waiter's event)
 };
 
 // True while a timestep_arbiter grant function runs (from the settle process, or from the

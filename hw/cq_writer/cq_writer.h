@@ -15,6 +15,7 @@
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
 #include "hw/dma_engine/dma_engine.h"
@@ -153,8 +154,8 @@ private:
     channel<completion_request> m_requests;
     std::deque<hsi::event_entry> m_events;
     std::deque<uint32_t> m_irq_owed;  // MSI-X vectors to signal (EQ re-arm, unmask)
-    sc_core::sc_event m_event_posted;
-    sc_core::sc_event m_dma_done;  // the writer's DMA write has left (dma_engine::write_wait)
+    quick_event m_event_posted;
+    quick_event m_dma_done;  // the writer's DMA write has left (dma_engine::write_wait)
     // What the idle writer waits on (a request, an event or owed interrupt): built once, not an
     // allocated temporary per wait.
     sc_core::sc_event_or_list m_wake;
@@ -171,7 +172,7 @@ private:
     };
     std::vector<moderation_state> m_moderation;             // per CQN
     std::multimap<sc_core::sc_time, uint32_t> m_deadlines;  // may hold stale entries
-    sc_core::sc_event m_timer_event;
+    quick_event m_timer_event;
     uint32_t m_timers_in_use = 0;
     cq_config m_cq_cfg;
     std::function<void(uint32_t)> m_qp_error_handler;

@@ -18,6 +18,7 @@
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
 #include "hw/hsi/hsi.h"
@@ -213,14 +214,14 @@ private:
     std::vector<sc_core::sc_time> m_sq_rung_at;
     std::vector<uint32_t> m_sq_producer_before;
     sc_core::sc_time m_next_slot = sc_core::SC_ZERO_TIME;  // the scheduler's next free cycle
-    sc_core::sc_event m_decided;                           // the scheduler took a QP
+    quick_event m_decided;                                 // the scheduler took a QP
     struct pushed_wqe {
         uint32_t qpn;
         uint16_t index;              // wqe_index of the pushed WQE
         std::vector<uint8_t> bytes;  // 64-256 B: the WQE's first blocks
     };
     std::vector<pushed_wqe> m_pushed;  // oldest first
-    sc_core::sc_event m_pending_event;
+    quick_event m_pending_event;
     stats m_stats;
     uint32_t m_pending_count = 0;  // traced
 };

@@ -17,6 +17,7 @@
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/hsi/hsi.h"
@@ -124,7 +125,7 @@ private:
     uint32_t m_rq_producer = 0;
     uint32_t m_psn = 0;  // BTH PSN of QP1's next frame
     uint16_t m_ip_id = 0;
-    sc_core::sc_event m_doorbell;
+    quick_event m_doorbell;
     stats m_stats;
 };
 

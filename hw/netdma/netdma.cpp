@@ -52,7 +52,6 @@ netdma::netdma(sc_core::sc_module_name name, const netdma_config& cfg, const clo
     for (uint32_t i = 0; i < cfg.channels; ++i) {
         auto c = std::make_unique<channel>();
         c->index = i;
-        c->buffers.assign(cfg.buffers, std::vector<uint8_t>(cfg.chunk_bytes));
         channel* p = c.get();
         sc_core::sc_spawn([this, p] { channel_thread(*p); },
                           ("channel" + std::to_string(i)).c_str());
@@ -584,6 +583,9 @@ uint32_t netdma::plan_copy(const hsi::netdma_descriptor& d, std::vector<piece>& 
 // The chunk pipeline: the next action is whichever comes first of "read the next chunk into a
 // free buffer" and "write the oldest chunk whose data has arrived".
 bool netdma::copy(channel& c, const std::vector<piece>& pieces, sc_core::sc_time& last_write) {
+    if (c.buffers.empty()) {  // at the channel's first copy: an idle channel holds no buffers
+        c.buffers.assign(m_cfg.buffers, std::vector<uint8_t>(m_cfg.chunk_bytes));
+    }
     const size_t n = pieces.size();
     const size_t nbuf = c.buffers.size();
     const sc_core::sc_time never = sc_core::sc_max_time();

@@ -18,6 +18,7 @@
 #include <systemc>
 
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/dma_engine/dma_engine.h"
 #include "hw/doorbell/doorbell.h"
@@ -122,10 +123,10 @@ private:
         bool reread = false;      // RESUME: read last's NextDescriptor again
         bool granted = false;
         bool copying = false;  // inside a descriptor's copy (strict priority, see arbiter)
-        sc_core::sc_event wake;
-        sc_core::sc_event grant;
-        std::vector<std::vector<uint8_t>> buffers;
-        uint32_t state_trace = 0;  // traced: run_state
+        quick_event wake;
+        quick_event grant;
+        std::vector<std::vector<uint8_t>> buffers;  // made at the first copy
+        uint32_t state_trace = 0;                   // traced: run_state
     };
     struct piece {
         uint64_t src;
@@ -159,10 +160,10 @@ private:
     sim_context& m_ctx;
     std::vector<std::unique_ptr<channel>> m_channels;
     std::deque<uint32_t> m_waiting;  // channels waiting for the arbiter, oldest first
-    sc_core::sc_event m_arb_event;
+    quick_event m_arb_event;
     std::array<bool, hsi::MSIX_VECTORS> m_msix_pending{};
     std::deque<uint32_t> m_irq_owed;  // held messages to send (vector unmasked)
-    sc_core::sc_event m_irq_event;
+    quick_event m_irq_event;
     stats m_stats;
     uint32_t m_waiting_trace = 0;  // traced: requests waiting for the arbiter
 };

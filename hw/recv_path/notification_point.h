@@ -16,6 +16,7 @@
 #include "hw/cc/cc_algorithm.h"
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
 #include "hw/nic/nic_identity.h"
@@ -64,7 +65,7 @@ private:
     nic_identity m_id;
     channel<fabric::eth_frame>& m_mac_tx;
     std::deque<std::pair<sc_core::sc_time, fabric::eth_frame>> m_queue;  // (ready, CNP)
-    sc_core::sc_event m_queued;
+    quick_event m_queued;
     std::vector<uint64_t> m_last_cnp_ps;  // per QP: time of the last CNP
     std::vector<uint8_t> m_sent_once;     // per QP: a CNP was sent since create/reset
     std::function<void(uint32_t)> m_rp;

@@ -18,6 +18,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/context/context.h"
@@ -185,7 +186,7 @@ private:
     struct lane_port {
         uint64_t waiting = 0;  // bit i: lane i (bit lanes: the ACK timer thread) waits
         uint32_t last = 0;     // the one served last
-        sc_core::sc_event turn;
+        quick_event turn;
     };
     void take_turn(lane_port& port, const std::function<bool()>& full,
                    const sc_core::sc_event* freed);
@@ -313,12 +314,12 @@ private:
         // early (a flush or a second frame before a hand-off's parse has ended) waits for the
         // rest itself, as it did when these were three events of an or-list (one wait on one
         // event instead of three: no or-list to add the lane to and take it off per frame).
-        sc_core::sc_event wake;
+        quick_event wake;
     };
     std::deque<rx_lane> m_lanes;  // a deque: a lane holds events (not movable)
     // An SRQ is taken from by one lane at a time (its consumer index and read-ahead).
     std::vector<bool> m_srq_busy;
-    sc_core::sc_event m_srq_free;
+    quick_event m_srq_free;
     channel<fabric::eth_frame> m_fifo;
     fabric::eth_link* m_link = nullptr;
     int m_link_side = 0;
@@ -352,7 +353,7 @@ private:
     // a QP's own RQ takes the QP to ERROR.
     void receive_queue_failed(uint32_t qpn, qp_context& qp, srq_context* srq);
     std::deque<std::pair<sc_core::sc_time, uint32_t>> m_ack_timers;  // (deadline, qpn), in order
-    sc_core::sc_event m_ack_timer_event;
+    quick_event m_ack_timer_event;
     stats m_stats;
     context_cache* m_cache = nullptr;
     gsi* m_gsi = nullptr;

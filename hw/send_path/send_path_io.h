@@ -16,6 +16,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/stats.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/send_path/send_path_if.h"
@@ -307,8 +308,8 @@ private:
     // Released chunks' buffers, for take_buffer (a few: one is taken per chunk put).
     static constexpr size_t SPARE_BUFFERS = 8;
     std::vector<std::vector<uint8_t>> m_spare;
-    sc_core::sc_event m_input_event;
-    sc_core::sc_event m_space_event;
+    quick_event m_input_event;
+    quick_event m_space_event;
     uint32_t m_input_listeners = 0;
     uint32_t m_space_waiters = 0;
     // traced

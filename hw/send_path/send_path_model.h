@@ -13,6 +13,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/send_path/send_path_config.h"
 #include "hw/send_path/send_path_if.h"
@@ -116,7 +117,7 @@ private:
     send_path_inputs m_in;
     beat_observer m_observer;
     stats m_stats;
-    sc_core::sc_event m_reset_event;
+    quick_event m_reset_event;
     uint64_t m_reset_gen = 0;
     uint64_t m_reset_edge = 0;  // first edge after the last reset's release
 
@@ -156,16 +157,16 @@ private:
         m_ring_head = m_ring_head + 1 == m_ring.size() ? 0 : m_ring_head + 1;
         --m_pending;
     }
-    sc_core::sc_event m_pending_event;  // complete_method: the front's next step is due
+    quick_event m_pending_event;  // complete_method: the front's next step is due
     // Who does the front's next step at its time: complete_method (m_pending_event), or the
     // producer waiting in wait_payload_room (m_room_event), whose room that step returns:
     // one wake-up instead of the method's run and then the producer's. Notified for one owner
     // at a time; NONE while nothing is pending.
     enum class step_owner : uint8_t { NONE, METHOD, PRODUCER };
     step_owner m_step_owner = step_owner::NONE;
-    bool m_room_waiter = false;      // the producer waits on m_room_event
-    bool m_producer_step = false;    // the producer runs the steps (run_due)
-    sc_core::sc_event m_room_event;  // its wake-up: the front's step, or a reset
+    bool m_room_waiter = false;    // the producer waits on m_room_event
+    bool m_producer_step = false;  // the producer runs the steps (run_due)
+    quick_event m_room_event;      // its wake-up: the front's step, or a reset
     // Hands the front's next step, `delay` from now, to the producer if `producer`, else to
     // complete_method.
     void notify_step(const sc_core::sc_time& delay, bool producer);

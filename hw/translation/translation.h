@@ -9,6 +9,7 @@
 
 #include "hw/common/clock_domain.h"
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/common/timestep_arbiter.h"
 #include "hw/context/context.h"
@@ -156,8 +157,8 @@ private:
     size_t m_ahead_head = 0;
     uint64_t m_gen = 0;                               // messages begun
     std::vector<sc_core::sc_time> m_ahead_in_flight;  // completion times of its reads
-    sc_core::sc_event m_ahead_wake;                   // a request was queued
-    sc_core::sc_event m_ahead_issued;                 // a line's read went out
+    quick_event m_ahead_wake;                         // a request was queued
+    quick_event m_ahead_issued;                       // a line's read went out
 };
 
 }  // namespace rnic::hw

@@ -13,6 +13,7 @@
 #include <systemc>
 
 #include "hw/common/clock_domain.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/send_path/send_path_if.h"
 
@@ -100,8 +101,8 @@ private:
         uint64_t wire = 0;      // its wire bytes (0: none booked)
     };
     std::vector<booking> m_last;
-    std::vector<uint64_t> m_handed;    // when the QP's last packet was booked (ps)
-    sc_core::sc_event m_rate_changed;  // set_rate: always; reset: while a packet waits
+    std::vector<uint64_t> m_handed;  // when the QP's last packet was booked (ps)
+    quick_event m_rate_changed;      // set_rate: always; reset: while a packet waits
     uint32_t m_waiting = 0;
     std::function<void(uint32_t, uint32_t, uint32_t)> m_listener;
     stats m_stats;

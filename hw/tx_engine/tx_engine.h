@@ -19,6 +19,7 @@
 #include "hw/common/channel.h"
 #include "hw/common/clock_domain.h"
 #include "hw/common/instant_count.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/context/context.h"
 #include "hw/context_cache/context_cache.h"
@@ -281,11 +282,11 @@ private:
     channel<tx_job> m_responses;
     std::deque<tx_job> m_retransmits;  // go-back-N resends: after responses, before new work
     void push_resend(tx_job&& j);      // queued now (tx_job::queued_ps)
-    sc_core::sc_event m_retransmit_event;
+    quick_event m_retransmit_event;
     std::set<std::pair<sc_core::sc_time, uint32_t>> m_timers;  // (deadline, qpn)
-    sc_core::sc_event m_timer_changed;  // an earlier deadline than m_timer_wake
-    sc_core::sc_time m_timer_wake;      // the timer thread's own wake-up (zero: none)
-    sc_core::sc_event m_progress;       // an outstanding request completed
+    quick_event m_timer_changed;    // an earlier deadline than m_timer_wake
+    sc_core::sc_time m_timer_wake;  // the timer thread's own wake-up (zero: none)
+    quick_event m_progress;         // an outstanding request completed
     std::unordered_map<uint32_t, qp_state> m_qps;
     stats m_stats;
     recovery_stats m_recovery;
@@ -300,7 +301,7 @@ private:
     std::function<uint32_t(uint32_t)> m_ack_segment_fn;  // set_ack_segment_fn
     std::function<void(uint32_t, uint32_t, bool)> m_ack_observer;
     std::unique_ptr<tx_scheduler> m_sched;  // rnic.tx_engine.scheduler.policy
-    sc_core::sc_event m_sched_wake;         // a window opened (ACK; a scheduler that applies them)
+    quick_event m_sched_wake;               // a window opened (ACK; a scheduler that applies them)
 };
 
 }  // namespace rnic::hw

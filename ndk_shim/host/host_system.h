@@ -16,6 +16,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "ndk_shim/host/neighbor_cache.h"
 #include "ndk_shim/ndk_types.h"
@@ -160,7 +161,7 @@ private:
     std::map<std::pair<sc_core::sc_time, uint64_t>, std::function<void()>> m_dpcs;
     std::unordered_map<uint64_t, sc_core::sc_time> m_dpc_due;  // token -> due time
     uint64_t m_dpc_seq = 0;
-    sc_core::sc_event m_irq_event;
+    hw::quick_event m_irq_event;
     bool m_in_dpc = false;
     uint64_t m_interrupts = 0;
     uint64_t m_dpc_count = 0;

@@ -20,6 +20,7 @@
 
 #include <systemc>
 
+#include "hw/common/quick_event.h"
 #include "hw/hsi/hsi.h"
 #include "ndk_shim/ndk_sim.h"
 #include "ndk_shim/provider/cm_mad.h"
@@ -328,7 +329,7 @@ struct adapter_impl : NDK_ADAPTER, object_base {
     std::map<uint16_t, listener_impl*> listeners;
     std::map<uint16_t, uint32_t> port_refs;
     uint16_t next_ephemeral = 49152;
-    sc_core::sc_event children_gone;
+    hw::quick_event children_gone;
 
     adapter_impl(host_system& h, const adapter_params& p);
     ~adapter_impl() override;

@@ -3,6 +3,8 @@
 #include "testbench/output/run_report.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -70,9 +72,9 @@ std::string binding_resource(const nlohmann::json& utilization, double* fraction
 namespace {
 // stats.json without "blocks" (a null in its place): write_run_outputs writes the blocks'
 // counters into the text without copying them into the object.
-nlohmann::json stats_json_but_blocks(const scenario::run_result& r) {
+nlohmann::json stats_json_but_blocks(const scenario::run_result& r, nlohmann::json utilization) {
     nlohmann::json j;
-    j["utilization"] = make_utilization(r);
+    j["utilization"] = std::move(utilization);
     j["blocks"] = nullptr;
     j["summary"] = {
         {"messages", r.messages},
@@ -96,6 +98,68 @@ nlohmann::json stats_json_but_blocks(const scenario::run_result& r) {
     return j;
 }
 
+// Appends value.dump(2) as it would read nested `indent` spaces deep in a dump(2) (the
+// layout's line breaks followed by `indent` more spaces). Objects, arrays, integers and keys
+// without characters to escape are written here (nlohmann's dump of them goes through its
+// escaping byte by byte: 1 % of a 16-host run's instructions); any other value is its dump(2).
+void append_dump(std::string& out, const nlohmann::json& v, size_t indent) {
+    auto plain = [](const std::string& k) {
+        return std::all_of(k.begin(), k.end(), [](char c) {
+            const auto u = static_cast<unsigned char>(c);
+            return u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+        });
+    };
+    if (v.is_object() || v.is_array()) {
+        if (v.empty()) {
+            out += v.is_object() ? "{}" : "[]";
+            return;
+        }
+        out += v.is_object() ? "{\n" : "[\n";
+        bool first = true;
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (!first) {
+                out += ",\n";
+            }
+            first = false;
+            out.append(indent + 2, ' ');
+            if (v.is_object()) {
+                if (plain(it.key())) {
+                    out += '"';
+                    out += it.key();
+                    out += '"';
+                } else {
+                    out += nlohmann::json(it.key()).dump();
+                }
+                out += ": ";
+            }
+            append_dump(out, *it, indent + 2);
+        }
+        out += '\n';
+        out.append(indent, ' ');
+        out += v.is_object() ? '}' : ']';
+        return;
+    }
+    if (v.is_number_unsigned() || v.is_number_integer()) {
+        char buf[24];
+        const auto r = v.is_number_unsigned()
+                           ? std::to_chars(buf, buf + sizeof buf, v.get<uint64_t>())
+                           : std::to_chars(buf, buf + sizeof buf, v.get<int64_t>());
+        out.append(buf, r.ptr);
+        return;
+    }
+    // A float, string, boolean, null (one line) or binary (laid out over lines by dump(2)).
+    const std::string d = v.dump(2);
+    for (size_t from = 0; from < d.size();) {
+        const size_t nl = d.find('\n', from);
+        if (nl == std::string::npos) {
+            out.append(d, from, std::string::npos);
+            break;
+        }
+        out.append(d, from, nl + 1 - from).append(indent, ' ');
+        from = nl + 1;
+    }
+}
+
 // to_file_text(j) with j's top-level member `key` (a null in j) set to `value`. A member of the
 // top-level object is dumped at one level of indent: the value's own dump with two spaces after
 // each line break (a JSON string holds no raw line break, so every one is the layout's).
@@ -107,26 +171,17 @@ std::string to_file_text_with(const nlohmann::json& j, const std::string& key,
     if (at == std::string::npos) {
         throw std::logic_error("to_file_text_with: no top-level null \"" + key + "\"");
     }
-    const std::string v = value.dump(2);
     std::string out;
-    out.reserve(text.size() + v.size() + v.size() / 8);
+    out.reserve(text.size() + 64 * 1024);
     out.append(text, 0, at + placeholder.size() - 4);  // up to the null
-    for (size_t from = 0; from < v.size();) {
-        const size_t nl = v.find('\n', from);
-        if (nl == std::string::npos) {
-            out.append(v, from, std::string::npos);
-            break;
-        }
-        out.append(v, from, nl + 1 - from).append("  ");
-        from = nl + 1;
-    }
+    append_dump(out, value, 2);
     out.append(text, at + placeholder.size(), std::string::npos);
     return out;
 }
 }  // namespace
 
 nlohmann::json make_stats_json(const scenario::run_result& r) {
-    nlohmann::json j = stats_json_but_blocks(r);
+    nlohmann::json j = stats_json_but_blocks(r, make_utilization(r));
     j["blocks"] = r.blocks;
     return j;
 }
@@ -188,7 +243,11 @@ const char* test_name(scenario::operation op) {
 }
 }  // namespace
 
-std::string make_summary(const scenario::scenario_config& cfg, const scenario::run_result& r) {
+namespace {
+// summary.txt from the run's utilization (make_utilization) and, on a fabric, its "fabric"
+// object (make_fabric_json): write_run_outputs computes them once for both files.
+std::string summary_of(const scenario::scenario_config& cfg, const scenario::run_result& r,
+                       const nlohmann::json& utilization, const nlohmann::json& fabric) {
     const auto& w = cfg.workload;
     const std::string rule(87, '-');
     std::string s;
@@ -226,7 +285,7 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
                      r.packets);
     {
         double f = 0;
-        const std::string b = binding_resource(make_utilization(r), &f);
+        const std::string b = binding_resource(utilization, &f);
         // Below 80% nothing in the NIC, its PCIe link or the wire was saturated: the host's
         // posting or the round trip (latency, window) set the rate.
         if (!b.empty() && f >= 0.8) {
@@ -240,7 +299,7 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
     }
     if (has_fabric_outputs(cfg, r)) {
         // Fabric runs: the table above sums every flow; flows.csv has each one.
-        const nlohmann::json f = make_fabric_json(cfg, r);
+        const nlohmann::json& f = fabric;
         s += fmt::format(" {:<16}: {} topology, {} nodes, {} switches, {} links\n", "Fabric",
                          cfg.topology.form, cfg.topology.nodes.size(), cfg.topology.switches.size(),
                          cfg.topology.links.size());
@@ -254,16 +313,25 @@ std::string make_summary(const scenario::scenario_config& cfg, const scenario::r
     }
     return s;
 }
+}  // namespace
+
+std::string make_summary(const scenario::scenario_config& cfg, const scenario::run_result& r) {
+    return summary_of(cfg, r, make_utilization(r),
+                      has_fabric_outputs(cfg, r) ? make_fabric_json(cfg, r) : nlohmann::json());
+}
 
 std::string write_run_outputs(const output_dir& dir, const scenario::scenario_config& cfg,
                               const scenario::run_result& r) {
-    const std::string summary = make_summary(cfg, r);
+    const bool fabric = has_fabric_outputs(cfg, r);
+    nlohmann::json fabric_json = fabric ? make_fabric_json(cfg, r) : nlohmann::json();
+    nlohmann::json utilization = make_utilization(r);
+    const std::string summary = summary_of(cfg, r, utilization, fabric_json);
     // stats.json: r.blocks (most of it) goes into the text without a copy of it in `stats`.
-    nlohmann::json stats = stats_json_but_blocks(r);
-    if (has_fabric_outputs(cfg, r)) {
+    nlohmann::json stats = stats_json_but_blocks(r, std::move(utilization));
+    if (fabric) {
         // Fabric scenarios: per-flow results (today's single flow back to back keeps its
         // outputs as they were).
-        stats["fabric"] = make_fabric_json(cfg, r);
+        stats["fabric"] = std::move(fabric_json);
         dir.write("flows.csv", make_flows_csv(cfg, r));
     }
     dir.write("stats.json", to_file_text_with(stats, "blocks", r.blocks));

@@ -124,12 +124,14 @@ void latency_histogram::merge(const latency_histogram& o) {
 }
 
 nlohmann::json latency_histogram::summary() const {
-    count_map counts = m_counts;
-    if (m_run > 0) {
-        counts.add(m_run_ps, m_run);
-    }
+    // (duration, slices) sorted by duration: the map's and the pending run's, without a copy of
+    // the map (a duration in both is two adjacent entries: the ranks below see the same sums).
     std::vector<std::pair<uint64_t, uint64_t>> sorted;
-    counts.for_each([&sorted](uint64_t ps, uint64_t n) { sorted.emplace_back(ps, n); });
+    sorted.reserve(m_counts.size() + 1);
+    m_counts.for_each([&sorted](uint64_t ps, uint64_t n) { sorted.emplace_back(ps, n); });
+    if (m_run > 0) {
+        sorted.emplace_back(m_run_ps, m_run);
+    }
     std::sort(sorted.begin(), sorted.end());
     auto rank = [&](double p) -> uint64_t {
         const auto k = std::max<uint64_t>(

@@ -51,6 +51,8 @@ public:
             }
         }
     }
+    // How many (key, count) for_each visits.
+    size_t size() const { return m_used + (m_empty_key != 0 ? 1 : 0); }
     // Every (key, count), in no particular order.
     template <class F>
     void for_each(F&& f) const {

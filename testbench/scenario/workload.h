@@ -13,6 +13,7 @@
 
 #include <systemc>
 
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "ndk_shim/ndk_sim.h"
 #include "ndk_shim/ndkpi.h"
@@ -142,12 +143,12 @@ private:
         ULONG rq_depth = 0;
         ULONG mr_flags = 0;
         // Events from callbacks (DPC thread) to the role's thread.
-        sc_core::sc_event wake;
+        hw::quick_event wake;
         bool cq_notified = false;
         // The CQ died (its notification came with an error status, e.g. STATUS_INTERNAL_ERROR
         // after the NIC's fatal error): no completion will come; the role's thread ends the run.
         NTSTATUS cq_error = STATUS_SUCCESS;
-        sc_core::sc_event cq_error_event;
+        hw::quick_event cq_error_event;
         uint32_t disconnects = 0;  // peer disconnects reported
         uint32_t accepted = 0;     // target: connections accepted
         bool done = false;
@@ -172,10 +173,10 @@ private:
         uint32_t remote_token = 0;
         NDK_LISTENER* listener = nullptr;
         std::deque<NDK_CONNECTOR*> incoming;  // connect requests not yet accepted
-        sc_core::sc_event wake;               // a connect request arrived / was accepted
+        hw::quick_event wake;                 // a connect request arrived / was accepted
         bool setup_started = false;
         bool ready = false;  // adapter, objects and (targets) the listener are up
-        sc_core::sc_event ready_event;
+        hw::quick_event ready_event;
         uint32_t outstanding = 0;  // traced: work requests not yet completed
     };
     // The initiator's view of one QP's remote buffer, from the target's accept private data.
@@ -214,7 +215,7 @@ private:
         std::vector<uint64_t> recv_posted;
         std::vector<uint64_t> recv_done;
         uint64_t received = 0;
-        sc_core::sc_event recv_event;  // a receive completed (flows gated on this one)
+        hw::quick_event recv_event;  // a receive completed (flows gated on this one)
         // Results.
         bool started = false;
         sc_core::sc_time first_post;

@@ -401,7 +401,12 @@ TEST(RunReport, WrittenFilesAreTheBytesOfTheirFunctions) {
     r.blocks = {{"node0.nic.doorbell", {{"sq_doorbells", 10}, {"drops", 2}}},
                 {"node1.nic.tx_engine",
                  {{"busy_ps", 2'000'000}, {"retransmits", 7}, {"empty", json::object()}}},
-                {"a.block", {{"note", "line\n  \"blocks\": null"}, {"list", {1, -2, 2.5}}}},
+                {"a.block",
+                 {{"note", "line\n  \"blocks\": null"},
+                  {"list", {1, -2, 2.5, json::array(), {{"in", {true, nullptr}}}}},
+                  {"k\"ey\\\ttab", -3},
+                  {"\xc2\xb5s", 4},
+                  {"raw", json::binary({1, 2})}}},
                 {"z.block", json::array()}};
     r.failures = {"one failure"};
     for (const bool nan : {false, true}) {

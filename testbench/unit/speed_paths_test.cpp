@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "hw/common/numeric.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/common/stats.h"
 #include "testbench/common/scratch_dir.h"
@@ -242,3 +244,48 @@ TEST(StatsRegistry, EntriesOwnTheirStringsAndValuesGroupByBlock) {
 }
 
 }  // namespace
+
+// hw::quick_event (hw/common/quick_event.h): made at elaboration, an event is in the object
+// hierarchy under its module with a name of its own, next to SystemC's own generated names
+// without a clash; made while the simulation runs, it is nameless as an unnamed sc_event is.
+struct quick_event_owner : sc_core::sc_module {
+    hw::quick_event a;
+    hw::quick_event b[2];
+    sc_core::sc_event plain;  // SystemC's "event_0"
+    hw::quick_event c;
+    std::unique_ptr<hw::quick_event> made_running;
+    std::unique_ptr<sc_core::sc_event> plain_running;
+    explicit quick_event_owner(sc_core::sc_module_name n)
+        : sc_core::sc_module(n) {
+        SC_HAS_PROCESS(quick_event_owner);
+        SC_THREAD(run);
+    }
+    void run() {
+        made_running = std::make_unique<hw::quick_event>();
+        plain_running = std::make_unique<sc_core::sc_event>();
+        a.notify(sc_core::SC_ZERO_TIME);
+        wait(a);
+    }
+};
+
+TEST(QuickEvent, NamedInTheHierarchyAtElaborationNamelessWhileRunning) {
+    quick_event_owner m("owner");
+    const sc_core::sc_event* all[] = {&m.a, &m.b[0], &m.b[1], &m.plain, &m.c};
+    std::vector<std::string> names;
+    for (const sc_core::sc_event* e : all) {
+        ASSERT_TRUE(e->in_hierarchy());
+        const std::string n = e->name();
+        EXPECT_EQ(n.rfind("owner.", 0), 0u) << n;
+        EXPECT_EQ(sc_core::sc_find_event(n.c_str()), e) << n;
+        names.push_back(n);
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
+    EXPECT_EQ(m.get_child_events().size(), 5u);
+    sc_core::sc_start();
+    EXPECT_EQ(sc_core::sc_report_handler::get_count(sc_core::SC_WARNING), 0);
+    ASSERT_NE(m.made_running, nullptr);
+    EXPECT_EQ(m.made_running->in_hierarchy(), m.plain_running->in_hierarchy());
+    EXPECT_FALSE(m.made_running->in_hierarchy());
+    EXPECT_EQ(m.get_child_events().size(), 5u);
+}

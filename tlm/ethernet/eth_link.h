@@ -18,6 +18,7 @@
 
 #include "hw/common/channel.h"
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "hw/common/timestep_arbiter.h"
 
@@ -324,7 +325,7 @@ private:
     double m_jitter_ps[2] = {0, 0};
     std::mt19937_64 m_jitter_rng[2];
     hw::sim_context& m_ctx;
-    sc_core::sc_event m_in_flight_event[2];
+    hw::quick_event m_in_flight_event[2];
     std::function<void(int, const eth_frame&)> m_capture;
     stats m_stats[2];
     bool m_busy[2] = {false, false};    // traced: a frame is on the wire
@@ -343,7 +344,7 @@ private:
     bool m_ctrl_pending[2] = {false, false};
     uint8_t m_ctrl_cev[2] = {0, 0};  // class-enable vector of the pending pause frame
     sc_core::sc_time m_next_refresh[2];
-    sc_core::sc_event m_ctrl_event[2];  // a pause frame to send, or a pause received
+    hw::quick_event m_ctrl_event[2];  // a pause frame to send, or a pause received
     std::array<sc_core::sc_time, 8> m_pause_until[2];
     // The serializer's step (serializer_method): choosing the next frame (settling the
     // instant first), starting it (after a cut-through frame's wait), woken while idle after a

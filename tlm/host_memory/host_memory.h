@@ -16,6 +16,8 @@
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "hw/common/quick_event.h"
+
 namespace rnic::fabric {
 
 class host_memory : public sc_core::sc_module {
@@ -111,7 +113,7 @@ private:
     }
     bool released_slow(uint64_t addr, uint64_t len) const;
     sc_core::sc_time m_latency;
-    sc_core::sc_event m_dma_write_event;
+    hw::quick_event m_dma_write_event;
     stats m_stats;
 };
 

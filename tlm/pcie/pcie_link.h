@@ -14,6 +14,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "tlm/pcie/dma_stream.h"
 #include "tlm/pcie/pcie_config.h"
@@ -155,8 +156,8 @@ private:
     size_t m_tag_next = 0;              // the oldest
     std::deque<pending_write> m_up_writes;
     std::deque<pending_mmio> m_down_mmio;
-    sc_core::sc_event m_up_event;
-    sc_core::sc_event m_down_event;
+    hw::quick_event m_up_event;
+    hw::quick_event m_down_event;
     std::vector<std::vector<uint8_t>> m_free_buffers;
     tlm::tlm_generic_payload m_mem_gp;  // host memory accesses (b_transport does not yield)
     std::function<void(uint64_t, uint32_t)> m_msi_handler;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "hw/common/numeric.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/short_wait.h"
 #include "hw/common/sim_now.h"
 #include "hw/roce/protocol.h"
@@ -162,7 +163,7 @@ struct eth_switch::port_state : frame_sink_if, frame_source_if {
     std::unique_ptr<egress_scheduler> sched;  // between the priorities (switch_config.scheduler)
     port_stats ps{};
     hw::stage_slicer slices;  // its "switch" slices in the WQE timeline
-    sc_core::sc_event data;
+    hw::quick_event data;
     // What the link's MAC does until its next pull (set by pull()): busy with a frame and
     // pulling again at its end (frames are still queued), or else sleeping until mac_retry
     // (sc_max_time(): until `data` is notified). A frame queued meanwhile notifies `data` only

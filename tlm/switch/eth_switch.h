@@ -21,6 +21,7 @@
 #include <systemc>
 
 #include "hw/common/config_reader.h"
+#include "hw/common/quick_event.h"
 #include "hw/common/sim_context.h"
 #include "tlm/ethernet/eth_link.h"
 #include "tlm/switch/egress_scheduler.h"
@@ -184,10 +185,10 @@ private:
     sc_core::sc_time m_pipeline;  // pipeline_ns
     double m_check_ns = 0;        // the earlier of the watchdog's detection and the deadlock time
     bool m_wd_drop = true;        // pfc_watchdog.action "drop" (else "forward")
-    sc_core::sc_event m_pause_check;
+    hw::quick_event m_pause_check;
     sc_core::sc_time m_pause_due = sc_core::sc_max_time();  // the check's time (the event steps)
     std::function<void()> m_stuck_observer;
-    sc_core::sc_event m_arrival_event;  // timed at the earliest arrival
+    hw::quick_event m_arrival_event;  // timed at the earliest arrival
 };
 
 }  // namespace rnic::fabric
