@@ -369,13 +369,26 @@ void host_system::cpu(double ns) {
     }
 }
 
+const sc_core::sc_event_or_list& host_system::dma_or_list(const sc_core::sc_event& also) {
+    for (const auto& [e, list] : m_dma_or_lists) {
+        if (e == &also) {
+            return *list;
+        }
+    }
+    auto list = std::make_unique<sc_core::sc_event_or_list>();
+    *list |= m_memory.dma_write_event();
+    *list |= also;
+    m_dma_or_lists.emplace_back(&also, std::move(list));
+    return *m_dma_or_lists.back().second;
+}
+
 void host_system::wait_for_dma(double timeout_ns, const sc_core::sc_event* also) {
     if (!in_thread()) {
         return;
     }
     if (timeout_ns <= 0) {
         if (also != nullptr) {
-            sc_core::wait(m_memory.dma_write_event() | *also);
+            sc_core::wait(dma_or_list(*also));
             return;
         }
         sc_core::wait(m_memory.dma_write_event());  // no timeout: nothing left in the event queue

@@ -133,6 +133,7 @@ public:
 
 private:
     void dpc_thread();
+    const sc_core::sc_event_or_list& dma_or_list(const sc_core::sc_event& also);
     // The host's kernel virtual memory: `bytes` (whole pages) at the next address of its region,
     // zero-filled; and the way back (see host_system.cpp).
     uint8_t* map_kernel_va(size_t bytes);
@@ -162,6 +163,10 @@ private:
     std::unordered_map<uint64_t, sc_core::sc_time> m_dpc_due;  // token -> due time
     uint64_t m_dpc_seq = 0;
     hw::quick_event m_irq_event;
+    // wait_for_dma's `DMA write | also` lists, one per `also` event (built at its first wait and
+    // kept: `a | b` would allocate a list at every wait).
+    std::vector<std::pair<const sc_core::sc_event*, std::unique_ptr<sc_core::sc_event_or_list>>>
+        m_dma_or_lists;
     bool m_in_dpc = false;
     uint64_t m_interrupts = 0;
     uint64_t m_dpc_count = 0;
