@@ -232,7 +232,7 @@ void send_path_model::queue_frame(const tx_descriptor& d, const packet_plan& pla
     }
     m_mac->reserve();
     if (cut && pf.first <= now) {
-        enter_mac(pf);  // its first beat is now: no wait, as before
+        enter_mac(pf, false);  // its first beat is now: no wait, as before
     }
     if (was_empty) {
         // A zero delay is a delta notification: the step runs in the next delta, as the
@@ -274,9 +274,7 @@ void send_path_model::wait_payload_room(bool continuing) {
         }
         m_step_owner = step_owner::NONE;
         const sc_core::sc_time now = sc_core::sc_time_stamp();
-        m_producer_step = true;
-        const bool more = run_due(now);
-        m_producer_step = false;
+        const bool more = run_due(now, true);
         if (more) {
             // The next step: this producer's if it still waits, else the method's.
             notify_step(pending_front().next() - now, m_in.payload_full());
@@ -311,35 +309,35 @@ void send_path_model::complete_method() {
     }
 }
 
-bool send_path_model::run_due(const sc_core::sc_time& now) {
+bool send_path_model::run_due(const sc_core::sc_time& now, bool by_producer) {
     while (m_pending != 0) {
         pending_frame& pf = pending_front();
         if (pf.cut && !pf.entered) {
             if (pf.first > now) {
                 return true;
             }
-            enter_mac(pf);
+            enter_mac(pf, by_producer);
         }
         if (pf.done > now) {
             return true;
         }
-        finish_frame(pf);
+        finish_frame(pf, by_producer);
         pending_pop();
     }
     return false;
 }
 
-void send_path_model::enter_mac(pending_frame& pf) {
+void send_path_model::enter_mac(pending_frame& pf, bool by_producer) {
     if (m_observer) {
         frame_to_beats(pf.f.data, pf.edges.data(), pf.beats, pf.frame_no, m_observer);
     }
     pf.f.complete = pf.done;
     pf.entered = true;
     ++m_stats.frames_cut_through;
-    m_mac->put_reserved(std::move(pf.f), m_producer_step);
+    m_mac->put_reserved(std::move(pf.f), by_producer);
 }
 
-void send_path_model::finish_frame(pending_frame& pf) {
+void send_path_model::finish_frame(pending_frame& pf, bool by_producer) {
     if (m_observer && !pf.cut) {
         frame_to_beats(pf.f.data, pf.edges.data(), pf.beats, pf.frame_no, m_observer);
     }
@@ -355,7 +353,7 @@ void send_path_model::finish_frame(pending_frame& pf) {
     }
     if (!pf.cut) {
         if (m_mac != nullptr) {
-            m_mac->put_reserved(std::move(pf.f), m_producer_step);
+            m_mac->put_reserved(std::move(pf.f), by_producer);
         } else {
             m_out.put_frame(std::move(pf.f));
         }

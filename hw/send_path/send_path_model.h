@@ -100,9 +100,11 @@ private:
     // sleeps until the next one (a method: no thread switch per frame).
     void complete_method();
     // Steps of pending frames due at `now`, in order; false if none is left.
-    bool run_due(const sc_core::sc_time& now);
-    void enter_mac(pending_frame& pf);     // cut-through: at the first beat
-    void finish_frame(pending_frame& pf);  // at the last beat
+    // by_producer: the producer waiting for room runs them (wait_payload_room): a frame into
+    // the MAC FIFO wakes a waiting MAC at once (put_now), not in the next delta.
+    bool run_due(const sc_core::sc_time& now, bool by_producer = false);
+    void enter_mac(pending_frame& pf, bool by_producer);     // cut-through: at the first beat
+    void finish_frame(pending_frame& pf, bool by_producer);  // at the last beat
     // After beat 0 of the packet: beats 1 .. beats - 1 in closed form when their timing is
     // the free-flowing one (see the .cpp); false: not applicable, computed beat by beat.
     bool rest_in_closed_form(const packet_plan& plan, uint64_t pay_off);
@@ -164,9 +166,8 @@ private:
     // at a time; NONE while nothing is pending.
     enum class step_owner : uint8_t { NONE, METHOD, PRODUCER };
     step_owner m_step_owner = step_owner::NONE;
-    bool m_room_waiter = false;    // the producer waits on m_room_event
-    bool m_producer_step = false;  // the producer runs the steps (run_due)
-    quick_event m_room_event;      // its wake-up: the front's step, or a reset
+    bool m_room_waiter = false;  // the producer waits on m_room_event
+    quick_event m_room_event;    // its wake-up: the front's step, or a reset
     // Hands the front's next step, `delay` from now, to the producer if `producer`, else to
     // complete_method.
     void notify_step(const sc_core::sc_time& delay, bool producer);
